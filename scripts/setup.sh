@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what hyperpar needs from Debian's packages (when missing) and
+# builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages (${need[*]}); run as root or install them" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+if [ "${1:-}" = "--sanitize" ]; then
+  cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON >/dev/null
+  cmake --build build-san -j"$jobs"
+fi

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, runs the suite, then
+# runs it again under AddressSanitizer and UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --sanitize
+. scripts/mpienv.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+echo "== tests (release build)"
+(cd build && ctest --output-on-failure -j"$jobs")
+echo "== tests (ASan + UBSan build)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-san && ctest --output-on-failure -j"$jobs" -LE no-sanitize)

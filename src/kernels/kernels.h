@@ -1,0 +1,118 @@
+/* kernels: the CPU compute kernels of the engine (fp32).
+ *
+ * Conventions, shared by every kernel here:
+ *  - The pool comes first: it is the context the kernel runs in (NULL = run on
+ *    the caller alone). Then outputs, then inputs, then sizes.
+ *  - Every output is overwritten (never accumulated into) unless the name says
+ *    `_acc`. Outputs never alias inputs unless a comment says so.
+ *  - Linear weights are stored (out, in), row-major, as llm.c and PyTorch do.
+ *  - Results are bit-identical from run to run for a given pool size and do not
+ *    depend on thread scheduling (reductions use a fixed order).
+ *  - Kernels never allocate: where one needs scratch memory, a *_scratch()
+ *    function says how many floats, and the caller passes that buffer.
+ *  - BLAS runs single-threaded inside each pool thread (hp_kernels_init), so the
+ *    pool alone decides how many cores a rank uses.
+ */
+#ifndef HP_KERNELS_H
+#define HP_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/pool.h"
+
+/* Once per process, before any kernel: pins BLAS to one thread per caller. */
+void hp_kernels_init(void);
+
+/* ---- embeddings ---- */
+/* out[N,C] = table[ids[n], :]; ids[N] in [0, rows). */
+void hp_k_embedding_fwd(hp_pool *pool, float *out, const int32_t *ids, const float *table,
+                        long N, long C);
+/* dtable[rows,C] = sum over n with ids[n] == r of dout[n,:] (rows never hit are 0). */
+void hp_k_embedding_bwd(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids,
+                        long N, long C, long rows);
+/* out[B,T,C] = inp[B,T,C] + pos[t,:] (pos has >= T rows). */
+void hp_k_add_pos_fwd(hp_pool *pool, float *out, const float *inp, const float *pos, long B,
+                      long T, long C);
+/* dpos[rows,C]: rows t < T get sum_b dout[b,t,:]; rows t >= T get 0. */
+void hp_k_add_pos_bwd(hp_pool *pool, float *dpos, const float *dout, long B, long T, long C,
+                      long rows);
+
+/* ---- linear layers (GEMM through OpenBLAS) ---- */
+/* out[N,OC] = inp[N,IC] . weight[OC,IC]^T + bias[OC] (bias may be NULL). */
+void hp_k_matmul_fwd(hp_pool *pool, float *out, const float *inp, const float *weight,
+                     const float *bias, long N, long IC, long OC);
+/* dinp[N,IC] = dout[N,OC] . weight[OC,IC];  dweight[OC,IC] = dout^T . inp[N,IC];
+ * dbias[OC] = sum_n dout[n,:]. Any of dinp, dweight, dbias may be NULL. */
+void hp_k_matmul_bwd(hp_pool *pool, float *dinp, float *dweight, float *dbias, const float *dout,
+                     const float *inp, const float *weight, long N, long IC, long OC);
+
+/* ---- normalisation ---- */
+/* out[N,C] = (inp - mean) * rstd * w[C] + b[C]; mean[N], rstd[N] saved for backward. */
+void hp_k_layernorm_fwd(hp_pool *pool, float *out, float *mean, float *rstd, const float *inp,
+                        const float *w, const float *b, long N, long C, float eps);
+/* dinp[N,C], dw[C], db[C] from dout[N,C], inp[N,C], w[C], mean[N], rstd[N];
+ * scratch: hp_k_layernorm_bwd_scratch floats (per-thread partial sums). */
+void hp_k_layernorm_bwd(hp_pool *pool, float *dinp, float *dw, float *db, const float *dout,
+                        const float *inp, const float *w, const float *mean, const float *rstd,
+                        float *scratch, long N, long C);
+size_t hp_k_layernorm_bwd_scratch(long N, long C, int nthreads); /* floats */
+/* RMSNorm: out[N,C] = inp * rstd * w[C]; rstd[N] = 1/sqrt(mean(inp^2) + eps). */
+void hp_k_rmsnorm_fwd(hp_pool *pool, float *out, float *rstd, const float *inp, const float *w,
+                      long N, long C, float eps);
+void hp_k_rmsnorm_bwd(hp_pool *pool, float *dinp, float *dw, const float *dout, const float *inp,
+                      const float *w, const float *rstd, float *scratch, long N, long C);
+size_t hp_k_rmsnorm_bwd_scratch(long N, long C, int nthreads); /* floats */
+
+/* ---- elementwise ---- */
+/* GELU, tanh approximation: out[n] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+void hp_k_gelu_fwd(hp_pool *pool, float *out, const float *inp, long n);
+void hp_k_gelu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *inp, long n);
+/* out[n] = a[n] + b[n] (out may alias a or b). */
+void hp_k_add(hp_pool *pool, float *out, const float *a, const float *b, long n);
+/* SwiGLU: inp[N,2H] holds gate (first H columns) and up (last H); out[N,H] = silu(gate) * up. */
+void hp_k_swiglu_fwd(hp_pool *pool, float *out, const float *inp, long N, long H);
+void hp_k_swiglu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *inp, long N,
+                     long H);
+
+/* ---- attention ---- */
+/* Causal multi-head self-attention on a fused qkv[B,T,3C] (q | k | v, heads of hs = C/NH
+ * contiguous inside each). out[B,T,C] = softmax(q k^T / sqrt(hs), causal) v, heads
+ * concatenated. att[B,NH,T,T] keeps the probabilities for backward (entries above the
+ * diagonal are 0). scratch: hp_k_attention_scratch floats. */
+void hp_k_attention_fwd(hp_pool *pool, float *out, float *att, const float *qkv, float *scratch,
+                        long B, long T, long C, long NH);
+/* dqkv[B,T,3C] from dout[B,T,C], qkv[B,T,3C] and att[B,NH,T,T]. */
+void hp_k_attention_bwd(hp_pool *pool, float *dqkv, const float *dout, const float *qkv,
+                        const float *att, float *scratch, long B, long T, long C, long NH);
+size_t hp_k_attention_scratch(long B, long T, long C, long NH, int nthreads); /* floats */
+/* Rotary position embedding on the q and k parts of qkv[B,T,3C] (v copied as is);
+ * pairs (2i, 2i+1) inside each head rotate by t * theta^(-2i/hs). out may alias inp. */
+void hp_k_rope_fwd(hp_pool *pool, float *out, const float *inp, long B, long T, long C, long NH,
+                   float theta);
+/* The inverse rotation applied to dout (dinp may alias dout). */
+void hp_k_rope_bwd(hp_pool *pool, float *dinp, const float *dout, long B, long T, long C, long NH,
+                   float theta);
+
+/* ---- loss ---- */
+/* Softmax cross-entropy over a padded vocabulary: logits[N,Vp], only the first V
+ * columns take part (padded columns get probability 0 and are never predicted).
+ * probs[N,Vp] saved for backward; losses[N] per position; *mean_loss = mean(losses),
+ * summed in double in a fixed order. targets[N] in [0, V). */
+void hp_k_xent_fwd(hp_pool *pool, float *probs, float *losses, float *mean_loss,
+                   const float *logits, const int32_t *targets, long N, long V, long Vp);
+/* dlogits[N,Vp] = dloss * (probs - onehot(target)) / N for columns < V, 0 for padded
+ * columns. dlogits may alias probs. */
+void hp_k_xent_bwd(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets,
+                   float dloss, long N, long V, long Vp);
+
+/* ---- reductions and misc ---- */
+/* sum of squares of x[n], in double, fixed order (for gradient clipping). */
+double hp_k_sumsq(hp_pool *pool, const float *x, long n);
+/* x[n] *= s */
+void hp_k_scale(hp_pool *pool, float *x, float s, long n);
+/* bf16 <-> fp32 conversion of n values. */
+void hp_k_f32_to_bf16(hp_pool *pool, uint16_t *out, const float *inp, long n);
+void hp_k_bf16_to_f32(hp_pool *pool, float *out, const uint16_t *inp, long n);
+
+#endif
