@@ -1,0 +1,20 @@
+/* core/autodiff: reverse-mode differentiation as a graph pass. It walks the
+ * forward nodes backwards and asks each operator's backward rule to emit the
+ * nodes that compute its inputs' gradients; contributions to one value are
+ * summed as they arrive (in a fixed order). Parameter gradients become
+ * persistent values named "<param>.grad". */
+#ifndef HP_CORE_AUTODIFF_H
+#define HP_CORE_AUTODIFF_H
+
+#include "core/graph.h"
+#include "core/opdef.h"
+
+/* Differentiates the scalar `loss`; add_op sums two gradients (out = a + b). */
+hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op);
+
+/* For backward rules: a new gradient value shaped like value `of`. */
+int hp_grad_value(hp_graph *g, int of);
+/* For backward rules: does input `v` need a gradient? */
+static inline int hp_needs_grad(const hp_graph *g, int v) { return g->vals[v].requires_grad; }
+
+#endif

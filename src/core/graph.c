@@ -1,0 +1,217 @@
+#include "core/graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/opdef.h"
+
+hp_status hp_graph_create(hp_graph **out) {
+    hp_graph *g = calloc(1, sizeof *g);
+    if (!g) return hp_errorf("graph: out of memory");
+    g->loss = -1;
+    g->loss_seed = -1;
+    *out = g;
+    return HP_OK;
+}
+
+void hp_graph_destroy(hp_graph *g) {
+    if (!g) return;
+    hp_status_free(g->err);
+    free(g->vals);
+    free(g->nodes);
+    free(g);
+}
+
+hp_status hp_graph_status(const hp_graph *g) { return g->err; }
+
+void hp_graph_fail(hp_graph *g, hp_status err) {
+    if (!err) return;
+    if (g->err)
+        hp_status_free(err);
+    else
+        g->err = err;
+}
+
+void hp_graph_scope(hp_graph *g, const char *fmt, ...) {
+    if (!fmt) {
+        g->scope[0] = 0;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->scope, sizeof g->scope, fmt, ap);
+    va_end(ap);
+}
+
+int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, const char *name) {
+    if (g->err) return -1;
+    if (g->nvals == g->capv) {
+        int cap = g->capv ? g->capv * 2 : 64;
+        hp_value *v = realloc(g->vals, (size_t)cap * sizeof *v);
+        if (!v) {
+            hp_graph_fail(g, hp_errorf("graph: out of memory"));
+            return -1;
+        }
+        g->vals = v;
+        g->capv = cap;
+    }
+    int id = g->nvals++;
+    hp_value *v = &g->vals[id];
+    memset(v, 0, sizeof *v);
+    v->dtype = dtype;
+    v->shape = shape;
+    v->kind = kind;
+    v->producer = -1;
+    v->grad = -1;
+    v->grad_of = -1;
+    v->persistent = kind == HP_V_INPUT || kind == HP_V_PARAM || kind == HP_V_CONST;
+    snprintf(v->name, sizeof v->name, "%s", name ? name : "");
+    return id;
+}
+
+static int check_shape(hp_graph *g, const char *what, const char *name, hp_shape s) {
+    if (s.ndim < 1 || s.ndim > HP_MAX_DIMS) {
+        hp_graph_fail(g, hp_errorf("graph: %s '%s': rank %d not in 1..%d", what, name, s.ndim,
+                                   HP_MAX_DIMS));
+        return 0;
+    }
+    for (int i = 0; i < s.ndim; i++)
+        if (s.d[i] < 1) {
+            hp_graph_fail(g, hp_errorf("graph: %s '%s': dimension %d is %lld, must be >= 1", what,
+                                       name, i, (long long)s.d[i]));
+            return 0;
+        }
+    return 1;
+}
+
+int hp_graph_input(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape) {
+    if (g->err || !check_shape(g, "input", name, shape)) return -1;
+    int id = hp_graph_value(g, HP_V_INPUT, dtype, shape, name);
+    if (id >= 0) g->vals[id].no_grad = 1;
+    return id;
+}
+
+int hp_graph_param(hp_graph *g, const char *name, hp_shape shape, int hidden_matrix) {
+    if (g->err || !check_shape(g, "parameter", name, shape)) return -1;
+    if (hp_graph_find(g, name) >= 0) {
+        hp_graph_fail(g, hp_errorf("graph: parameter '%s' defined twice", name));
+        return -1;
+    }
+    int id = hp_graph_value(g, HP_V_PARAM, HP_F32, shape, name);
+    if (id >= 0) g->vals[id].hidden_matrix = hidden_matrix;
+    return id;
+}
+
+static int push_node(hp_graph *g) {
+    if (g->nnodes == g->capn) {
+        int cap = g->capn ? g->capn * 2 : 64;
+        hp_node *n = realloc(g->nodes, (size_t)cap * sizeof *n);
+        if (!n) {
+            hp_graph_fail(g, hp_errorf("graph: out of memory"));
+            return -1;
+        }
+        g->nodes = n;
+        g->capn = cap;
+    }
+    int id = g->nnodes++;
+    memset(&g->nodes[id], 0, sizeof g->nodes[id]);
+    return id;
+}
+
+int hp_graph_node(hp_graph *g, int *outs, const hp_opdef *op, const int *in, int nin,
+                  const hp_attrs *a) {
+    if (g->err) return -1;
+    HP_ASSERT(nin <= HP_MAX_IN && op->nout <= HP_MAX_OUT);
+    for (int i = 0; i < nin; i++)
+        if (in[i] < 0 || in[i] >= g->nvals) {
+            hp_graph_fail(g, hp_errorf("graph: %s%s%s: input %d is not a value of this graph",
+                                       g->scope, g->scope[0] ? "." : "", op->name, i));
+            return -1;
+        }
+    if (!op->infer) {
+        hp_graph_fail(g, hp_errorf("graph: operator '%s' is emitted by passes only", op->name));
+        return -1;
+    }
+    hp_node tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.op = op;
+    tmp.nin = nin;
+    for (int i = 0; i < nin; i++) tmp.in[i] = in[i];
+    if (a) tmp.a = *a;
+    tmp.phase = HP_PHASE_FWD;
+    tmp.fwd_node = -1;
+    snprintf(tmp.name, sizeof tmp.name, "%.62s%s%.30s", g->scope, g->scope[0] ? "." : "", op->name);
+    hp_shape shapes[HP_MAX_OUT];
+    hp_dtype dtypes[HP_MAX_OUT];
+    for (int i = 0; i < HP_MAX_OUT; i++) dtypes[i] = HP_F32;
+    hp_status s = op->infer(g, &tmp, shapes, dtypes);
+    if (s) {
+        hp_graph_fail(g, hp_error_wrap(s, "graph: %s", tmp.name));
+        return -1;
+    }
+    tmp.nout = op->nout;
+    for (int i = 0; i < op->nout; i++) {
+        char nm[HP_NAME_LEN];
+        snprintf(nm, sizeof nm, "%.80s:%d", tmp.name, i);
+        int v = hp_graph_value(g, HP_V_ACT, dtypes[i], shapes[i], nm);
+        if (v < 0) return -1;
+        tmp.out[i] = v;
+        if (op->nograd_outs & (1u << i)) g->vals[v].no_grad = 1;
+    }
+    int id = push_node(g);
+    if (id < 0) return -1;
+    g->nodes[id] = tmp;
+    for (int i = 0; i < tmp.nout; i++) g->vals[tmp.out[i]].producer = id;
+    if (outs)
+        for (int i = 0; i < tmp.nout; i++) outs[i] = tmp.out[i];
+    return tmp.out[0];
+}
+
+int hp_graph_node_into(hp_graph *g, const hp_opdef *op, const int *in, int nin, const int *out,
+                       int nout, const hp_attrs *a, hp_phase phase, int fwd_node) {
+    if (g->err) return -1;
+    HP_ASSERT(nin <= HP_MAX_IN && nout <= HP_MAX_OUT);
+    hp_attrs attrs;
+    memset(&attrs, 0, sizeof attrs);
+    if (a) attrs = *a; /* a may point into the node array, which may move */
+    int id = push_node(g);
+    if (id < 0) return -1;
+    hp_node *n = &g->nodes[id];
+    n->op = op;
+    n->nin = nin;
+    n->nout = nout;
+    for (int i = 0; i < nin; i++) n->in[i] = in[i];
+    for (int i = 0; i < nout; i++) {
+        n->out[i] = out[i];
+        if (out[i] >= 0) g->vals[out[i]].producer = id;
+    }
+    if (a) n->a = attrs;
+    n->phase = phase;
+    n->fwd_node = fwd_node;
+    if (fwd_node >= 0) {
+        char fname[HP_NAME_LEN];
+        memcpy(fname, g->nodes[fwd_node].name, sizeof fname);
+        snprintf(n->name, sizeof n->name, "%.62s.%.30s", fname, op->name);
+    }
+    else
+        snprintf(n->name, sizeof n->name, "%s", op->name);
+    return id;
+}
+
+int hp_graph_params(const hp_graph *g, int *ids, int cap) {
+    int n = 0;
+    for (int i = 0; i < g->nvals; i++)
+        if (g->vals[i].kind == HP_V_PARAM) {
+            if (ids && n < cap) ids[n] = i;
+            n++;
+        }
+    return n;
+}
+
+int hp_graph_find(const hp_graph *g, const char *name) {
+    for (int i = 0; i < g->nvals; i++)
+        if (strcmp(g->vals[i].name, name) == 0) return i;
+    return -1;
+}

@@ -1,0 +1,27 @@
+/* core/memplan: assigns every non-persistent value (activations, gradients) an
+ * offset in one arena by liveness over a node order, so buffers whose lives do
+ * not overlap share memory. Persistent values (parameters, their gradients,
+ * inputs, constants) are left to the caller. Planned once, before the first
+ * step. */
+#ifndef HP_CORE_MEMPLAN_H
+#define HP_CORE_MEMPLAN_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+
+#define HP_MEMPLAN_NONE ((size_t)-1)
+#define HP_MEMPLAN_ALIGN 64
+
+typedef struct {
+    size_t *offset;     /* per value: byte offset in the arena, or HP_MEMPLAN_NONE */
+    size_t arena_bytes; /* arena size the plan needs */
+    size_t naive_bytes; /* what one buffer per value would need (for reports) */
+} hp_memplan;
+
+/* Plans the values used or written by nodes order[0..norder) (node ids, in
+ * execution order). */
+hp_status hp_memplan_build(hp_memplan *out, const hp_graph *g, const int *order, int norder);
+void hp_memplan_free(hp_memplan *p);
+
+#endif

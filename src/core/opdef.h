@@ -1,0 +1,39 @@
+/* core/opdef: the interface every operator implements. The operator table
+ * (src/ops) fills these in; core's passes and the runtime only call through
+ * them, so core never depends on a particular operator. */
+#ifndef HP_CORE_OPDEF_H
+#define HP_CORE_OPDEF_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+#include "core/pool.h"
+
+/* What a kernel gets at run time: the rank's pool and its scratch buffer. */
+typedef struct {
+    hp_pool *pool;
+    float *scratch; /* hp_opdef.scratch() floats, shared by all nodes */
+} hp_kctx;
+
+typedef struct hp_opdef {
+    const char *name;
+    int nout; /* number of outputs the shape rule creates */
+    unsigned nograd_outs; /* bit k set: output k is never differentiated (saved statistics) */
+    /* Shape rule: output shapes and dtypes from the inputs and attributes; an
+     * error names the operator and the offending input. */
+    hp_status (*infer)(const hp_graph *g, const hp_node *n, hp_shape *out_shape,
+                       hp_dtype *out_dtype);
+    /* Forward kernel on plain local tensors. */
+    void (*run)(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out);
+    /* Backward rule (NULL: not differentiable). gout[i] is the gradient value of
+     * output i (-1: none). Emits nodes into g and writes the gradient value of
+     * each input into gin[i] (-1: none); a gradient may reuse gout ids as is. */
+    void (*backward)(hp_graph *g, int node, const int *gout, int *gin);
+    /* Scratch floats the kernel needs with nthreads threads (NULL: none). */
+    size_t (*scratch)(const hp_graph *g, const hp_node *n, int nthreads);
+    /* Cost: floating-point operations and bytes moved by one run. */
+    double (*flops)(const hp_graph *g, const hp_node *n);
+    double (*bytes)(const hp_graph *g, const hp_node *n);
+} hp_opdef;
+
+#endif

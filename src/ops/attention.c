@@ -1,0 +1,114 @@
+/* ops/attention: fused causal multi-head self-attention and rotary embedding,
+ * both on the fused qkv[B,T,3C] layout. */
+#include <stdio.h>
+
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+static hp_status check_qkv(const hp_graph *g, const hp_node *n) {
+    const hp_shape *s = in_shape(g, n, 0);
+    char b[64];
+    long nh = (long)n->a.i[0];
+    if (s->ndim != 3 || s->d[2] % 3)
+        return SHAPE_ERR("%s input %s must be [B, T, 3C]", n->op->name, hp_shape_str(b, sizeof b, s));
+    if (nh < 1 || (s->d[2] / 3) % nh)
+        return SHAPE_ERR("%s: C = %lld is not divisible by %ld heads", n->op->name,
+                         (long long)(s->d[2] / 3), nh);
+    return HP_OK;
+}
+
+/* ---- attention: qkv[B,T,3C] -> out (y[B,T,C], att[B,NH,T,T]) ---- */
+static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    HP_TRY(check_qkv(g, n));
+    const hp_shape *s = in_shape(g, n, 0);
+    os[0] = hp_shape3(s->d[0], s->d[1], s->d[2] / 3);
+    os[1] = hp_shape4(s->d[0], n->a.i[0], s->d[1], s->d[1]);
+    od[0] = od[1] = HP_F32;
+    return HP_OK;
+}
+
+static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const hp_shape *s = &in[0].shape;
+    hp_k_attention_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), k->scratch, s->d[0], s->d[1],
+                       s->d[2] / 3, n->a.i[0]);
+}
+
+static size_t att_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    /* forward node: input 0 is qkv; backward node: input 1 is qkv */
+    const hp_shape *s = in_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    return hp_k_attention_scratch(s->d[0], s->d[1], s->d[2] / 3, n->a.i[0], nt);
+}
+
+static void att_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dqkv = grad_for(g, node, 0);
+    if (dqkv < 0) return;
+    const hp_node *n = &g->nodes[node];
+    int in[3] = {gout[0], n->in[0], n->out[1]};
+    emit_bwd(g, &hp_op_attention_bwd, node, in, 3, &dqkv, 1);
+    gin[0] = dqkv;
+}
+
+static double att_flops(const hp_graph *g, const hp_node *n) {
+    const hp_shape *s = in_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    double B = (double)s->d[0], T = (double)s->d[1], C = (double)(s->d[2] / 3);
+    double f = 4.0 * B * T * T * C; /* q k^T and att v */
+    return n->op == &hp_op_attention ? f : 2.0 * f;
+}
+
+const hp_opdef hp_op_attention = {
+    .name = "attention", .nout = 2, .nograd_outs = 2, .infer = att_infer, .run = att_run,
+    .backward = att_backward, .scratch = att_scratch, .flops = att_flops, .bytes = ops_io_bytes,
+};
+
+/* backward: in (dy, qkv, att) -> dqkv */
+static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const hp_shape *s = &in[1].shape;
+    hp_k_attention_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), CF32(in[2]), k->scratch,
+                       s->d[0], s->d[1], s->d[2] / 3, n->a.i[0]);
+}
+
+const hp_opdef hp_op_attention_bwd = {
+    .name = "attention_bwd", .nout = 1, .run = att_run_bwd, .scratch = att_scratch,
+    .flops = att_flops, .bytes = ops_io_bytes,
+};
+
+/* ---- rope: qkv[B,T,3C] -> qkv with q and k rotated ---- */
+static hp_status rope_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    HP_TRY(check_qkv(g, n));
+    const hp_shape *s = in_shape(g, n, 0);
+    if ((s->d[2] / 3 / n->a.i[0]) % 2)
+        return SHAPE_ERR("rope: head size %lld must be even", (long long)(s->d[2] / 3 / n->a.i[0]));
+    os[0] = *s;
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+static void rope_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const hp_shape *s = &in[0].shape;
+    hp_k_rope_fwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[2] / 3, n->a.i[0],
+                  (float)n->a.f[0]);
+}
+
+static void rope_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0);
+    if (dx < 0) return;
+    emit_bwd(g, &hp_op_rope_bwd, node, gout, 1, &dx, 1);
+    gin[0] = dx;
+}
+
+static double rope_flops(const hp_graph *g, const hp_node *n) { return 2.0 * (double)in_numel(g, n, 0); }
+
+const hp_opdef hp_op_rope = {
+    .name = "rope", .nout = 1, .infer = rope_infer, .run = rope_run, .backward = rope_backward,
+    .flops = rope_flops, .bytes = ops_io_bytes,
+};
+
+static void rope_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const hp_shape *s = &in[0].shape;
+    hp_k_rope_bwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[2] / 3, n->a.i[0],
+                  (float)n->a.f[0]);
+}
+
+const hp_opdef hp_op_rope_bwd = {
+    .name = "rope_bwd", .nout = 1, .run = rope_run_bwd, .flops = rope_flops, .bytes = ops_io_bytes,
+};

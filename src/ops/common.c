@@ -1,0 +1,84 @@
+/* ops/common: cost helpers and the table of all operators. */
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+double ops_io_bytes(const hp_graph *g, const hp_node *n) {
+    double b = 0;
+    for (int k = 0; k < n->nin; k++) b += 4.0 * (double)hp_val_numel(g, n->in[k]);
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0) b += 4.0 * (double)hp_val_numel(g, n->out[k]);
+    return b;
+}
+
+static const hp_opdef *const all_ops[] = {
+    &hp_op_embedding, &hp_op_embedding_bwd, &hp_op_add_pos,  &hp_op_add_pos_bwd,
+    &hp_op_linear,    &hp_op_linear_bwd,    &hp_op_layernorm, &hp_op_layernorm_bwd,
+    &hp_op_rmsnorm,   &hp_op_rmsnorm_bwd,   &hp_op_gelu,     &hp_op_gelu_bwd,
+    &hp_op_add,       &hp_op_swiglu,        &hp_op_swiglu_bwd, &hp_op_attention,
+    &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
+    &hp_op_xent_bwd,
+};
+
+const hp_opdef *const *hp_ops_all(int *count) {
+    *count = (int)(sizeof all_ops / sizeof all_ops[0]);
+    return all_ops;
+}
+
+/* ---- builders ---- */
+static int node1(hp_graph *g, const hp_opdef *op, const int *in, int nin, const hp_attrs *a) {
+    return hp_graph_node(g, NULL, op, in, nin, a);
+}
+
+int hp_linear(hp_graph *g, int x, int w, int b) {
+    int in[3] = {x, w, b};
+    return node1(g, &hp_op_linear, in, b >= 0 ? 3 : 2, NULL);
+}
+
+int hp_layernorm(hp_graph *g, int x, int w, int b, float eps) {
+    hp_attrs a = {.f = {eps}};
+    int in[3] = {x, w, b};
+    return node1(g, &hp_op_layernorm, in, 3, &a);
+}
+
+int hp_rmsnorm(hp_graph *g, int x, int w, float eps) {
+    hp_attrs a = {.f = {eps}};
+    int in[2] = {x, w};
+    return node1(g, &hp_op_rmsnorm, in, 2, &a);
+}
+
+int hp_gelu(hp_graph *g, int x) { return node1(g, &hp_op_gelu, &x, 1, NULL); }
+
+int hp_add(hp_graph *g, int a, int b) {
+    int in[2] = {a, b};
+    return node1(g, &hp_op_add, in, 2, NULL);
+}
+
+int hp_swiglu(hp_graph *g, int x) { return node1(g, &hp_op_swiglu, &x, 1, NULL); }
+
+int hp_embedding(hp_graph *g, int ids, int table) {
+    int in[2] = {ids, table};
+    return node1(g, &hp_op_embedding, in, 2, NULL);
+}
+
+int hp_add_pos(hp_graph *g, int x, int pos) {
+    int in[2] = {x, pos};
+    return node1(g, &hp_op_add_pos, in, 2, NULL);
+}
+
+int hp_attention(hp_graph *g, int qkv, int nh) {
+    hp_attrs a = {.i = {nh}};
+    return node1(g, &hp_op_attention, &qkv, 1, &a);
+}
+
+int hp_rope(hp_graph *g, int qkv, int nh, float theta) {
+    hp_attrs a = {.i = {nh}, .f = {theta}};
+    return node1(g, &hp_op_rope, &qkv, 1, &a);
+}
+
+int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position) {
+    hp_attrs a = {.i = {V}};
+    int in[2] = {logits, targets}, out[HP_MAX_OUT];
+    int loss = hp_graph_node(g, out, &hp_op_xent, in, 2, &a);
+    if (loss >= 0 && per_position) *per_position = out[2];
+    return loss;
+}

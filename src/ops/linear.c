@@ -1,0 +1,72 @@
+/* ops/linear: y[..., OC] = x[..., IC] . W[OC, IC]^T + b[OC], GEMM through BLAS. */
+#include <stdio.h>
+
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *x = in_shape(g, n, 0), *w = in_shape(g, n, 1);
+    char b1[64], b2[64];
+    if (w->ndim != 2)
+        return SHAPE_ERR("linear weight '%s' must be 2-D (out, in), got %s", g->vals[n->in[1]].name,
+                         hp_shape_str(b1, sizeof b1, w));
+    if (last_dim(x) != w->d[1])
+        return SHAPE_ERR("linear input %s does not match weight '%s' %s (in features)",
+                         hp_shape_str(b1, sizeof b1, x), g->vals[n->in[1]].name,
+                         hp_shape_str(b2, sizeof b2, w));
+    if (n->nin == 3) {
+        const hp_shape *b = in_shape(g, n, 2);
+        if (b->ndim != 1 || b->d[0] != w->d[0])
+            return SHAPE_ERR("linear bias '%s' %s must be [%lld]", g->vals[n->in[2]].name,
+                             hp_shape_str(b1, sizeof b1, b), (long long)w->d[0]);
+    }
+    os[0] = *x;
+    os[0].d[x->ndim - 1] = w->d[0];
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long IC = in[1].shape.d[1], OC = in[1].shape.d[0];
+    hp_k_matmul_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), n->nin == 3 ? CF32(in[2]) : NULL,
+                    t_rows(&in[0]), IC, OC);
+}
+
+static void backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0), dw = grad_for(g, node, 1);
+    int db = g->nodes[node].nin == 3 ? grad_for(g, node, 2) : -1;
+    const hp_node *n = &g->nodes[node];
+    int in[3] = {gout[0], n->in[0], n->in[1]};
+    int out[3] = {dx, dw, db};
+    emit_bwd(g, &hp_op_linear_bwd, node, in, 3, out, 3);
+    gin[0] = dx;
+    gin[1] = dw;
+    if (n->nin == 3) gin[2] = db;
+}
+
+static double flops(const hp_graph *g, const hp_node *n) {
+    return 2.0 * (double)rows_of(in_shape(g, n, 0)) * (double)hp_val_numel(g, n->in[1]);
+}
+
+const hp_opdef hp_op_linear = {
+    .name = "linear", .nout = 1, .infer = infer, .run = run, .backward = backward,
+    .flops = flops, .bytes = ops_io_bytes,
+};
+
+/* backward: in (dy, x, W) -> out (dx, dW, db), any output may be -1. */
+static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long IC = in[2].shape.d[1], OC = in[2].shape.d[0];
+    hp_k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
+                    n->out[2] >= 0 ? F32(out[2]) : NULL, CF32(in[0]), CF32(in[1]), CF32(in[2]),
+                    t_rows(&in[1]), IC, OC);
+}
+
+static double flops_bwd(const hp_graph *g, const hp_node *n) {
+    double f = 2.0 * (double)rows_of(in_shape(g, n, 1)) * (double)hp_val_numel(g, n->in[2]);
+    return f * ((n->out[0] >= 0) + (n->out[1] >= 0));
+}
+
+const hp_opdef hp_op_linear_bwd = {
+    .name = "linear_bwd", .nout = 3, .run = run_bwd,
+    .flops = flops_bwd, .bytes = ops_io_bytes,
+};

@@ -1,0 +1,50 @@
+/* ops: the operator table. Per operator: shape rule, forward kernel, backward
+ * rule, scratch size and cost (FLOPs, bytes), as hp_opdef records (core/opdef.h);
+ * and the builder calls that model code uses to put operators into a graph.
+ * Builders return the new value id (the first output), or -1 once the graph
+ * holds an error (see hp_graph_status). */
+#ifndef HP_OPS_H
+#define HP_OPS_H
+
+#include "core/graph.h"
+#include "core/opdef.h"
+
+/* ---- builders ---- */
+/* ids[...] (i32) -> table rows: out[..., C]; table[R, C]. */
+int hp_embedding(hp_graph *g, int ids, int table);
+/* x[B,T,C] + pos[t, :] for t < T; pos[P,C] with P >= T. */
+int hp_add_pos(hp_graph *g, int x, int pos);
+/* x[..., IC] . w[OC, IC]^T + b[OC]; b = -1 for none. */
+int hp_linear(hp_graph *g, int x, int w, int b);
+int hp_layernorm(hp_graph *g, int x, int w, int b, float eps);
+int hp_rmsnorm(hp_graph *g, int x, int w, float eps);
+int hp_gelu(hp_graph *g, int x);
+int hp_add(hp_graph *g, int a, int b);
+/* x[..., 2H] (gate | up) -> silu(gate) * up [..., H]. */
+int hp_swiglu(hp_graph *g, int x);
+/* Causal self-attention on fused qkv[B,T,3C] with nh heads -> [B,T,C]. */
+int hp_attention(hp_graph *g, int qkv, int nh);
+/* Rotary embedding of the q and k parts of qkv[B,T,3C]. */
+int hp_rope(hp_graph *g, int qkv, int nh, float theta);
+/* Mean softmax cross-entropy of logits[..., Vp] (first V columns real) against
+ * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
+ * value of the per-position losses. */
+int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
+
+/* ---- operator records (forward and backward) ---- */
+extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd;
+extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
+extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
+extern const hp_opdef hp_op_layernorm, hp_op_layernorm_bwd;
+extern const hp_opdef hp_op_rmsnorm, hp_op_rmsnorm_bwd;
+extern const hp_opdef hp_op_gelu, hp_op_gelu_bwd;
+extern const hp_opdef hp_op_add;
+extern const hp_opdef hp_op_swiglu, hp_op_swiglu_bwd;
+extern const hp_opdef hp_op_attention, hp_op_attention_bwd;
+extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
+extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
+
+/* Every operator record, for listings and lookups by name. */
+const hp_opdef *const *hp_ops_all(int *count);
+
+#endif

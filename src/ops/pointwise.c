@@ -1,0 +1,121 @@
+/* ops/pointwise: GELU (tanh), residual add, SwiGLU. */
+#include <stdio.h>
+
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+static hp_status same_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    os[0] = *in_shape(g, n, 0);
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+/* ---- GELU ---- */
+static void gelu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_k_gelu_fwd(k->pool, F32(out[0]), CF32(in[0]), (long)hp_shape_numel(&in[0].shape));
+}
+
+static void gelu_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0);
+    if (dx < 0) return;
+    int in[2] = {gout[0], g->nodes[node].in[0]};
+    emit_bwd(g, &hp_op_gelu_bwd, node, in, 2, &dx, 1);
+    gin[0] = dx;
+}
+
+static double gelu_flops(const hp_graph *g, const hp_node *n) { return 10.0 * (double)in_numel(g, n, 0); }
+
+const hp_opdef hp_op_gelu = {
+    .name = "gelu", .nout = 1, .infer = same_infer, .run = gelu_run, .backward = gelu_backward,
+    .flops = gelu_flops, .bytes = ops_io_bytes,
+};
+
+/* backward: in (dy, x) -> dx */
+static void gelu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_k_gelu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[1].shape));
+}
+
+static double gelu_flops_bwd(const hp_graph *g, const hp_node *n) {
+    return 20.0 * (double)in_numel(g, n, 1);
+}
+
+const hp_opdef hp_op_gelu_bwd = {
+    .name = "gelu_bwd", .nout = 1, .run = gelu_run_bwd, .flops = gelu_flops_bwd,
+    .bytes = ops_io_bytes,
+};
+
+/* ---- add: out = a + b (same shapes); its backward passes dy through ---- */
+static hp_status add_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    char b1[64], b2[64];
+    if (!hp_shape_eq(in_shape(g, n, 0), in_shape(g, n, 1)))
+        return SHAPE_ERR("add of %s and %s: shapes differ", hp_shape_str(b1, sizeof b1, in_shape(g, n, 0)),
+                         hp_shape_str(b2, sizeof b2, in_shape(g, n, 1)));
+    return same_infer(g, n, os, od);
+}
+
+static void add_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_k_add(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape));
+}
+
+static void add_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    (void)g, (void)node;
+    gin[0] = gout[0];
+    gin[1] = gout[0];
+}
+
+static double add_flops(const hp_graph *g, const hp_node *n) { return (double)in_numel(g, n, 0); }
+
+const hp_opdef hp_op_add = {
+    .name = "add", .nout = 1, .infer = add_infer, .run = add_run, .backward = add_backward,
+    .flops = add_flops, .bytes = ops_io_bytes,
+};
+
+/* ---- SwiGLU: x[..., 2H] -> silu(x[..., :H]) * x[..., H:] ---- */
+static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *x = in_shape(g, n, 0);
+    char b[64];
+    if (last_dim(x) % 2)
+        return SHAPE_ERR("swiglu input %s: last dimension must be even (gate | up)",
+                         hp_shape_str(b, sizeof b, x));
+    os[0] = *x;
+    os[0].d[x->ndim - 1] /= 2;
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+static void swiglu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]), t_last(&in[0]) / 2);
+}
+
+static void swiglu_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0);
+    if (dx < 0) return;
+    int in[2] = {gout[0], g->nodes[node].in[0]};
+    emit_bwd(g, &hp_op_swiglu_bwd, node, in, 2, &dx, 1);
+    gin[0] = dx;
+}
+
+static double swiglu_flops(const hp_graph *g, const hp_node *n) { return 3.0 * (double)in_numel(g, n, 0); }
+
+const hp_opdef hp_op_swiglu = {
+    .name = "swiglu", .nout = 1, .infer = swiglu_infer, .run = swiglu_run,
+    .backward = swiglu_backward, .flops = swiglu_flops, .bytes = ops_io_bytes,
+};
+
+static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]), t_last(&in[1]) / 2);
+}
+
+static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {
+    return 6.0 * (double)in_numel(g, n, 1);
+}
+
+const hp_opdef hp_op_swiglu_bwd = {
+    .name = "swiglu_bwd", .nout = 1, .run = swiglu_run_bwd, .flops = swiglu_flops_bwd,
+    .bytes = ops_io_bytes,
+};

@@ -1,0 +1,75 @@
+#include "runtime/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *hp_alloc_zeroed(size_t n) {
+    size_t sz = (n + 4095) / 4096 * 4096;
+    if (sz == 0) sz = 4096;
+    void *p = aligned_alloc(4096, sz);
+    if (p) memset(p, 0, sz);
+    return p;
+}
+
+hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
+    memset(ps, 0, sizeof *ps);
+    int n = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    ps->name = calloc((size_t)(n ? n : 1), sizeof *ps->name);
+    ps->shape = calloc((size_t)(n ? n : 1), sizeof *ps->shape);
+    ps->hidden_matrix = calloc((size_t)(n ? n : 1), sizeof *ps->hidden_matrix);
+    ps->offset = calloc((size_t)(n ? n : 1), sizeof *ps->offset);
+    if (!ids || !ps->name || !ps->shape || !ps->hidden_matrix || !ps->offset) {
+        free(ids);
+        hp_param_store_free(ps);
+        return hp_errorf("parameters: out of memory");
+    }
+    hp_graph_params(g, ids, n);
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const hp_value *v = &g->vals[ids[i]];
+        memcpy(ps->name[i], v->name, HP_NAME_LEN);
+        ps->shape[i] = v->shape;
+        ps->hidden_matrix[i] = v->hidden_matrix;
+        ps->offset[i] = off;
+        off += ((size_t)hp_shape_numel(&v->shape) + 15) / 16 * 16;
+    }
+    free(ids);
+    ps->n = n;
+    ps->total = off;
+    ps->data = hp_alloc_zeroed(off * sizeof(float));
+    if (!ps->data) {
+        hp_param_store_free(ps);
+        return hp_errorf("parameters: cannot allocate %zu MB", off * 4 >> 20);
+    }
+    return HP_OK;
+}
+
+void hp_param_store_free(hp_param_store *ps) {
+    free(ps->name);
+    free(ps->shape);
+    free(ps->hidden_matrix);
+    free(ps->offset);
+    free(ps->data);
+    memset(ps, 0, sizeof *ps);
+}
+
+int hp_param_store_find(const hp_param_store *ps, const char *name) {
+    for (int i = 0; i < ps->n; i++)
+        if (strcmp(ps->name[i], name) == 0) return i;
+    return -1;
+}
+
+hp_status hp_param_store_check(const hp_param_store *ps, const hp_graph *g) {
+    int k = 0;
+    for (int v = 0; v < g->nvals; v++) {
+        if (g->vals[v].kind != HP_V_PARAM) continue;
+        if (k >= ps->n || strcmp(ps->name[k], g->vals[v].name) != 0 ||
+            !hp_shape_eq(&ps->shape[k], &g->vals[v].shape))
+            return hp_errorf("parameters: graph parameter '%s' does not match the store", g->vals[v].name);
+        k++;
+    }
+    if (k != ps->n) return hp_errorf("parameters: the graph has %d parameters, the store %d", k, ps->n);
+    return HP_OK;
+}

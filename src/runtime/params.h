@@ -1,0 +1,37 @@
+/* runtime/params: the storage of a graph's parameters as one flat fp32 buffer
+ * (each tensor starts on a 64-byte boundary, in the graph's parameter order).
+ * Programs compiled from graphs with the same parameters (a training graph, an
+ * evaluation graph) share one store; optimizers and checkpoints see the flat
+ * buffer and the per-tensor views. */
+#ifndef HP_RUNTIME_PARAMS_H
+#define HP_RUNTIME_PARAMS_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+
+typedef struct {
+    int n;            /* number of parameter tensors */
+    char (*name)[HP_NAME_LEN];
+    hp_shape *shape;
+    int *hidden_matrix;
+    size_t *offset;   /* floats into data */
+    float *data;      /* total floats, zero-initialised */
+    size_t total;
+} hp_param_store;
+
+hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g);
+void hp_param_store_free(hp_param_store *ps);
+/* Index of the parameter with this name, or -1. */
+int hp_param_store_find(const hp_param_store *ps, const char *name);
+static inline float *hp_param_ptr(const hp_param_store *ps, int i) { return ps->data + ps->offset[i]; }
+static inline size_t hp_param_numel(const hp_param_store *ps, int i) {
+    return (size_t)hp_shape_numel(&ps->shape[i]);
+}
+/* Checks that the graph's parameters match the store (same names, order, shapes). */
+hp_status hp_param_store_check(const hp_param_store *ps, const hp_graph *g);
+
+/* Page-aligned, zeroed allocation of n bytes (memory is touched once here). */
+void *hp_alloc_zeroed(size_t n);
+
+#endif

@@ -1,0 +1,183 @@
+#include "runtime/program.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/memplan.h"
+
+typedef struct {
+    const hp_node *node;
+    hp_tensor in[HP_MAX_IN];
+    hp_tensor out[HP_MAX_OUT];
+} step;
+
+struct hp_program {
+    const hp_graph *g;
+    hp_param_store *ps;
+    hp_pool *pool;
+    hp_kctx kctx;
+    step *steps[2];
+    int nsteps[2];
+    void **ptr;     /* per value */
+    char *arena;
+    float *grads;
+    char *persist;  /* inputs and constants */
+    hp_program_info info;
+};
+
+static size_t value_bytes(const hp_graph *g, int v) {
+    return (size_t)hp_val_numel(g, v) * hp_dtype_size(g->vals[v].dtype);
+}
+
+static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
+hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool) {
+    *out = NULL;
+    if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
+    HP_TRY(hp_param_store_check(ps, g));
+    hp_program *p = calloc(1, sizeof *p);
+    if (!p) return hp_errorf("program: out of memory");
+    p->g = g;
+    p->ps = ps;
+    p->pool = pool;
+    p->ptr = calloc((size_t)g->nvals, sizeof *p->ptr);
+    int *order = malloc(sizeof(int) * (size_t)(g->nnodes ? g->nnodes : 1));
+    hp_memplan plan = {0};
+    hp_status st = HP_OK;
+    if (!p->ptr || !order) {
+        st = hp_errorf("program: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < g->nnodes; i++) order[i] = i;
+    st = hp_memplan_build(&plan, g, order, g->nnodes);
+    if (st) goto fail;
+    p->info.arena_bytes = plan.arena_bytes;
+    p->info.naive_bytes = plan.naive_bytes;
+
+    /* Persistent storage: parameters (store), their gradients (flat, same
+     * layout), inputs and constants (one block). */
+    int has_bwd = 0, pi = 0;
+    for (int i = 0; i < g->nnodes; i++) has_bwd |= g->nodes[i].phase == HP_PHASE_BWD;
+    if (has_bwd) {
+        p->grads = hp_alloc_zeroed(ps->total * sizeof(float));
+        if (!p->grads) {
+            st = hp_errorf("program: cannot allocate %zu MB of gradients", ps->total * 4 >> 20);
+            goto fail;
+        }
+        p->info.grad_bytes = ps->total * sizeof(float);
+    }
+    size_t persist = 0;
+    for (int v = 0; v < g->nvals; v++) {
+        const hp_value *val = &g->vals[v];
+        if (val->kind == HP_V_PARAM) {
+            p->ptr[v] = hp_param_ptr(ps, pi++);
+            continue;
+        }
+        if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) continue;
+        if (val->persistent) persist += round64(value_bytes(g, v));
+    }
+    p->persist = hp_alloc_zeroed(persist);
+    p->arena = hp_alloc_zeroed(plan.arena_bytes);
+    if (!p->persist || !p->arena) {
+        st = hp_errorf("program: cannot allocate the %zu MB activation arena", plan.arena_bytes >> 20);
+        goto fail;
+    }
+    p->info.input_bytes = persist;
+    size_t at = 0;
+    pi = 0;
+    for (int v = 0; v < g->nvals; v++) {
+        const hp_value *val = &g->vals[v];
+        if (val->kind == HP_V_PARAM) continue;
+        if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
+            if (!p->grads) continue;
+            int idx = hp_param_store_find(ps, g->vals[val->grad_of].name);
+            p->ptr[v] = p->grads + ps->offset[idx];
+            continue;
+        }
+        if (val->persistent) {
+            p->ptr[v] = p->persist + at;
+            at += round64(value_bytes(g, v));
+        } else if (plan.offset[v] != HP_MEMPLAN_NONE) {
+            p->ptr[v] = p->arena + plan.offset[v];
+        }
+    }
+    if (g->loss_seed >= 0) ((float *)p->ptr[g->loss_seed])[0] = 1.0f;
+
+    /* Scratch: the largest any node needs. */
+    size_t scratch = 0;
+    int nt = hp_pool_size(pool);
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        if (n->op->scratch) {
+            size_t s = n->op->scratch(g, n, nt);
+            if (s > scratch) scratch = s;
+        }
+    }
+    p->kctx.pool = pool;
+    p->kctx.scratch = hp_alloc_zeroed(scratch * sizeof(float));
+    if (!p->kctx.scratch) {
+        st = hp_errorf("program: cannot allocate %zu MB of scratch", scratch * 4 >> 20);
+        goto fail;
+    }
+    p->info.scratch_bytes = scratch * sizeof(float);
+
+    /* Steps, with every tensor resolved. */
+    for (int ph = 0; ph < 2; ph++) {
+        p->steps[ph] = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof(step));
+        if (!p->steps[ph]) {
+            st = hp_errorf("program: out of memory");
+            goto fail;
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        int ph = n->phase == HP_PHASE_BWD;
+        step *s = &p->steps[ph][p->nsteps[ph]++];
+        s->node = n;
+        for (int k = 0; k < n->nin; k++) {
+            int v = n->in[k];
+            s->in[k] = (hp_tensor){g->vals[v].dtype, g->vals[v].shape, p->ptr[v]};
+        }
+        for (int k = 0; k < n->nout; k++) {
+            int v = n->out[k];
+            if (v >= 0) s->out[k] = (hp_tensor){g->vals[v].dtype, g->vals[v].shape, p->ptr[v]};
+        }
+        if (n->op->flops) p->info.flops[ph] += n->op->flops(g, n);
+        if (n->op->bytes) p->info.bytes[ph] += n->op->bytes(g, n);
+    }
+    p->info.nsteps[0] = p->nsteps[0];
+    p->info.nsteps[1] = p->nsteps[1];
+    hp_memplan_free(&plan);
+    free(order);
+    *out = p;
+    return HP_OK;
+fail:
+    hp_memplan_free(&plan);
+    free(order);
+    hp_program_destroy(p);
+    return st;
+}
+
+void hp_program_destroy(hp_program *p) {
+    if (!p) return;
+    free(p->steps[0]);
+    free(p->steps[1]);
+    free(p->ptr);
+    free(p->arena);
+    free(p->grads);
+    free(p->persist);
+    free(p->kctx.scratch);
+    free(p);
+}
+
+void hp_program_run(hp_program *p, hp_phase phase) {
+    int ph = phase == HP_PHASE_BWD;
+    step *s = p->steps[ph];
+    for (int i = 0, n = p->nsteps[ph]; i < n; i++) s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
+}
+
+void *hp_program_data(const hp_program *p, int value) { return p->ptr[value]; }
+float *hp_program_grads(const hp_program *p) { return p->grads; }
+const hp_program_info *hp_program_get_info(const hp_program *p) { return &p->info; }
+const hp_graph *hp_program_graph(const hp_program *p) { return p->g; }

@@ -1,0 +1,45 @@
+/* runtime/program: a graph compiled for one rank. Every tensor pointer is
+ * resolved, the arena planned by liveness and the scratch sized once at
+ * creation; running a phase is a loop over prepared steps that allocates
+ * nothing and asks nothing about layouts (production mode). Parameters live in
+ * a shared hp_param_store; parameter gradients in one flat buffer with the
+ * same layout. */
+#ifndef HP_RUNTIME_PROGRAM_H
+#define HP_RUNTIME_PROGRAM_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+#include "core/opdef.h"
+#include "core/pool.h"
+#include "runtime/params.h"
+
+typedef struct hp_program hp_program;
+
+typedef struct {
+    double flops[2];      /* per phase (forward, backward) */
+    double bytes[2];
+    size_t arena_bytes;   /* planned activation/gradient arena */
+    size_t naive_bytes;   /* one buffer per value, for comparison */
+    size_t scratch_bytes;
+    size_t grad_bytes;
+    size_t input_bytes;
+    int nsteps[2];
+} hp_program_info;
+
+/* Compiles g for a rank that runs on `pool`, with parameters in ps. */
+hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool);
+void hp_program_destroy(hp_program *p);
+
+/* Runs the forward (HP_PHASE_FWD) or backward (HP_PHASE_BWD) steps. */
+void hp_program_run(hp_program *p, hp_phase phase);
+
+/* Storage of a value (persistent values are stable; arena values are valid
+ * only while live in the step). */
+void *hp_program_data(const hp_program *p, int value);
+/* Flat gradient buffer (same layout as the parameter store), NULL without backward. */
+float *hp_program_grads(const hp_program *p);
+const hp_program_info *hp_program_get_info(const hp_program *p);
+const hp_graph *hp_program_graph(const hp_program *p);
+
+#endif
