@@ -1,2 +1,38 @@
+/* tools/main: the `hyperpar` command line. */
 #include <stdio.h>
-int main(void) { puts("hyperpar"); return 0; }
+#include <string.h>
+
+#include "commands.h"
+
+static void usage(FILE *f) {
+    fputs("usage: hyperpar <command> [flags]\n"
+          "commands:\n"
+          "  train    train a model (no flags: a small GPT on text every Debian machine has)\n"
+          "  sample   generate text from a checkpoint\n"
+          "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
+          "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives)\n"
+          "Run 'hyperpar <command> --help' for its flags.\n",
+          f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return hp_cmd_train(argc, argv);
+    if (!strcmp(cmd, "sample")) return hp_cmd_sample(argc, argv);
+    if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
+    if (!strcmp(cmd, "bench")) {
+        if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
+        return hp_cmd_bench(argc, argv);
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "hyperpar: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int hp_grad_value(hp_graph *g, int of) {
     if (g->err) return -1;
@@ -90,7 +91,9 @@ hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op) {
         if (gv < 0) break;
         g->vals[gv].persistent = 1;
         g->vals[gv].grad_of = v;
-        snprintf(g->vals[gv].name, sizeof g->vals[gv].name, "%.80s.grad", g->vals[v].name);
+        char pname[HP_NAME_LEN];
+        memcpy(pname, g->vals[v].name, sizeof pname);
+        snprintf(g->vals[gv].name, sizeof g->vals[gv].name, "%.80s.grad", pname);
     }
     free(acc);
     if (g->err) return hp_errorf("autodiff: %s", hp_status_msg(g->err));

@@ -1,0 +1,621 @@
+/* comm/coll: the collective algorithms. Inside a supernode every rank
+ * publishes its buffer pointers in its slot, meets its peers at a barrier,
+ * and then reads the peers' buffers directly (zero-copy); a second barrier
+ * tells it that nobody reads its buffers any more. Between supernodes the
+ * partial results move as one message per (source, destination) rank pair
+ * and call (every fused tensor of the call packed into it):
+ *   reduce-scatter: each supernode sums member m's shard over its own ranks
+ *     (on the local rank with m's local index modulo the local count) and
+ *     sends that partial to m, which adds the partials in supernode order;
+ *   all-gather: each rank sends its shard to one rank per other supernode,
+ *     which the rest of that supernode then reads zero-copy;
+ *   all-reduce: reduce-scatter of balanced chunks, then all-gather.
+ * Per rank this moves 2 (k-1)/k * N / R bytes between k supernodes of R
+ * ranks for an all-reduce of N bytes: the one-tier ring's figure over R. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/internal.h"
+
+typedef struct {
+    hp_comm_rank *r;
+    hp_comm_group *g;
+    const char *what;
+    int me, T, L, myl;
+    hp_comm_slot *slots;
+    hp_comm_fence *bar;
+    int64_t deadline;
+    hp_dtype dt;
+    size_t esz;
+} ctx;
+
+/* Shard layout of a fused all-gather / reduce-scatter. */
+typedef struct {
+    int mode; /* 0: t[i].count each; 1: explicit counts (nt = 1); 2: balanced split of t[i].count */
+    int nt, n;
+    const hp_comm_tensor *t;
+    const int64_t *counts;
+    const int64_t *offs;
+} lay;
+
+static int64_t lcnt(const lay *l, int i, int m) {
+    if (l->mode == 0) return l->t[i].count;
+    if (l->mode == 1) return l->counts[m];
+    int64_t N = l->t[i].count;
+    return N / l->n + (m < N % l->n);
+}
+
+static int64_t loff(const lay *l, int i, int m) {
+    if (l->mode == 0) return (int64_t)m * l->t[i].count;
+    if (l->mode == 1) return l->offs[m];
+    int64_t N = l->t[i].count, q = N / l->n, rem = N % l->n;
+    return (int64_t)m * q + (m < rem ? m : rem);
+}
+
+/* ---- failure ---- */
+
+static hp_status fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static hp_status fail(ctx *c, const char *fmt, ...) {
+    char detail[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    hp_comm_group *g = c->g;
+    char msg[400];
+    snprintf(msg, sizeof msg, "comm: %s on group '%s' (rank %d): %s", c->what, g->name, c->r->rank, detail);
+    pthread_mutex_lock(&g->fail_mu);
+    if (!atomic_load(&g->failed)) {
+        snprintf(g->fail_msg, sizeof g->fail_msg, "%s", msg);
+        atomic_store(&g->failed, 1);
+    }
+    pthread_mutex_unlock(&g->fail_mu);
+    for (int p = 0; p < g->k; p++)
+        if (g->sng[p].slots) hp_comm_fence_break(&g->sng[p].bar);
+    return hp_errorf("%s", msg);
+}
+
+static hp_status broken(ctx *c) {
+    hp_comm_group *g = c->g;
+    char first[400];
+    pthread_mutex_lock(&g->fail_mu);
+    snprintf(first, sizeof first, "%s", g->fail_msg);
+    pthread_mutex_unlock(&g->fail_mu);
+    return hp_errorf("comm: %s on group '%s' (rank %d): group broken by an earlier failure: %s", c->what,
+                     g->name, c->r->rank, first);
+}
+
+static hp_status bar(ctx *c) {
+    hp_comm_slot *mine = &c->slots[c->myl];
+    long ph = atomic_fetch_add(&mine->phase, 1) + 1;
+    int rc = hp_comm_fence_wait(c->bar, c->deadline);
+    if (rc == 0) return HP_OK;
+    if (rc == -2) return broken(c);
+    int missing = -1;
+    for (int j = 0; j < c->L; j++)
+        if (atomic_load(&c->slots[j].phase) < ph) {
+            missing = c->g->ranks[c->g->sn_members[c->T][j]];
+            break;
+        }
+    return fail(c, "timed out after %g s waiting for rank %d", (double)c->r->w->timeout_ns / 1e9, missing);
+}
+
+/* Link waits wake every 20 ms to notice a failure elsewhere in the group. */
+static int64_t slice_end(const ctx *c) {
+    int64_t t = hp_comm_now_ns() + 20000000LL;
+    return t < c->deadline ? t : c->deadline;
+}
+
+static hp_status wait_all(ctx *c, hp_comm_lreq *q, int n) {
+    hp_status st = HP_OK;
+    for (int i = 0; i < n; i++) {
+        if (st) {
+            hp_comm_link_cancel(c->r, &q[i]);
+            continue;
+        }
+        int rc;
+        while ((rc = hp_comm_link_wait(c->r, &q[i], slice_end(c))) && hp_comm_now_ns() < c->deadline &&
+               !atomic_load(&c->g->failed)) {
+        }
+        if (rc && atomic_load(&c->g->failed)) {
+            st = broken(c);
+            hp_comm_link_cancel(c->r, &q[i]);
+        } else if (rc) {
+            int peer = q[i].is_send ? q[i].dst : q[i].src;
+            st = fail(c, "timed out after %g s waiting for rank %d (supernode %d)",
+                      (double)c->r->w->timeout_ns / 1e9, peer, peer / c->r->w->R);
+            hp_comm_link_cancel(c->r, &q[i]);
+        } else if (q[i].size_mismatch) {
+            st = fail(c, "message from rank %d has %s size than expected (%zu bytes posted)", q[i].src,
+                      "a different", q[i].bytes);
+        }
+    }
+    return st;
+}
+
+/* ---- scratch ---- */
+
+static void *grow(void **p, size_t *cap, size_t need) {
+    if (need <= *cap) return *p;
+    size_t n = need + need / 2 + 256;
+    n = (n + 63) & ~(size_t)63;
+    void *q = aligned_alloc(64, n);
+    if (!q) return NULL;
+    free(*p);
+    *p = q;
+    *cap = n;
+    return q;
+}
+
+static hp_status scratch(ctx *c, void **out, size_t bytes) {
+    *out = grow(&c->r->scratch, &c->r->scratch_cap, bytes ? bytes : 64);
+    return *out ? HP_OK : fail(c, "out of memory for %zu bytes of scratch", bytes);
+}
+
+static hp_status lreqs(ctx *c, hp_comm_lreq **out, size_t n) {
+    *out = grow((void **)&c->r->lreqs, &c->r->lreqs_cap, (n ? n : 1) * sizeof(hp_comm_lreq));
+    return *out ? HP_OK : fail(c, "out of memory for requests");
+}
+
+/* ---- arithmetic: fp32 sums in a fixed order ---- */
+
+#define BLK 1024
+
+static void load_f32(float *t, const void *src, hp_dtype dt, int64_t off, int64_t n) {
+    if (dt == HP_F32) {
+        memcpy(t, (const float *)src + off, (size_t)n * 4);
+    } else {
+        const uint16_t *s = (const uint16_t *)src + off;
+        for (int64_t j = 0; j < n; j++) t[j] = hp_bf16_to_f32(s[j]);
+    }
+}
+
+static void add_f32(float *t, const void *src, hp_dtype dt, int64_t off, int64_t n) {
+    if (dt == HP_F32) {
+        const float *s = (const float *)src + off;
+        for (int64_t j = 0; j < n; j++) t[j] += s[j];
+    } else {
+        const uint16_t *s = (const uint16_t *)src + off;
+        for (int64_t j = 0; j < n; j++) t[j] += hp_bf16_to_f32(s[j]);
+    }
+}
+
+static void store(void *dst, hp_dtype dt, int64_t off, const float *t, int64_t n, float div) {
+    float tmp[BLK];
+    if (div != 0) {
+        for (int64_t j = 0; j < n; j++) tmp[j] = t[j] / div;
+        t = tmp;
+    }
+    if (dt == HP_F32) {
+        memcpy((float *)dst + off, t, (size_t)n * 4);
+    } else {
+        uint16_t *d = (uint16_t *)dst + off;
+        for (int64_t j = 0; j < n; j++) d[j] = hp_f32_to_bf16(t[j]);
+    }
+}
+
+/* out[j] (dt, or fp32 when acc) = sum over p of src[p][off + j], divided by div when div != 0. */
+static void reduce_peers(void *out, int acc, hp_dtype dt, const void *const *src, int nsrc, int64_t off,
+                         int64_t n, float div) {
+    float t[BLK];
+    for (int64_t b = 0; b < n; b += BLK) {
+        int64_t nb = n - b < BLK ? n - b : BLK;
+        load_f32(t, src[0], dt, off + b, nb);
+        for (int p = 1; p < nsrc; p++) add_f32(t, src[p], dt, off + b, nb);
+        if (acc) memcpy((float *)out + b, t, (size_t)nb * 4);
+        else store(out, dt, b, t, nb, div);
+    }
+}
+
+/* out = acc + parts[0] + parts[1] + ..., divided by div when div != 0. */
+static void combine(void *out, hp_dtype dt, const float *acc, const void *const *parts, int np, int64_t n,
+                    float div) {
+    float t[BLK];
+    for (int64_t b = 0; b < n; b += BLK) {
+        int64_t nb = n - b < BLK ? n - b : BLK;
+        memcpy(t, acc + b, (size_t)nb * 4);
+        for (int p = 0; p < np; p++) add_f32(t, parts[p], dt, b, nb);
+        store(out, dt, b, t, nb, div);
+    }
+}
+
+/* ---- helpers ---- */
+
+/* The rank of supernode position T that handles member m's data there. */
+static int owner(const hp_comm_group *g, int T, int m) { return g->sn_members[T][g->lidx[m] % g->sn_n[T]]; }
+
+static const void *const *peer_src(ctx *c, int j) { return c->slots[j].src; }
+
+static void *ptr_at(void *base, int64_t off, size_t esz) { return (char *)base + off * (int64_t)esz; }
+
+/* ---- reduce-scatter: within the supernode, then across ---- */
+
+static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, void *const *out, float div) {
+    hp_comm_group *g = c->g;
+    int nt = l->nt, k = g->k, me = c->me;
+    size_t esz = c->esz;
+    int64_t mine = 0;
+    for (int i = 0; i < nt; i++) mine += lcnt(l, i, me);
+    /* members of other supernodes whose partial this rank computes */
+    int nown = 0;
+    size_t outbox = 0;
+    if (k > 1)
+        for (int m = 0; m < g->n; m++)
+            if (g->sn[m] != c->T && owner(g, c->T, m) == me) {
+                nown++;
+                for (int i = 0; i < nt; i++) outbox += (size_t)lcnt(l, i, m) * esz;
+            }
+    size_t acc_b = k > 1 ? (size_t)mine * 4 : 0, inbox_b = k > 1 ? (size_t)(k - 1) * (size_t)mine * esz : 0;
+    acc_b = (acc_b + 63) & ~(size_t)63;
+    inbox_b = (inbox_b + 63) & ~(size_t)63;
+    char *sc;
+    hp_comm_lreq *q;
+    HP_TRY(scratch(c, (void **)&sc, acc_b + inbox_b + outbox));
+    HP_TRY(lreqs(c, &q, (size_t)(k - 1 + nown)));
+    float *acc = (float *)sc;
+    char *inbox = sc + acc_b, *obox = sc + acc_b + inbox_b;
+    int nq = 0;
+    if (k > 1)
+        for (int T = 0, s = 0; T < k; T++) {
+            if (T == c->T) continue;
+            int from = g->ranks[owner(g, T, me)];
+            HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], from, g->gid, inbox + (size_t)s * (size_t)mine * esz,
+                                      (size_t)mine * esz));
+            s++;
+        }
+    c->slots[c->myl].src = src;
+    HP_TRY(bar(c));
+    const void *srcs[256];
+    const void **ps = c->L <= 256 ? srcs : malloc(sizeof(void *) * (size_t)c->L);
+    if (!ps) return fail(c, "out of memory");
+    hp_status st = HP_OK;
+    if (k > 1) {
+        size_t pos = 0;
+        for (int m = 0; m < g->n && !st; m++) {
+            if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+            size_t start = pos;
+            for (int i = 0; i < nt; i++) {
+                for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
+                int64_t n = lcnt(l, i, m);
+                reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0);
+                pos += (size_t)n * esz;
+            }
+            st = hp_comm_link_isend(c->r, &q[nq++], g->ranks[m], g->gid, obox + start, pos - start);
+        }
+    }
+    int64_t apos = 0;
+    for (int i = 0; i < nt && !st; i++) {
+        for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
+        int64_t n = lcnt(l, i, me);
+        if (k > 1) reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0);
+        else reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div);
+        apos += n;
+    }
+    if (ps != srcs) free(ps);
+    if (st) return st;
+    HP_TRY(bar(c));
+    HP_TRY(wait_all(c, q, nq));
+    if (k > 1) {
+        const void *parts[64];
+        if (k - 1 > 64) return fail(c, "more than 65 supernodes in one group");
+        int64_t pos = 0;
+        for (int i = 0; i < nt; i++) {
+            for (int s = 0; s < k - 1; s++) parts[s] = inbox + ((size_t)s * (size_t)mine + (size_t)pos) * esz;
+            int64_t n = lcnt(l, i, me);
+            combine(out[i], c->dt, acc + pos, parts, k - 1, n, div);
+            pos += n;
+        }
+    }
+    return HP_OK;
+}
+
+/* ---- all-gather: across the supernodes, then within ---- */
+
+static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *const *out) {
+    hp_comm_group *g = c->g;
+    int nt = l->nt, k = g->k, me = c->me;
+    size_t esz = c->esz;
+    for (int i = 0; i < nt; i++) {
+        void *dst = ptr_at(out[i], loff(l, i, me), esz);
+        size_t nb = (size_t)lcnt(l, i, me) * esz;
+        if (dst != in[i] && nb) memmove(dst, in[i], nb);
+    }
+    if (k > 1) {
+        /* incoming shards: members of other supernodes that this rank receives for its supernode */
+        int nin = 0;
+        size_t inbytes = 0, mybytes = 0;
+        for (int i = 0; i < nt; i++) mybytes += (size_t)lcnt(l, i, me) * esz;
+        for (int m = 0; m < g->n; m++)
+            if (g->sn[m] != c->T && owner(g, c->T, m) == me) {
+                nin++;
+                for (int i = 0; i < nt; i++) inbytes += (size_t)lcnt(l, i, m) * esz;
+            }
+        int packed = nt > 1;
+        char *sc = NULL;
+        hp_comm_lreq *q;
+        if (packed) HP_TRY(scratch(c, (void **)&sc, mybytes + inbytes));
+        HP_TRY(lreqs(c, &q, (size_t)(k - 1 + nin)));
+        int nq = 0;
+        size_t pos = mybytes;
+        for (int m = 0; m < g->n; m++) {
+            if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+            size_t nb = 0;
+            for (int i = 0; i < nt; i++) nb += (size_t)lcnt(l, i, m) * esz;
+            void *dst = packed ? sc + pos : ptr_at(out[0], loff(l, 0, m), esz);
+            HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[m], g->gid, dst, nb));
+            pos += nb;
+        }
+        const void *sendbuf = ptr_at(out[0], loff(l, 0, me), esz);
+        if (packed) {
+            size_t p = 0;
+            for (int i = 0; i < nt; i++) {
+                size_t nb = (size_t)lcnt(l, i, me) * esz;
+                if (nb) memcpy(sc + p, ptr_at(out[i], loff(l, i, me), esz), nb);
+                p += nb;
+            }
+            sendbuf = sc;
+        }
+        for (int T = 0; T < k; T++)
+            if (T != c->T)
+                HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[owner(g, T, me)], g->gid, sendbuf, mybytes));
+        HP_TRY(wait_all(c, q, nq));
+        if (packed) {
+            pos = mybytes;
+            for (int m = 0; m < g->n; m++) {
+                if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+                for (int i = 0; i < nt; i++) {
+                    size_t nb = (size_t)lcnt(l, i, m) * esz;
+                    if (nb) memcpy(ptr_at(out[i], loff(l, i, m), esz), sc + pos, nb);
+                    pos += nb;
+                }
+            }
+        }
+    }
+    c->slots[c->myl].dst = out;
+    HP_TRY(bar(c));
+    for (int m = 0; m < g->n; m++) {
+        if (m == me) continue;
+        int holder = g->sn[m] == c->T ? m : owner(g, c->T, m);
+        if (holder == me) continue;
+        void *const *pd = c->slots[g->lidx[holder]].dst;
+        for (int i = 0; i < nt; i++) {
+            size_t nb = (size_t)lcnt(l, i, m) * esz;
+            int64_t off = loff(l, i, m);
+            if (nb) memcpy(ptr_at(out[i], off, esz), ptr_at(pd[i], off, esz), nb);
+        }
+    }
+    return bar(c);
+}
+
+/* ---- broadcast: root to one rank per supernode, then zero-copy within ---- */
+
+static hp_status broadcast(ctx *c, const hp_comm_args *a, void *const *buf) {
+    hp_comm_group *g = c->g;
+    int k = g->k, rt = a->peer, Tr = g->sn[rt];
+    if (k > 1) {
+        hp_comm_lreq *q;
+        HP_TRY(lreqs(c, &q, (size_t)(k * a->nt)));
+        int nq = 0;
+        for (int i = 0; i < a->nt; i++) {
+            size_t nb = (size_t)a->t[i].count * c->esz;
+            if (c->me == rt) {
+                for (int T = 0; T < k; T++)
+                    if (T != Tr) HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[owner(g, T, rt)], g->gid, buf[i], nb));
+            } else if (c->T != Tr && owner(g, c->T, rt) == c->me) {
+                HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[rt], g->gid, buf[i], nb));
+            }
+        }
+        HP_TRY(wait_all(c, q, nq));
+    }
+    int holder = c->T == Tr ? rt : owner(g, c->T, rt);
+    c->slots[c->myl].dst = buf;
+    HP_TRY(bar(c));
+    if (c->me != holder) {
+        void *const *pd = c->slots[g->lidx[holder]].dst;
+        for (int i = 0; i < a->nt; i++)
+            if (a->t[i].count) memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
+    }
+    return bar(c);
+}
+
+/* ---- all-to-all: direct messages across, zero-copy reads within ---- */
+
+static int64_t cnt_of(const int64_t *counts, int64_t count, int j) { return counts ? counts[j] : count; }
+
+static hp_status all_to_all(ctx *c, const hp_comm_args *a) {
+    hp_comm_group *g = c->g;
+    const hp_comm_tensor *t = &a->t[0];
+    size_t esz = c->esz;
+    int n = g->n, me = c->me;
+    int64_t *offs = grow(&c->r->ptrs, &c->r->ptrs_cap, sizeof(int64_t) * 2 * (size_t)(n + 1));
+    if (!offs) return fail(c, "out of memory");
+    int64_t *soff = offs, *roff = offs + n + 1;
+    soff[0] = roff[0] = 0;
+    for (int j = 0; j < n; j++) {
+        soff[j + 1] = soff[j] + cnt_of(a->counts, t->count, j);
+        roff[j + 1] = roff[j] + cnt_of(a->recv_counts, t->count, j);
+    }
+    int ncross = 0;
+    for (int j = 0; j < n; j++) ncross += g->sn[j] != c->T;
+    hp_comm_lreq *q;
+    HP_TRY(lreqs(c, &q, (size_t)(2 * ncross)));
+    int nq = 0;
+    for (int j = 0; j < n; j++) {
+        if (g->sn[j] == c->T) continue;
+        HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[j], g->gid, ptr_at(t->recv, roff[j], esz),
+                                  (size_t)(roff[j + 1] - roff[j]) * esz));
+        HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[j], g->gid, ptr_at((void *)t->send, soff[j], esz),
+                                  (size_t)(soff[j + 1] - soff[j]) * esz));
+    }
+    const void *sp[1] = {t->send};
+    hp_comm_slot *s = &c->slots[c->myl];
+    s->src = sp;
+    s->counts = a->counts;
+    s->count = t->count;
+    HP_TRY(bar(c));
+    hp_status st = HP_OK;
+    for (int j = 0; j < c->L; j++) {
+        int m = g->sn_members[c->T][j];
+        hp_comm_slot *ps = &c->slots[j];
+        int64_t off = 0;
+        for (int x = 0; x < me; x++) off += cnt_of(ps->counts, ps->count, x);
+        int64_t nn = cnt_of(ps->counts, ps->count, me);
+        if (nn != roff[m + 1] - roff[m]) {
+            if (!st)
+                st = hp_errorf("comm: all_to_all on group '%s' (rank %d): rank %d sends %lld elements, %lld expected",
+                               g->name, c->r->rank, g->ranks[m], (long long)nn, (long long)(roff[m + 1] - roff[m]));
+            continue;
+        }
+        if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)ps->src[0], off, esz), (size_t)nn * esz);
+    }
+    hp_status st2 = wait_all(c, q, nq);
+    hp_status st3 = bar(c);
+    if (st) {
+        hp_status_free(st2);
+        hp_status_free(st3);
+        return st;
+    }
+    if (st2) {
+        hp_status_free(st3);
+        return st2;
+    }
+    return st3;
+}
+
+/* ---- entry ---- */
+
+static const char *kind_name(hp_comm_kind k) {
+    switch (k) {
+    case HP_COMM_ALL_GATHER: return "all_gather";
+    case HP_COMM_REDUCE_SCATTER: return "reduce_scatter";
+    case HP_COMM_ALL_REDUCE: return "all_reduce";
+    case HP_COMM_BROADCAST: return "broadcast";
+    case HP_COMM_ALL_TO_ALL: return "all_to_all";
+    case HP_COMM_SEND: return "send";
+    case HP_COMM_RECV: return "recv";
+    case HP_COMM_BARRIER: return "barrier";
+    }
+    return "collective";
+}
+
+static hp_status check_args(ctx *c, const hp_comm_args *a) {
+    const char *w = c->what, *gn = c->g->name;
+    int n = c->g->n;
+    if (a->kind == HP_COMM_BARRIER) return HP_OK;
+    if (a->dtype != HP_F32 && a->dtype != HP_BF16)
+        return hp_errorf("comm: %s on group '%s': dtype %s is not f32 or bf16", w, gn, hp_dtype_name(a->dtype));
+    if (a->nt < 1 || !a->t) return hp_errorf("comm: %s on group '%s': needs at least one tensor", w, gn);
+    if (a->nt > 1 && (a->kind == HP_COMM_ALL_TO_ALL || a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV))
+        return hp_errorf("comm: %s on group '%s': takes one tensor, got %d", w, gn, a->nt);
+    if (a->counts && a->nt != 1) return hp_errorf("comm: %s on group '%s': counts need nt = 1", w, gn);
+    if (a->kind == HP_COMM_ALL_TO_ALL && !a->counts != !a->recv_counts)
+        return hp_errorf("comm: all_to_all on group '%s': give both send and receive counts or neither", gn);
+    for (int i = 0; i < a->nt; i++)
+        if (a->t[i].count < 0 && !a->counts)
+            return hp_errorf("comm: %s on group '%s': tensor %d has negative count %lld", w, gn, i, (long long)a->t[i].count);
+    for (int j = 0; a->counts && j < n; j++)
+        if (a->counts[j] < 0 || (a->recv_counts && a->recv_counts[j] < 0))
+            return hp_errorf("comm: %s on group '%s': counts[%d] is negative", w, gn, j);
+    if ((a->kind == HP_COMM_BROADCAST || a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV) &&
+        (a->peer < 0 || a->peer >= n))
+        return hp_errorf("comm: %s on group '%s': peer %d is not a member index in [0, %d)", w, gn, a->peer, n);
+    if ((a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV) && a->peer == c->me)
+        return hp_errorf("comm: %s on group '%s': rank %d cannot message itself", w, gn, c->r->rank);
+    return HP_OK;
+}
+
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.r = r;
+    c.g = g;
+    c.what = kind_name(a->kind);
+    c.me = hp_comm_group_index(g, r->rank);
+    if (c.me < 0) return hp_errorf("comm: %s on group '%s': rank %d is not a member", c.what, g->name, r->rank);
+    if (g->w != r->w) return hp_errorf("comm: %s on group '%s': the group belongs to another world", c.what, g->name);
+    if (atomic_load(&g->failed)) return broken(&c);
+    c.T = g->sn[c.me];
+    c.L = g->sn_n[c.T];
+    c.myl = g->lidx[c.me];
+    c.slots = g->sng[c.T].slots;
+    c.bar = &g->sng[c.T].bar;
+    c.dt = a->dtype;
+    c.esz = hp_dtype_size(a->dtype);
+    c.deadline = hp_comm_now_ns() + r->w->timeout_ns;
+    HP_TRY(check_args(&c, a));
+    int nt = a->nt;
+    float div = a->op == HP_COMM_AVG ? (float)g->n : 0;
+
+    if (a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV) {
+        hp_comm_lreq *q;
+        HP_TRY(lreqs(&c, &q, 1));
+        size_t nb = (size_t)a->t[0].count * c.esz;
+        if (a->kind == HP_COMM_SEND)
+            HP_TRY(hp_comm_link_isend(r, q, g->ranks[a->peer], g->gid, a->t[0].send, nb));
+        else
+            HP_TRY(hp_comm_link_irecv(r, q, g->ranks[a->peer], g->gid, a->t[0].recv, nb));
+        return wait_all(&c, q, 1);
+    }
+    if (a->kind == HP_COMM_BARRIER) {
+        HP_TRY(bar(&c));
+        if (g->k > 1 && c.myl == 0) {
+            hp_comm_lreq *q;
+            HP_TRY(lreqs(&c, &q, (size_t)(2 * g->k)));
+            int nq = 0;
+            for (int T = 0; T < g->k; T++) {
+                if (T == c.T) continue;
+                int lead = g->ranks[g->sn_members[T][0]];
+                HP_TRY(hp_comm_link_irecv(r, &q[nq++], lead, g->gid, NULL, 0));
+                HP_TRY(hp_comm_link_isend(r, &q[nq++], lead, g->gid, NULL, 0));
+            }
+            HP_TRY(wait_all(&c, q, nq));
+        }
+        return bar(&c);
+    }
+    if (a->kind == HP_COMM_ALL_TO_ALL) return all_to_all(&c, a);
+
+    /* pointer arrays for the fused tensors: [src][dst] */
+    void **pp = grow(&r->ptrs, &r->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * (size_t)(g->n + 1));
+    if (!pp) return fail(&c, "out of memory");
+    const void **src = (const void **)pp;
+    void **dst = pp + nt;
+    int64_t *offs = (int64_t *)(pp + 2 * nt);
+    lay l = {0, nt, g->n, a->t, a->counts, offs};
+    if (a->counts) {
+        l.mode = 1;
+        offs[0] = 0;
+        for (int m = 0; m < g->n; m++) offs[m + 1] = offs[m] + a->counts[m];
+    }
+    switch (a->kind) {
+    case HP_COMM_BROADCAST:
+        for (int i = 0; i < nt; i++) dst[i] = a->t[i].recv;
+        return broadcast(&c, a, dst);
+    case HP_COMM_ALL_GATHER:
+        for (int i = 0; i < nt; i++) {
+            src[i] = a->t[i].send;
+            dst[i] = a->t[i].recv;
+        }
+        return all_gather(&c, &l, src, dst);
+    case HP_COMM_REDUCE_SCATTER:
+        for (int i = 0; i < nt; i++) {
+            src[i] = a->t[i].send;
+            dst[i] = a->t[i].recv;
+        }
+        return reduce_scatter(&c, &l, src, dst, div);
+    case HP_COMM_ALL_REDUCE:
+        l.mode = 2;
+        for (int i = 0; i < nt; i++) {
+            src[i] = a->t[i].send ? a->t[i].send : a->t[i].recv;
+            dst[i] = ptr_at(a->t[i].recv, loff(&l, i, c.me), c.esz);
+        }
+        HP_TRY(reduce_scatter(&c, &l, src, dst, div));
+        for (int i = 0; i < nt; i++) {
+            src[i] = dst[i];
+            dst[i] = a->t[i].recv;
+        }
+        return all_gather(&c, &l, src, dst);
+    default: break;
+    }
+    return hp_errorf("comm: unknown collective kind %d", (int)a->kind);
+}

@@ -1,0 +1,149 @@
+/* comm/comm: the one collective interface of hyperpar.
+ *
+ * A world is S supernodes x R ranks (global rank = supernode * R + local).
+ * Ranks of one supernode are threads of one process and share memory: their
+ * collectives read peers' buffers directly (zero-copy). Supernodes are MPI
+ * processes when the program runs under mpirun/mpiexec (one supernode per
+ * process), or are emulated inside one process (opts.supernodes > 1), where
+ * the inter-supernode link can be throttled (inter_bw_gbps, inter_latency_us;
+ * the throttle also applies on top of MPI).
+ *
+ * Use: create the world once per process; take a rank handle per hosted rank
+ * (hp_comm_world_rank) and give each to its own thread; every thread calls
+ * the collectives with its own handle. Groups are created once per process,
+ * by one thread, in the same order on every process, before ranks use them.
+ * Every member of a group calls the group's collectives in the same order.
+ *
+ * Counts are in elements of the dtype (HP_F32 or HP_BF16; bf16 is summed in
+ * fp32 and rounded once per tier). Member indices are positions in the
+ * group's rank list; shards are laid out in member order.
+ *
+ * Two tiers are chosen from the group's topology: reduce-scatter = within the
+ * supernode, then across; all-gather = across, then within; all-reduce = the
+ * two in sequence. A collective that waits longer than the world's timeout
+ * returns an error naming the collective, the group and the missing rank; the
+ * group is then broken (later calls fail at once). */
+#ifndef HP_COMM_COMM_H
+#define HP_COMM_COMM_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+typedef struct hp_comm_world hp_comm_world;
+typedef struct hp_comm_rank hp_comm_rank;
+typedef struct hp_comm_group hp_comm_group;
+typedef struct hp_comm_req hp_comm_req;
+
+typedef struct {
+    int ranks_per_supernode; /* R >= 1 rank-threads per supernode */
+    int supernodes;          /* emulated supernodes without MPI; 0 = 1 (or the MPI size) */
+    int mpi;                 /* -1: when started by mpirun; 0: never; 1: required */
+    double timeout_s;        /* collective timeout; default 300 */
+    double inter_bw_gbps;    /* inter-supernode bandwidth per rank, GB/s; 0 = unthrottled */
+    double inter_latency_us; /* inter-supernode latency per message */
+} hp_comm_opts;
+
+void hp_comm_opts_default(hp_comm_opts *o);
+/* Parses one command-line flag (--ranks, --supernodes, --comm-timeout,
+ * --inter-bw, --inter-latency) with its value; *used = 1 if it was one. */
+hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *value, int *used);
+
+/* MPI is initialised here (MPI_THREAD_MULTIPLE) when needed and not already
+ * initialised, and finalised by destroy in that case. */
+hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o);
+void hp_comm_world_destroy(hp_comm_world *w);
+
+int hp_comm_world_size(const hp_comm_world *w);
+int hp_comm_supernodes(const hp_comm_world *w);
+int hp_comm_ranks_per_supernode(const hp_comm_world *w);
+int hp_comm_uses_mpi(const hp_comm_world *w);
+int hp_comm_supernode_of(const hp_comm_world *w, int rank);
+int hp_comm_local_index_of(const hp_comm_world *w, int rank);
+/* The global ranks this process hosts: [*first, *first + *count). */
+void hp_comm_hosted_ranks(const hp_comm_world *w, int *first, int *count);
+/* The handle of a hosted rank (NULL if not hosted). Owned by the world. */
+hp_comm_rank *hp_comm_world_rank(hp_comm_world *w, int rank);
+int hp_comm_rank_id(const hp_comm_rank *r);
+/* Inter-supernode traffic this rank has sent so far. */
+void hp_comm_rank_stats(const hp_comm_rank *r, int64_t *inter_bytes, int64_t *inter_msgs);
+void hp_comm_rank_reset_stats(hp_comm_rank *r);
+
+/* The group of every rank in order (owned by the world). */
+hp_comm_group *hp_comm_world_group(hp_comm_world *w);
+/* A group of the given distinct global ranks, member i = ranks[i]. */
+hp_status hp_comm_group_create(hp_comm_group **out, hp_comm_world *w, const int *ranks, int n,
+                               const char *name);
+void hp_comm_group_destroy(hp_comm_group *g);
+int hp_comm_group_size(const hp_comm_group *g);
+/* Member index of a global rank, -1 if not a member. */
+int hp_comm_group_index(const hp_comm_group *g, int rank);
+const char *hp_comm_group_name(const hp_comm_group *g);
+
+typedef enum { HP_COMM_SUM = 0, HP_COMM_AVG = 1 } hp_comm_redop;
+
+typedef enum {
+    HP_COMM_ALL_GATHER,
+    HP_COMM_REDUCE_SCATTER,
+    HP_COMM_ALL_REDUCE,
+    HP_COMM_BROADCAST,
+    HP_COMM_ALL_TO_ALL,
+    HP_COMM_SEND,
+    HP_COMM_RECV,
+    HP_COMM_BARRIER
+} hp_comm_kind;
+
+/* One tensor of a (possibly fused) call. count: all-gather / reduce-scatter
+ * = shard elements per member (recv / send hold count * group size);
+ * all-reduce / broadcast / send / recv = elements; all-to-all = elements per
+ * pair. In place: all-gather send == recv + me * count; reduce-scatter
+ * recv == send + me * count; all-reduce send == recv. */
+typedef struct {
+    void *recv;       /* output (broadcast: the buffer; send: unused) */
+    const void *send; /* input (broadcast, recv: unused) */
+    int64_t count;
+} hp_comm_tensor;
+
+/* A collective call. nt tensors are fused into one operation per tier
+ * (all-gather, reduce-scatter, all-reduce, broadcast; others take nt = 1). */
+typedef struct {
+    hp_comm_kind kind;
+    hp_dtype dtype;
+    hp_comm_redop op;
+    int peer;                   /* broadcast root; send destination; recv source (member index) */
+    const hp_comm_tensor *t;
+    int nt;
+    const int64_t *counts;      /* nt = 1, optional: per-member shard counts (all-gather, reduce-scatter),
+                                 * or elements sent to each member (all-to-all) */
+    const int64_t *recv_counts; /* all-to-all with counts: elements received from each member */
+} hp_comm_args;
+
+/* Runs a collective on the calling rank and returns when it is done. */
+hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+/* Starts a collective on the rank's communication thread; the buffers and the
+ * arrays in *a must stay valid until hp_comm_wait (a itself is copied).
+ * Calls on one rank run in the order they were started. */
+hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+/* Waits for a started collective, returns its status and frees the handle. */
+hp_status hp_comm_wait(hp_comm_req *req);
+
+/* Shorthands for single-tensor calls (counts may be NULL: equal shards). */
+hp_status hp_comm_all_gather(hp_comm_rank *r, hp_comm_group *g, void *recv, const void *send,
+                             int64_t count, const int64_t *counts, hp_dtype dt);
+hp_status hp_comm_reduce_scatter(hp_comm_rank *r, hp_comm_group *g, void *recv, const void *send,
+                                 int64_t count, const int64_t *counts, hp_dtype dt, hp_comm_redop op);
+hp_status hp_comm_all_reduce(hp_comm_rank *r, hp_comm_group *g, void *recv, const void *send,
+                             int64_t count, hp_dtype dt, hp_comm_redop op);
+hp_status hp_comm_broadcast(hp_comm_rank *r, hp_comm_group *g, void *buf, int64_t count, hp_dtype dt,
+                            int root);
+hp_status hp_comm_all_to_all(hp_comm_rank *r, hp_comm_group *g, void *recv, const void *send,
+                             int64_t count, const int64_t *send_counts, const int64_t *recv_counts,
+                             hp_dtype dt);
+hp_status hp_comm_send(hp_comm_rank *r, hp_comm_group *g, const void *buf, int64_t count, hp_dtype dt,
+                       int dst);
+hp_status hp_comm_recv(hp_comm_rank *r, hp_comm_group *g, void *buf, int64_t count, hp_dtype dt,
+                       int src);
+hp_status hp_comm_barrier(hp_comm_rank *r, hp_comm_group *g);
+
+#endif

@@ -1,0 +1,127 @@
+/* comm/internal: the structures shared by the files of the comm room (world,
+ * groups, rank handles, link requests). Not for use outside src/comm. */
+#ifndef HP_COMM_INTERNAL_H
+#define HP_COMM_INTERNAL_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "comm/sync.h"
+
+/* One posted message on a link (in-process mailbox or MPI). */
+typedef struct hp_comm_lreq {
+    struct hp_comm_lreq *next; /* mailbox pending list */
+    int is_send, src, dst, gid;
+    void *buf;
+    size_t bytes;
+    atomic_uint done;  /* 1 when the data has moved */
+    int size_mismatch; /* set on the receiver when the sizes differ */
+    int via_mpi;
+    MPI_Request mreq;
+    int64_t ready_ns;  /* throttle: not complete before this time */
+} hp_comm_lreq;
+
+/* The in-process matching engine: intra-supernode send/recv and the emulated
+ * inter-supernode link. A send and a recv with the same (src, dst, gid) match
+ * in posting order; the data moves with one copy. */
+typedef struct {
+    pthread_mutex_t mu;
+    hp_comm_lreq *head, *tail;
+} hp_comm_mbox;
+
+/* What a rank publishes to its supernode peers for one collective. */
+typedef struct {
+    _Alignas(64) const void *const *src; /* per tensor: input buffer */
+    void *const *dst;                    /* per tensor: output buffer */
+    const int64_t *counts;               /* all-to-all send counts (or NULL) */
+    int64_t count;                       /* all-to-all equal count */
+    atomic_long phase;                   /* barrier arrivals, for diagnosis */
+} hp_comm_slot;
+
+/* The part of a group inside one hosted supernode. */
+typedef struct {
+    hp_comm_fence bar;
+    hp_comm_slot *slots; /* one per local member */
+} hp_comm_sngroup;
+
+struct hp_comm_group {
+    hp_comm_world *w;
+    int gid, n;
+    char name[64];
+    int *ranks;     /* member -> global rank */
+    int *member_of; /* global rank -> member or -1 */
+    int *sn;        /* member -> position of its supernode in sn_list */
+    int *lidx;      /* member -> index among its supernode's members */
+    int k;          /* supernodes involved */
+    int *sn_list;   /* ascending supernode ids */
+    int *sn_n;      /* members per involved supernode */
+    int **sn_members;     /* [pos][j] member index */
+    hp_comm_sngroup *sng; /* [pos], slots allocated only where hosted */
+    atomic_int failed;
+    pthread_mutex_t fail_mu;
+    char fail_msg[400];
+};
+
+struct hp_comm_req {
+    struct hp_comm_req *next;
+    hp_comm_rank *r;
+    hp_comm_group *g;
+    hp_comm_args a;
+    hp_status st;
+    int done;
+};
+
+struct hp_comm_rank {
+    hp_comm_world *w;
+    int rank, sn, local;
+    int64_t tx_free_ns, rx_free_ns; /* link model of this rank's inter-supernode port */
+    int64_t inter_bytes, inter_msgs;
+    void *scratch;
+    size_t scratch_cap;
+    void *ptrs;
+    size_t ptrs_cap;
+    hp_comm_lreq *lreqs;
+    size_t lreqs_cap;
+    /* asynchronous calls: a communication thread per rank, started on first use */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    hp_comm_req *qhead, *qtail;
+    int inflight, stop, has_thread;
+    pthread_t thread;
+};
+
+struct hp_comm_world {
+    int S, R;
+    int use_mpi, mpi_inited_here, mpi_rank, mpi_serialize, tag_ub;
+    MPI_Comm comm;
+    pthread_mutex_t mpi_mu;
+    int first, nhosted;
+    int64_t timeout_ns;
+    double bw_bytes_per_ns, lat_ns;
+    hp_comm_rank *ranks;
+    hp_comm_mbox mbox;
+    atomic_int next_gid;
+    hp_comm_group *world_group;
+};
+
+/* Link layer (link.c). Messages between ranks of one supernode go through the
+ * mailbox; between supernodes through MPI or the emulated mailbox, throttled. */
+hp_status hp_comm_link_isend(hp_comm_rank *r, hp_comm_lreq *q, int dst, int gid, const void *buf,
+                             size_t bytes);
+hp_status hp_comm_link_irecv(hp_comm_rank *r, hp_comm_lreq *q, int src, int gid, void *buf,
+                             size_t bytes);
+/* 0 when done, -1 on deadline. */
+int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns);
+/* Withdraws a request that timed out (mailbox) so it can be freed. */
+void hp_comm_link_cancel(hp_comm_rank *r, hp_comm_lreq *q);
+void hp_comm_mbox_init(hp_comm_mbox *m);
+void hp_comm_mbox_destroy(hp_comm_mbox *m);
+
+/* Collectives (coll.c), run on the calling thread. */
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+
+#endif

@@ -1,0 +1,45 @@
+/* io/ckpt: checkpoint directories. A checkpoint `dir` holds
+ *   model.safetensors  the weights
+ *   optim.safetensors  the optimizer state tensors
+ *   state.json         step, data position, RNG state, config (the caller's JSON object)
+ * It is written whole under a temporary name (dir.tmp-XXXXXX), every file and
+ * the directory fsynced, then renamed into place; an older checkpoint of the
+ * same name is first renamed aside (dir.old-XXXXXX), then deleted, and the
+ * parent directory is fsynced. A `latest` file in the parent (written
+ * atomically) names the newest checkpoint directory of a run. */
+#ifndef HP_IO_CKPT_H
+#define HP_IO_CKPT_H
+
+#include "core/status.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+
+#define HP_CKPT_MODEL "model.safetensors"
+#define HP_CKPT_OPTIM "optim.safetensors"
+#define HP_CKPT_STATE "state.json"
+#define HP_CKPT_LATEST "latest"
+
+/* state_json must be a JSON object (it is checked before anything is
+ * written). The parent directory is created if missing. */
+hp_status hp_ckpt_save(const char *dir, const hp_named_tensor *weights, int nw, const hp_named_tensor *opt_state,
+                       int no, const char *state_json);
+
+/* Writes <parent of dir>/latest naming dir's last path component. */
+hp_status hp_ckpt_set_latest(const char *dir);
+/* Reads <run_dir>/latest; *dir (malloc'd, caller frees) is run_dir/<name>.
+ * Errors if the file is missing, malformed, or names a missing directory. */
+hp_status hp_ckpt_get_latest(char **dir, const char *run_dir);
+
+/* An opened checkpoint: both tensor files mapped and validated, state.json
+ * parsed. */
+typedef struct {
+    hp_safetensors *model;
+    hp_safetensors *optim;
+    char *state_text; /* state.json as written */
+    hp_json *state;   /* parsed (an object) */
+} hp_ckpt;
+
+hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir);
+void hp_ckpt_close(hp_ckpt *ck);
+
+#endif

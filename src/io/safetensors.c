@@ -1,0 +1,363 @@
+#include "io/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/fsutil.h"
+#include "io/json.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "io/safetensors assumes a little-endian host"
+#endif
+
+#define META_KEY "__metadata__"
+#define MAX_HEADER ((uint64_t)100 << 20)
+
+static const struct {
+    const char *name;
+    size_t size;
+} k_dtypes[] = {
+    {"F64", 8},  {"F32", 4},  {"F16", 2},  {"BF16", 2}, {"I64", 8},     {"I32", 4},     {"I16", 2},  {"I8", 1},
+    {"U64", 8},  {"U32", 4},  {"U16", 2},  {"U8", 1},   {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1},
+};
+
+static const char *st_dtype_name(hp_dtype t) {
+    switch (t) {
+    case HP_F32: return "F32";
+    case HP_BF16: return "BF16";
+    case HP_I32: return "I32";
+    }
+    return NULL;
+}
+
+/* ========================= writing ========================= */
+
+static hp_status check_metadata(const char *path, const char *meta) {
+    hp_json *m;
+    hp_status e = hp_json_parse(&m, meta, strlen(meta));
+    if (e) return hp_error_wrap(e, "%s: metadata", path);
+    if (m->type != HP_JSON_OBJECT) {
+        e = hp_errorf("%s: metadata must be a JSON object, got %s", path, hp_json_type_name(m->type));
+    } else {
+        for (int i = 0; i < m->n && !e; i++)
+            if (m->items[i].type != HP_JSON_STRING)
+                e = hp_errorf("%s: metadata key '%s' must hold a string (safetensors rule), got %s", path,
+                              m->keys[i], hp_json_type_name(m->items[i].type));
+    }
+    hp_json_free(m);
+    return e;
+}
+
+static hp_status check_tensors(const char *path, const hp_named_tensor *ts, int n, size_t *sizes) {
+    for (int i = 0; i < n; i++) {
+        const hp_named_tensor *t = &ts[i];
+        if (!t->name || !*t->name) return hp_errorf("%s: tensor %d has an empty name", path, i);
+        if (!strcmp(t->name, META_KEY)) return hp_errorf("%s: tensor name '%s' is reserved", path, META_KEY);
+        if (!st_dtype_name(t->dtype)) return hp_errorf("%s: tensor '%s': unknown dtype %d", path, t->name, t->dtype);
+        if (t->shape.ndim < 0 || t->shape.ndim > HP_MAX_DIMS)
+            return hp_errorf("%s: tensor '%s': bad rank %d", path, t->name, t->shape.ndim);
+        for (int d = 0; d < t->shape.ndim; d++)
+            if (t->shape.d[d] < 0) return hp_errorf("%s: tensor '%s': negative dimension", path, t->name);
+        sizes[i] = (size_t)hp_shape_numel(&t->shape) * hp_dtype_size(t->dtype);
+        if (sizes[i] > 0 && !t->data) return hp_errorf("%s: tensor '%s': no data", path, t->name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(ts[j].name, t->name)) return hp_errorf("%s: tensor name '%s' used twice", path, t->name);
+    }
+    return HP_OK;
+}
+
+hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int n, const char *metadata_json) {
+    if (n < 0) return hp_errorf("%s: negative tensor count %d", path, n);
+    if (metadata_json) HP_TRY(check_metadata(path, metadata_json));
+    size_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
+    HP_ASSERT(sizes != NULL);
+    hp_status e = check_tensors(path, ts, n, sizes);
+    if (e) {
+        free(sizes);
+        return e;
+    }
+    hp_jw w;
+    hp_jw_init(&w);
+    hp_jw_object_begin(&w);
+    if (metadata_json) {
+        hp_jw_key(&w, META_KEY);
+        hp_jw_raw(&w, metadata_json, strlen(metadata_json));
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        hp_jw_key(&w, ts[i].name);
+        hp_jw_object_begin(&w);
+        hp_jw_key(&w, "dtype");
+        hp_jw_string(&w, st_dtype_name(ts[i].dtype));
+        hp_jw_key(&w, "shape");
+        hp_jw_array_begin(&w);
+        for (int d = 0; d < ts[i].shape.ndim; d++) hp_jw_int(&w, ts[i].shape.d[d]);
+        hp_jw_array_end(&w);
+        hp_jw_key(&w, "data_offsets");
+        hp_jw_array_begin(&w);
+        hp_jw_int(&w, (int64_t)off);
+        hp_jw_int(&w, (int64_t)(off + sizes[i]));
+        hp_jw_array_end(&w);
+        hp_jw_object_end(&w);
+        off += sizes[i];
+    }
+    hp_jw_object_end(&w);
+    char *hdr;
+    size_t hlen;
+    e = hp_jw_finish(&hdr, &hlen, &w);
+    if (e) {
+        free(sizes);
+        return hp_error_wrap(e, "%s", path);
+    }
+    size_t padded = (hlen + 7) & ~(size_t)7;
+    char *hbuf = malloc(8 + padded);
+    HP_ASSERT(hbuf != NULL);
+    uint64_t len64 = padded;
+    memcpy(hbuf, &len64, 8);
+    memcpy(hbuf + 8, hdr, hlen);
+    memset(hbuf + 8 + hlen, ' ', padded - hlen);
+    free(hdr);
+
+    hp_afile f;
+    e = hp_afile_open(&f, path);
+    if (!e) {
+        e = hp_afile_write(&f, hbuf, 8 + padded);
+        for (int i = 0; i < n && !e; i++) e = hp_afile_write(&f, ts[i].data, sizes[i]);
+        if (e)
+            hp_afile_abort(&f);
+        else
+            e = hp_afile_commit(&f);
+    }
+    free(hbuf);
+    free(sizes);
+    return e;
+}
+
+/* ========================= reading ========================= */
+
+struct hp_safetensors {
+    char *path;
+    void *map;
+    size_t map_len;
+    hp_json *header;
+    const hp_json *meta;
+    int n;
+    hp_safetensors_entry *entries;
+    size_t *begin; /* data offsets of each entry, for the contiguity check */
+};
+
+void hp_safetensors_close(hp_safetensors *st) {
+    if (!st) return;
+    if (st->map) munmap(st->map, st->map_len);
+    hp_json_free(st->header);
+    free(st->entries);
+    free(st->begin);
+    free(st->path);
+    free(st);
+}
+
+const char *hp_safetensors_path(const hp_safetensors *st) { return st->path; }
+int hp_safetensors_count(const hp_safetensors *st) { return st->n; }
+
+const hp_safetensors_entry *hp_safetensors_entry_at(const hp_safetensors *st, int i) {
+    HP_ASSERT(i >= 0 && i < st->n);
+    return &st->entries[i];
+}
+
+const hp_safetensors_entry *hp_safetensors_find(const hp_safetensors *st, const char *name) {
+    for (int i = 0; i < st->n; i++)
+        if (!strcmp(st->entries[i].name, name)) return &st->entries[i];
+    return NULL;
+}
+
+const char *hp_safetensors_metadata(const hp_safetensors *st, const char *key) {
+    const hp_json *v = hp_json_get(st->meta, key);
+    return v && v->type == HP_JSON_STRING ? v->str : NULL;
+}
+
+static int json_uint(int64_t *out, const hp_json *v) {
+    if (!v || v->type != HP_JSON_NUMBER || !v->is_int || v->ival < 0) return 0;
+    *out = v->ival;
+    return 1;
+}
+
+/* Fills entry from the header value v (the object of one tensor). */
+static hp_status parse_entry(hp_safetensors_entry *en, size_t *begin, const char *path, const char *name,
+                             const hp_json *v, size_t data_len, const unsigned char *data) {
+    en->name = name;
+    if (v->type != HP_JSON_OBJECT)
+        return hp_errorf("%s: tensor '%s': expected an object in the header, got %s", path, name,
+                         hp_json_type_name(v->type));
+    const hp_json *dt = hp_json_get(v, "dtype");
+    if (!dt || dt->type != HP_JSON_STRING) return hp_errorf("%s: tensor '%s': missing string field 'dtype'", path, name);
+    size_t esz = 0;
+    for (size_t k = 0; k < sizeof k_dtypes / sizeof k_dtypes[0]; k++)
+        if (!strcmp(dt->str, k_dtypes[k].name)) esz = k_dtypes[k].size;
+    if (!esz) return hp_errorf("%s: tensor '%s': unknown dtype '%s'", path, name, dt->str);
+    en->dtype_name = dt->str;
+    en->has_dtype = 0;
+    for (int t = HP_F32; t <= HP_I32; t++)
+        if (st_dtype_name((hp_dtype)t) && !strcmp(st_dtype_name((hp_dtype)t), dt->str)) {
+            en->has_dtype = 1;
+            en->dtype = (hp_dtype)t;
+        }
+    const hp_json *sh = hp_json_get(v, "shape");
+    if (!sh || sh->type != HP_JSON_ARRAY) return hp_errorf("%s: tensor '%s': missing array field 'shape'", path, name);
+    if (sh->n > HP_MAX_DIMS)
+        return hp_errorf("%s: tensor '%s': rank %d exceeds the supported %d", path, name, sh->n, HP_MAX_DIMS);
+    en->shape.ndim = sh->n;
+    uint64_t numel = 1;
+    int overflow = 0;
+    for (int d = 0; d < sh->n; d++) {
+        int64_t x;
+        if (!json_uint(&x, &sh->items[d]))
+            return hp_errorf("%s: tensor '%s': shape entry %d is not a non-negative integer", path, name, d);
+        en->shape.d[d] = x;
+        if (__builtin_mul_overflow(numel, (uint64_t)x, &numel)) overflow = 1;
+    }
+    uint64_t nbytes;
+    if (overflow || __builtin_mul_overflow(numel, (uint64_t)esz, &nbytes))
+        return hp_errorf("%s: tensor '%s': shape is too large", path, name);
+    const hp_json *of = hp_json_get(v, "data_offsets");
+    int64_t b, e;
+    if (!of || of->type != HP_JSON_ARRAY || of->n != 2 || !json_uint(&b, &of->items[0]) ||
+        !json_uint(&e, &of->items[1]))
+        return hp_errorf("%s: tensor '%s': 'data_offsets' must be two non-negative integers", path, name);
+    if (e < b) return hp_errorf("%s: tensor '%s': data_offsets [%lld, %lld] end before they begin", path, name,
+                                (long long)b, (long long)e);
+    if ((uint64_t)e > data_len)
+        return hp_errorf("%s: tensor '%s': data_offsets [%lld, %lld] run past the %zu data bytes in the file", path,
+                         name, (long long)b, (long long)e, data_len);
+    if ((uint64_t)(e - b) != nbytes) {
+        char sbuf[96];
+        return hp_errorf("%s: tensor '%s': shape %s x %s (%zu bytes each) is %llu bytes but data_offsets span %lld",
+                         path, name, hp_shape_str(sbuf, sizeof sbuf, &en->shape), dt->str, esz,
+                         (unsigned long long)nbytes, (long long)(e - b));
+    }
+    en->nbytes = (size_t)nbytes;
+    en->data = data + b;
+    *begin = (size_t)b;
+    return HP_OK;
+}
+
+typedef struct {
+    size_t b, e;
+    int idx;
+} span;
+
+static int span_cmp(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    if (a->b != b->b) return a->b < b->b ? -1 : 1;
+    if (a->e != b->e) return a->e < b->e ? -1 : 1;
+    return a->idx - b->idx;
+}
+
+static hp_status check_contiguous(const hp_safetensors *st, size_t data_len) {
+    if (st->n == 0) {
+        if (data_len != 0)
+            return hp_errorf("%s: %zu data bytes follow a header that lists no tensors", st->path, data_len);
+        return HP_OK;
+    }
+    span *s = malloc((size_t)st->n * sizeof *s);
+    HP_ASSERT(s != NULL);
+    for (int i = 0; i < st->n; i++) s[i] = (span){st->begin[i], st->begin[i] + st->entries[i].nbytes, i};
+    qsort(s, (size_t)st->n, sizeof *s, span_cmp);
+    size_t at = 0;
+    hp_status e = HP_OK;
+    for (int i = 0; i < st->n && !e; i++) {
+        if (s[i].b != at)
+            e = hp_errorf("%s: tensor '%s': data_offsets [%zu, %zu] %s (expected it to start at byte %zu)", st->path,
+                          st->entries[s[i].idx].name, s[i].b, s[i].e, s[i].b > at ? "leave a gap" : "overlap another tensor",
+                          at);
+        at = s[i].e;
+    }
+    if (!e && at != data_len)
+        e = hp_errorf("%s: tensor '%s': data ends at byte %zu but the file holds %zu data bytes", st->path,
+                      st->entries[s[st->n - 1].idx].name, at, data_len);
+    free(s);
+    return e;
+}
+
+static hp_status open_body(hp_safetensors *st, int fd) {
+    const char *path = st->path;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return hp_errorf("%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return hp_errorf("%s: not a regular file", path);
+    size_t fsize = (size_t)sb.st_size;
+    if (fsize < 8) return hp_errorf("%s: file is %zu bytes, too short for a safetensors header", path, fsize);
+    st->map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (st->map == MAP_FAILED) {
+        st->map = NULL;
+        return hp_errorf("%s: cannot map: %s", path, strerror(errno));
+    }
+    st->map_len = fsize;
+    const unsigned char *base = st->map;
+    uint64_t hlen;
+    memcpy(&hlen, base, 8);
+    if (hlen > MAX_HEADER || hlen > fsize - 8)
+        return hp_errorf("%s: header length %llu does not fit in the %zu-byte file", path, (unsigned long long)hlen,
+                         fsize);
+    hp_status e = hp_json_parse(&st->header, (const char *)base + 8, (size_t)hlen);
+    if (e) return hp_error_wrap(e, "%s: header", path);
+    const hp_json *h = st->header;
+    if (h->type != HP_JSON_OBJECT) return hp_errorf("%s: header must be a JSON object, got %s", path, hp_json_type_name(h->type));
+    const unsigned char *data = base + 8 + hlen;
+    size_t data_len = fsize - 8 - (size_t)hlen;
+    st->entries = calloc((size_t)(h->n ? h->n : 1), sizeof *st->entries);
+    st->begin = calloc((size_t)(h->n ? h->n : 1), sizeof *st->begin);
+    HP_ASSERT(st->entries && st->begin);
+    for (int i = 0; i < h->n; i++) {
+        if (!strcmp(h->keys[i], META_KEY)) {
+            const hp_json *m = &h->items[i];
+            if (m->type != HP_JSON_OBJECT) return hp_errorf("%s: %s must be an object", path, META_KEY);
+            for (int k = 0; k < m->n; k++)
+                if (m->items[k].type != HP_JSON_STRING)
+                    return hp_errorf("%s: %s key '%s' must hold a string", path, META_KEY, m->keys[k]);
+            st->meta = m;
+            continue;
+        }
+        HP_TRY(parse_entry(&st->entries[st->n], &st->begin[st->n], path, h->keys[i], &h->items[i], data_len, data));
+        st->n++;
+    }
+    return check_contiguous(st, data_len);
+}
+
+hp_status hp_safetensors_open(hp_safetensors **out, const char *path) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
+    hp_safetensors *st = calloc(1, sizeof *st);
+    HP_ASSERT(st != NULL);
+    st->path = strdup(path);
+    HP_ASSERT(st->path != NULL);
+    hp_status e = open_body(st, fd);
+    close(fd);
+    if (e) {
+        hp_safetensors_close(st);
+        return e;
+    }
+    *out = st;
+    return HP_OK;
+}
+
+hp_status hp_safetensors_read_into(const hp_safetensors *st, const char *name, hp_dtype dtype, const hp_shape *shape,
+                                   void *dst) {
+    const hp_safetensors_entry *en = hp_safetensors_find(st, name);
+    if (!en) return hp_errorf("%s: no tensor '%s'", st->path, name);
+    if (!en->has_dtype || en->dtype != dtype)
+        return hp_errorf("%s: tensor '%s': dtype %s, expected %s", st->path, name, en->dtype_name,
+                         st_dtype_name(dtype) ? st_dtype_name(dtype) : "?");
+    if (!hp_shape_eq(&en->shape, shape)) {
+        char a[96], b[96];
+        return hp_errorf("%s: tensor '%s': shape %s, expected %s", st->path, name, hp_shape_str(a, sizeof a, &en->shape),
+                         hp_shape_str(b, sizeof b, shape));
+    }
+    if (en->nbytes) memcpy(dst, en->data, en->nbytes);
+    return HP_OK;
+}

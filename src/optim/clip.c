@@ -1,0 +1,62 @@
+#include "optim/clip.h"
+
+#include <math.h>
+
+#include "optim/sumsq.h"
+
+static long blocks_of(long n) { return (n + HP_CLIP_BLOCK - 1) / HP_CLIP_BLOCK; }
+
+size_t hp_clip_scratch(const long *sizes, int count) {
+    size_t total = 0;
+    for (int k = 0; k < count; k++) total += (size_t)blocks_of(sizes[k]);
+    return total;
+}
+
+typedef struct {
+    float *const *grads;
+    const long *sizes;
+    int count;
+    long nblocks;
+    double *partials;
+    int apply;   /* 0: compute block sums of squares; 1: scale the gradients */
+    float scale;
+} clip_ctx;
+
+/* Visits the global blocks [b, e): block j of tensor k has global index
+ * (blocks of tensors before k) + j. */
+static void clip_task(void *ctx, int tid, int nthreads) {
+    clip_ctx *c = ctx;
+    long b, e;
+    hp_pool_split(&b, &e, c->nblocks, 1, tid, nthreads);
+    long first = 0;
+    for (int k = 0; k < c->count && first < e; k++) {
+        long nb = blocks_of(c->sizes[k]);
+        for (long j = (b > first ? b - first : 0); j < nb && first + j < e; j++) {
+            long lo = j * HP_CLIP_BLOCK;
+            long hi = lo + HP_CLIP_BLOCK < c->sizes[k] ? lo + HP_CLIP_BLOCK : c->sizes[k];
+            float *g = c->grads[k];
+            if (!c->apply) {
+                c->partials[first + j] = hp_sumsq_span(g + lo, hi - lo);
+            } else {
+                const float s = c->scale;
+                for (long i = lo; i < hi; i++) g[i] *= s;
+            }
+        }
+        first += nb;
+    }
+}
+
+float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
+                        int count, float max_norm) {
+    clip_ctx c = {grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 0, 0.0f};
+    hp_pool_run(pool, clip_task, &c);
+    double ss = 0.0;
+    for (long j = 0; j < c.nblocks; j++) ss += scratch[j];
+    double norm = sqrt(ss);
+    if (max_norm > 0.0f && norm > (double)max_norm) {
+        c.apply = 1;
+        c.scale = (float)((double)max_norm / (norm + 1e-6));
+        hp_pool_run(pool, clip_task, &c);
+    }
+    return (float)norm;
+}

@@ -1,0 +1,24 @@
+/* optim/clip: gradient clipping by the global L2 norm over all gradients.
+ * The sum of squares is taken in double over fixed blocks of every tensor
+ * (HP_CLIP_BLOCK values) and the block sums are added in tensor-then-block
+ * order, so the norm does not depend on the pool size. When norm > max_norm
+ * every gradient is multiplied by max_norm / (norm + 1e-6). */
+#ifndef HP_OPTIM_CLIP_H
+#define HP_OPTIM_CLIP_H
+
+#include <stddef.h>
+
+#include "core/pool.h"
+
+#define HP_CLIP_BLOCK 16384
+
+/* doubles of scratch for tensors of the given sizes. */
+size_t hp_clip_scratch(const long *sizes, int count);
+
+/* Clips grads[count] (tensor k is grads[k][sizes[k]]) in place and returns
+ * the global norm before clipping; max_norm <= 0: off, nothing changes.
+ * scratch: hp_clip_scratch(sizes, count) doubles. */
+float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
+                        int count, float max_norm);
+
+#endif

@@ -1,0 +1,36 @@
+/* optim/route: which optimizer updates which parameter. With optimizer
+ * "adamw" everything goes to AdamW. With "muon", parameters the model builder
+ * marked hidden_matrix go to Muon and the rest (embeddings, LM head, norms,
+ * biases) to AdamW; then two lists of comma-separated fnmatch globs override
+ * that: names matching `adamw_params` go to AdamW, names matching
+ * `muon_params` go to Muon. Errors (one line, naming field and parameter):
+ * a name matching both lists, a pattern matching no parameter, a Muon
+ * parameter that is not a matrix. Muon takes 2-D matrices [rows, cols] and
+ * 3-D stacks [count, rows, cols] (e.g. MoE experts: independent matrices). */
+#ifndef HP_OPTIM_ROUTE_H
+#define HP_OPTIM_ROUTE_H
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+typedef enum { HP_OPT_ADAMW = 0, HP_OPT_MUON = 1 } hp_opt_kind;
+
+/* One trainable parameter as the model builder describes it. */
+typedef struct {
+    const char *name; /* unique, e.g. "h.0.attn.qkv.weight" */
+    float *param;     /* [shape] */
+    float *grad;      /* [shape] */
+    hp_shape shape;
+    int hidden_matrix; /* 2-D hidden weight: Muon's by default */
+} hp_opt_param;
+
+/* "adamw" or "muon"; an unknown name is an error naming the field `optimizer`. */
+hp_status hp_opt_kind_parse(hp_opt_kind *out, const char *name);
+const char *hp_opt_kind_name(hp_opt_kind k);
+
+/* out[nparams]: the optimizer of each parameter. muon_params / adamw_params
+ * may be NULL or empty (no override); both are ignored for HP_OPT_ADAMW. */
+hp_status hp_optim_route(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
+                         const char *adamw_params, const hp_opt_param *params, int nparams);
+
+#endif

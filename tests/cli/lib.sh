@@ -1,0 +1,23 @@
+# Shared helpers for the command-line tests: $HP is the hyperpar binary, each
+# test works in its own temporary directory, and every check prints what failed.
+set -u
+HP="$1"
+WORK=$(mktemp -d /tmp/hp-cli-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+# expect_error "<needle>" cmd...: the command must exit non-zero with a one-line
+# error on stderr that contains the needle.
+expect_error() {
+  local needle="$1"; shift
+  if "$@" >out.txt 2>err.txt; then fail "succeeded, expected error '$needle': $*"; return; fi
+  grep -qF -- "$needle" err.txt || fail "error lacks '$needle': $(cat err.txt) [$*]"
+  [ "$(grep -c . err.txt)" -le 1 ] || fail "error is not one line: $(cat err.txt)"
+}
+# losses FILE: the training losses of a metrics file, one per line.
+losses() { grep -v val_loss "$1" | sed -n 's/.*"loss": \([^,]*\),.*/\1/p'; }
+finish() {
+  if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed"; exit 1; fi
+  echo "all checks passed"
+}

@@ -1,0 +1,80 @@
+/* A rank that stops answering does not hang the others: with a short timeout
+ * every surviving rank gets an error naming the collective, the group and the
+ * missing rank, and the group then refuses further calls at once. Covers the
+ * thread tier (a missing peer at the supernode barrier) and the emulated
+ * inter-supernode tier (a missing peer in another supernode). */
+#include <pthread.h>
+
+#include "comm/comm.h"
+#include "testutil.h"
+
+typedef struct {
+    hp_comm_world *w;
+    int rank, absent;
+    hp_comm_kind kind;
+    char msg[512], msg2[512];
+    int ok;
+} job;
+
+static void *rank_main(void *arg) {
+    job *j = arg;
+    if (j->rank == j->absent) return NULL; /* this rank never shows up */
+    hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
+    hp_comm_group *g = hp_comm_world_group(j->w);
+    float buf[64] = {0}, out[64 * 8];
+    hp_comm_tensor t = {out, buf, 8};
+    hp_comm_args a = {j->kind, HP_F32, HP_COMM_SUM, 0, &t, 1, NULL, NULL};
+    if (j->kind == HP_COMM_ALL_REDUCE) t.recv = buf;
+    hp_status st = hp_comm_run(r, g, &a);
+    j->ok = st == HP_OK;
+    snprintf(j->msg, sizeof j->msg, "%s", hp_status_msg(st));
+    hp_status_free(st);
+    st = hp_comm_barrier(r, g);
+    snprintf(j->msg2, sizeof j->msg2, "%s", hp_status_msg(st));
+    hp_status_free(st);
+    return NULL;
+}
+
+static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kname) {
+    hp_comm_opts o;
+    hp_comm_opts_default(&o);
+    o.ranks_per_supernode = R;
+    o.supernodes = S;
+    o.mpi = 0;
+    o.timeout_s = 0.3;
+    hp_comm_world *w;
+    CHECK_OK(hp_comm_world_create(&w, &o));
+    if (!w) return;
+    int n = S * R;
+    pthread_t th[8];
+    job jobs[8];
+    char want[64];
+    snprintf(want, sizeof want, "rank %d", absent);
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (job){w, i, absent, kind, "", "", 0};
+        pthread_create(&th[i], NULL, rank_main, &jobs[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) {
+        if (i == absent) continue;
+        job *j = &jobs[i];
+        CHECK(!j->ok);
+        CHECK(strstr(j->msg, kname) != NULL);
+        CHECK(strstr(j->msg, "group 'world'") != NULL);
+        CHECK(strstr(j->msg, "timed out") != NULL);
+        CHECK(strstr(j->msg, want) != NULL);
+        CHECK(strstr(j->msg2, "broken") != NULL);
+        if (!strstr(j->msg, want) || !strstr(j->msg, kname))
+            fprintf(stderr, "S=%d R=%d rank %d: unexpected error: %s\n", S, R, i, j->msg);
+    }
+    hp_comm_world_destroy(w);
+}
+
+int main(void) {
+    scenario(1, 3, 2, HP_COMM_ALL_REDUCE, "all_reduce");       /* thread tier */
+    scenario(1, 2, 0, HP_COMM_ALL_GATHER, "all_gather");
+    scenario(2, 1, 1, HP_COMM_ALL_GATHER, "all_gather");       /* across supernodes */
+    scenario(2, 2, 3, HP_COMM_REDUCE_SCATTER, "reduce_scatter"); /* both tiers */
+    scenario(2, 2, 3, HP_COMM_ALL_REDUCE, "all_reduce");
+    return hp_test_finish("test_comm_timeout");
+}

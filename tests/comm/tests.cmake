@@ -1,0 +1,21 @@
+# MPI launches of the comm tests (loopback only; see scripts/mpienv.sh).
+# 64 MiB cases across processes run for 2 x 1 only; the thread and emulated
+# tests cover the other rank counts at 64 MiB where noted in their headers.
+find_program(HP_MPIEXEC NAMES mpiexec mpirun)
+if(HP_MPIEXEC AND TARGET test_comm_mpi)
+  set(HP_MPI_ENV
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+    OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=sm,pt2pt OMPI_MCA_mtl=^ofi,psm,psm2
+    OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo PMIX_MCA_ptl_base_if_include=lo
+    LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/comm/lsan.supp:print_suppressions=0)
+  add_test(NAME comm/mpi_2x1 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1)
+  add_test(NAME comm/mpi_2x1_64MiB COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --big 8388608)
+  add_test(NAME comm/mpi_2x2 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 2)
+  add_test(NAME comm/mpi_hang COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --hang)
+  set_tests_properties(comm/mpi_2x1 comm/mpi_2x1_64MiB comm/mpi_2x2 comm/mpi_hang PROPERTIES
+    ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300 PROCESSORS 2)
+  set_tests_properties(comm/mpi_hang PROPERTIES
+    PASS_REGULAR_EXPRESSION "comm timeout detected: comm: all_reduce on group 'world' \\(rank 0\\): timed out after 0.5 s waiting for rank 1"
+    TIMEOUT 60)
+endif()

@@ -1,0 +1,154 @@
+#include "args.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/config.h"
+
+static hp_status set_value(const hp_opt *o, const char *val, const char *where) {
+    char *end = NULL;
+    errno = 0;
+    switch (o->type) {
+    case OPT_INT:
+    case OPT_LONG: {
+        long long v = strtoll(val, &end, 10);
+        if (!*val || *end || errno) return hp_errorf("%s: expected an integer, got '%s'", where, val);
+        if (o->type == OPT_INT) {
+            if (v < -2147483647LL || v > 2147483647LL) return hp_errorf("%s: %s is out of range", where, val);
+            *(int *)o->ptr = (int)v;
+        } else {
+            *(long *)o->ptr = (long)v;
+        }
+        return HP_OK;
+    }
+    case OPT_U64: {
+        unsigned long long v = strtoull(val, &end, 10);
+        if (!*val || *end || errno || val[0] == '-')
+            return hp_errorf("%s: expected a non-negative integer, got '%s'", where, val);
+        *(uint64_t *)o->ptr = (uint64_t)v;
+        return HP_OK;
+    }
+    case OPT_FLOAT: {
+        double v = strtod(val, &end);
+        if (!*val || *end || errno) return hp_errorf("%s: expected a number, got '%s'", where, val);
+        *(float *)o->ptr = (float)v;
+        return HP_OK;
+    }
+    case OPT_STR:
+        if (strlen(val) >= o->cap) return hp_errorf("%s: value is longer than %zu characters", where, o->cap - 1);
+        snprintf((char *)o->ptr, o->cap, "%s", val);
+        return HP_OK;
+    case OPT_FLAG:
+        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "on")) {
+            *(int *)o->ptr = 1;
+            return HP_OK;
+        }
+        if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "off")) {
+            *(int *)o->ptr = 0;
+            return HP_OK;
+        }
+        return hp_errorf("%s: expected true or false, got '%s'", where, val);
+    }
+    return hp_errorf("%s: unknown option type", where);
+}
+
+static const hp_opt *find_opt(const hp_opt *opts, int n, const char *name, size_t len) {
+    for (int i = 0; i < n; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
+    return NULL;
+}
+
+hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
+                        const char *cmd) {
+    *help = 0;
+    /* Pass 1: the config file, if any. */
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *path = NULL;
+        if (!strcmp(a, "--config")) {
+            if (i + 1 >= argc) return hp_errorf("hyperpar %s: --config needs a file", cmd);
+            path = argv[i + 1];
+        } else if (!strncmp(a, "--config=", 9)) {
+            path = a + 9;
+        }
+        if (!path) continue;
+        hp_config *cfg;
+        HP_TRY(hp_config_load(&cfg, path));
+        for (int k = 0; k < cfg->n; k++) {
+            const hp_config_entry *e = &cfg->entries[k];
+            const hp_opt *o = find_opt(opts, nopts, e->key, strlen(e->key));
+            char where[600];
+            snprintf(where, sizeof where, "%.400s:%d: key '%.100s'", cfg->file, e->line, e->key);
+            if (!o || !strcmp(e->key, "config")) {
+                hp_status s = hp_errorf("%s: unknown setting", where);
+                hp_config_free(cfg);
+                return s;
+            }
+            hp_status s = set_value(o, e->value, where);
+            if (s) {
+                hp_config_free(cfg);
+                return s;
+            }
+        }
+        hp_config_free(cfg);
+    }
+    /* Pass 2: flags. */
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = 1;
+            return HP_OK;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return hp_errorf("hyperpar %s: unexpected argument '%s' (flags start with --)", cmd, a);
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 6 && !strncmp(name, "config", 6)) {
+            if (!eq) i++;
+            continue;
+        }
+        const hp_opt *o = find_opt(opts, nopts, name, len);
+        if (!o) return hp_errorf("hyperpar %s: unknown flag '--%.*s' (see hyperpar %s --help)", cmd, (int)len, name, cmd);
+        const char *val;
+        if (eq) {
+            val = eq + 1;
+        } else if (o->type == OPT_FLAG && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            val = "1";
+        } else {
+            if (i + 1 >= argc) return hp_errorf("hyperpar %s: --%s needs a value", cmd, o->name);
+            val = argv[++i];
+        }
+        char where[200];
+        snprintf(where, sizeof where, "hyperpar %s: --%s", cmd, o->name);
+        HP_TRY(set_value(o, val, where));
+    }
+    return HP_OK;
+}
+
+void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary) {
+    printf("usage: hyperpar %s [--config FILE] [flags]\n%s\n\nflags (a config file takes the same names as keys; flags override it):\n", cmd, summary);
+    for (int i = 0; i < nopts; i++) {
+        const char *t = opts[i].type == OPT_STR ? "STR" : opts[i].type == OPT_FLOAT ? "X"
+                        : opts[i].type == OPT_FLAG ? "" : "N";
+        printf("  --%s %-6s %s\n", opts[i].name, t, opts[i].help);
+    }
+}
+
+hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where) {
+    const hp_opt *o = find_opt(opts, nopts, name, strlen(name));
+    if (!o) return hp_errorf("%s: unknown setting '%s'", where, name);
+    return set_value(o, value, where);
+}
+
+void hp_args_format(char *buf, size_t n, const hp_opt *o) {
+    switch (o->type) {
+    case OPT_INT: snprintf(buf, n, "%d", *(int *)o->ptr); break;
+    case OPT_LONG: snprintf(buf, n, "%ld", *(long *)o->ptr); break;
+    case OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(uint64_t *)o->ptr); break;
+    case OPT_FLOAT: snprintf(buf, n, "%.9g", (double)*(float *)o->ptr); break;
+    case OPT_STR: snprintf(buf, n, "%s", (const char *)o->ptr); break;
+    case OPT_FLAG: snprintf(buf, n, "%s", *(int *)o->ptr ? "true" : "false"); break;
+    }
+}

@@ -1,0 +1,34 @@
+/* tools/args: command-line flags and config files for the hyperpar commands.
+ * A command declares its options once in a table; `--config FILE` (a key =
+ * value file, io/config) is applied first and flags override it. Errors are
+ * one line naming the flag or FILE:LINE and key. */
+#ifndef HP_TOOLS_ARGS_H
+#define HP_TOOLS_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG, OPT_U64 } hp_opt_type;
+
+typedef struct {
+    const char *name; /* without the leading "--" */
+    hp_opt_type type;
+    void *ptr;        /* int*, long*, float*, char[cap], int* (flag), uint64_t* */
+    size_t cap;       /* OPT_STR buffer size */
+    const char *help;
+} hp_opt;
+
+/* Parses argv[first..argc). Sets *help when --help/-h was given. */
+hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
+                        const char *cmd);
+void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary);
+
+
+
+/* Sets option `name` from text as a flag would (error names `where`). */
+hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where);
+/* Writes option i's current value as text. */
+void hp_args_format(char *buf, size_t n, const hp_opt *o);
+#endif

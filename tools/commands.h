@@ -1,0 +1,13 @@
+/* tools/commands: the subcommands of the `hyperpar` program. Each takes the
+ * whole argv (argv[1] is the subcommand) and returns the exit status. */
+#ifndef HP_TOOLS_COMMANDS_H
+#define HP_TOOLS_COMMANDS_H
+
+int hp_cmd_train(int argc, char **argv);
+int hp_cmd_sample(int argc, char **argv);
+int hp_cmd_export(int argc, char **argv);
+int hp_cmd_bench(int argc, char **argv);
+/* `hyperpar bench comm ...` (argv[0] = "comm"), in tools/cmd_bench_comm.c */
+int hp_cmd_bench_comm(int argc, char **argv);
+
+#endif

@@ -1,0 +1,63 @@
+#include "peak.h"
+
+#include <immintrin.h>
+
+#include "progress.h"
+
+#define ITERS 2000000L
+
+typedef struct {
+    double flops[256];
+} peak_ctx;
+
+/* 12 independent FMA chains per thread hide the FMA latency on two ports. */
+static void fma_task(void *c_, int tid, int nt) {
+    peak_ctx *c = c_;
+    (void)nt;
+#if defined(__AVX512F__)
+    __m512 a[12], m = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+    for (int k = 0; k < 12; k++) a[k] = _mm512_set1_ps((float)k);
+    for (long i = 0; i < ITERS; i++)
+        for (int k = 0; k < 12; k++) a[k] = _mm512_fmadd_ps(a[k], m, b);
+    __m512 s = a[0];
+    for (int k = 1; k < 12; k++) s = _mm512_add_ps(s, a[k]);
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    c->flops[tid] = (double)ITERS * 12 * 16 * 2 + (out[0] == 12345.0f);
+#elif defined(__FMA__)
+    __m256 a[12], m = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < 12; k++) a[k] = _mm256_set1_ps((float)k);
+    for (long i = 0; i < ITERS; i++)
+        for (int k = 0; k < 12; k++) a[k] = _mm256_fmadd_ps(a[k], m, b);
+    __m256 s = a[0];
+    for (int k = 1; k < 12; k++) s = _mm256_add_ps(s, a[k]);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    c->flops[tid] = (double)ITERS * 12 * 8 * 2 + (out[0] == 12345.0f);
+#else
+    float a[12] = {0};
+    for (long i = 0; i < ITERS; i++)
+        for (int k = 0; k < 12; k++) a[k] = a[k] * 0.9999999f + 1e-7f;
+    c->flops[tid] = (double)ITERS * 12 * 2 + (a[0] == 12345.0f);
+#endif
+}
+
+double hp_measure_fma_peak(hp_pool *pool, const char **isa) {
+#if defined(__AVX512F__)
+    *isa = "avx512";
+#elif defined(__FMA__)
+    *isa = "avx2+fma";
+#else
+    *isa = "scalar";
+#endif
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        peak_ctx c = {{0}};
+        double t0 = hp_now();
+        hp_pool_run(pool, fma_task, &c);
+        double dt = hp_now() - t0, f = 0;
+        for (int t = 0; t < hp_pool_size(pool); t++) f += c.flops[t];
+        if (f / dt > best) best = f / dt;
+    }
+    return best / 1e9;
+}

@@ -1,0 +1,198 @@
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/autodiff.h"
+#include "io/ckpt.h"
+#include "io/llmc.h"
+#include "kernels/kernels.h"
+#include "ops/ops.h"
+
+hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, int T, int threads, int train) {
+    memset(s, 0, sizeof *s);
+    s->model = *model;
+    s->B = B;
+    s->T = T;
+    HP_TRY(hp_gpt2_config_check(&s->model));
+    hp_kernels_init();
+    HP_TRY(hp_graph_create(&s->g));
+    hp_status st = hp_gpt2_build(s->g, &s->io, &s->model, B, T);
+    if (!st && !train) s->g->vals[s->io.logits].persistent = 1; /* read after forward */
+    if (!st && train) st = hp_autodiff(s->g, s->io.loss, &hp_op_add);
+    if (!st) st = hp_param_store_create(&s->ps, s->g);
+    if (!st) st = hp_pool_create(&s->pool, threads);
+    if (!st) st = hp_program_create(&s->prog, s->g, &s->ps, s->pool);
+    if (st) hp_session_destroy(s);
+    return st;
+}
+
+hp_status hp_session_add_eval(hp_session *s, int eval_B, int eval_T) {
+    HP_TRY(hp_graph_create(&s->eval_g));
+    HP_TRY(hp_gpt2_build(s->eval_g, &s->eval_io, &s->model, eval_B, eval_T));
+    s->eval_g->vals[s->eval_io.logits].persistent = 1;
+    return hp_program_create(&s->eval_prog, s->eval_g, &s->ps, s->pool);
+}
+
+hp_status hp_session_add_optimizer(hp_session *s, const hp_optim_config *cfg) {
+    float *grads = hp_program_grads(s->prog);
+    if (!grads) return hp_errorf("session: the program has no backward pass");
+    hp_opt_param *p = calloc((size_t)s->ps.n, sizeof *p);
+    if (!p) return hp_errorf("session: out of memory");
+    for (int i = 0; i < s->ps.n; i++) {
+        p[i].name = s->ps.name[i];
+        p[i].param = hp_param_ptr(&s->ps, i);
+        p[i].grad = grads + s->ps.offset[i];
+        p[i].shape = s->ps.shape[i];
+        p[i].hidden_matrix = s->ps.hidden_matrix[i];
+    }
+    hp_status st = hp_optimizer_create(&s->opt, cfg, p, s->ps.n, s->pool);
+    free(p);
+    return st;
+}
+
+void hp_session_destroy(hp_session *s) {
+    hp_optimizer_destroy(s->opt);
+    hp_program_destroy(s->eval_prog);
+    hp_program_destroy(s->prog);
+    hp_pool_destroy(s->pool);
+    hp_param_store_free(&s->ps);
+    hp_graph_destroy(s->eval_g);
+    hp_graph_destroy(s->g);
+    memset(s, 0, sizeof *s);
+}
+
+static void param_ptrs(const hp_session *s, float **ptrs) {
+    for (int i = 0; i < s->ps.n; i++) ptrs[i] = hp_param_ptr(&s->ps, i);
+}
+
+hp_status hp_session_init_params(hp_session *s, uint64_t seed) {
+    float **ptrs = malloc(sizeof(float *) * (size_t)s->ps.n);
+    if (!ptrs) return hp_errorf("session: out of memory");
+    param_ptrs(s, ptrs);
+    hp_status st = hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])s->ps.name, s->ps.shape, s->ps.n, &s->model, seed);
+    free(ptrs);
+    return st;
+}
+
+float hp_session_loss(const hp_session *s) { return ((float *)hp_program_data(s->prog, s->io.loss))[0]; }
+int32_t *hp_session_tokens(const hp_session *s) { return hp_program_data(s->prog, s->io.tokens); }
+int32_t *hp_session_targets(const hp_session *s) { return hp_program_data(s->prog, s->io.targets); }
+
+void hp_gpt2_config_to_json(hp_jw *w, const hp_gpt2_config *c) {
+    hp_jw_object_begin(w);
+    hp_jw_key(w, "L"), hp_jw_int(w, c->L);
+    hp_jw_key(w, "NH"), hp_jw_int(w, c->NH);
+    hp_jw_key(w, "C"), hp_jw_int(w, c->C);
+    hp_jw_key(w, "V"), hp_jw_int(w, c->V);
+    hp_jw_key(w, "Vp"), hp_jw_int(w, c->Vp);
+    hp_jw_key(w, "maxT"), hp_jw_int(w, c->maxT);
+    hp_jw_object_end(w);
+}
+
+hp_status hp_gpt2_config_from_json(hp_gpt2_config *c, const hp_json *obj) {
+    int64_t v[6];
+    const char *keys[6] = {"L", "NH", "C", "V", "Vp", "maxT"};
+    for (int i = 0; i < 6; i++) {
+        HP_TRY(hp_json_get_int(&v[i], obj, keys[i]));
+        if (v[i] < 1 || v[i] > (1 << 30)) return hp_errorf("key '%s': %lld is out of range", keys[i], (long long)v[i]);
+    }
+    *c = (hp_gpt2_config){(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
+    return hp_gpt2_config_check(c);
+}
+
+hp_status hp_session_save(const hp_session *s, const char *dir, const char *state_json) {
+    int nw = s->ps.n, no = s->opt ? hp_optimizer_state_count(s->opt) : 0;
+    hp_named_tensor *w = calloc((size_t)nw + 1, sizeof *w), *o = calloc((size_t)no + 1, sizeof *o);
+    if (!w || !o) {
+        free(w), free(o);
+        return hp_errorf("checkpoint %s: out of memory", dir);
+    }
+    for (int i = 0; i < nw; i++)
+        w[i] = (hp_named_tensor){s->ps.name[i], HP_F32, s->ps.shape[i], hp_param_ptr(&s->ps, i)};
+    for (int k = 0; k < no; k++) {
+        const char *name;
+        float *data;
+        hp_shape shape;
+        hp_optimizer_state_get(s->opt, k, &name, &data, &shape);
+        o[k] = (hp_named_tensor){name, HP_F32, shape, data};
+    }
+    hp_status st = hp_ckpt_save(dir, w, nw, o, no, state_json);
+    if (!st) st = hp_ckpt_set_latest(dir);
+    free(w), free(o);
+    return st;
+}
+
+hp_status hp_session_load(hp_session *s, const hp_ckpt *ck, int with_optim) {
+    for (int i = 0; i < s->ps.n; i++)
+        HP_TRY(hp_safetensors_read_into(ck->model, s->ps.name[i], HP_F32, &s->ps.shape[i], hp_param_ptr(&s->ps, i)));
+    if (!with_optim || !s->opt) return HP_OK;
+    int no = hp_optimizer_state_count(s->opt);
+    for (int k = 0; k < no; k++) {
+        const char *name;
+        float *data;
+        hp_shape shape;
+        hp_optimizer_state_get(s->opt, k, &name, &data, &shape);
+        HP_TRY(hp_safetensors_read_into(ck->optim, name, HP_F32, &shape, data));
+    }
+    return HP_OK;
+}
+
+hp_status hp_ckpt_model_config(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir) {
+    const hp_json *m = hp_json_get(ck->state, "model");
+    if (!m) return hp_errorf("%s/state.json: missing key 'model'", dir);
+    hp_status st = hp_gpt2_config_from_json(c, m);
+    if (st) return hp_error_wrap(st, "%s/state.json: model", dir);
+    return HP_OK;
+}
+
+static hp_llmc_header header_of(const hp_gpt2_config *c) {
+    return (hp_llmc_header){c->maxT, c->V, c->L, c->NH, c->C, c->Vp};
+}
+
+hp_status hp_llmc_model_config(hp_gpt2_config *c, const char *path) {
+    hp_llmc_header h;
+    float *flat = NULL;
+    HP_TRY(hp_llmc_read(&h, &flat, path));
+    free(flat);
+    *c = (hp_gpt2_config){h.L, h.NH, h.C, h.V, h.Vp, h.maxT};
+    return hp_gpt2_config_check(c);
+}
+
+hp_status hp_session_import_llmc(hp_session *s, const char *path) {
+    hp_llmc_header h;
+    float *flat = NULL;
+    HP_TRY(hp_llmc_read(&h, &flat, path));
+    hp_llmc_header want = header_of(&s->model);
+    if (memcmp(&h, &want, sizeof h) != 0) {
+        free(flat);
+        return hp_errorf("%s: model shape (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d) differs from the run's", path, h.L,
+                         h.NH, h.C, h.V, h.Vp, h.maxT);
+    }
+    float **ptrs = malloc(sizeof(float *) * (size_t)s->ps.n);
+    hp_status st = ptrs ? HP_OK : hp_errorf("%s: out of memory", path);
+    if (!st) {
+        param_ptrs(s, ptrs);
+        st = hp_gpt2_llmc_copy(flat, ptrs, (const char(*)[HP_NAME_LEN])s->ps.name, s->ps.shape, s->ps.n, &s->model, 0);
+    }
+    free(ptrs);
+    free(flat);
+    return st;
+}
+
+hp_status hp_session_export_llmc(const hp_session *s, const char *path) {
+    hp_llmc_header h = header_of(&s->model);
+    size_t n = hp_gpt2_num_params(&s->model);
+    float *flat = malloc(n * sizeof(float));
+    float **ptrs = malloc(sizeof(float *) * (size_t)s->ps.n);
+    hp_status st = (flat && ptrs) ? HP_OK : hp_errorf("%s: out of memory", path);
+    if (!st) {
+        param_ptrs(s, ptrs);
+        st = hp_gpt2_llmc_copy(flat, ptrs, (const char(*)[HP_NAME_LEN])s->ps.name, s->ps.shape, s->ps.n, &s->model, 1);
+    }
+    if (!st) st = hp_llmc_write(path, &h, flat);
+    free(ptrs);
+    free(flat);
+    return st;
+}
