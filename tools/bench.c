@@ -124,7 +124,7 @@ int hp_cmd_bench(int argc, char **argv) {
     char which[64] = "all", json[512] = "";
     int threads = 2, steps = 0;
     hp_opt tab[] = {
-        {"config", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
+        {"model", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
         {"threads", OPT_INT, &threads, 0, "compute threads"},
         {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
@@ -138,7 +138,7 @@ int hp_cmd_bench(int argc, char **argv) {
     if (!st && (threads < 1 || threads > 256)) st = hp_errorf("hyperpar bench: --threads must be in 1..256");
     int nconf = (int)(sizeof configs / sizeof configs[0]), any = 0;
     for (int i = 0; i < nconf; i++) any |= !strcmp(which, "all") || !strcmp(which, configs[i].name);
-    if (!st && !any) st = hp_errorf("hyperpar bench: --config '%s' is not gpt2-124m, small or all", which);
+    if (!st && !any) st = hp_errorf("hyperpar bench: --model '%s' is not gpt2-124m, small or all", which);
     if (st) {
         fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
         hp_status_free(st);

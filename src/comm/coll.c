@@ -101,10 +101,20 @@ static hp_status bar(ctx *c) {
     return fail(c, "timed out after %g s waiting for rank %d", (double)c->r->w->timeout_ns / 1e9, missing);
 }
 
-/* Link waits wake every 20 ms to notice a failure elsewhere in the group. */
+/* Link waits wake every 20 ms to notice a failure elsewhere in the group,
+ * and allow a grace period past the deadline (a quarter of the timeout, 50 ms
+ * to 30 s) so that a peer stuck behind the really missing rank reports that
+ * rank first: the error then names the root cause. */
+static int64_t link_deadline(const ctx *c) {
+    int64_t grace = c->r->w->timeout_ns / 4;
+    if (grace < 50000000LL) grace = 50000000LL;
+    if (grace > 30000000000LL) grace = 30000000000LL;
+    return c->deadline + grace;
+}
+
 static int64_t slice_end(const ctx *c) {
-    int64_t t = hp_comm_now_ns() + 20000000LL;
-    return t < c->deadline ? t : c->deadline;
+    int64_t t = hp_comm_now_ns() + 20000000LL, d = link_deadline(c);
+    return t < d ? t : d;
 }
 
 static hp_status wait_all(ctx *c, hp_comm_lreq *q, int n) {
@@ -115,7 +125,7 @@ static hp_status wait_all(ctx *c, hp_comm_lreq *q, int n) {
             continue;
         }
         int rc;
-        while ((rc = hp_comm_link_wait(c->r, &q[i], slice_end(c))) && hp_comm_now_ns() < c->deadline &&
+        while ((rc = hp_comm_link_wait(c->r, &q[i], slice_end(c))) && hp_comm_now_ns() < link_deadline(c) &&
                !atomic_load(&c->g->failed)) {
         }
         if (rc && atomic_load(&c->g->failed)) {

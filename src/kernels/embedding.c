@@ -28,7 +28,8 @@ void hp_k_embedding_fwd(hp_pool *pool, float *out, const int32_t *ids, const flo
     hp_pool_run(N * C < 16384 ? NULL : pool, emb_fwd_task, &c);
 }
 
-/* Each thread owns columns [c0, c1) of dtable for every row. */
+/* Each thread owns columns [c0, c1) of dtable for every row; rows == 0 means
+ * accumulate into dtable as it is (the _acc variant). */
 static void emb_bwd_task(void *c_, int tid, int nt) {
     emb_ctx *c = c_;
     long c0, c1;
@@ -47,6 +48,12 @@ void hp_k_embedding_bwd(hp_pool *pool, float *dtable, const float *dout, const i
                         long N, long C, long rows) {
     emb_ctx c = {.out = dtable, .inp = dout, .ids = ids, .N = N, .C = C, .rows = rows};
     hp_pool_run(pool, emb_bwd_task, &c);
+}
+
+void hp_k_embedding_bwd_acc(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids,
+                            long N, long C) {
+    emb_ctx c = {.out = dtable, .inp = dout, .ids = ids, .N = N, .C = C, .rows = 0};
+    hp_pool_run(N * C < 16384 ? NULL : pool, emb_bwd_task, &c);
 }
 
 static void pos_fwd_task(void *c_, int tid, int nt) {

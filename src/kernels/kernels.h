@@ -31,6 +31,10 @@ void hp_k_embedding_fwd(hp_pool *pool, float *out, const int32_t *ids, const flo
 /* dtable[rows,C] = sum over n with ids[n] == r of dout[n,:] (rows never hit are 0). */
 void hp_k_embedding_bwd(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids,
                         long N, long C, long rows);
+/* dtable[rows,C] += the same sums (only the rows hit are touched): for a table
+ * whose gradient another kernel has already written, e.g. a tied LM head. */
+void hp_k_embedding_bwd_acc(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids,
+                            long N, long C);
 /* out[B,T,C] = inp[B,T,C] + pos[t,:] (pos has >= T rows). */
 void hp_k_add_pos_fwd(hp_pool *pool, float *out, const float *inp, const float *pos, long B,
                       long T, long C);
@@ -52,7 +56,8 @@ void hp_k_matmul_bwd(hp_pool *pool, float *dinp, float *dweight, float *dbias, c
 void hp_k_layernorm_fwd(hp_pool *pool, float *out, float *mean, float *rstd, const float *inp,
                         const float *w, const float *b, long N, long C, float eps);
 /* dinp[N,C], dw[C], db[C] from dout[N,C], inp[N,C], w[C], mean[N], rstd[N];
- * scratch: hp_k_layernorm_bwd_scratch floats (per-thread partial sums). */
+ * scratch: hp_k_layernorm_bwd_scratch floats (0 today: each thread owns a block of
+ * columns of dw/db and sums it in row order, in double; any pointer, NULL too). */
 void hp_k_layernorm_bwd(hp_pool *pool, float *dinp, float *dw, float *db, const float *dout,
                         const float *inp, const float *w, const float *mean, const float *rstd,
                         float *scratch, long N, long C);
@@ -60,6 +65,7 @@ size_t hp_k_layernorm_bwd_scratch(long N, long C, int nthreads); /* floats */
 /* RMSNorm: out[N,C] = inp * rstd * w[C]; rstd[N] = 1/sqrt(mean(inp^2) + eps). */
 void hp_k_rmsnorm_fwd(hp_pool *pool, float *out, float *rstd, const float *inp, const float *w,
                       long N, long C, float eps);
+/* dinp[N,C], dw[C] from dout[N,C], inp[N,C], w[C], rstd[N]; scratch as layernorm's. */
 void hp_k_rmsnorm_bwd(hp_pool *pool, float *dinp, float *dw, const float *dout, const float *inp,
                       const float *w, const float *rstd, float *scratch, long N, long C);
 size_t hp_k_rmsnorm_bwd_scratch(long N, long C, int nthreads); /* floats */
@@ -79,7 +85,8 @@ void hp_k_swiglu_bwd(hp_pool *pool, float *dinp, const float *dout, const float 
 /* Causal multi-head self-attention on a fused qkv[B,T,3C] (q | k | v, heads of hs = C/NH
  * contiguous inside each). out[B,T,C] = softmax(q k^T / sqrt(hs), causal) v, heads
  * concatenated. att[B,NH,T,T] keeps the probabilities for backward (entries above the
- * diagonal are 0). scratch: hp_k_attention_scratch floats. */
+ * diagonal are 0). scratch: hp_k_attention_scratch floats (only the backward uses
+ * it today: one [T,T] block per pool thread). */
 void hp_k_attention_fwd(hp_pool *pool, float *out, float *att, const float *qkv, float *scratch,
                         long B, long T, long C, long NH);
 /* dqkv[B,T,3C] from dout[B,T,C], qkv[B,T,3C] and att[B,NH,T,T]. */

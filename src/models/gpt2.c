@@ -40,7 +40,8 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
     for (int l = 0; l < c->L; l++) {
 #define P(suffix, shape, hidden) (snprintf(nm, sizeof nm, "h.%d.%s", l, suffix), hp_graph_param(g, nm, shape, hidden))
         int ln1w = P("ln1.weight", hp_shape1(C), 0), ln1b = P("ln1.bias", hp_shape1(C), 0);
-        int qkvw = P("attn.qkv.weight", hp_shape2(3 * C, C), 1), qkvb = P("attn.qkv.bias", hp_shape1(3 * C), 0);
+        /* fused QKV as [3, C, C]: q, k, v each shardable by heads (dim 1) */
+        int qkvw = P("attn.qkv.weight", hp_shape3(3, C, C), 1), qkvb = P("attn.qkv.bias", hp_shape2(3, C), 0);
         int prw = P("attn.proj.weight", hp_shape2(C, C), 1), prb = P("attn.proj.bias", hp_shape1(C), 0);
         int ln2w = P("ln2.weight", hp_shape1(C), 0), ln2b = P("ln2.bias", hp_shape1(C), 0);
         int fcw = P("mlp.fc.weight", hp_shape2(4 * C, C), 1), fcb = P("mlp.fc.bias", hp_shape1(4 * C), 0);

@@ -3,7 +3,9 @@
  * llm.c checkpoint order. Parameter names: wte, wpe, h.<l>.ln1.{weight,bias},
  * h.<l>.attn.qkv.{weight,bias}, h.<l>.attn.proj.{weight,bias},
  * h.<l>.ln2.{weight,bias}, h.<l>.mlp.fc.{weight,bias}, h.<l>.mlp.proj.{weight,bias},
- * lnf.{weight,bias}. The LM head is tied to wte. */
+ * lnf.{weight,bias}. The LM head is tied to wte. The fused QKV weight is
+ * [3, C, C] (bias [3, C]): the llm.c memory order, with q, k and v as separate
+ * matrices so a plan can shard heads (dim 1) and Muon treats them apart. */
 #ifndef HP_MODELS_GPT2_H
 #define HP_MODELS_GPT2_H
 

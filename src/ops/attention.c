@@ -1,5 +1,8 @@
 /* ops/attention: fused causal multi-head self-attention and rotary embedding,
- * both on the fused qkv[B,T,3C] layout. */
+ * both on the fused qkv[B,T,3,C] layout (q | k | v, heads of size hs
+ * contiguous inside each). The attribute is the head size, so a rank holding
+ * a slice of the heads (C' = C/tp columns of each of q, k, v) runs the same
+ * kernel on C'/hs heads. */
 #include <stdio.h>
 
 #include "ops/ops.h"
@@ -8,21 +11,24 @@
 static hp_status check_qkv(const hp_graph *g, const hp_node *n) {
     const hp_shape *s = in_shape(g, n, 0);
     char b[64];
-    long nh = (long)n->a.i[0];
-    if (s->ndim != 3 || s->d[2] % 3)
-        return SHAPE_ERR("%s input %s must be [B, T, 3C]", n->op->name, hp_shape_str(b, sizeof b, s));
-    if (nh < 1 || (s->d[2] / 3) % nh)
-        return SHAPE_ERR("%s: C = %lld is not divisible by %ld heads", n->op->name,
-                         (long long)(s->d[2] / 3), nh);
+    long hs = (long)n->a.i[0];
+    if (s->ndim != 4 || s->d[2] != 3)
+        return SHAPE_ERR("%s input %s must be [B, T, 3, C]", n->op->name, hp_shape_str(b, sizeof b, s));
+    if (hs < 1 || s->d[3] % hs)
+        return SHAPE_ERR("%s: C = %lld is not a multiple of the head size %ld", n->op->name, (long long)s->d[3], hs);
     return HP_OK;
 }
 
-/* ---- attention: qkv[B,T,3C] -> out (y[B,T,C], att[B,NH,T,T]) ---- */
+/* qkv[B,T,3,C] of a forward node (input 0) or a backward node (input 1) */
+static const hp_shape *qkv_shape(const hp_graph *g, const hp_node *n, int k) { return in_shape(g, n, k); }
+#define NHEADS(s, n) ((s)->d[3] / (n)->a.i[0])
+
+/* ---- attention: qkv[B,T,3,C] -> out (y[B,T,C], att[B,NH,T,T]) ---- */
 static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     HP_TRY(check_qkv(g, n));
     const hp_shape *s = in_shape(g, n, 0);
-    os[0] = hp_shape3(s->d[0], s->d[1], s->d[2] / 3);
-    os[1] = hp_shape4(s->d[0], n->a.i[0], s->d[1], s->d[1]);
+    os[0] = hp_shape3(s->d[0], s->d[1], s->d[3]);
+    os[1] = hp_shape4(s->d[0], NHEADS(s, n), s->d[1], s->d[1]);
     od[0] = od[1] = HP_F32;
     return HP_OK;
 }
@@ -30,13 +36,13 @@ static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
     hp_k_attention_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), k->scratch, s->d[0], s->d[1],
-                       s->d[2] / 3, n->a.i[0]);
+                       s->d[3], NHEADS(s, n));
 }
 
 static size_t att_scratch(const hp_graph *g, const hp_node *n, int nt) {
     /* forward node: input 0 is qkv; backward node: input 1 is qkv */
-    const hp_shape *s = in_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
-    return hp_k_attention_scratch(s->d[0], s->d[1], s->d[2] / 3, n->a.i[0], nt);
+    const hp_shape *s = qkv_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    return hp_k_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
 }
 
 static void att_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -49,8 +55,8 @@ static void att_backward(hp_graph *g, int node, const int *gout, int *gin) {
 }
 
 static double att_flops(const hp_graph *g, const hp_node *n) {
-    const hp_shape *s = in_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
-    double B = (double)s->d[0], T = (double)s->d[1], C = (double)(s->d[2] / 3);
+    const hp_shape *s = qkv_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    double B = (double)s->d[0], T = (double)s->d[1], C = (double)s->d[3];
     double f = 4.0 * B * T * T * C; /* q k^T and att v */
     return n->op == &hp_op_attention ? f : 2.0 * f;
 }
@@ -64,7 +70,7 @@ const hp_opdef hp_op_attention = {
 static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[1].shape;
     hp_k_attention_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), CF32(in[2]), k->scratch,
-                       s->d[0], s->d[1], s->d[2] / 3, n->a.i[0]);
+                       s->d[0], s->d[1], s->d[3], NHEADS(s, n));
 }
 
 const hp_opdef hp_op_attention_bwd = {
@@ -72,12 +78,11 @@ const hp_opdef hp_op_attention_bwd = {
     .flops = att_flops, .bytes = ops_io_bytes,
 };
 
-/* ---- rope: qkv[B,T,3C] -> qkv with q and k rotated ---- */
+/* ---- rope: qkv[B,T,3,C] -> qkv with q and k rotated ---- */
 static hp_status rope_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     HP_TRY(check_qkv(g, n));
     const hp_shape *s = in_shape(g, n, 0);
-    if ((s->d[2] / 3 / n->a.i[0]) % 2)
-        return SHAPE_ERR("rope: head size %lld must be even", (long long)(s->d[2] / 3 / n->a.i[0]));
+    if (n->a.i[0] % 2) return SHAPE_ERR("rope: head size %lld must be even", (long long)n->a.i[0]);
     os[0] = *s;
     od[0] = HP_F32;
     return HP_OK;
@@ -85,7 +90,7 @@ static hp_status rope_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
 
 static void rope_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
-    hp_k_rope_fwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[2] / 3, n->a.i[0],
+    hp_k_rope_fwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
                   (float)n->a.f[0]);
 }
 
@@ -105,7 +110,7 @@ const hp_opdef hp_op_rope = {
 
 static void rope_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
-    hp_k_rope_bwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[2] / 3, n->a.i[0],
+    hp_k_rope_bwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
                   (float)n->a.f[0]);
 }
 

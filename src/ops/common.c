@@ -65,13 +65,20 @@ int hp_add_pos(hp_graph *g, int x, int pos) {
     return node1(g, &hp_op_add_pos, in, 2, NULL);
 }
 
+/* The attribute is the head size (C / nh), so sharded heads need no rewrite. */
+static int64_t head_size(hp_graph *g, int qkv, int nh) {
+    if (qkv < 0 || nh < 1) return 0;
+    const hp_shape *s = &g->vals[qkv].shape;
+    return s->d[s->ndim - 1] % nh ? 0 : s->d[s->ndim - 1] / nh;
+}
+
 int hp_attention(hp_graph *g, int qkv, int nh) {
-    hp_attrs a = {.i = {nh}};
+    hp_attrs a = {.i = {head_size(g, qkv, nh)}};
     return node1(g, &hp_op_attention, &qkv, 1, &a);
 }
 
 int hp_rope(hp_graph *g, int qkv, int nh, float theta) {
-    hp_attrs a = {.i = {nh}, .f = {theta}};
+    hp_attrs a = {.i = {head_size(g, qkv, nh)}, .f = {theta}};
     return node1(g, &hp_op_rope, &qkv, 1, &a);
 }
 

@@ -1,4 +1,7 @@
-/* ops/linear: y[..., OC] = x[..., IC] . W[OC, IC]^T + b[OC], GEMM through BLAS. */
+/* ops/linear: y[..., O...] = x[..., IC] . W[O..., IC]^T + b[O...], GEMM through
+ * BLAS. The weight may have more than two dims (e.g. a fused QKV weight
+ * [3, C, C]): its leading dims are the output features, in memory order, so
+ * each can be sharded on its own. */
 #include <stdio.h>
 
 #include "ops/ops.h"
@@ -7,27 +10,30 @@
 static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0), *w = in_shape(g, n, 1);
     char b1[64], b2[64];
-    if (w->ndim != 2)
-        return SHAPE_ERR("linear weight '%s' must be 2-D (out, in), got %s", g->vals[n->in[1]].name,
-                         hp_shape_str(b1, sizeof b1, w));
-    if (last_dim(x) != w->d[1])
+    if (w->ndim < 2)
+        return SHAPE_ERR("linear weight '%s' must have 2 or more dims (out..., in), got %s",
+                         g->vals[n->in[1]].name, hp_shape_str(b1, sizeof b1, w));
+    if (last_dim(x) != last_dim(w))
         return SHAPE_ERR("linear input %s does not match weight '%s' %s (in features)",
                          hp_shape_str(b1, sizeof b1, x), g->vals[n->in[1]].name,
                          hp_shape_str(b2, sizeof b2, w));
-    if (n->nin == 3) {
-        const hp_shape *b = in_shape(g, n, 2);
-        if (b->ndim != 1 || b->d[0] != w->d[0])
-            return SHAPE_ERR("linear bias '%s' %s must be [%lld]", g->vals[n->in[2]].name,
-                             hp_shape_str(b1, sizeof b1, b), (long long)w->d[0]);
-    }
+    if (x->ndim - 1 + w->ndim - 1 > HP_MAX_DIMS)
+        return SHAPE_ERR("linear output of %s and %s has more than %d dims", hp_shape_str(b1, sizeof b1, x),
+                         hp_shape_str(b2, sizeof b2, w), HP_MAX_DIMS);
+    hp_shape bs = *w;
+    bs.ndim--;
+    if (n->nin == 3 && !hp_shape_eq(in_shape(g, n, 2), &bs))
+        return SHAPE_ERR("linear bias '%s' %s must be %s", g->vals[n->in[2]].name,
+                         hp_shape_str(b1, sizeof b1, in_shape(g, n, 2)), hp_shape_str(b2, sizeof b2, &bs));
     os[0] = *x;
-    os[0].d[x->ndim - 1] = w->d[0];
+    os[0].ndim = x->ndim - 1;
+    for (int i = 0; i < w->ndim - 1; i++) os[0].d[os[0].ndim++] = w->d[i];
     od[0] = HP_F32;
     return HP_OK;
 }
 
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    long IC = in[1].shape.d[1], OC = in[1].shape.d[0];
+    long IC = t_last(&in[1]), OC = t_rows(&in[1]);
     hp_k_matmul_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), n->nin == 3 ? CF32(in[2]) : NULL,
                     t_rows(&in[0]), IC, OC);
 }
@@ -55,7 +61,7 @@ const hp_opdef hp_op_linear = {
 
 /* backward: in (dy, x, W) -> out (dx, dW, db), any output may be -1. */
 static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    long IC = in[2].shape.d[1], OC = in[2].shape.d[0];
+    long IC = t_last(&in[2]), OC = t_rows(&in[2]);
     hp_k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
                     n->out[2] >= 0 ? F32(out[2]) : NULL, CF32(in[0]), CF32(in[1]), CF32(in[2]),
                     t_rows(&in[1]), IC, OC);

@@ -14,7 +14,7 @@
 int hp_embedding(hp_graph *g, int ids, int table);
 /* x[B,T,C] + pos[t, :] for t < T; pos[P,C] with P >= T. */
 int hp_add_pos(hp_graph *g, int x, int pos);
-/* x[..., IC] . w[OC, IC]^T + b[OC]; b = -1 for none. */
+/* x[..., IC] . w[O..., IC]^T + b[O...] -> [..., O...]; b = -1 for none. */
 int hp_linear(hp_graph *g, int x, int w, int b);
 int hp_layernorm(hp_graph *g, int x, int w, int b, float eps);
 int hp_rmsnorm(hp_graph *g, int x, int w, float eps);
@@ -22,9 +22,9 @@ int hp_gelu(hp_graph *g, int x);
 int hp_add(hp_graph *g, int a, int b);
 /* x[..., 2H] (gate | up) -> silu(gate) * up [..., H]. */
 int hp_swiglu(hp_graph *g, int x);
-/* Causal self-attention on fused qkv[B,T,3C] with nh heads -> [B,T,C]. */
+/* Causal self-attention on fused qkv[B,T,3,C] with nh heads -> [B,T,C]. */
 int hp_attention(hp_graph *g, int qkv, int nh);
-/* Rotary embedding of the q and k parts of qkv[B,T,3C]. */
+/* Rotary embedding of the q and k parts of qkv[B,T,3,C]. */
 int hp_rope(hp_graph *g, int qkv, int nh, float theta);
 /* Mean softmax cross-entropy of logits[..., Vp] (first V columns real) against
  * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the

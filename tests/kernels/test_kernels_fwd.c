@@ -141,6 +141,7 @@ static void test_xent(hp_pool *pool) {
     for (long n = 0; n < N; n++)
         for (long v = V; v < Vp; v++) lg[n * Vp + v] = 1e3f; /* padded: must be ignored */
     kr_f2d(dl, lg, N * Vp);
+    for (long i = 0; i < N * Vp; i++) pr[i] = NAN; /* every entry must be written */
     hp_k_xent_fwd(pool, pr, ls, &mean, lg, tg, N, V, Vp);
     double rm = ref_xent(rp, rl, dl, tg, N, V, Vp);
     KR_CHECK_CLOSE("xent_fwd probs", pr, rp, N * Vp, 1e-8, 1e-6);

@@ -70,6 +70,15 @@ static void test_embedding(hp_pool *pool) {
     hp_k_embedding_bwd(pool, dt, r, ids, N, C, rows);
     fd_grad(g, c.table, rows * C, emb_loss, &c);
     KR_CHECK_CLOSE("embedding_bwd dtable", dt, g, rows * C, GA, GR);
+    /* _acc adds the same sums to what is there; rows never hit are untouched */
+    float *acc = kr_fnew(rows * C);
+    double *want = kr_dnew(rows * C);
+    kr_randn(&rng, acc, rows * C, 1.0);
+    for (long i = 0; i < rows * C; i++) want[i] = (double)acc[i] + g[i];
+    hp_k_embedding_bwd_acc(pool, acc, r, ids, N, C);
+    KR_CHECK_CLOSE("embedding_bwd_acc dtable", acc, want, rows * C, GA, GR);
+    for (long i = C; i < 2 * C; i++) CHECK((double)acc[i] == want[i]); /* row 1: never hit */
+    free(acc), free(want);
     free(c.table), free(c.r), free(c.out), free(tab), free(r), free(dt), free(g);
 
     /* add_pos: B=2, T=3, pos has 5 rows (rows >= T get 0) */
@@ -278,6 +287,7 @@ static void test_xent(hp_pool *pool) {
     double *g = kr_dnew(N * Vp);
     rand_both(lg, c.logits, N * Vp, 2.0);
     hp_k_xent_fwd(pool, pr, ls, &mean, lg, tg, N, V, Vp);
+    for (long i = 0; i < N * Vp; i++) dl[i] = NAN; /* every entry must be written */
     hp_k_xent_bwd(pool, dl, pr, tg, 1.7f, N, V, Vp);
     fd_grad(g, c.logits, N * Vp, xent_loss, &c);
     KR_CHECK_CLOSE("xent_bwd dlogits", dl, g, N * Vp, GA, GR);

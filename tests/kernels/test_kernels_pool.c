@@ -27,8 +27,11 @@ typedef long (*runner)(hp_pool *pool, const inputs *in, float *out); /* returns 
 
 static long r_embedding(hp_pool *p, const inputs *in, float *out) {
     hp_k_embedding_fwd(p, out, in->ids, in->a, in->N, in->C);
-    hp_k_embedding_bwd(p, out + in->N * in->C, in->b, in->ids, in->N, in->C, in->rows);
-    return in->N * in->C + in->rows * in->C;
+    float *dt = out + in->N * in->C, *acc = dt + in->rows * in->C;
+    hp_k_embedding_bwd(p, dt, in->b, in->ids, in->N, in->C, in->rows);
+    memcpy(acc, in->c, (size_t)(in->rows * in->C) * sizeof(float));
+    hp_k_embedding_bwd_acc(p, acc, in->b, in->ids, in->N, in->C);
+    return in->N * in->C + 2 * in->rows * in->C;
 }
 static long r_add_pos(hp_pool *p, const inputs *in, float *out) {
     long m = in->B * in->T * in->C;

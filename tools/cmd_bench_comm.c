@@ -1,0 +1,370 @@
+/* tools/cmd_bench_comm: `hyperpar bench comm` measures the collectives and
+ * prints algorithm and bus bandwidth (as nccl-tests define them) per
+ * collective and size, next to Open MPI's MPI_Allreduce,
+ * MPI_Reduce_scatter_block and MPI_Allgather when started under mpirun.
+ *
+ *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N]
+ *                       [--inter-bw GBPS] [--inter-latency US] [--json FILE]
+ *
+ * Sections: memcpy bandwidth; one supernode of R rank-threads (R defaults to
+ * the number of MPI processes, or 2); with mpirun, Open MPI and hyperpar over
+ * MPI (one rank per process) on the same sizes; 100 fused 4 KiB all-reduces
+ * against 100 separate calls; the two-tier all-reduce over 2 emulated
+ * supernodes at --inter-bw (default 1 GB/s) with its inter-supernode bytes. */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/comm.h"
+
+typedef struct {
+    FILE *json;
+    int nrows;
+    int iters;
+} bc_out;
+
+static double bc_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *bc_name(hp_comm_kind k) {
+    return k == HP_COMM_ALL_REDUCE ? "all_reduce" : k == HP_COMM_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
+}
+
+/* nccl-tests: bus bandwidth = algbw * 2(n-1)/n (all-reduce) or (n-1)/n. */
+static double bc_busfactor(hp_comm_kind k, int n) {
+    return k == HP_COMM_ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+}
+
+static void bc_row(bc_out *o, const char *coll, const char *impl, const char *tier, int ranks, double bytes,
+                   double sec, double busf, const char *extra) {
+    double alg = bytes / sec / 1e9, bus = alg * busf;
+    printf("| %-15s | %-8s | %-22s | %5d | %10.0f | %10.1f | %8.2f | %8.2f |%s\n", coll, impl, tier, ranks, bytes,
+           sec * 1e6, alg, bus, extra ? extra : "");
+    if (o->json) {
+        fprintf(o->json,
+                "%s{\"collective\":\"%s\",\"impl\":\"%s\",\"tier\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,"
+                "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f%s%s}",
+                o->nrows ? ",\n" : "", coll, impl, tier, ranks, bytes, sec * 1e6, alg, bus, extra ? "," : "",
+                extra ? extra : "");
+        o->nrows++;
+    }
+}
+
+/* ---- hyperpar: every hosted rank on its own thread ---- */
+
+typedef struct {
+    hp_comm_world *w;
+    int rank;
+    hp_comm_kind kind;
+    int64_t bytes; /* nccl-tests size: all-reduce buffer, reduce-scatter input, all-gather output */
+    int iters, fused;
+    double sec;
+    int64_t inter_bytes;
+    hp_status st;
+} bc_job;
+
+static void *bc_rank(void *arg) {
+    bc_job *j = arg;
+    hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
+    hp_comm_group *g = hp_comm_world_group(j->w);
+    int n = hp_comm_world_size(j->w);
+    int64_t total = j->bytes / 4, shard = total / n;
+    float *a = malloc((size_t)j->bytes + 64), *b = malloc((size_t)j->bytes + 64);
+    if (!a || !b) {
+        j->st = hp_errorf("bench comm: out of memory for %lld bytes", (long long)j->bytes);
+        free(a);
+        free(b);
+        return NULL;
+    }
+    for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
+    hp_comm_tensor ts[100];
+    hp_comm_args args = {j->kind, HP_F32, HP_COMM_SUM, 0, ts, 1, NULL, NULL};
+    if (j->fused) { /* 100 tensors of 4 KiB */
+        for (int i = 0; i < 100; i++) ts[i] = (hp_comm_tensor){b + 1024 * i, a + 1024 * i, 1024};
+        args.nt = 100;
+    } else if (j->kind == HP_COMM_ALL_REDUCE) {
+        ts[0] = (hp_comm_tensor){b, a, total};
+    } else if (j->kind == HP_COMM_REDUCE_SCATTER) {
+        ts[0] = (hp_comm_tensor){b, a, shard};
+    } else {
+        ts[0] = (hp_comm_tensor){b, a, shard};
+    }
+    hp_status st = HP_OK;
+    for (int it = 0; it < 2 && !st; it++) st = hp_comm_run(r, g, &args);
+    if (!st) st = hp_comm_barrier(r, g);
+    hp_comm_rank_reset_stats(hp_comm_world_rank(j->w, j->rank));
+    double t0 = bc_now();
+    for (int it = 0; it < j->iters && !st; it++) {
+        if (j->fused < 0) { /* 100 separate calls */
+            hp_comm_args one = args;
+            one.nt = 1;
+            for (int i = 0; i < 100 && !st; i++) {
+                one.t = &ts[i];
+                st = hp_comm_run(r, g, &one);
+            }
+        } else {
+            st = hp_comm_run(r, g, &args);
+        }
+    }
+    if (!st) st = hp_comm_barrier(r, g);
+    j->sec = (bc_now() - t0) / j->iters;
+    int64_t msgs;
+    hp_comm_rank_stats(r, &j->inter_bytes, &msgs);
+    j->inter_bytes /= j->iters;
+    j->st = st;
+    free(a);
+    free(b);
+    return NULL;
+}
+
+/* Seconds per call on the first hosted rank (-1 on error, printed). */
+static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
+                          int64_t *inter_bytes) {
+    int first, count;
+    hp_comm_hosted_ranks(w, &first, &count);
+    bc_job *jobs = calloc((size_t)count, sizeof *jobs);
+    pthread_t *th = calloc((size_t)count, sizeof *th);
+    for (int i = 0; i < count; i++) {
+        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, 0, 0, HP_OK};
+        pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
+    }
+    for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
+    double sec = jobs[0].sec;
+    if (inter_bytes) *inter_bytes = jobs[0].inter_bytes;
+    for (int i = 0; i < count; i++)
+        if (jobs[i].st) {
+            fprintf(stderr, "bench comm: %s\n", hp_status_msg(jobs[i].st));
+            hp_status_free(jobs[i].st);
+            sec = -1;
+        }
+    free(jobs);
+    free(th);
+    return sec;
+}
+
+/* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
+
+static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters) {
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int64_t total = bytes / 4, shard = total / n;
+    float *a = malloc((size_t)bytes + 64), *b = malloc((size_t)bytes + 64);
+    for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
+    double t0 = 0;
+    for (int it = -2; it < iters; it++) {
+        if (it == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = bc_now();
+        }
+        if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double sec = (bc_now() - t0) / iters;
+    free(a);
+    free(b);
+    return sec;
+}
+
+/* Other processes wait here without spinning while process 0 measures alone. */
+static void bc_idle_wait(void) {
+    MPI_Request q;
+    MPI_Ibarrier(MPI_COMM_WORLD, &q);
+    int done = 0;
+    while (!done) {
+        MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static double bc_memcpy(int64_t bytes, int iters) {
+    char *a = malloc((size_t)bytes), *b = malloc((size_t)bytes);
+    memset(a, 1, (size_t)bytes);
+    memset(b, 2, (size_t)bytes);
+    memcpy(b, a, (size_t)bytes);
+    double t0 = bc_now();
+    for (int i = 0; i < iters; i++) {
+        memcpy(b, a, (size_t)bytes);
+        a[i % bytes] ^= b[(i * 7) % bytes]; /* keeps the copies */
+    }
+    double sec = (bc_now() - t0) / iters;
+    free(a);
+    free(b);
+    return sec;
+}
+
+static int bc_iters(int64_t bytes, int base) {
+    int64_t it = ((int64_t)256 << 20) / (bytes ? bytes : 1);
+    if (it > base) it = base;
+    if (it < 3) it = 3;
+    return (int)it;
+}
+
+static int64_t bc_parse_size(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) return -1;
+    if (*end == 'K' || *end == 'k') v *= 1024, end++;
+    else if (*end == 'M' || *end == 'm') v *= 1 << 20, end++;
+    else if (*end == 'G' || *end == 'g') v *= 1 << 30, end++;
+    if (*end) return -1;
+    return (int64_t)v;
+}
+
+static hp_status bc_world(hp_comm_world **w, int S, int R, int mpi, double bw, double lat) {
+    hp_comm_opts o;
+    hp_comm_opts_default(&o);
+    o.ranks_per_supernode = R;
+    o.supernodes = mpi ? 0 : S;
+    o.mpi = mpi;
+    o.inter_bw_gbps = bw;
+    o.inter_latency_us = lat;
+    return hp_comm_world_create(w, &o);
+}
+
+static const char *bc_header =
+    "| collective      | impl     | tier                   | ranks |      bytes |    time us | algbw GB/s | busbw GB/s |";
+
+int hp_cmd_bench_comm(int argc, char **argv) {
+    int R = 0, iters = 20;
+    double bw = 1.0, lat = 0;
+    const char *json = NULL, *sizes = "1M,16M,64M";
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--ranks") && v) R = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && v) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--inter-bw") && v) bw = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--inter-latency") && v) lat = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && v) json = argv[++i];
+        else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
+        else {
+            fprintf(stderr, "bench comm: unknown or incomplete argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (iters < 1 || bw <= 0 || lat < 0 || R < 0) {
+        fprintf(stderr, "bench comm: --iters, --inter-bw must be positive; --ranks, --inter-latency not negative\n");
+        return 2;
+    }
+    int64_t sz[16];
+    int nsz = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", sizes);
+    for (char *tok = strtok(buf, ","); tok && nsz < 16; tok = strtok(NULL, ",")) {
+        sz[nsz] = bc_parse_size(tok);
+        if (sz[nsz] < 0) {
+            fprintf(stderr, "bench comm: --sizes: '%s' is not a size like 4K, 1M, 64M\n", tok);
+            return 2;
+        }
+        nsz++;
+    }
+    int launched = getenv("OMPI_COMM_WORLD_SIZE") != NULL, me = 0, np = 1;
+    if (launched) {
+        int provided;
+        MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        MPI_Comm_size(MPI_COMM_WORLD, &np);
+    }
+    if (R == 0) R = launched ? np : 2;
+    bc_out out = {NULL, 0, iters};
+    if (me == 0 && json) {
+        out.json = fopen(json, "w");
+        if (!out.json) {
+            fprintf(stderr, "bench comm: --json: cannot write '%s'\n", json);
+            if (launched) MPI_Abort(MPI_COMM_WORLD, 2);
+            return 2;
+        }
+        fputs("[\n", out.json);
+    }
+    static const hp_comm_kind kinds[3] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE};
+    int rc = 0;
+    if (me == 0) {
+        printf("%s\n|---|---|---|---|---|---|---|---|\n", bc_header);
+        int64_t mb = (int64_t)64 << 20;
+        bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, bc_memcpy(mb, 10), 1, NULL);
+        hp_comm_world *w;
+        hp_status st = bc_world(&w, 1, R, 0, 0, 0);
+        if (st) {
+            fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+            hp_status_free(st);
+            rc = 1;
+        } else {
+            char tier[64];
+            snprintf(tier, sizeof tier, "1 supernode x %d", R);
+            for (int k = 0; k < 3; k++)
+                for (int s = 0; s < nsz; s++) {
+                    double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL);
+                    if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
+                    else rc = 1;
+                }
+            double sep = bc_hyperpar(w, HP_COMM_ALL_REDUCE, 100 * 4096, iters * 5, -1, NULL);
+            double fus = bc_hyperpar(w, HP_COMM_ALL_REDUCE, 100 * 4096, iters * 5, 1, NULL);
+            char ex[96];
+            snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
+            bc_row(&out, "all_reduce 100x4K", "hyperpar", "separate calls", R, 100 * 4096.0, sep, bc_busfactor(HP_COMM_ALL_REDUCE, R), NULL);
+            bc_row(&out, "all_reduce 100x4K", "hyperpar", "one fused call", R, 100 * 4096.0, fus, bc_busfactor(HP_COMM_ALL_REDUCE, R), ex);
+            hp_comm_world_destroy(w);
+        }
+        /* two-tier all-reduce under the link emulator */
+        const int cfg[3][2] = {{2, 1}, {2, 2}, {4, 1}};
+        for (int c = 0; c < 3; c++) {
+            st = bc_world(&w, cfg[c][0], cfg[c][1], 0, bw, lat);
+            if (st) {
+                fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+                hp_status_free(st);
+                rc = 1;
+                continue;
+            }
+            int64_t ib = 0, bytes = (int64_t)16 << 20;
+            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib);
+            char tier[96], ex[96];
+            snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", cfg[c][0], cfg[c][1], bw);
+            snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
+            int n = cfg[c][0] * cfg[c][1];
+            if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_COMM_ALL_REDUCE, n), ex);
+            hp_comm_world_destroy(w);
+        }
+        if (launched) bc_idle_wait();
+    } else {
+        bc_idle_wait();
+    }
+    if (launched && np > 1) {
+        /* Open MPI against hyperpar over MPI, np processes x 1 rank */
+        hp_comm_world *w;
+        hp_status st = bc_world(&w, np, 1, 1, 0, 0);
+        if (st) {
+            fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+            hp_status_free(st);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        char tier[64];
+        snprintf(tier, sizeof tier, "%d processes x 1", np);
+        for (int k = 0; k < 3; k++)
+            for (int s = 0; s < nsz; s++) {
+                int it = bc_iters(sz[s], iters);
+                double ms = bc_mpi(kinds[k], sz[s], it);
+                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL);
+                if (me == 0) {
+                    bc_row(&out, bc_name(kinds[k]), "mpi", tier, np, (double)sz[s], ms, bc_busfactor(kinds[k], np), NULL);
+                    if (hs > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, np, (double)sz[s], hs, bc_busfactor(kinds[k], np), NULL);
+                }
+            }
+        hp_comm_world_destroy(w);
+    }
+    if (out.json) {
+        fputs("\n]\n", out.json);
+        fclose(out.json);
+    }
+    if (launched) MPI_Finalize();
+    return rc;
+}
