@@ -59,7 +59,9 @@ static double time_it(bfn f, bctx *c, int reps) {
     return t[reps / 2];
 }
 
-static void mm_fwd(bctx *c) { hp_k_matmul_fwd(c->pool, c->out, c->inp, c->w, c->b, c->N, c->IC, c->OC); }
+static void mm_fwd(bctx *c) {
+    hp_k_matmul_fwd(c->pool, c->out, c->inp, c->w, c->b, c->N, c->IC, c->OC);
+}
 static void mm_bwd(bctx *c) {
     hp_k_matmul_bwd(c->pool, c->dinp, c->dw, c->db, c->dout, c->inp, c->w, c->N, c->IC, c->OC);
 }
@@ -100,7 +102,8 @@ int main(int argc, char **argv) {
     for (long i = 0; i < N; i++) c.tg[i] = (int32_t)((i * 7919) % V);
 
     const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(), ct ? ct : "unset");
+    printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
+           ct ? ct : "unset");
     /* reference point: OpenBLAS's own threading on the 3C shape, 2 threads */
     openblas_set_num_threads(2);
     {

@@ -44,7 +44,7 @@ static double bc_busfactor(hp_comm_kind k, int n) {
 static void bc_row(bc_out *o, const char *coll, const char *impl, const char *tier, int ranks, double bytes,
                    double sec, double busf, const char *extra) {
     double alg = bytes / sec / 1e9, bus = alg * busf;
-    printf("| %-15s | %-8s | %-22s | %5d | %10.0f | %10.1f | %8.2f | %8.2f |%s\n", coll, impl, tier, ranks, bytes,
+    printf("| %-22s | %-8s | %-24s | %5d | %10.0f | %10.1f | %8.2f | %8.2f |%s\n", coll, impl, tier, ranks, bytes,
            sec * 1e6, alg, bus, extra ? extra : "");
     if (o->json) {
         fprintf(o->json,
@@ -64,6 +64,7 @@ typedef struct {
     hp_comm_kind kind;
     int64_t bytes; /* nccl-tests size: all-reduce buffer, reduce-scatter input, all-gather output */
     int iters, fused;
+    float *shared; /* all-gather / all-reduce output shared by the supernode, or NULL */
     double sec;
     int64_t inter_bytes;
     hp_status st;
@@ -75,18 +76,19 @@ static void *bc_rank(void *arg) {
     hp_comm_group *g = hp_comm_world_group(j->w);
     int n = hp_comm_world_size(j->w);
     int64_t total = j->bytes / 4, shard = total / n;
-    float *a = malloc((size_t)j->bytes + 64), *b = malloc((size_t)j->bytes + 64);
+    float *a = malloc((size_t)j->bytes + 64), *b = j->shared ? j->shared : malloc((size_t)j->bytes + 64);
     if (!a || !b) {
         j->st = hp_errorf("bench comm: out of memory for %lld bytes", (long long)j->bytes);
         free(a);
-        free(b);
+        if (!j->shared) free(b);
         return NULL;
     }
     for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
     hp_comm_tensor ts[100];
     hp_comm_args args = {j->kind, HP_F32, HP_COMM_SUM, 0, ts, 1, NULL, NULL};
     if (j->fused) { /* 100 tensors of 4 KiB */
-        for (int i = 0; i < 100; i++) ts[i] = (hp_comm_tensor){b + 1024 * i, a + 1024 * i, 1024};
+        int64_t per = j->kind == HP_COMM_ALL_REDUCE ? 1024 : 1024 / n; /* 4 KiB tensors */
+        for (int i = 0; i < 100; i++) ts[i] = (hp_comm_tensor){b + 1024 * i, a + 1024 * i, per};
         args.nt = 100;
     } else if (j->kind == HP_COMM_ALL_REDUCE) {
         ts[0] = (hp_comm_tensor){b, a, total};
@@ -119,19 +121,20 @@ static void *bc_rank(void *arg) {
     j->inter_bytes /= j->iters;
     j->st = st;
     free(a);
-    free(b);
+    if (!j->shared) free(b);
     return NULL;
 }
 
 /* Seconds per call on the first hosted rank (-1 on error, printed). */
 static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                          int64_t *inter_bytes) {
+                          int64_t *inter_bytes, int shared) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
+    float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
     bc_job *jobs = calloc((size_t)count, sizeof *jobs);
     pthread_t *th = calloc((size_t)count, sizeof *th);
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, sh, 0, 0, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
@@ -145,6 +148,7 @@ static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, in
         }
     free(jobs);
     free(th);
+    free(sh);
     return sec;
 }
 
@@ -233,7 +237,7 @@ static hp_status bc_world(hp_comm_world **w, int S, int R, int mpi, double bw, d
 }
 
 static const char *bc_header =
-    "| collective      | impl     | tier                   | ranks |      bytes |    time us | algbw GB/s | busbw GB/s |";
+    "| collective             | impl     | tier                     | ranks |      bytes |    time us | algbw GB/s | busbw GB/s |";
 
 int hp_cmd_bench_comm(int argc, char **argv) {
     int R = 0, iters = 20;
@@ -303,16 +307,23 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             snprintf(tier, sizeof tier, "1 supernode x %d", R);
             for (int k = 0; k < 3; k++)
                 for (int s = 0; s < nsz; s++) {
-                    double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL);
+                    double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0);
                     if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                     else rc = 1;
                 }
-            double sep = bc_hyperpar(w, HP_COMM_ALL_REDUCE, 100 * 4096, iters * 5, -1, NULL);
-            double fus = bc_hyperpar(w, HP_COMM_ALL_REDUCE, 100 * 4096, iters * 5, 1, NULL);
-            char ex[96];
-            snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
-            bc_row(&out, "all_reduce 100x4K", "hyperpar", "separate calls", R, 100 * 4096.0, sep, bc_busfactor(HP_COMM_ALL_REDUCE, R), NULL);
-            bc_row(&out, "all_reduce 100x4K", "hyperpar", "one fused call", R, 100 * 4096.0, fus, bc_busfactor(HP_COMM_ALL_REDUCE, R), ex);
+            for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
+                double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1);
+                if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
+            }
+            for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB: separate calls, then one fused call */
+                double sep = bc_hyperpar(w, kinds[k], 100 * 4096, iters * 5, -1, NULL, 0);
+                double fus = bc_hyperpar(w, kinds[k], 100 * 4096, iters * 5, 1, NULL, 0);
+                char ex[96], name[64];
+                snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
+                snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
+                bc_row(&out, name, "hyperpar", "100 separate calls", R, 100 * 4096.0, sep, bc_busfactor(kinds[k], R), NULL);
+                bc_row(&out, name, "hyperpar", "1 fused call", R, 100 * 4096.0, fus, bc_busfactor(kinds[k], R), ex);
+            }
             hp_comm_world_destroy(w);
         }
         /* two-tier all-reduce under the link emulator */
@@ -326,7 +337,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 continue;
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
-            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib);
+            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0);
             char tier[96], ex[96];
             snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", cfg[c][0], cfg[c][1], bw);
             snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
@@ -353,7 +364,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
                 double ms = bc_mpi(kinds[k], sz[s], it);
-                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL);
+                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0);
                 if (me == 0) {
                     bc_row(&out, bc_name(kinds[k]), "mpi", tier, np, (double)sz[s], ms, bc_busfactor(kinds[k], np), NULL);
                     if (hs > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, np, (double)sz[s], hs, bc_busfactor(kinds[k], np), NULL);

@@ -10,6 +10,9 @@
  *   all-gather: each rank sends its shard to one rank per other supernode,
  *     which the rest of that supernode then reads zero-copy;
  *   all-reduce: reduce-scatter of balanced chunks, then all-gather.
+ * When the ranks of a supernode pass the same output buffer (all-gather,
+ * all-reduce, broadcast), the supernode shares one output: each rank writes
+ * only its own part and nothing is copied between peers.
  * Per rank this moves 2 (k-1)/k * N / R bytes between k supernodes of R
  * ranks for an all-reduce of N bytes: the one-tier ring's figure over R. */
 #include <stdio.h>
@@ -392,7 +395,8 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
         for (int i = 0; i < nt; i++) {
             size_t nb = (size_t)lcnt(l, i, m) * esz;
             int64_t off = loff(l, i, m);
-            if (nb) memcpy(ptr_at(out[i], off, esz), ptr_at(pd[i], off, esz), nb);
+            /* a supernode-shared output already holds the holder's part */
+            if (nb && pd[i] != out[i]) memcpy(ptr_at(out[i], off, esz), ptr_at(pd[i], off, esz), nb);
         }
     }
     return bar(c);
@@ -424,7 +428,7 @@ static hp_status broadcast(ctx *c, const hp_comm_args *a, void *const *buf) {
     if (c->me != holder) {
         void *const *pd = c->slots[g->lidx[holder]].dst;
         for (int i = 0; i < a->nt; i++)
-            if (a->t[i].count) memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
+            if (a->t[i].count && pd[i] != buf[i]) memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
     }
     return bar(c);
 }

@@ -18,6 +18,10 @@
  * fp32 and rounded once per tier). Member indices are positions in the
  * group's rank list; shards are laid out in member order.
  *
+ * Shared outputs: when every rank of a supernode passes the same recv buffer
+ * to an all-gather, all-reduce or broadcast, that buffer is the supernode's
+ * one shared output; each rank fills only its own part (no peer copies).
+ *
  * Two tiers are chosen from the group's topology: reduce-scatter = within the
  * supernode, then across; all-gather = across, then within; all-reduce = the
  * two in sequence. A collective that waits longer than the world's timeout

@@ -123,11 +123,7 @@ int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns) {
         }
         atomic_store(&q->done, 1);
     } else if (!q->via_mpi) {
-        for (int i = 0; i < 2000 && !atomic_load_explicit(&q->done, memory_order_acquire); i++) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-        }
+        hp_comm_spin_until_changed(&q->done, 0);
         while (!atomic_load_explicit(&q->done, memory_order_acquire)) {
             if (hp_comm_now_ns() >= deadline_ns) return -1;
             hp_comm_word_wait(&q->done, 0, deadline_ns);

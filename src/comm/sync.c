@@ -1,13 +1,17 @@
 #include "comm/sync.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Spin this many pause iterations (about 20-40 us) before sleeping. */
-#define SPIN_ITERS 2000
+/* Waiting: spin this many pause iterations (a few us: the peer is running on
+ * the other core), then yield the core this many times (the peer may be
+ * waiting for this very core), then sleep on a futex. */
+#define SPIN_ITERS 256
+#define YIELD_ITERS 64
 /* A sleeping waiter re-checks the barrier's broken flag at least this often. */
 #define MAX_SLEEP_NS 20000000LL
 
@@ -44,6 +48,18 @@ void hp_comm_word_wait(atomic_uint *w, unsigned val, int64_t deadline_ns) {
     syscall(SYS_futex, (unsigned *)w, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 }
 
+int hp_comm_spin_until_changed(atomic_uint *w, unsigned val) {
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != val) return 1;
+        cpu_relax();
+    }
+    for (int i = 0; i < YIELD_ITERS; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != val) return 1;
+        sched_yield();
+    }
+    return atomic_load_explicit(w, memory_order_acquire) != val;
+}
+
 void hp_comm_fence_init(hp_comm_fence *b, int n) {
     atomic_init(&b->count, 0);
     atomic_init(&b->gen, 0);
@@ -62,10 +78,7 @@ int hp_comm_fence_wait(hp_comm_fence *b, int64_t deadline_ns) {
         if (atomic_load(&b->waiters)) hp_comm_word_wake(&b->gen);
         return 0;
     }
-    for (int i = 0; i < SPIN_ITERS; i++) {
-        if (atomic_load_explicit(&b->gen, memory_order_acquire) != g) return 0;
-        cpu_relax();
-    }
+    if (hp_comm_spin_until_changed(&b->gen, g)) return 0;
     for (;;) {
         atomic_fetch_add(&b->waiters, 1);
         if (atomic_load(&b->gen) == g && !atomic_load(&b->broken))

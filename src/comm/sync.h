@@ -19,6 +19,9 @@ void hp_comm_word_wake(atomic_uint *w);
 /* Sleeps while *w == val, for at most until deadline_ns (may return early). */
 void hp_comm_word_wait(atomic_uint *w, unsigned val, int64_t deadline_ns);
 
+/* Bounded waiting for *w != val: spins, then yields the core; 1 if it changed. */
+int hp_comm_spin_until_changed(atomic_uint *w, unsigned val);
+
 typedef struct {
     _Alignas(64) atomic_uint count;
     _Alignas(64) atomic_uint gen;

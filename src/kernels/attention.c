@@ -17,12 +17,12 @@
 #endif
 
 typedef struct {
-    float *out;          /* fwd: [B,T,C]; bwd: dqkv [B,T,3C] */
-    float *att;          /* [B,NH,T,T] (fwd writes it) */
-    const float *catt;   /* [B,NH,T,T] (bwd reads it) */
-    const float *qkv;    /* [B,T,3C] */
-    const float *dout;   /* [B,T,C] */
-    float *scratch;      /* nthreads x [T,T] */
+    float *out;        /* fwd: [B,T,C]; bwd: dqkv [B,T,3C] */
+    float *att;        /* [B,NH,T,T] (fwd writes it) */
+    const float *catt; /* [B,NH,T,T] (bwd reads it) */
+    const float *qkv;  /* [B,T,3C] */
+    const float *dout; /* [B,T,C] */
+    float *scratch;    /* nthreads x [T,T] */
     long B, T, C, NH;
 } att_ctx;
 
@@ -79,16 +79,16 @@ void hp_k_attention_fwd(hp_pool *pool, float *out, float *att, const float *qkv,
                         long B, long T, long C, long NH) {
     HP_ASSERT(NH > 0 && C % NH == 0);
     if (B == 0 || T == 0) return;
-    att_ctx c = {.out = out, .att = att, .qkv = qkv, .scratch = scratch, .B = B, .T = T, .C = C,
-                 .NH = NH};
+    att_ctx c = {
+        .out = out, .att = att, .qkv = qkv, .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH};
     hp_pool_run(pool, att_fwd_task, &c);
 }
 
 /* One head. dq: [T, hs] with row stride 3C (dk at dq + C, dv at dq + 2C);
  * dout: [T, hs] with row stride C; q as in att_fwd_head; att: [T,T];
  * ds: [T,T] scratch for dP and then dS. */
-static void att_bwd_head(float *dq, const float *dout, const float *q, const float *att,
-                         float *ds, long T, long C, long hs) {
+static void att_bwd_head(float *dq, const float *dout, const float *q, const float *att, float *ds,
+                         long T, long C, long hs) {
     const float *k = q + C, *v = q + 2 * C;
     float *dk = dq + C, *dv = dq + 2 * C;
     int ld = (int)(3 * C), iT = (int)T, iC = (int)C, ihs = (int)hs;
@@ -114,8 +114,8 @@ static void att_bwd_head(float *dq, const float *dout, const float *q, const flo
             for (long j = i + 1; j < i1; j++) d[j] = 0.0f;
         }
         /* dQ[i-block] = scale dS[i-block, 0:i1] K[0:i1] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, ihs, (int)i1, scale,
-                    ds + i0 * T, iT, k, ld, 0.0f, dq + i0 * ld, ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, ihs, (int)i1, scale, ds + i0 * T,
+                    iT, k, ld, 0.0f, dq + i0 * ld, ld);
     }
     /* dK[j-block] = scale dS[j0:T, j-block]^T Q[j0:T] */
     for (long j0 = 0; j0 < T; j0 += ATT_BLOCK) {
@@ -141,8 +141,15 @@ void hp_k_attention_bwd(hp_pool *pool, float *dqkv, const float *dout, const flo
                         const float *att, float *scratch, long B, long T, long C, long NH) {
     HP_ASSERT(NH > 0 && C % NH == 0);
     if (B == 0 || T == 0) return;
-    att_ctx c = {.out = dqkv, .catt = att, .qkv = qkv, .dout = dout, .scratch = scratch, .B = B,
-                 .T = T, .C = C, .NH = NH};
+    att_ctx c = {.out = dqkv,
+                 .catt = att,
+                 .qkv = qkv,
+                 .dout = dout,
+                 .scratch = scratch,
+                 .B = B,
+                 .T = T,
+                 .C = C,
+                 .NH = NH};
     hp_pool_run(pool, att_bwd_task, &c);
 }
 

@@ -4,14 +4,14 @@
 #include "kernels/kernels.h"
 #include "kernels/kvec.h"
 
-#define EW_ALIGN 64        /* elements per block of a thread's share */
-#define EW_SERIAL 32768    /* below this many elements the caller works alone */
+#define EW_ALIGN 64                /* elements per block of a thread's share */
+#define EW_SERIAL 32768            /* below this many elements the caller works alone */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
 typedef struct {
-    float *out;            /* [n] */
-    const float *a, *b;    /* [n] (b may be NULL) */
+    float *out;         /* [n] */
+    const float *a, *b; /* [n] (b may be NULL) */
     float s;
     long n;
 } ew_ctx;

@@ -7,10 +7,10 @@
 #include "kernels/kernels.h"
 
 typedef struct {
-    float *out;          /* [N,C] or dtable [rows,C] or dpos [rows,C] */
-    const float *inp;    /* dout [N,C] / inp [B,T,C] */
-    const float *table;  /* table [rows,C] / pos [>=T,C] */
-    const int32_t *ids;  /* [N] */
+    float *out;         /* [N,C] or dtable [rows,C] or dpos [rows,C] */
+    const float *inp;   /* dout [N,C] / inp [B,T,C] */
+    const float *table; /* table [rows,C] / pos [>=T,C] */
+    const int32_t *ids; /* [N] */
     long N, C, rows, B, T;
 } emb_ctx;
 
@@ -22,8 +22,8 @@ static void emb_fwd_task(void *c_, int tid, int nt) {
         memcpy(c->out + n * c->C, c->table + (long)c->ids[n] * c->C, (size_t)c->C * sizeof(float));
 }
 
-void hp_k_embedding_fwd(hp_pool *pool, float *out, const int32_t *ids, const float *table,
-                        long N, long C) {
+void hp_k_embedding_fwd(hp_pool *pool, float *out, const int32_t *ids, const float *table, long N,
+                        long C) {
     emb_ctx c = {.out = out, .ids = ids, .table = table, .N = N, .C = C};
     hp_pool_run(N * C < 16384 ? NULL : pool, emb_fwd_task, &c);
 }
@@ -44,8 +44,8 @@ static void emb_bwd_task(void *c_, int tid, int nt) {
     }
 }
 
-void hp_k_embedding_bwd(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids,
-                        long N, long C, long rows) {
+void hp_k_embedding_bwd(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids, long N,
+                        long C, long rows) {
     emb_ctx c = {.out = dtable, .inp = dout, .ids = ids, .N = N, .C = C, .rows = rows};
     hp_pool_run(pool, emb_bwd_task, &c);
 }
@@ -67,8 +67,8 @@ static void pos_fwd_task(void *c_, int tid, int nt) {
     }
 }
 
-void hp_k_add_pos_fwd(hp_pool *pool, float *out, const float *inp, const float *pos, long B,
-                      long T, long C) {
+void hp_k_add_pos_fwd(hp_pool *pool, float *out, const float *inp, const float *pos, long B, long T,
+                      long C) {
     emb_ctx c = {.out = out, .inp = inp, .table = pos, .B = B, .T = T, .C = C};
     hp_pool_run(B * T * C < 16384 ? NULL : pool, pos_fwd_task, &c);
 }

@@ -10,11 +10,11 @@
 #define LN_COLS 256 /* columns per chunk of the dw/db column sums */
 
 typedef struct {
-    float *out, *mean, *rstd;       /* out/dinp [N,C], mean [N], rstd [N] */
-    float *dw, *db;                 /* [C] */
-    const float *inp, *dout;        /* [N,C] */
-    const float *w, *b;             /* [C] */
-    const float *smean, *srstd;     /* saved [N] */
+    float *out, *mean, *rstd;   /* out/dinp [N,C], mean [N], rstd [N] */
+    float *dw, *db;             /* [C] */
+    const float *inp, *dout;    /* [N,C] */
+    const float *w, *b;         /* [C] */
+    const float *smean, *srstd; /* saved [N] */
     long N, C;
     float eps;
 } ln_ctx;
@@ -49,8 +49,15 @@ static void ln_fwd_task(void *c_, int tid, int nt) {
 
 void hp_k_layernorm_fwd(hp_pool *pool, float *out, float *mean, float *rstd, const float *inp,
                         const float *w, const float *b, long N, long C, float eps) {
-    ln_ctx c = {.out = out, .mean = mean, .rstd = rstd, .inp = inp, .w = w, .b = b, .N = N,
-                .C = C, .eps = eps};
+    ln_ctx c = {.out = out,
+                .mean = mean,
+                .rstd = rstd,
+                .inp = inp,
+                .w = w,
+                .b = b,
+                .N = N,
+                .C = C,
+                .eps = eps};
     hp_pool_run(N * C < 8192 ? NULL : pool, ln_fwd_task, &c);
 }
 
@@ -107,8 +114,16 @@ void hp_k_layernorm_bwd(hp_pool *pool, float *dinp, float *dw, float *db, const 
                         const float *inp, const float *w, const float *mean, const float *rstd,
                         float *scratch, long N, long C) {
     (void)scratch; /* column ownership needs no partial sums */
-    ln_ctx c = {.out = dinp, .dw = dw, .db = db, .dout = dout, .inp = inp, .w = w,
-                .smean = mean, .srstd = rstd, .N = N, .C = C};
+    ln_ctx c = {.out = dinp,
+                .dw = dw,
+                .db = db,
+                .dout = dout,
+                .inp = inp,
+                .w = w,
+                .smean = mean,
+                .srstd = rstd,
+                .N = N,
+                .C = C};
     hp_pool_run(N * C < 8192 ? NULL : pool, ln_bwd_task, &c);
 }
 

@@ -88,7 +88,14 @@ static void mm_bwd_task(void *c_, int tid, int nt) {
 
 void hp_k_matmul_bwd(hp_pool *pool, float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, long N, long IC, long OC) {
-    mm_ctx c = {.dinp = dinp, .dweight = dweight, .dbias = dbias, .dout = dout, .inp = inp,
-                .weight = weight, .N = N, .IC = IC, .OC = OC};
+    mm_ctx c = {.dinp = dinp,
+                .dweight = dweight,
+                .dbias = dbias,
+                .dout = dout,
+                .inp = inp,
+                .weight = weight,
+                .N = N,
+                .IC = IC,
+                .OC = OC};
     hp_pool_run(pool, mm_bwd_task, &c);
 }

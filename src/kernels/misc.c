@@ -13,7 +13,7 @@
 #define SUMSQ_LANES 8
 
 typedef struct {
-    const float *x;      /* [n] */
+    const float *x; /* [n] */
     double part[SUMSQ_MAX_THREADS];
     long n;
 } sumsq_ctx;
@@ -46,10 +46,10 @@ double hp_k_sumsq(hp_pool *pool, const float *x, long n) {
 }
 
 typedef struct {
-    uint16_t *h;         /* [n] */
-    float *f;            /* [n] */
-    const uint16_t *ch;  /* [n] */
-    const float *cf;     /* [n] */
+    uint16_t *h;        /* [n] */
+    float *f;           /* [n] */
+    const uint16_t *ch; /* [n] */
+    const float *cf;    /* [n] */
     long n;
 } cvt_ctx;
 

@@ -10,9 +10,9 @@
 #define RMS_COLS 256
 
 typedef struct {
-    float *out, *rstd, *dw;          /* out/dinp [N,C], rstd [N], dw [C] */
-    const float *inp, *dout, *w;     /* [N,C], [N,C], [C] */
-    const float *srstd;              /* saved [N] */
+    float *out, *rstd, *dw;      /* out/dinp [N,C], rstd [N], dw [C] */
+    const float *inp, *dout, *w; /* [N,C], [N,C], [C] */
+    const float *srstd;          /* saved [N] */
     long N, C;
     float eps;
 } rms_ctx;
@@ -71,8 +71,8 @@ static void rms_bwd_task(void *c_, int tid, int nt) {
 void hp_k_rmsnorm_bwd(hp_pool *pool, float *dinp, float *dw, const float *dout, const float *inp,
                       const float *w, const float *rstd, float *scratch, long N, long C) {
     (void)scratch; /* column ownership needs no partial sums */
-    rms_ctx c = {.out = dinp, .dw = dw, .dout = dout, .inp = inp, .w = w, .srstd = rstd, .N = N,
-                 .C = C};
+    rms_ctx c = {
+        .out = dinp, .dw = dw, .dout = dout, .inp = inp, .w = w, .srstd = rstd, .N = N, .C = C};
     hp_pool_run(N * C < 8192 ? NULL : pool, rms_bwd_task, &c);
 }
 

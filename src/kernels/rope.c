@@ -10,11 +10,11 @@
 #define ROPE_MAX_PAIRS 512 /* hs <= 1024 */
 
 typedef struct {
-    float *out;          /* [B,T,3C] */
-    const float *inp;    /* [B,T,3C] */
+    float *out;       /* [B,T,3C] */
+    const float *inp; /* [B,T,3C] */
     long B, T, C, NH;
     float theta;
-    float sign;          /* +1 forward, -1 backward */
+    float sign; /* +1 forward, -1 backward */
 } rope_ctx;
 
 static void rope_task(void *c_, int tid, int nt) {
@@ -48,11 +48,11 @@ static void rope_task(void *c_, int tid, int nt) {
     }
 }
 
-static void rope_run(hp_pool *pool, float *out, const float *inp, long B, long T, long C,
-                     long NH, float theta, float sign) {
+static void rope_run(hp_pool *pool, float *out, const float *inp, long B, long T, long C, long NH,
+                     float theta, float sign) {
     HP_ASSERT(NH > 0 && C % NH == 0 && (C / NH) % 2 == 0 && C / NH <= 2 * ROPE_MAX_PAIRS);
-    rope_ctx c = {.out = out, .inp = inp, .B = B, .T = T, .C = C, .NH = NH, .theta = theta,
-                  .sign = sign};
+    rope_ctx c = {
+        .out = out, .inp = inp, .B = B, .T = T, .C = C, .NH = NH, .theta = theta, .sign = sign};
     hp_pool_run(B * T * C < 8192 ? NULL : pool, rope_task, &c);
 }
 

@@ -5,9 +5,9 @@
 #include "kernels/kvec.h"
 
 typedef struct {
-    float *out;          /* out [N,H] or dinp [N,2H] */
-    const float *inp;    /* [N,2H] */
-    const float *dout;   /* [N,H] */
+    float *out;        /* out [N,H] or dinp [N,2H] */
+    const float *inp;  /* [N,2H] */
+    const float *dout; /* [N,H] */
     long N, H;
 } sw_ctx;
 

@@ -10,12 +10,12 @@
 #include "kernels/kvec.h"
 
 typedef struct {
-    float *probs;            /* fwd: probs [N,Vp]; bwd: dlogits [N,Vp] */
-    float *losses;           /* [N] */
-    const float *logits;     /* fwd: logits [N,Vp]; bwd: probs [N,Vp] */
-    const int32_t *targets;  /* [N] */
+    float *probs;           /* fwd: probs [N,Vp]; bwd: dlogits [N,Vp] */
+    float *losses;          /* [N] */
+    const float *logits;    /* fwd: logits [N,Vp]; bwd: probs [N,Vp] */
+    const int32_t *targets; /* [N] */
     long N, V, Vp;
-    float scale;             /* bwd: dloss / N */
+    float scale; /* bwd: dloss / N */
 } xent_ctx;
 
 static void xent_fwd_task(void *c_, int tid, int nt) {
@@ -51,8 +51,13 @@ static void xent_fwd_task(void *c_, int tid, int nt) {
 void hp_k_xent_fwd(hp_pool *pool, float *probs, float *losses, float *mean_loss,
                    const float *logits, const int32_t *targets, long N, long V, long Vp) {
     HP_ASSERT(V > 0 && V <= Vp);
-    xent_ctx c = {.probs = probs, .losses = losses, .logits = logits, .targets = targets, .N = N,
-                  .V = V, .Vp = Vp};
+    xent_ctx c = {.probs = probs,
+                  .losses = losses,
+                  .logits = logits,
+                  .targets = targets,
+                  .N = N,
+                  .V = V,
+                  .Vp = Vp};
     hp_pool_run(N * Vp < 8192 ? NULL : pool, xent_fwd_task, &c);
     double s = 0.0;
     for (long n = 0; n < N; n++) s += losses[n];
@@ -80,7 +85,12 @@ void hp_k_xent_bwd(hp_pool *pool, float *dlogits, const float *probs, const int3
                    float dloss, long N, long V, long Vp) {
     HP_ASSERT(V > 0 && V <= Vp);
     if (N == 0) return;
-    xent_ctx c = {.probs = dlogits, .logits = probs, .targets = targets, .N = N, .V = V,
-                  .Vp = Vp, .scale = dloss / (float)N};
+    xent_ctx c = {.probs = dlogits,
+                  .logits = probs,
+                  .targets = targets,
+                  .N = N,
+                  .V = V,
+                  .Vp = Vp,
+                  .scale = dloss / (float)N};
     hp_pool_run(N * Vp < 8192 ? NULL : pool, xent_bwd_task, &c);
 }

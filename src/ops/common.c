@@ -83,7 +83,12 @@ int hp_rope(hp_graph *g, int qkv, int nh, float theta) {
 }
 
 int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position) {
-    hp_attrs a = {.i = {V}};
+    int64_t rows = 0;
+    if (logits >= 0 && logits < g->nvals) {
+        const hp_shape *s = &g->vals[logits].shape;
+        rows = hp_shape_numel(s) / s->d[s->ndim - 1];
+    }
+    hp_attrs a = {.i = {V, rows}};
     int in[2] = {logits, targets}, out[HP_MAX_OUT];
     int loss = hp_graph_node(g, out, &hp_op_xent, in, 2, &a);
     if (loss >= 0 && per_position) *per_position = out[2];

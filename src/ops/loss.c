@@ -1,10 +1,14 @@
-/* ops/loss: mean softmax cross-entropy over a padded vocabulary. */
+/* ops/loss: mean softmax cross-entropy over a padded vocabulary.
+ * Attributes: i[0] = V (real vocabulary), i[1] = divisor (the global number of
+ * positions). A rank holding only some rows computes its share of the global
+ * mean (sum of its losses / divisor), so the ranks' losses and gradients add
+ * up exactly (the loss is Partial(sum) over a batch-sharded axis). */
 #include <stdio.h>
 
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
-/* in (logits[..., Vp], targets[...] i32) -> out (loss[1], probs[..., Vp], losses[N]) */
+/* in (logits[..., Vp], targets[...] i32) -> out (loss[1], probs[..., Vp], losses[...]) */
 static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *l = in_shape(g, n, 0);
     const hp_value *t = &g->vals[n->in[1]];
@@ -18,14 +22,22 @@ static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dty
                          (long long)n->a.i[0], (long long)last_dim(l));
     os[0] = hp_shape1(1);
     os[1] = *l;
-    os[2] = hp_shape1(rows_of(l));
+    os[2] = t->shape;
     od[0] = od[1] = od[2] = HP_F32;
     return HP_OK;
 }
 
+/* local rows / global divisor: 1 on a single rank */
+static float share(const hp_node *n, long rows) {
+    return n->a.i[1] > 0 ? (float)((double)rows / (double)n->a.i[1]) : 1.0f;
+}
+
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    hp_k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]),
-                  t_rows(&in[0]), (long)n->a.i[0], t_last(&in[0]));
+    long rows = t_rows(&in[0]);
+    hp_k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]), rows,
+                  (long)n->a.i[0], t_last(&in[0]));
+    float s = share(n, rows);
+    if (s != 1.0f) F32(out[0])[0] *= s;
 }
 
 static void backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -46,7 +58,8 @@ const hp_opdef hp_op_xent = {
 
 /* backward: in (dloss[1], probs, targets) -> dlogits */
 static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    hp_k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], t_rows(&in[1]),
+    long rows = t_rows(&in[1]);
+    hp_k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0] * share(n, rows), rows,
                   (long)n->a.i[0], t_last(&in[1]));
 }
 

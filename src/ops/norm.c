@@ -13,13 +13,25 @@ static hp_status check_vec(const hp_graph *g, const hp_node *n, int k, int64_t C
     return HP_OK;
 }
 
-/* ---- LayerNorm: in (x, w, b) -> out (y, mean[N], rstd[N]) ---- */
+/* Per-row statistics keep the leading dims of x ([B,T] for [B,T,C]), so a
+ * batch- or sequence-sharded x shards them the same way. */
+static hp_shape stats_shape(const hp_shape *x) {
+    hp_shape s = *x;
+    if (s.ndim > 1)
+        s.ndim--;
+    else
+        s.d[0] = 1;
+    return s;
+}
+
+/* ---- LayerNorm: in (x, w, b) -> out (y, mean[...], rstd[...]) ---- */
 static hp_status ln_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0);
     HP_TRY(check_vec(g, n, 1, last_dim(x), "weight"));
     HP_TRY(check_vec(g, n, 2, last_dim(x), "bias"));
     os[0] = *x;
-    os[1] = os[2] = hp_shape1(rows_of(x));
+    os[1] = stats_shape(x);
+    os[2] = os[1];
     od[0] = od[1] = od[2] = HP_F32;
     return HP_OK;
 }
@@ -69,12 +81,12 @@ const hp_opdef hp_op_layernorm_bwd = {
     .flops = ln_flops_bwd, .bytes = ops_io_bytes,
 };
 
-/* ---- RMSNorm: in (x, w) -> out (y, rstd[N]) ---- */
+/* ---- RMSNorm: in (x, w) -> out (y, rstd[...]) ---- */
 static hp_status rms_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0);
     HP_TRY(check_vec(g, n, 1, last_dim(x), "weight"));
     os[0] = *x;
-    os[1] = hp_shape1(rows_of(x));
+    os[1] = stats_shape(x);
     od[0] = od[1] = HP_F32;
     return HP_OK;
 }

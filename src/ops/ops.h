@@ -20,7 +20,7 @@ int hp_layernorm(hp_graph *g, int x, int w, int b, float eps);
 int hp_rmsnorm(hp_graph *g, int x, int w, float eps);
 int hp_gelu(hp_graph *g, int x);
 int hp_add(hp_graph *g, int a, int b);
-/* x[..., 2H] (gate | up) -> silu(gate) * up [..., H]. */
+/* x[..., 2, H] (gate, up) -> silu(gate) * up [..., H]. */
 int hp_swiglu(hp_graph *g, int x);
 /* Causal self-attention on fused qkv[B,T,3,C] with nh heads -> [B,T,C]. */
 int hp_attention(hp_graph *g, int qkv, int nh);

@@ -73,22 +73,23 @@ const hp_opdef hp_op_add = {
     .flops = add_flops, .bytes = ops_io_bytes,
 };
 
-/* ---- SwiGLU: x[..., 2H] -> silu(x[..., :H]) * x[..., H:] ---- */
+/* ---- SwiGLU: x[..., 2, H] -> silu(x[..., 0, :]) * x[..., 1, :] ----
+ * (gate and up as separate slices, so H can be sharded on its own) */
 static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0);
     char b[64];
-    if (last_dim(x) % 2)
-        return SHAPE_ERR("swiglu input %s: last dimension must be even (gate | up)",
-                         hp_shape_str(b, sizeof b, x));
+    if (x->ndim < 2 || x->d[x->ndim - 2] != 2)
+        return SHAPE_ERR("swiglu input %s must be [..., 2, H] (gate, up)", hp_shape_str(b, sizeof b, x));
     os[0] = *x;
-    os[0].d[x->ndim - 1] /= 2;
+    os[0].ndim--;
+    os[0].d[os[0].ndim - 1] = x->d[x->ndim - 1];
     od[0] = HP_F32;
     return HP_OK;
 }
 
 static void swiglu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
-    hp_k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]), t_last(&in[0]) / 2);
+    hp_k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]) / 2, t_last(&in[0]));
 }
 
 static void swiglu_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -108,7 +109,7 @@ const hp_opdef hp_op_swiglu = {
 
 static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
-    hp_k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]), t_last(&in[1]) / 2);
+    hp_k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]) / 2, t_last(&in[1]));
 }
 
 static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {

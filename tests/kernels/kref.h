@@ -37,7 +37,8 @@ static inline double kr_err(const float *a, const double *b, long n, double atol
     double m = 0.0;
     long w = 0;
     for (long i = 0; i < n; i++) {
-        double e = (double)a[i] == b[i] ? 0.0 : fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
+        double e =
+            (double)a[i] == b[i] ? 0.0 : fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
         if (!(e <= m)) {
             m = e;
             w = i;
@@ -47,31 +48,32 @@ static inline double kr_err(const float *a, const double *b, long n, double atol
     return m;
 }
 /* One CHECK that a[n] matches b[n] within atol + rtol |b|, naming what. */
-#define KR_CHECK_CLOSE(what, a, b, n, atol, rtol)                                        \
-    do {                                                                                 \
-        long w_;                                                                         \
-        double e_ = kr_err((a), (b), (n), (atol), (rtol), &w_);                          \
-        if (!(e_ <= 1.0)) {                                                              \
-            fprintf(stderr, "%s:%d: %s: element %ld is %.9g, expected %.9g (err %.3g x tol)\n", \
-                    __FILE__, __LINE__, (what), w_, (double)(a)[w_], (b)[w_], e_);       \
-            hp_test_failures++;                                                          \
-        }                                                                                \
+#define KR_CHECK_CLOSE(what, a, b, n, atol, rtol)                                                  \
+    do {                                                                                           \
+        long w_;                                                                                   \
+        double e_ = kr_err((a), (b), (n), (atol), (rtol), &w_);                                    \
+        if (!(e_ <= 1.0)) {                                                                        \
+            fprintf(stderr, "%s:%d: %s: element %ld is %.9g, expected %.9g (err %.3g x tol)\n",    \
+                    __FILE__, __LINE__, (what), w_, (double)(a)[w_], (b)[w_], e_);                 \
+            hp_test_failures++;                                                                    \
+        }                                                                                          \
     } while (0)
 
 /* ---- reference kernels (double) ---- */
-static inline void ref_embedding(double *out, const int32_t *ids, const double *table, long N, long C) {
+static inline void ref_embedding(double *out, const int32_t *ids, const double *table, long N,
+                                 long C) {
     for (long n = 0; n < N; n++)
         for (long c = 0; c < C; c++) out[n * C + c] = table[ids[n] * C + c];
 }
 static inline void ref_add_pos(double *out, const double *inp, const double *pos, long B, long T,
-                        long C) {
+                               long C) {
     for (long b = 0; b < B; b++)
         for (long t = 0; t < T; t++)
             for (long c = 0; c < C; c++)
                 out[(b * T + t) * C + c] = inp[(b * T + t) * C + c] + pos[t * C + c];
 }
 static inline void ref_matmul(double *out, const double *inp, const double *w, const double *bias,
-                       long N, long IC, long OC) {
+                              long N, long IC, long OC) {
     for (long n = 0; n < N; n++)
         for (long o = 0; o < OC; o++) {
             double s = bias ? bias[o] : 0.0;
@@ -80,7 +82,7 @@ static inline void ref_matmul(double *out, const double *inp, const double *w, c
         }
 }
 static inline void ref_layernorm(double *out, double *mean, double *rstd, const double *inp,
-                          const double *w, const double *b, long N, long C, double eps) {
+                                 const double *w, const double *b, long N, long C, double eps) {
     for (long n = 0; n < N; n++) {
         const double *x = inp + n * C;
         double m = 0, v = 0;
@@ -94,8 +96,8 @@ static inline void ref_layernorm(double *out, double *mean, double *rstd, const 
         if (rstd) rstd[n] = s;
     }
 }
-static inline void ref_rmsnorm(double *out, double *rstd, const double *inp, const double *w, long N,
-                        long C, double eps) {
+static inline void ref_rmsnorm(double *out, double *rstd, const double *inp, const double *w,
+                               long N, long C, double eps) {
     for (long n = 0; n < N; n++) {
         const double *x = inp + n * C;
         double ss = 0;
@@ -119,8 +121,8 @@ static inline void ref_swiglu(double *out, const double *inp, long N, long H) {
         }
 }
 /* att may be NULL */
-static inline void ref_attention(double *out, double *att, const double *qkv, long B, long T, long C,
-                          long NH) {
+static inline void ref_attention(double *out, double *att, const double *qkv, long B, long T,
+                                 long C, long NH) {
     long hs = C / NH;
     double *p = malloc((size_t)T * sizeof(double));
     if (!p) abort();
@@ -140,7 +142,8 @@ static inline void ref_attention(double *out, double *att, const double *qkv, lo
                 for (long j = 0; j <= i; j++) p[j] /= s;
                 for (long e = 0; e < hs; e++) {
                     double o = 0;
-                    for (long j = 0; j <= i; j++) o += p[j] * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + e];
+                    for (long j = 0; j <= i; j++)
+                        o += p[j] * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + e];
                     out[(b * T + i) * C + h * hs + e] = o;
                 }
                 if (att)
@@ -150,7 +153,7 @@ static inline void ref_attention(double *out, double *att, const double *qkv, lo
     free(p);
 }
 static inline void ref_rope(double *out, const double *inp, long B, long T, long C, long NH,
-                     double theta) {
+                            double theta) {
     long hs = C / NH;
     for (long b = 0; b < B; b++)
         for (long t = 0; t < T; t++) {
@@ -168,7 +171,7 @@ static inline void ref_rope(double *out, const double *inp, long B, long T, long
 }
 /* returns the mean loss; probs and losses may be NULL */
 static inline double ref_xent(double *probs, double *losses, const double *logits,
-                       const int32_t *targets, long N, long V, long Vp) {
+                              const int32_t *targets, long N, long V, long Vp) {
     double tot = 0;
     for (long n = 0; n < N; n++) {
         const double *x = logits + n * Vp;

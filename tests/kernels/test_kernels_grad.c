@@ -60,8 +60,13 @@ static double pos_loss(void *c_) {
 static void test_embedding(hp_pool *pool) {
     long N = 6, C = 7, rows = 11;
     int32_t ids[6] = {3, 0, 10, 3, 7, 3}; /* repeats sum; rows never hit get 0 */
-    emb_p c = {.N = N, .C = C, .rows = rows, .ids = ids, .table = kr_dnew(rows * C),
-               .r = kr_dnew(N * C), .out = kr_dnew(N * C)};
+    emb_p c = {.N = N,
+               .C = C,
+               .rows = rows,
+               .ids = ids,
+               .table = kr_dnew(rows * C),
+               .r = kr_dnew(N * C),
+               .out = kr_dnew(N * C)};
     float *tab = kr_fnew(rows * C), *r = kr_fnew(N * C), *dt = kr_fnew(rows * C);
     double *g = kr_dnew(rows * C);
     rand_both(tab, c.table, rows * C, 1.0);
@@ -83,8 +88,13 @@ static void test_embedding(hp_pool *pool) {
 
     /* add_pos: B=2, T=3, pos has 5 rows (rows >= T get 0) */
     long B = 2, T = 3, prow = 5;
-    emb_p p = {.B = B, .T = T, .C = C, .inp = kr_dnew(B * T * C), .table = kr_dnew(prow * C),
-               .r = kr_dnew(B * T * C), .out = kr_dnew(B * T * C)};
+    emb_p p = {.B = B,
+               .T = T,
+               .C = C,
+               .inp = kr_dnew(B * T * C),
+               .table = kr_dnew(prow * C),
+               .r = kr_dnew(B * T * C),
+               .out = kr_dnew(B * T * C)};
     float *pr = kr_fnew(B * T * C), *dp = kr_fnew(prow * C), *junk = kr_fnew(B * T * C + prow * C);
     double *gp = kr_dnew(prow * C);
     rand_both(junk, p.inp, B * T * C, 1.0);
@@ -109,8 +119,14 @@ static double mm_loss(void *c_) {
     return dot(c->out, c->r, c->N * c->OC);
 }
 static void test_matmul(hp_pool *pool, long N, long IC, long OC) {
-    mm_p c = {.N = N, .IC = IC, .OC = OC, .x = kr_dnew(N * IC), .w = kr_dnew(OC * IC),
-              .b = kr_dnew(OC), .r = kr_dnew(N * OC), .out = kr_dnew(N * OC)};
+    mm_p c = {.N = N,
+              .IC = IC,
+              .OC = OC,
+              .x = kr_dnew(N * IC),
+              .w = kr_dnew(OC * IC),
+              .b = kr_dnew(OC),
+              .r = kr_dnew(N * OC),
+              .out = kr_dnew(N * OC)};
     float *x = kr_fnew(N * IC), *w = kr_fnew(OC * IC), *r = kr_fnew(N * OC);
     float *dx = kr_fnew(N * IC), *dw = kr_fnew(OC * IC), *db = kr_fnew(OC), *junk = kr_fnew(OC);
     double *gx = kr_dnew(N * IC), *gw = kr_dnew(OC * IC), *gb = kr_dnew(OC);
@@ -152,8 +168,13 @@ static double rms_loss(void *c_) {
     return dot(c->out, c->r, c->N * c->C);
 }
 static void test_norms(hp_pool *pool, long N, long C) {
-    nm_p c = {.N = N, .C = C, .x = kr_dnew(N * C), .w = kr_dnew(C), .b = kr_dnew(C),
-              .r = kr_dnew(N * C), .out = kr_dnew(N * C)};
+    nm_p c = {.N = N,
+              .C = C,
+              .x = kr_dnew(N * C),
+              .w = kr_dnew(C),
+              .b = kr_dnew(C),
+              .r = kr_dnew(N * C),
+              .out = kr_dnew(N * C)};
     float *x = kr_fnew(N * C), *w = kr_fnew(C), *b = kr_fnew(C), *r = kr_fnew(N * C);
     float *o = kr_fnew(N * C), *mean = kr_fnew(N), *rstd = kr_fnew(N);
     float *dx = kr_fnew(N * C), *dw = kr_fnew(C), *db = kr_fnew(C);
@@ -236,8 +257,8 @@ static double rope_loss(void *c_) {
 }
 static void test_attention(hp_pool *pool, long B, long T, long C, long NH) {
     long nq = B * T * 3 * C, no = B * T * C;
-    at_p c = {.B = B, .T = T, .C = C, .NH = NH, .qkv = kr_dnew(nq), .r = kr_dnew(no),
-              .out = kr_dnew(no)};
+    at_p c = {
+        .B = B, .T = T, .C = C, .NH = NH, .qkv = kr_dnew(nq), .r = kr_dnew(no), .out = kr_dnew(no)};
     float *qkv = kr_fnew(nq), *r = kr_fnew(no), *o = kr_fnew(no), *att = kr_fnew(B * NH * T * T);
     float *dq = kr_fnew(nq);
     float *scr = kr_fnew((long)hp_k_attention_scratch(B, T, C, NH, hp_pool_size(pool)));
@@ -254,8 +275,8 @@ static void test_attention(hp_pool *pool, long B, long T, long C, long NH) {
 }
 static void test_rope(hp_pool *pool) {
     long B = 2, T = 5, C = 12, NH = 3, n = B * T * 3 * C;
-    at_p c = {.B = B, .T = T, .C = C, .NH = NH, .qkv = kr_dnew(n), .r = kr_dnew(n),
-              .out = kr_dnew(n)};
+    at_p c = {
+        .B = B, .T = T, .C = C, .NH = NH, .qkv = kr_dnew(n), .r = kr_dnew(n), .out = kr_dnew(n)};
     float *x = kr_fnew(n), *r = kr_fnew(n), *dx = kr_fnew(n);
     double *g = kr_dnew(n);
     rand_both(x, c.qkv, n, 1.0);
@@ -293,7 +314,7 @@ static void test_xent(hp_pool *pool) {
     KR_CHECK_CLOSE("xent_bwd dlogits", dl, g, N * Vp, GA, GR);
     for (long n = 0; n < N; n++)
         for (long v = V; v < Vp; v++) CHECK(dl[n * Vp + v] == 0.0f); /* padded: exactly 0 */
-    hp_k_xent_bwd(pool, pr, pr, tg, 1.7f, N, V, Vp); /* dlogits aliases probs */
+    hp_k_xent_bwd(pool, pr, pr, tg, 1.7f, N, V, Vp);                 /* dlogits aliases probs */
     CHECK(memcmp(pr, dl, (size_t)(N * Vp) * sizeof(float)) == 0);
     free(c.logits), free(lg), free(pr), free(ls), free(dl), free(g);
 }

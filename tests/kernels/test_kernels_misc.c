@@ -18,10 +18,19 @@ static void test_bf16(hp_pool *pool) {
     long n = 70000;
     float *x = kr_fnew(n), *y = kr_fnew(65536);
     uint16_t *h = malloc((size_t)n * sizeof(uint16_t)), *all = malloc(65536 * sizeof(uint16_t));
-    uint32_t special[] = {0x00000000u, 0x80000000u, 0x3f808000u /* tie: stays even */,
-                          0x3f818000u /* tie: rounds up to even */, 0x3f80c000u, 0x7f7fffffu /* max -> inf */,
-                          0x7f800000u, 0xff800000u, 0x7f800001u /* NaN with low payload */,
-                          0xffc00000u, 0x00000001u /* denormal */, 0x007fffffu, 0x3f7fffffu};
+    uint32_t special[] = {0x00000000u,
+                          0x80000000u,
+                          0x3f808000u /* tie: stays even */,
+                          0x3f818000u /* tie: rounds up to even */,
+                          0x3f80c000u,
+                          0x7f7fffffu /* max -> inf */,
+                          0x7f800000u,
+                          0xff800000u,
+                          0x7f800001u /* NaN with low payload */,
+                          0xffc00000u,
+                          0x00000001u /* denormal */,
+                          0x007fffffu,
+                          0x3f7fffffu};
     long ns = (long)(sizeof special / sizeof special[0]);
     for (long i = 0; i < ns; i++) x[i] = bits_f(special[i]);
     for (long i = ns; i < n; i++) x[i] = bits_f((uint32_t)(hp_test_uniform(&rng) * 4294967296.0));
@@ -79,15 +88,18 @@ static void test_causal(hp_pool *pool) {
         for (long t = 0; t < T; t++)
             for (long c = 0; c < C; c++) {
                 int d = o1[(b * T + t) * C + c] != o2[(b * T + t) * C + c];
-                if (t < ts) diff_before += d;
-                else diff_after += d;
+                if (t < ts)
+                    diff_before += d;
+                else
+                    diff_after += d;
             }
     CHECK(diff_before == 0);
     CHECK(diff_after == B * (T - ts) * C); /* the test can fail: later rows do change */
     long pdiff = 0;
     for (long p = 0; p < B * NH; p++)
         for (long i = 0; i < ts; i++)
-            for (long j = 0; j < T; j++) pdiff += a1[(p * T + i) * T + j] != a2[(p * T + i) * T + j];
+            for (long j = 0; j < T; j++)
+                pdiff += a1[(p * T + i) * T + j] != a2[(p * T + i) * T + j];
     CHECK(pdiff == 0);
     free(qkv), free(o1), free(o2), free(a1), free(a2), free(scr);
 }

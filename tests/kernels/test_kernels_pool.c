@@ -107,8 +107,8 @@ static long r_sumsq(hp_pool *p, const inputs *in, float *out) {
 }
 
 /* 0 = bit-identical across pools, else the relative tolerance. */
-static void check(const char *name, runner f, const inputs *in, hp_pool **pools, int np,
-                  float *ref, float *got, double tol, int is_double) {
+static void check(const char *name, runner f, const inputs *in, hp_pool **pools, int np, float *ref,
+                  float *got, double tol, int is_double) {
     memset(ref, 0xff, (size_t)KBUF * sizeof(float));
     long n = f(NULL, in, ref);
     for (int k = 0; k < np; k++) {
@@ -160,8 +160,18 @@ static void check_repeat(const char *name, runner f, const inputs *in, hp_pool *
 int main(void) {
     hp_kernels_init();
     hp_test_rng rng = {12345};
-    inputs in = {.N = 67, .C = 260, .rows = 50, .B = 2, .T = 100, .NH = 3, .IC = 45, .OC = 70,
-                 .n = 40007, .V = 1000, .Vp = 1024, .H = 130};
+    inputs in = {.N = 67,
+                 .C = 260,
+                 .rows = 50,
+                 .B = 2,
+                 .T = 100,
+                 .NH = 3,
+                 .IC = 45,
+                 .OC = 70,
+                 .n = 40007,
+                 .V = 1000,
+                 .Vp = 1024,
+                 .H = 130};
     long big = 200000;
     in.a = kr_fnew(big), in.b = kr_fnew(big), in.c = kr_fnew(big), in.w = kr_fnew(big);
     in.bias = kr_fnew(big);
@@ -205,14 +215,21 @@ int main(void) {
         const char *name;
         runner f;
         const inputs *in;
-    } all[] = {{"embedding", r_embedding, &emb}, {"add_pos", r_add_pos, &pos},
-               {"matmul_fwd", r_matmul_fwd, &in}, {"matmul_bwd", r_matmul_bwd, &in},
-               {"layernorm", r_layernorm, &in},   {"rmsnorm", r_rmsnorm, &in},
-               {"elementwise", r_elementwise, &in}, {"attention", r_attention, &at},
-               {"rope", r_rope, &ro},             {"xent", r_xent, &xe},
-               {"bf16", r_bf16, &in},             {"sumsq", r_sumsq, &in}};
+    } all[] = {{"embedding", r_embedding, &emb},
+               {"add_pos", r_add_pos, &pos},
+               {"matmul_fwd", r_matmul_fwd, &in},
+               {"matmul_bwd", r_matmul_bwd, &in},
+               {"layernorm", r_layernorm, &in},
+               {"rmsnorm", r_rmsnorm, &in},
+               {"elementwise", r_elementwise, &in},
+               {"attention", r_attention, &at},
+               {"rope", r_rope, &ro},
+               {"xent", r_xent, &xe},
+               {"bf16", r_bf16, &in},
+               {"sumsq", r_sumsq, &in}};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        for (int k = 0; k < 3; k++) check_repeat(all[i].name, all[i].f, all[i].in, pools[k], ref, got);
+        for (int k = 0; k < 3; k++)
+            check_repeat(all[i].name, all[i].f, all[i].in, pools[k], ref, got);
 
     for (int k = 0; k < 3; k++) hp_pool_destroy(pools[k]);
     free(in.a), free(in.b), free(in.c), free(in.w), free(in.bias), free(in.ids), free(in.tg),
