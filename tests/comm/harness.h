@@ -316,4 +316,51 @@ static int hx_run(hp_comm_world *w, hp_comm_group *g, int64_t big, int quick) {
     return atomic_exchange(&hx_fails, 0);
 }
 
+/* Supernode-shared outputs: every rank of a supernode passes the same recv
+ * buffer to all-gather and all-reduce. */
+typedef struct {
+    hp_comm_world *w;
+    int rank;
+    float *shared; /* this rank's supernode's buffer */
+    int64_t c;
+} hx_sjob;
+
+static void *hx_shared_main(void *arg) {
+    hx_sjob *j = arg;
+    hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
+    hp_comm_group *g = hp_comm_world_group(j->w);
+    int n = hp_comm_group_size(g), me = j->rank, me_rank = j->rank;
+    int64_t c = j->c;
+    float *send = malloc((size_t)(c * n + 1) * 4);
+    for (int rep = 0; rep < 3; rep++) {
+        for (int64_t i = 0; i < c; i++) send[i] = hx_val(me, i, 50 + rep);
+        EXPECT_OK(hp_comm_all_gather(r, g, j->shared, send, c, NULL, HP_F32));
+        HX_CHECK_RANGE("all_gather shared", j->shared, HP_F32, c * n, hx_val((int)(i / c), i % c, 50 + rep));
+        EXPECT_OK(hp_comm_barrier(r, g)); /* everyone has checked before the buffer is reused */
+        for (int64_t i = 0; i < c * n + 1; i++) send[i] = hx_val(me, i, 60 + rep);
+        EXPECT_OK(hp_comm_all_reduce(r, g, j->shared, send, c * n + 1, HP_F32, HP_COMM_SUM));
+        HX_CHECK_RANGE("all_reduce shared", j->shared, HP_F32, c * n + 1, hx_sum(n, i, 60 + rep));
+        EXPECT_OK(hp_comm_barrier(r, g));
+    }
+    free(send);
+    return NULL;
+}
+
+static int hx_run_shared(hp_comm_world *w, int64_t c) {
+    int first, count;
+    hp_comm_hosted_ranks(w, &first, &count);
+    int R = hp_comm_ranks_per_supernode(w), n = hp_comm_world_size(w);
+    float *bufs[64];
+    pthread_t th[64];
+    hx_sjob jobs[64];
+    for (int i = 0; i < count; i += R) bufs[i / R] = malloc((size_t)(c * n + 1) * 4);
+    for (int i = 0; i < count; i++) {
+        jobs[i] = (hx_sjob){w, first + i, bufs[i / R], c};
+        pthread_create(&th[i], NULL, hx_shared_main, &jobs[i]);
+    }
+    for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < count; i += R) free(bufs[i / R]);
+    return atomic_exchange(&hx_fails, 0);
+}
+
 #endif

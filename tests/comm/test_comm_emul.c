@@ -81,6 +81,9 @@ int main(void) {
         int f = hx_run(w, hp_comm_world_group(w), (1 << 20) / 4 / (S * R), k == 2);
         if (f) fprintf(stderr, "S=%d R=%d world: %d failures\n", S, R, f);
         hp_test_failures += f;
+        f = hx_run_shared(w, 999);
+        if (f) fprintf(stderr, "S=%d R=%d shared output: %d failures\n", S, R, f);
+        hp_test_failures += f;
         if (R == 2) {
             int rev[6], n = S * R;
             for (int i = 0; i < n; i++) rev[i] = n - 1 - i;

@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
     printf("test_comm_mpi: %d supernode(s) x %d rank(s), mpi %d, big %lld\n", S, count, hp_comm_uses_mpi(w),
            (long long)big);
     hp_test_failures += hx_run(w, hp_comm_world_group(w), big, 0);
+    hp_test_failures += hx_run_shared(w, 555);
     if (n >= 2) {
         int rev[64];
         for (int i = 0; i < n; i++) rev[i] = n - 1 - i;

@@ -26,6 +26,9 @@ int main(void) {
         int f = hx_run(w, hp_comm_world_group(w), (1 << 20) / 4 / R, 0);
         if (f) fprintf(stderr, "R=%d world group: %d failures\n", R, f);
         hp_test_failures += f;
+        f = hx_run_shared(w, 1001);
+        if (f) fprintf(stderr, "R=%d shared output: %d failures\n", R, f);
+        hp_test_failures += f;
         if (R >= 3) { /* a subgroup in reverse order */
             int ranks[3] = {R - 1, 0, 1};
             hp_comm_group *g;

@@ -1,0 +1,94 @@
+/* The steady-state training step allocates nothing: after a warm-up step, a
+ * step of data loading, forward, backward, clipping and the optimizer (AdamW,
+ * then Muon) makes no call to malloc, calloc, realloc, aligned_alloc or
+ * posix_memalign (the linker routes them through the counters below). */
+#include <stdlib.h>
+
+#include "core/autodiff.h"
+#include "io/data.h"
+#include "kernels/kernels.h"
+#include "models/gpt2.h"
+#include "ops/ops.h"
+#include "optim/optimizer.h"
+#include "runtime/program.h"
+#include "testutil.h"
+
+static long n_allocs = 0;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t b);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+int __real_posix_memalign(void **p, size_t a, size_t n);
+void *__wrap_malloc(size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_malloc(n); }
+void *__wrap_calloc(size_t a, size_t b) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(a, b); }
+void *__wrap_realloc(void *p, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_aligned_alloc(a, n); }
+int __wrap_posix_memalign(void **p, size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_posix_memalign(p, a, n); }
+
+static long allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }
+
+int main(void) {
+    hp_kernels_init();
+    long before = allocs();
+    void *volatile probe = malloc(16);
+    free(probe);
+    CHECK(allocs() == before + 1); /* the counter works */
+
+    hp_gpt2_config c = {.L = 2, .NH = 2, .C = 32, .V = 256, .maxT = 32};
+    CHECK_OK(hp_gpt2_config_check(&c));
+    const int B = 2, T = 16;
+    hp_graph *g;
+    CHECK_OK(hp_graph_create(&g));
+    hp_gpt2_io io;
+    CHECK_OK(hp_gpt2_build(g, &io, &c, B, T));
+    CHECK_OK(hp_autodiff(g, io.loss, &hp_op_add));
+    hp_param_store ps;
+    CHECK_OK(hp_param_store_create(&ps, g));
+    float *ptrs[64];
+    for (int i = 0; i < ps.n; i++) ptrs[i] = hp_param_ptr(&ps, i);
+    CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])ps.name, ps.shape, ps.n, &c, 3));
+    hp_pool *pool;
+    CHECK_OK(hp_pool_create(&pool, 2));
+    hp_program *prog;
+    CHECK_OK(hp_program_create(&prog, g, &ps, pool));
+
+    /* text data: this test's own source file */
+    hp_data *data;
+    hp_data_config dc = {.path = __FILE__, .kind = HP_DATA_TEXT, .vocab = 256, .B = B, .T = T, .seed = 1};
+    CHECK_OK(hp_data_open(&data, &dc));
+
+    for (int kind = 0; kind < 2; kind++) {
+        hp_optim_config oc;
+        hp_optim_config_default(&oc);
+        oc.kind = kind ? HP_OPT_MUON : HP_OPT_ADAMW;
+        hp_opt_param params[64];
+        for (int i = 0; i < ps.n; i++)
+            params[i] = (hp_opt_param){ps.name[i], hp_param_ptr(&ps, i), hp_program_grads(prog) + ps.offset[i],
+                                       ps.shape[i], ps.hidden_matrix[i]};
+        hp_optimizer *opt;
+        CHECK_OK(hp_optimizer_create(&opt, &oc, params, ps.n, pool));
+        float first = 0, last = 0;
+        for (int step = 0; step < 6; step++) {
+            long a0 = allocs();
+            CHECK_OK(hp_data_next(data, hp_program_data(prog, io.tokens), hp_program_data(prog, io.targets)));
+            hp_program_run(prog, HP_PHASE_FWD);
+            hp_program_run(prog, HP_PHASE_BWD);
+            hp_optimizer_clip_grads(opt, 1.0f);
+            hp_optimizer_step(opt, 1e-3f);
+            long made = allocs() - a0;
+            if (step > 0 && made != 0) fprintf(stderr, "optimizer %d step %d: %ld allocations\n", kind, step, made);
+            if (step > 0) CHECK(made == 0);
+            float l = ((float *)hp_program_data(prog, io.loss))[0];
+            if (step == 0) first = l;
+            last = l;
+        }
+        CHECK(isfinite(first) && isfinite(last));
+        hp_optimizer_destroy(opt);
+    }
+    hp_data_close(data);
+    hp_program_destroy(prog);
+    hp_pool_destroy(pool);
+    hp_param_store_free(&ps);
+    hp_graph_destroy(g);
+    return hp_test_finish("test_noalloc");
+}
