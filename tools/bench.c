@@ -67,9 +67,16 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
     double *b = f + steps, *o = b + steps, *t = o + steps;
     for (int i = -2; i < steps; i++) { /* two warm-up steps */
         double t0 = hp_now();
-        hp_program_run(s.prog, HP_PHASE_FWD);
+        st = hp_program_run(s.prog, HP_PHASE_FWD);
         double t1 = hp_now();
-        hp_program_run(s.prog, HP_PHASE_BWD);
+        if (!st) st = hp_program_run(s.prog, HP_PHASE_BWD);
+        if (st) {
+            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+            hp_status_free(st);
+            free(f);
+            hp_session_destroy(&s);
+            return;
+        }
         double t2 = hp_now();
         hp_optimizer_clip_grads(s.opt, 1.0f);
         hp_optimizer_step(s.opt, 1e-4f);

@@ -370,6 +370,17 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                     if (hs > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, np, (double)sz[s], hs, bc_busfactor(kinds[k], np), NULL);
                 }
             }
+        for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB across processes */
+            double sep = bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0);
+            double fus = bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0);
+            if (me == 0) {
+                char ex[96], name[64];
+                snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
+                snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
+                bc_row(&out, name, "hyperpar", "MPI, 100 separate calls", np, 100 * 4096.0, sep, bc_busfactor(kinds[k], np), NULL);
+                bc_row(&out, name, "hyperpar", "MPI, 1 fused call", np, 100 * 4096.0, fus, bc_busfactor(kinds[k], np), ex);
+            }
+        }
         hp_comm_world_destroy(w);
     }
     if (out.json) {

@@ -82,7 +82,12 @@ static hp_status sample(const sample_opts *o) {
         int start = n > T ? n - T : 0, len = n - start;
         memset(tok, 0, sizeof(int32_t) * (size_t)T);
         memcpy(tok, ctx + start, sizeof(int32_t) * (size_t)len);
-        hp_program_run(s.prog, HP_PHASE_FWD);
+        hp_status rs = hp_program_run(s.prog, HP_PHASE_FWD);
+        if (rs) {
+            free(ctx);
+            hp_session_destroy(&s);
+            return rs;
+        }
         const float *logits = (const float *)hp_program_data(s.prog, s.io.logits) + (size_t)(len - 1) * s.model.Vp;
         int next = pick(logits, s.model.V, o->temperature, &rng);
         if (text)

@@ -184,11 +184,11 @@ static float evaluate(hp_session *s, hp_data *val, long nsteps, hp_status *err) 
     int32_t *tgt = hp_program_data(s->eval_prog, s->eval_io.targets);
     for (long i = 0; i < nsteps; i++) {
         hp_status st = hp_data_next(val, tok, tgt);
+        if (!st) st = hp_program_run(s->eval_prog, HP_PHASE_FWD);
         if (st) {
             *err = st;
             return 0;
         }
-        hp_program_run(s->eval_prog, HP_PHASE_FWD);
         sum += ((float *)hp_program_data(s->eval_prog, s->eval_io.loss))[0];
     }
     return (float)(sum / (double)nsteps);
@@ -347,8 +347,8 @@ static hp_status run(trainer *t) {
     for (long step = t->start_step; step < o->steps; step++) {
         double t0 = hp_now();
         HP_TRY(hp_data_next(t->train, hp_session_tokens(s), hp_session_targets(s)));
-        hp_program_run(s->prog, HP_PHASE_FWD);
-        hp_program_run(s->prog, HP_PHASE_BWD);
+        HP_TRY(hp_program_run(s->prog, HP_PHASE_FWD));
+        HP_TRY(hp_program_run(s->prog, HP_PHASE_BWD));
         float norm = hp_optimizer_clip_grads(s->opt, o->grad_clip);
         float lr = hp_lr_at(&sched, step, o->steps);
         hp_optimizer_step(s->opt, lr);

@@ -385,18 +385,22 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             }
         }
     }
+    c->slots[c->myl].src = in;
     c->slots[c->myl].dst = out;
     HP_TRY(bar(c));
     for (int m = 0; m < g->n; m++) {
         if (m == me) continue;
-        int holder = g->sn[m] == c->T ? m : owner(g, c->T, m);
+        int local = g->sn[m] == c->T, holder = local ? m : owner(g, c->T, m);
         if (holder == me) continue;
-        void *const *pd = c->slots[g->lidx[holder]].dst;
+        hp_comm_slot *hs = &c->slots[g->lidx[holder]];
         for (int i = 0; i < nt; i++) {
             size_t nb = (size_t)lcnt(l, i, m) * esz;
             int64_t off = loff(l, i, m);
             /* a supernode-shared output already holds the holder's part */
-            if (nb && pd[i] != out[i]) memcpy(ptr_at(out[i], off, esz), ptr_at(pd[i], off, esz), nb);
+            if (!nb || hs->dst[i] == out[i]) continue;
+            /* a local peer's shard is read from its input, received shards from the holder's output */
+            const void *from = local ? hs->src[i] : ptr_at(hs->dst[i], off, esz);
+            memcpy(ptr_at(out[i], off, esz), from, nb);
         }
     }
     return bar(c);

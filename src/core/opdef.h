@@ -9,10 +9,15 @@
 #include "core/graph.h"
 #include "core/pool.h"
 
-/* What a kernel gets at run time: the rank's pool and its scratch buffer. */
+/* What a kernel gets at run time: the rank's pool, its scratch buffer, and
+ * for communicating operators the rank's context (owned by the parallel
+ * layer) and the slot where they report an error (the program stops at the
+ * first one). */
 typedef struct {
     hp_pool *pool;
     float *scratch; /* hp_opdef.scratch() floats, shared by all nodes */
+    void *rank;     /* parallel layer's per-rank context, NULL on one rank */
+    hp_status err;  /* set by a failing operator */
 } hp_kctx;
 
 typedef struct hp_opdef {

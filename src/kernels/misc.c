@@ -1,8 +1,8 @@
 /* kernels/misc: sum of squares (for gradient clipping) and bf16 <-> fp32
- * conversion. The conversions are
- * element-wise (bit-identical for any pool size); sumsq adds per-thread
- * double partials in thread order (bit-identical run to run for a given pool
- * size, equal across pool sizes to about 1e-15 relative). */
+ * conversion. The conversions are element-wise (bit-identical for any pool
+ * size); sumsq adds per-thread double partials in thread order (bit-identical
+ * run to run for a given pool size, equal across pool sizes to ~1e-13
+ * relative). */
 #include <string.h>
 
 #include "kernels/kernels.h"

@@ -33,6 +33,11 @@ static size_t value_bytes(const hp_graph *g, int v) {
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
 hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool) {
+    return hp_program_create_rank(out, g, ps, pool, NULL);
+}
+
+hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool,
+                                 void *rank_ctx) {
     *out = NULL;
     if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
     HP_TRY(hp_param_store_check(ps, g));
@@ -115,6 +120,7 @@ hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store 
         }
     }
     p->kctx.pool = pool;
+    p->kctx.rank = rank_ctx;
     p->kctx.scratch = hp_alloc_zeroed(scratch * sizeof(float));
     if (!p->kctx.scratch) {
         st = hp_errorf("program: cannot allocate %zu MB of scratch", scratch * 4 >> 20);
@@ -168,13 +174,19 @@ void hp_program_destroy(hp_program *p) {
     free(p->grads);
     free(p->persist);
     free(p->kctx.scratch);
+    hp_status_free(p->kctx.err);
     free(p);
 }
 
-void hp_program_run(hp_program *p, hp_phase phase) {
+hp_status hp_program_run(hp_program *p, hp_phase phase) {
     int ph = phase == HP_PHASE_BWD;
     step *s = p->steps[ph];
-    for (int i = 0, n = p->nsteps[ph]; i < n; i++) s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
+    if (p->kctx.err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->kctx.err));
+    for (int i = 0, n = p->nsteps[ph]; i < n; i++) {
+        s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
+        if (p->kctx.err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->kctx.err));
+    }
+    return HP_OK;
 }
 
 void *hp_program_data(const hp_program *p, int value) { return p->ptr[value]; }

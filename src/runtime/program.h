@@ -29,10 +29,16 @@ typedef struct {
 
 /* Compiles g for a rank that runs on `pool`, with parameters in ps. */
 hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool);
+/* The same for one rank of a distributed program: rank_ctx is handed to
+ * communicating operators (hp_kctx.rank). */
+hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool,
+                                 void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
-/* Runs the forward (HP_PHASE_FWD) or backward (HP_PHASE_BWD) steps. */
-void hp_program_run(hp_program *p, hp_phase phase);
+/* Runs the forward (HP_PHASE_FWD) or backward (HP_PHASE_BWD) steps. An
+ * operator that fails (a collective that timed out) stops the phase; its
+ * error is returned (and the program must not be run again). */
+hp_status hp_program_run(hp_program *p, hp_phase phase);
 
 /* Storage of a value (persistent values are stable; arena values are valid
  * only while live in the step). */

@@ -41,7 +41,7 @@ static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kn
     o.ranks_per_supernode = R;
     o.supernodes = S;
     o.mpi = 0;
-    o.timeout_s = 0.3;
+    o.timeout_s = 1.0;
     hp_comm_world *w;
     CHECK_OK(hp_comm_world_create(&w, &o));
     if (!w) return;

@@ -1,6 +1,7 @@
 # MPI launches of the comm tests (loopback only; see scripts/mpienv.sh).
-# 64 MiB cases across processes run for 2 x 1 only; the thread and emulated
-# tests cover the other rank counts at 64 MiB where noted in their headers.
+# 64 MiB cases run for a subset of rank counts (all-gather, reduce-scatter,
+# all-reduce; fp32 and bf16): 1 supernode x 2 threads (test_comm_threads),
+# 2 emulated supernodes x 1 (test_comm_emul) and 2 processes x 1 (here).
 find_program(HP_MPIEXEC NAMES mpiexec mpirun)
 if(HP_MPIEXEC AND TARGET test_comm_mpi)
   set(HP_MPI_ENV
@@ -17,8 +18,9 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
   add_test(NAME comm/mpi_2x1 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1)
   add_test(NAME comm/mpi_2x1_64MiB COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --big 8388608)
   add_test(NAME comm/mpi_2x2 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 2)
+  add_test(NAME comm/mpi_2x2_throttled COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 2 --inter-bw 2 --inter-latency 50)
   add_test(NAME comm/mpi_hang COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --hang)
-  set_tests_properties(comm/mpi_2x1 comm/mpi_2x1_64MiB comm/mpi_2x2 comm/mpi_hang PROPERTIES
+  set_tests_properties(comm/mpi_2x1 comm/mpi_2x1_64MiB comm/mpi_2x2 comm/mpi_2x2_throttled comm/mpi_hang PROPERTIES
     ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300 PROCESSORS 2)
   set_tests_properties(comm/mpi_hang PROPERTIES
     PASS_REGULAR_EXPRESSION "comm timeout detected: comm: all_reduce on group 'world' \\(rank 0\\): timed out after 0.5 s waiting for rank 1"

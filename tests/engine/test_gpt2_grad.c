@@ -10,7 +10,7 @@
 #include "testutil.h"
 
 static double run_loss(hp_program *p, int loss) {
-    hp_program_run(p, HP_PHASE_FWD);
+    CHECK_OK(hp_program_run(p, HP_PHASE_FWD));
     return ((float *)hp_program_data(p, loss))[0];
 }
 
@@ -50,7 +50,7 @@ int main(void) {
         tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
     }
     double L0 = run_loss(prog, io.loss);
-    hp_program_run(prog, HP_PHASE_BWD);
+    CHECK_OK(hp_program_run(prog, HP_PHASE_BWD));
     size_t total = ps.total;
     float *grad = malloc(total * sizeof(float));
     memcpy(grad, hp_program_grads(prog), total * sizeof(float));
@@ -105,7 +105,7 @@ int main(void) {
     }
     /* Running the step again reproduces loss and gradients bit for bit. */
     double L1 = run_loss(prog, io.loss);
-    hp_program_run(prog, HP_PHASE_BWD);
+    CHECK_OK(hp_program_run(prog, HP_PHASE_BWD));
     CHECK(L1 == L0);
     CHECK(memcmp(grad, hp_program_grads(prog), total * sizeof(float)) == 0);
 

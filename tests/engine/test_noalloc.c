@@ -71,8 +71,8 @@ int main(void) {
         for (int step = 0; step < 6; step++) {
             long a0 = allocs();
             CHECK_OK(hp_data_next(data, hp_program_data(prog, io.tokens), hp_program_data(prog, io.targets)));
-            hp_program_run(prog, HP_PHASE_FWD);
-            hp_program_run(prog, HP_PHASE_BWD);
+            CHECK_OK(hp_program_run(prog, HP_PHASE_FWD));
+            CHECK_OK(hp_program_run(prog, HP_PHASE_BWD));
             hp_optimizer_clip_grads(opt, 1.0f);
             hp_optimizer_step(opt, 1e-3f);
             long made = allocs() - a0;
