@@ -147,6 +147,21 @@ static hp_status wait_all(ctx *c, hp_comm_lreq *q, int n) {
     return st;
 }
 
+/* Withdraws posted requests when a call fails half-way, so no late message
+ * lands in memory that is reused. */
+static void cancel_all(ctx *c, hp_comm_lreq *q, int n) {
+    for (int i = 0; i < n; i++) hp_comm_link_cancel(c->r, &q[i]);
+}
+
+#define TRY_Q(expr)                   \
+    do {                              \
+        hp_status tq_ = (expr);       \
+        if (tq_) {                    \
+            cancel_all(c, q, nq);     \
+            return tq_;               \
+        }                             \
+    } while (0)
+
 /* ---- scratch ---- */
 
 static void *grow(void **p, size_t *cap, size_t need) {
@@ -273,15 +288,16 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         for (int T = 0, s = 0; T < k; T++) {
             if (T == c->T) continue;
             int from = g->ranks[owner(g, T, me)];
-            HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], from, g->gid, inbox + (size_t)s * (size_t)mine * esz,
-                                      (size_t)mine * esz));
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq], from, g->gid, inbox + (size_t)s * (size_t)mine * esz,
+                                     (size_t)mine * esz));
+            nq++;
             s++;
         }
     c->slots[c->myl].src = src;
-    HP_TRY(bar(c));
+    TRY_Q(bar(c));
     const void *srcs[256];
     const void **ps = c->L <= 256 ? srcs : malloc(sizeof(void *) * (size_t)c->L);
-    if (!ps) return fail(c, "out of memory");
+    if (!ps) TRY_Q(fail(c, "out of memory"));
     hp_status st = HP_OK;
     if (k > 1) {
         size_t pos = 0;
@@ -294,7 +310,8 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
                 reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0);
                 pos += (size_t)n * esz;
             }
-            st = hp_comm_link_isend(c->r, &q[nq++], g->ranks[m], g->gid, obox + start, pos - start);
+            st = hp_comm_link_isend(c->r, &q[nq], g->ranks[m], g->gid, obox + start, pos - start);
+            if (!st) nq++;
         }
     }
     int64_t apos = 0;
@@ -306,8 +323,8 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         apos += n;
     }
     if (ps != srcs) free(ps);
-    if (st) return st;
-    HP_TRY(bar(c));
+    TRY_Q(st);
+    TRY_Q(bar(c));
     HP_TRY(wait_all(c, q, nq));
     if (k > 1) {
         const void *parts[64];
@@ -356,7 +373,8 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             size_t nb = 0;
             for (int i = 0; i < nt; i++) nb += (size_t)lcnt(l, i, m) * esz;
             void *dst = packed ? sc + pos : ptr_at(out[0], loff(l, 0, m), esz);
-            HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[m], g->gid, dst, nb));
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[m], g->gid, dst, nb));
+            nq++;
             pos += nb;
         }
         const void *sendbuf = ptr_at(out[0], loff(l, 0, me), esz);
@@ -370,8 +388,10 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             sendbuf = sc;
         }
         for (int T = 0; T < k; T++)
-            if (T != c->T)
-                HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[owner(g, T, me)], g->gid, sendbuf, mybytes));
+            if (T != c->T) {
+                TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[owner(g, T, me)], g->gid, sendbuf, mybytes));
+                nq++;
+            }
         HP_TRY(wait_all(c, q, nq));
         if (packed) {
             pos = mybytes;
@@ -419,9 +439,13 @@ static hp_status broadcast(ctx *c, const hp_comm_args *a, void *const *buf) {
             size_t nb = (size_t)a->t[i].count * c->esz;
             if (c->me == rt) {
                 for (int T = 0; T < k; T++)
-                    if (T != Tr) HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[owner(g, T, rt)], g->gid, buf[i], nb));
+                    if (T != Tr) {
+                        TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[owner(g, T, rt)], g->gid, buf[i], nb));
+                        nq++;
+                    }
             } else if (c->T != Tr && owner(g, c->T, rt) == c->me) {
-                HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[rt], g->gid, buf[i], nb));
+                TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[rt], g->gid, buf[i], nb));
+                nq++;
             }
         }
         HP_TRY(wait_all(c, q, nq));
@@ -461,17 +485,19 @@ static hp_status all_to_all(ctx *c, const hp_comm_args *a) {
     int nq = 0;
     for (int j = 0; j < n; j++) {
         if (g->sn[j] == c->T) continue;
-        HP_TRY(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[j], g->gid, ptr_at(t->recv, roff[j], esz),
-                                  (size_t)(roff[j + 1] - roff[j]) * esz));
-        HP_TRY(hp_comm_link_isend(c->r, &q[nq++], g->ranks[j], g->gid, ptr_at((void *)t->send, soff[j], esz),
-                                  (size_t)(soff[j + 1] - soff[j]) * esz));
+        TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[j], g->gid, ptr_at(t->recv, roff[j], esz),
+                                 (size_t)(roff[j + 1] - roff[j]) * esz));
+        nq++;
+        TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[j], g->gid, ptr_at((void *)t->send, soff[j], esz),
+                                 (size_t)(soff[j + 1] - soff[j]) * esz));
+        nq++;
     }
     const void *sp[1] = {t->send};
     hp_comm_slot *s = &c->slots[c->myl];
     s->src = sp;
     s->counts = a->counts;
     s->count = t->count;
-    HP_TRY(bar(c));
+    TRY_Q(bar(c));
     hp_status st = HP_OK;
     for (int j = 0; j < c->L; j++) {
         int m = g->sn_members[c->T][j];
@@ -584,8 +610,14 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a)
             for (int T = 0; T < g->k; T++) {
                 if (T == c.T) continue;
                 int lead = g->ranks[g->sn_members[T][0]];
-                HP_TRY(hp_comm_link_irecv(r, &q[nq++], lead, g->gid, NULL, 0));
-                HP_TRY(hp_comm_link_isend(r, &q[nq++], lead, g->gid, NULL, 0));
+                hp_status ps = hp_comm_link_irecv(r, &q[nq], lead, g->gid, NULL, 0);
+                if (!ps) nq++;
+                if (!ps) ps = hp_comm_link_isend(r, &q[nq], lead, g->gid, NULL, 0);
+                if (ps) {
+                    cancel_all(&c, q, nq);
+                    return ps;
+                }
+                nq++;
             }
             HP_TRY(wait_all(&c, q, nq));
         }

@@ -84,7 +84,6 @@ static hp_status post(hp_comm_rank *r, hp_comm_lreq *q, int is_send, int peer, i
     if (bytes > 0x7fffffffu) return hp_errorf("comm: message of %zu bytes exceeds MPI's int count", bytes);
     long tag = ((long)gid * w->R + q->src % w->R) * w->R + q->dst % w->R;
     if (tag > w->tag_ub) return hp_errorf("comm: MPI tag %ld above MPI_TAG_UB %d (too many groups)", tag, w->tag_ub);
-    q->via_mpi = 1;
     if (w->mpi_serialize) pthread_mutex_lock(&w->mpi_mu);
     int rc = is_send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer / w->R, (int)tag, w->comm, &q->mreq)
                      : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer / w->R, (int)tag, w->comm, &q->mreq);
@@ -95,6 +94,7 @@ static hp_status post(hp_comm_rank *r, hp_comm_lreq *q, int is_send, int peer, i
         MPI_Error_string(rc, msg, &len);
         return hp_errorf("comm: MPI_%s to supernode %d failed: %s", is_send ? "Isend" : "Irecv", peer / w->R, msg);
     }
+    q->via_mpi = 1;
     return HP_OK;
 }
 

@@ -17,7 +17,7 @@ typedef struct {
     hp_pool *pool;
     float *scratch; /* hp_opdef.scratch() floats, shared by all nodes */
     void *rank;     /* parallel layer's per-rank context, NULL on one rank */
-    hp_status err;  /* set by a failing operator */
+    hp_status *err; /* a failing operator stores its error here */
 } hp_kctx;
 
 typedef struct hp_opdef {

@@ -70,12 +70,10 @@ hp_status hp_redist_plan(hp_redist *out, const hp_shape *global, const hp_layout
 /* Total bytes sent per rank of the cheapest plan (for the propagation pass). */
 hp_status hp_redist_cost(double *bytes, const hp_shape *global, const hp_layout *from, const hp_layout *to,
                          const hp_mesh *m);
-/* "all-gather(dp, dim 0) 1.5 MB" */
+/* "all-gather(dp, dim 0) 1.5 MB" (decimal units: B, KB, MB, GB) */
 char *hp_redist_step_str(char *buf, size_t n, const hp_redist_step *s, const hp_mesh *m);
 /* The steps joined by "; " ("copy" when there are none). */
 char *hp_redist_str(char *buf, size_t n, const hp_redist *r);
-/* "1.5 MB" (decimal units: B, KB, MB, GB). */
-char *hp_bytes_str(char *buf, size_t n, double bytes);
 const char *hp_rd_kind_name(hp_rd_kind k);
 
 #endif

@@ -17,6 +17,7 @@ struct hp_program {
     hp_param_store *ps;
     hp_pool *pool;
     hp_kctx kctx;
+    hp_status err; /* kctx.err points here */
     step *steps[2];
     int nsteps[2];
     void **ptr;     /* per value */
@@ -121,6 +122,7 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
     }
     p->kctx.pool = pool;
     p->kctx.rank = rank_ctx;
+    p->kctx.err = &p->err;
     p->kctx.scratch = hp_alloc_zeroed(scratch * sizeof(float));
     if (!p->kctx.scratch) {
         st = hp_errorf("program: cannot allocate %zu MB of scratch", scratch * 4 >> 20);
@@ -174,17 +176,17 @@ void hp_program_destroy(hp_program *p) {
     free(p->grads);
     free(p->persist);
     free(p->kctx.scratch);
-    hp_status_free(p->kctx.err);
+    hp_status_free(p->err);
     free(p);
 }
 
 hp_status hp_program_run(hp_program *p, hp_phase phase) {
     int ph = phase == HP_PHASE_BWD;
     step *s = p->steps[ph];
-    if (p->kctx.err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->kctx.err));
+    if (p->err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->err));
     for (int i = 0, n = p->nsteps[ph]; i < n; i++) {
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
-        if (p->kctx.err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->kctx.err));
+        if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }
     return HP_OK;
 }

@@ -15,11 +15,11 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
     # UBSan stay on but leak checking is off (the thread and emulated tests
     # check this room's own allocations for leaks).
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-  add_test(NAME comm/mpi_2x1 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1)
-  add_test(NAME comm/mpi_2x1_64MiB COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --big 8388608)
-  add_test(NAME comm/mpi_2x2 COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 2)
-  add_test(NAME comm/mpi_2x2_throttled COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 2 --inter-bw 2 --inter-latency 50)
-  add_test(NAME comm/mpi_hang COMMAND ${HP_MPIEXEC} -n 2 $<TARGET_FILE:test_comm_mpi> --ranks 1 --hang)
+  add_test(NAME comm/mpi_2x1 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1)
+  add_test(NAME comm/mpi_2x1_64MiB COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1 --big 8388608)
+  add_test(NAME comm/mpi_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 2)
+  add_test(NAME comm/mpi_2x2_throttled COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 2 --inter-bw 2 --inter-latency 50)
+  add_test(NAME comm/mpi_hang COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1 --hang)
   set_tests_properties(comm/mpi_2x1 comm/mpi_2x1_64MiB comm/mpi_2x2 comm/mpi_2x2_throttled comm/mpi_hang PROPERTIES
     ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300 PROCESSORS 2)
   set_tests_properties(comm/mpi_hang PROPERTIES

@@ -1,0 +1,305 @@
+/* layout/plan: sharding plans — parse, build, look up, print (plan.h). */
+#include "layout/plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hp_plan_init(hp_plan *out, const hp_mesh *m) {
+    memset(out, 0, sizeof *out);
+    out->mesh = *m;
+}
+
+static void free_rules(hp_plan_rule *r, int n) {
+    for (int i = 0; i < n; i++) {
+        free(r[i].pattern);
+        free(r[i].where);
+    }
+    free(r);
+}
+
+void hp_plan_free(hp_plan *p) {
+    if (!p) return;
+    free_rules(p->params, p->nparams);
+    free_rules(p->inputs, p->ninputs);
+    memset(p, 0, sizeof *p);
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const hp_layout *l, const char *where) {
+    const char *kind = is_input ? "input" : "param";
+    if (!pattern || !pattern[0]) return hp_errorf("plan: %s rule has an empty pattern", kind);
+    for (const char *c = pattern; *c; c++)
+        if (isspace((unsigned char)*c) || *c == ':' || *c == '#')
+            return hp_errorf("plan: %s pattern '%s' contains '%c' (blanks, ':' and '#' are not allowed)", kind,
+                             pattern, isspace((unsigned char)*c) ? ' ' : *c);
+    if (l->ndim != p->mesh.ndim) {
+        char ms[128];
+        return hp_errorf("plan: %s '%s': layout has %d placements but mesh '%s' has %d axes", kind, pattern,
+                         l->ndim, hp_mesh_str(ms, sizeof ms, &p->mesh), p->mesh.ndim);
+    }
+    for (int a = 0; a < l->ndim; a++)
+        if (l->p[a].kind == HP_SHARD && (l->p[a].dim < 0 || l->p[a].dim >= HP_MAX_DIMS))
+            return hp_errorf("plan: %s '%s': shard dim %d on axis '%s' is out of range", kind, pattern,
+                             l->p[a].dim, p->mesh.name[a]);
+    hp_plan_rule **rules = is_input ? &p->inputs : &p->params;
+    int *n = is_input ? &p->ninputs : &p->nparams, *cap = is_input ? &p->cap_inputs : &p->cap_params;
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*rules)[i].pattern, pattern))
+            return hp_errorf("plan: %s '%s' repeats the rule at %s (the first rule wins, so this one would never "
+                             "apply)",
+                             kind, pattern, (*rules)[i].where);
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        hp_plan_rule *nr = realloc(*rules, (size_t)nc * sizeof *nr);
+        if (!nr) return hp_errorf("plan: out of memory");
+        *rules = nr;
+        *cap = nc;
+    }
+    hp_plan_rule *r = &(*rules)[*n];
+    r->pattern = dup_str(pattern);
+    r->where = dup_str(where);
+    r->layout = *l;
+    if (!r->pattern || !r->where) {
+        free(r->pattern);
+        free(r->where);
+        return hp_errorf("plan: out of memory");
+    }
+    (*n)++;
+    return HP_OK;
+}
+
+hp_status hp_plan_add_param(hp_plan *p, const char *pattern, const hp_layout *l) {
+    return add_rule(p, 0, pattern, l, "api");
+}
+
+hp_status hp_plan_add_input(hp_plan *p, const char *pattern, const hp_layout *l) {
+    return add_rule(p, 1, pattern, l, "api");
+}
+
+static hp_status add_str(hp_plan *p, int is_input, const char *pattern, const char *layout) {
+    hp_layout l;
+    hp_status st = hp_layout_parse(&l, layout, &p->mesh);
+    if (st) return hp_error_wrap(st, "plan: %s '%s'", is_input ? "input" : "param", pattern ? pattern : "");
+    return add_rule(p, is_input, pattern, &l, "api");
+}
+
+hp_status hp_plan_add_param_str(hp_plan *p, const char *pattern, const char *layout) {
+    return add_str(p, 0, pattern, layout);
+}
+
+hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *layout) {
+    return add_str(p, 1, pattern, layout);
+}
+
+/* Copies [a, b) without surrounding blanks into out (cap bytes); -1 if too long. */
+static int trimmed(char *out, size_t cap, const char *a, const char *b) {
+    while (a < b && isspace((unsigned char)*a)) a++;
+    while (b > a && isspace((unsigned char)b[-1])) b--;
+    if ((size_t)(b - a) >= cap) return -1;
+    memcpy(out, a, (size_t)(b - a));
+    out[b - a] = 0;
+    return (int)(b - a);
+}
+
+#define LINE_MAX_LEN 1024
+
+/* One non-empty, comment-free line. */
+static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const char *name, int lineno) {
+    const char *colon = strchr(line, ':');
+    const char *kw_end = line;
+    while (*kw_end && !isspace((unsigned char)*kw_end) && *kw_end != ':') kw_end++;
+    char kw[32];
+    if (trimmed(kw, sizeof kw, line, kw_end) < 0) kw[0] = 0;
+    int is_mesh = !strcmp(kw, "mesh"), is_param = !strcmp(kw, "param"), is_input = !strcmp(kw, "input");
+    if (!is_mesh && !is_param && !is_input)
+        return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param' or 'input')", name, lineno, line);
+    if (!colon) return hp_errorf("%s:%d: '%s' entry has no ':'", name, lineno, kw);
+    char rest[LINE_MAX_LEN];
+    trimmed(rest, sizeof rest, strrchr(line, ':') + 1, line + strlen(line));
+    if (is_mesh) {
+        char between[LINE_MAX_LEN];
+        trimmed(between, sizeof between, kw_end, colon);
+        if (between[0]) return hp_errorf("%s:%d: unexpected '%s' between 'mesh' and ':'", name, lineno, between);
+        if (*have_mesh) return hp_errorf("%s:%d: mesh given twice", name, lineno);
+        hp_mesh m;
+        hp_status st = hp_mesh_parse(&m, rest);
+        if (st) return hp_error_wrap(st, "%s:%d", name, lineno);
+        p->mesh = m;
+        *have_mesh = 1;
+        return HP_OK;
+    }
+    if (!*have_mesh) return hp_errorf("%s:%d: '%s' before the 'mesh:' line (the mesh comes first)", name, lineno, kw);
+    const char *last = strrchr(line, ':');
+    char pattern[LINE_MAX_LEN];
+    trimmed(pattern, sizeof pattern, kw_end, last);
+    if (!pattern[0]) return hp_errorf("%s:%d: '%s' entry has no name pattern before ':'", name, lineno, kw);
+    if (!rest[0]) return hp_errorf("%s:%d: %s '%s' has no layout after ':'", name, lineno, kw, pattern);
+    hp_layout l;
+    hp_status st = hp_layout_parse(&l, rest, &p->mesh);
+    if (st) return hp_error_wrap(st, "%s:%d: %s '%s'", name, lineno, kw, pattern);
+    char where[LINE_MAX_LEN + 32];
+    snprintf(where, sizeof where, "%s:%d", name, lineno);
+    st = add_rule(p, is_input, pattern, &l, where);
+    if (st) {
+        /* drop add_rule's "plan: " prefix: the location says it */
+        const char *msg = hp_status_msg(st);
+        hp_status e = hp_errorf("%s:%d: %s", name, lineno, strncmp(msg, "plan: ", 6) ? msg : msg + 6);
+        hp_status_free(st);
+        return e;
+    }
+    return HP_OK;
+}
+
+hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
+    hp_mesh none;
+    memset(&none, 0, sizeof none);
+    hp_plan_init(out, &none);
+    if (!name) name = "plan";
+    if (!text) return hp_errorf("%s: no text", name);
+    int have_mesh = 0, lineno = 0;
+    const char *p = text;
+    hp_status st = HP_OK;
+    while (*p && !st) {
+        lineno++;
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        const char *hash = memchr(p, '#', (size_t)(end - p));
+        const char *stop = hash ? hash : end;
+        char line[LINE_MAX_LEN];
+        if (trimmed(line, sizeof line, p, stop) < 0) {
+            st = hp_errorf("%s:%d: line is longer than %d characters", name, lineno, LINE_MAX_LEN - 1);
+            break;
+        }
+        if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno);
+        p = nl ? nl + 1 : end;
+    }
+    if (!st && !have_mesh) st = hp_errorf("%s: no 'mesh:' line (e.g. 'mesh: dp=2,tp=2')", name);
+    if (st) hp_plan_free(out);
+    return st;
+}
+
+hp_status hp_plan_load(hp_plan *out, const char *path) {
+    hp_mesh none;
+    memset(&none, 0, sizeof none);
+    hp_plan_init(out, &none);
+    FILE *f = fopen(path, "rb");
+    if (!f) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    hp_status st = HP_OK;
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break;
+        if (cap >= (size_t)64 << 20) {
+            st = hp_errorf("%s: plan file is larger than 64 MB", path);
+            break;
+        }
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (!buf) st = hp_errorf("%s: out of memory reading the plan", path);
+    else if (!st && ferror(f)) st = hp_errorf("%s: read error", path);
+    fclose(f);
+    if (!st) {
+        buf[n] = 0;
+        if (strlen(buf) != n) st = hp_errorf("%s: plan file contains a NUL byte", path);
+        else st = hp_plan_parse(out, buf, path);
+    }
+    free(buf);
+    return st;
+}
+
+hp_status hp_plan_layout_of(hp_layout *out, const hp_plan *p, const char *name, int is_input, int tensor_ndim) {
+    const hp_plan_rule *rules = is_input ? p->inputs : p->params;
+    int n = is_input ? p->ninputs : p->nparams;
+    *out = hp_layout_replicated(&p->mesh);
+    for (int i = 0; i < n; i++) {
+        if (fnmatch(rules[i].pattern, name, 0) != 0) continue;
+        hp_status st = hp_layout_check(&rules[i].layout, &p->mesh, tensor_ndim, name);
+        if (st)
+            return hp_error_wrap(st, "%s: %s '%s'", rules[i].where, is_input ? "input" : "param", rules[i].pattern);
+        *out = rules[i].layout;
+        return HP_OK;
+    }
+    return HP_OK;
+}
+
+/* Appends printf output at *used (counting what would not fit). */
+static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = *used < n ? buf + *used : NULL;
+    int k = vsnprintf(dst, dst ? n - *used : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0) *used += (size_t)k;
+}
+
+static size_t plan_print(char *buf, size_t n, const hp_plan *p) {
+    size_t used = 0;
+    if (n) buf[0] = 0;
+    char ms[128], ls[192];
+    put(buf, n, &used, "mesh: %s\n", hp_mesh_str(ms, sizeof ms, &p->mesh));
+    for (int i = 0; i < p->ninputs; i++)
+        put(buf, n, &used, "input %s: %s\n", p->inputs[i].pattern,
+            hp_layout_str(ls, sizeof ls, &p->inputs[i].layout, &p->mesh));
+    for (int i = 0; i < p->nparams; i++)
+        put(buf, n, &used, "param %s: %s\n", p->params[i].pattern,
+            hp_layout_str(ls, sizeof ls, &p->params[i].layout, &p->mesh));
+    return used + 1;
+}
+
+char *hp_plan_str(char *buf, size_t n, const hp_plan *p) {
+    plan_print(buf, n, p);
+    return buf;
+}
+
+size_t hp_plan_str_size(const hp_plan *p) { return plan_print(NULL, 0, p); }
+
+hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp) {
+    memset(out, 0, sizeof *out);
+    if (dp < 1) return hp_errorf("gpt2 plan: dp must be >= 1 (got %d)", dp);
+    if (tp < 1) return hp_errorf("gpt2 plan: tp must be >= 1 (got %d)", tp);
+    char text[64];
+    snprintf(text, sizeof text, "dp=%d,tp=%d", dp, tp);
+    hp_mesh m;
+    HP_TRY(hp_mesh_parse(&m, text));
+    hp_plan_init(out, &m);
+    static const char *const rules[][3] = {
+        {"input", "tokens", "S(0)@dp"},
+        {"input", "targets", "S(0)@dp"},
+        {"param", "h.*.attn.qkv.weight", "S(1)@tp"},  /* [3, C, C]: heads (column parallel) */
+        {"param", "h.*.attn.qkv.bias", "S(1)@tp"},    /* [3, C] */
+        {"param", "h.*.attn.proj.weight", "S(1)@tp"}, /* [C, C]: row parallel (bias R) */
+        {"param", "h.*.mlp.fc.weight", "S(0)@tp"},    /* [4C, C]: column parallel */
+        {"param", "h.*.mlp.fc.bias", "S(0)@tp"},      /* [4C] */
+        {"param", "h.*.mlp.proj.weight", "S(1)@tp"},  /* [C, 4C]: row parallel (bias R) */
+        {"param", "wte", "S(0)@tp"},                  /* [Vp, C]: vocabulary parallel */
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        int is_input = rules[i][0][0] == 'i';
+        hp_status st = add_str(out, is_input, rules[i][1], rules[i][2]);
+        if (st) {
+            hp_plan_free(out);
+            return st;
+        }
+    }
+    return HP_OK;
+}

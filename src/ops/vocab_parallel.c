@@ -1,0 +1,48 @@
+/* ops/vocab_parallel: local operators of the vocabulary-parallel embedding
+ * and cross-entropy. They only appear in per-rank programs (the compile pass
+ * puts them there), so they have no shape rule or backward rule. Attributes:
+ * i[0] = first global row/column this rank holds, i[1] = V (real vocabulary),
+ * i[2] = divisor (global number of positions). */
+#include "kernels/vocab_parallel.h"
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+/* (ids, table_local) -> out */
+static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_embedding_vp_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape),
+                          in[1].shape.d[1], (long)n->a.i[0], in[1].shape.d[0]);
+}
+const hp_opdef hp_op_embedding_vp = {.name = "embedding_vp", .nout = 1, .run = emb_run, .bytes = ops_io_bytes};
+
+/* (dy, ids) -> dtable_local */
+static void emb_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_embedding_vp_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
+                          out[0].shape.d[1], (long)n->a.i[0], out[0].shape.d[0]);
+}
+const hp_opdef hp_op_embedding_vp_bwd = {.name = "embedding_vp_bwd", .nout = 1, .run = emb_bwd_run,
+                                         .bytes = ops_io_bytes};
+
+/* (logits_local, targets) -> stats[3, rows] */
+static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_xent_vp_stats(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),
+                       (long)n->a.i[0], (long)n->a.i[1]);
+}
+const hp_opdef hp_op_xent_vp_stats = {.name = "cross_entropy_vp_stats", .nout = 1, .run = stats_run,
+                                      .bytes = ops_io_bytes};
+
+/* (logits_local, gathered[k, 3, rows]) -> (loss[1], probs_local, losses) */
+static void finish_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_xent_vp_finish(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), CF32(in[1]),
+                        in[1].shape.d[0], t_rows(&in[0]), t_last(&in[0]), (long)n->a.i[0], (long)n->a.i[1],
+                        (long)n->a.i[2]);
+}
+const hp_opdef hp_op_xent_vp_finish = {.name = "cross_entropy_vp", .nout = 3, .run = finish_run,
+                                       .bytes = ops_io_bytes};
+
+/* (dloss[1], probs_local, targets) -> dlogits_local */
+static void bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_xent_vp_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], t_rows(&in[1]),
+                     t_last(&in[1]), (long)n->a.i[0], (long)n->a.i[1], (long)n->a.i[2]);
+}
+const hp_opdef hp_op_xent_vp_bwd = {.name = "cross_entropy_vp_bwd", .nout = 1, .run = bwd_run,
+                                    .bytes = ops_io_bytes};

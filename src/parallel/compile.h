@@ -1,0 +1,38 @@
+/* parallel/compile: graph + layouts -> the program of one rank. The global
+ * graph (forward and backward, global shapes) and the propagation result (a
+ * layout per value, and the layout each node consumes per input) become a
+ * local graph over local shapes in which
+ *  - a redistribution node converts a value wherever a node consumes it in
+ *    another layout than it was produced in (planned once, by layout/redist);
+ *  - the vocabulary-parallel embedding and cross-entropy run as their local
+ *    operators with the rank's row/column offsets (and an all-gather of the
+ *    softmax statistics);
+ *  - every parameter gradient is brought to its parameter's layout right after
+ *    it is complete (data parallel: the all-reduce of gradients);
+ *  - the loss is made Replicate for reporting.
+ * Values keep their global names. Nothing here runs: the result is compiled
+ * by runtime/program like any graph. */
+#ifndef HP_PARALLEL_COMPILE_H
+#define HP_PARALLEL_COMPILE_H
+
+#include "core/graph.h"
+#include "layout/layout.h"
+#include "layout/propagate.h"
+#include "parallel/rank.h"
+
+typedef struct {
+    hp_graph *g;   /* the rank's local graph (owned) */
+    int *map;      /* [global nvals]: the local value of each global value, as produced */
+    int nglobal;
+    int loss;      /* local value of the replicated loss */
+    hp_rank_ctx ctx;
+    int nredist[2];    /* redistribution nodes in forward, backward */
+    double bytes[2];   /* their bytes per step (per rank) */
+} hp_rank_graph;
+
+/* Compiles rank `rank` of mesh m. ctx.comm / ctx.mc are left for the caller. */
+hp_status hp_compile_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                          int rank);
+void hp_rank_graph_free(hp_rank_graph *r);
+
+#endif
