@@ -62,7 +62,7 @@ hp_status hp_mesh_parse(hp_mesh *out, const char *text) {
             return hp_errorf("mesh '%s': axis '%s' size '%s' is not an integer", text, name, num);
         if (v < 1) return hp_errorf("mesh '%s': axis '%s' size must be >= 1", text, name);
         if (v > 1 << 20) return hp_errorf("mesh '%s': axis '%s' size %ld is too large", text, name, v);
-        snprintf(m.name[m.ndim], HP_AXIS_NAME_LEN, "%s", name);
+        memcpy(m.name[m.ndim], name, strlen(name) + 1); /* length checked above */
         m.size[m.ndim] = (int)v;
         m.ndim++;
         if (!*end) break;

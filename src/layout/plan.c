@@ -49,9 +49,11 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
                          l->ndim, hp_mesh_str(ms, sizeof ms, &p->mesh), p->mesh.ndim);
     }
     for (int a = 0; a < l->ndim; a++)
-        if (l->p[a].kind == HP_SHARD && (l->p[a].dim < 0 || l->p[a].dim >= HP_MAX_DIMS))
-            return hp_errorf("plan: %s '%s': shard dim %d on axis '%s' is out of range", kind, pattern,
-                             l->p[a].dim, p->mesh.name[a]);
+        if (l->p[a].kind == HP_SHARD && (l->p[a].dim < 0 || l->p[a].dim >= HP_MAX_DIMS)) {
+            char ls[160];
+            return hp_errorf("plan: %s '%s': layout '%s': shard dim %d is out of range (tensors have at most %d dims)",
+                             kind, pattern, hp_layout_str(ls, sizeof ls, l, &p->mesh), l->p[a].dim, HP_MAX_DIMS);
+        }
     hp_plan_rule **rules = is_input ? &p->inputs : &p->params;
     int *n = is_input ? &p->ninputs : &p->nparams, *cap = is_input ? &p->cap_inputs : &p->cap_params;
     for (int i = 0; i < *n; i++)

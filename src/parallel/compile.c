@@ -54,7 +54,7 @@ static int new_local(cstate *c, int v, const hp_layout *l, hp_vkind kind, const 
 
 /* Emits a redistribution of local value `src` (global v, layout from) to layout to. */
 static int emit_redist(cstate *c, int v, int src, const hp_layout *from, const hp_layout *to, hp_phase ph,
-                       int fwd_node, const char *why) {
+                       const char *why) {
     hp_redist plan;
     hp_status st = hp_redist_plan(&plan, &c->g->vals[v].shape, from, to, c->m);
     if (st) {
@@ -90,7 +90,7 @@ static int input_as(cstate *c, int v, const hp_layout *need, hp_phase ph, const 
     if (hp_layout_eq(have, need)) return c->out->map[v];
     for (int i = 0; i < c->nconv; i++)
         if (c->conv[i].v == v && hp_layout_eq(&c->conv[i].l, need)) return c->conv[i].local;
-    int dst = emit_redist(c, v, c->out->map[v], have, need, ph, -1, why);
+    int dst = emit_redist(c, v, c->out->map[v], have, need, ph, why);
     if (dst < 0) return -1;
     if (c->nconv == c->capconv) {
         int cap = c->capconv ? 2 * c->capconv : 64;
@@ -188,7 +188,7 @@ static void finish_outputs(cstate *c, int i) {
             if (!hp_layout_eq(&c->prop->val[v], &c->prop->val[p])) {
                 char why[HP_NAME_LEN + 8];
                 snprintf(why, sizeof why, "%.80s.grad", g->vals[p].name);
-                fin = emit_redist(c, v, local, &c->prop->val[v], &c->prop->val[p], HP_PHASE_BWD, -1, why);
+                fin = emit_redist(c, v, local, &c->prop->val[v], &c->prop->val[p], HP_PHASE_BWD, why);
                 if (fin < 0) return;
                 c->out->g->vals[local].grad_of = -1;
                 c->out->g->vals[local].persistent = 0;
@@ -201,7 +201,7 @@ static void finish_outputs(cstate *c, int i) {
         if (v == g->loss) {
             hp_layout r = hp_layout_replicated(c->m);
             int lr = c->out->map[v];
-            if (!hp_layout_eq(&c->prop->val[v], &r)) lr = emit_redist(c, v, lr, &c->prop->val[v], &r, HP_PHASE_FWD, -1, "loss");
+            if (!hp_layout_eq(&c->prop->val[v], &r)) lr = emit_redist(c, v, lr, &c->prop->val[v], &r, HP_PHASE_FWD, "loss");
             if (lr < 0) return;
             c->out->g->vals[lr].persistent = 1;
             c->out->loss = lr;

@@ -6,7 +6,9 @@
  * same point in its sequence of collectives. The scratch buffer (floats, from
  * hp_redistribute_scratch; allocate once and reuse) holds intermediate
  * layouts, packed pieces and count arrays: nothing is allocated inside.
- * Uneven and empty shards follow the ceil-chunk rule of layout.h. */
+ * Uneven and empty shards follow the ceil-chunk rule of layout.h. dst and
+ * scratch belong to this rank alone: the comm layer takes one receive buffer
+ * passed by every rank of a supernode as a shared output. */
 #ifndef HP_PARALLEL_REDISTRIBUTE_H
 #define HP_PARALLEL_REDISTRIBUTE_H
 
@@ -21,7 +23,7 @@ size_t hp_redistribute_scratch(const hp_redist *plan, const hp_mesh *m);
 
 /* dst: rank's local piece of plan->to (hp_local_shape), written;
  * src: rank's local piece of plan->from, read; dst and src must not overlap;
- * scratch: hp_redistribute_scratch(plan, mesh) floats;
+ * scratch: hp_redistribute_scratch(plan, mesh) floats, 8-byte aligned (malloc);
  * rank: r's global rank (= hp_comm_rank_id(r)). Partial targets: see
  * redist.h for which member keeps the value. */
 hp_status hp_redistribute(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redist *plan, float *dst,

@@ -1,0 +1,196 @@
+/* layout/rules: picks, per mesh axis, the cheapest strategy an operator
+ * allows for the layouts its inputs arrive in (see rules.h for the score). */
+#include "layout/rules.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "layout/rules_family.h"
+
+static const hp_rule_family *find_family(const hp_opdef *op) {
+    int nd, ns;
+    const hp_rule_family *d = hp_rules_dense(&nd), *s = hp_rules_seq(&ns);
+    for (int i = 0; i < nd; i++)
+        if (d[i].op == op) return &d[i];
+    for (int i = 0; i < ns; i++)
+        if (s[i].op == op) return &s[i];
+    return NULL;
+}
+
+int hp_rule_known(const hp_opdef *op) { return find_family(op) != NULL; }
+
+/* Bytes per rank to move one axis of a tensor (N bytes: its size on this
+ * axis, whole; k members) from `from` to `to`; -1 when rules never ask
+ * for this move (only gathers / reductions to Replicate, and local slices or
+ * partials of a Replicate, are taken). */
+static double move_cost(hp_placement from, hp_placement to, double N, int k) {
+    if (hp_placement_eq(from, to)) return 0;
+    if (from.kind == HP_REPLICATE) return 0; /* local slice / to-partial */
+    if (to.kind != HP_REPLICATE) return -1;
+    if (k <= 1) return 0;
+    double f = (double)(k - 1) / k;
+    return from.kind == HP_SHARD ? N * f : 2.0 * N * f; /* all-gather / all-reduce */
+}
+
+static double value_bytes(const hp_graph *g, int v) {
+    return (double)hp_val_numel(g, v) * (double)hp_dtype_size(g->vals[v].dtype);
+}
+
+/* The share of a tensor one member holds on the axes other than `axis`. */
+static double other_axes_share(const hp_layout *l, const hp_mesh *m, int axis) {
+    double s = 1;
+    for (int b = 0; b < m->ndim; b++)
+        if (b != axis && l->p[b].kind == HP_SHARD) s /= m->size[b];
+    return s;
+}
+
+/* Which input slots of the node its operator can take as Partial. */
+static unsigned partial_inputs(const hp_graph *g, int node, const hp_mesh *m) {
+    const hp_node *n = &g->nodes[node];
+    const hp_rule_family *f = find_family(n->op);
+    if (!f) return 0;
+    hp_rule_axis ra;
+    memset(&ra, 0, sizeof ra);
+    ra.g = g, ra.node = node, ra.n = n, ra.m = m, ra.axis = 0;
+    hp_status s = f->options(&ra); /* probing (no arriving layouts) never fails */
+    hp_status_free(s);
+    unsigned mask = 0;
+    for (int i = 0; i < ra.nopt; i++)
+        for (int k = 0; k < n->nin; k++)
+            if (ra.opt[i].in[k].kind == HP_PARTIAL) mask |= 1u << k;
+    return mask;
+}
+
+void hp_rule_partial_blockers(int *count, const hp_graph *g, const hp_mesh *m) {
+    for (int v = 0; v < g->nvals; v++) count[v] = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        unsigned mask = partial_inputs(g, i, m);
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (!(mask & (1u << k))) count[g->nodes[i].in[k]]++;
+    }
+}
+
+static int blockers_of(const hp_graph *g, int v, const hp_mesh *m, const hp_rule_ctx *ctx) {
+    if (ctx && ctx->partial_blockers) return ctx->partial_blockers[v];
+    int c = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        unsigned mask = ~0u;
+        for (int k = 0; k < n->nin; k++) {
+            if (n->in[k] != v) continue;
+            if (mask == ~0u) mask = partial_inputs(g, i, m);
+            if (!(mask & (1u << k))) c++;
+        }
+    }
+    return c;
+}
+
+typedef struct {
+    double score;
+    int changes, partials, index;
+} rank_key;
+
+static int better(const rank_key *a, const rank_key *b) {
+    double tol = 1e-9 * (b->score > 1 ? b->score : 1);
+    if (a->score < b->score - tol) return 1;
+    if (a->score > b->score + tol) return 0;
+    if (a->changes != b->changes) return a->changes < b->changes;
+    if (a->partials != b->partials) return a->partials < b->partials;
+    return a->index < b->index;
+}
+
+/* Scores the options of one axis and writes the best into out. */
+static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_layout *arriving,
+                           const hp_rule_ctx *ctx) {
+    const hp_graph *g = ra->g;
+    const hp_node *n = ra->n;
+    const hp_mesh *m = ra->m;
+    int a = ra->axis, k = m->size[a];
+    double in_bytes[HP_MAX_IN], out_share = n->nin ? other_axes_share(&arriving[0], m, a) : 1;
+    for (int i = 0; i < n->nin; i++) in_bytes[i] = value_bytes(g, n->in[i]) * other_axes_share(&arriving[i], m, a);
+    int best = -1;
+    rank_key bk = {0, 0, 0, 0};
+    for (int o = 0; o < ra->nopt; o++) {
+        const hp_rule_option *opt = &ra->opt[o];
+        rank_key key = {0, 0, 0, o};
+        int ok = 1;
+        for (int i = 0; i < n->nin && ok; i++) {
+            double c = move_cost(arriving[i].p[a], opt->in[i], in_bytes[i], k);
+            if (c < 0) ok = 0;
+            key.score += c;
+            key.changes += !hp_placement_eq(arriving[i].p[a], opt->in[i]);
+        }
+        if (!ok) continue;
+        for (int j = 0; j < n->nout; j++) {
+            if (n->out[j] < 0 || opt->out[j].kind != HP_PARTIAL) continue;
+            key.partials++;
+            double N = value_bytes(g, n->out[j]) * out_share;
+            key.score += move_cost(opt->out[j], hp_replicate(), N, k) * blockers_of(g, n->out[j], m, ctx);
+        }
+        if (best < 0 || better(&key, &bk)) best = o, bk = key;
+    }
+    if (best < 0) /* every family lists the all-Replicate strategy, always reachable */
+        return hp_errorf("%s: no sharding strategy on mesh axis '%s' (a bug in the rule of '%s')", n->name,
+                         m->name[a], n->op->name);
+    const hp_rule_option *opt = &ra->opt[best];
+    for (int i = 0; i < n->nin; i++) {
+        out->in[i].p[a] = opt->in[i];
+        out->cost += move_cost(arriving[i].p[a], opt->in[i], in_bytes[i], k);
+    }
+    for (int j = 0; j < n->nout; j++) out->out[j].p[a] = n->out[j] >= 0 ? opt->out[j] : hp_replicate();
+    if (opt->parallel_xent) {
+        if (out->parallel_xent_axis >= 0)
+            return hp_errorf("%s: the vocabulary is split on mesh axes '%s' and '%s'; a vocabulary-parallel "
+                             "cross-entropy over more than one axis is not supported",
+                             n->name, m->name[out->parallel_xent_axis], m->name[a]);
+        out->parallel_xent_axis = a;
+    }
+    return HP_OK;
+}
+
+static void init_strategy(hp_strategy *out, const hp_mesh *m) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < HP_MAX_IN; i++) out->in[i] = hp_layout_replicated(m);
+    for (int j = 0; j < HP_MAX_OUT; j++) out->out[j] = hp_layout_replicated(m);
+    out->parallel_xent_axis = -1;
+}
+
+/* Operators without a rule: gather everything, run replicated. */
+static void replicated_fallback(hp_strategy *out, const hp_graph *g, const hp_node *n, const hp_layout *arriving,
+                                const hp_mesh *m) {
+    out->no_rule = 1;
+    for (int i = 0; i < n->nin; i++)
+        for (int a = 0; a < m->ndim; a++) {
+            double N = value_bytes(g, n->in[i]) * other_axes_share(&arriving[i], m, a);
+            out->cost += move_cost(arriving[i].p[a], hp_replicate(), N, m->size[a]);
+        }
+}
+
+hp_status hp_sharding_rule(hp_strategy *out, const hp_graph *g, int node, const hp_layout *arriving,
+                           const hp_mesh *m, const hp_rule_ctx *ctx) {
+    if (node < 0 || node >= g->nnodes) return hp_errorf("sharding rule: node %d is not in the graph", node);
+    const hp_node *n = &g->nodes[node];
+    init_strategy(out, m);
+    for (int i = 0; i < n->nin; i++) {
+        const hp_value *v = &g->vals[n->in[i]];
+        hp_status s = hp_layout_check(&arriving[i], m, v->shape.ndim, v->name);
+        if (s) return hp_error_wrap(s, "%s: input '%s'", n->name, v->name);
+    }
+    const hp_rule_family *f = find_family(n->op);
+    if (!f) {
+        replicated_fallback(out, g, n, arriving, m);
+        return HP_OK;
+    }
+    for (int a = 0; a < m->ndim; a++) {
+        hp_placement arr[HP_MAX_IN];
+        for (int i = 0; i < n->nin; i++) arr[i] = arriving[i].p[a];
+        hp_rule_axis ra;
+        memset(&ra, 0, sizeof ra);
+        ra.g = g, ra.node = node, ra.n = n, ra.m = m, ra.axis = a, ra.arriving = arr;
+        ra.val = ctx ? ctx->val : NULL;
+        HP_TRY(f->options(&ra));
+        HP_TRY(pick_axis(out, &ra, arriving, ctx));
+    }
+    if (f->check) HP_TRY(f->check(g, node, out->in, m));
+    return HP_OK;
+}
