@@ -143,3 +143,15 @@ hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
     }
     return HP_OK;
 }
+
+hp_status hp_dist_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, const hp_plan *p, const hp_graph *g) {
+    for (int v = 0; v < g->nvals; v++) {
+        const hp_value *val = &g->vals[v];
+        fixed[v] = 0;
+        layouts[v] = hp_layout_replicated(&p->mesh);
+        if (val->kind != HP_V_PARAM && val->kind != HP_V_INPUT) continue;
+        HP_TRY(hp_plan_layout_of(&layouts[v], p, val->name, val->kind == HP_V_INPUT, val->shape.ndim));
+        fixed[v] = 1;
+    }
+    return HP_OK;
+}

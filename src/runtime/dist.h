@@ -39,6 +39,11 @@ typedef struct {
 } hp_dist_config;
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg);
+
+/* The fixed layouts of g's parameters and inputs from a plan (layouts and
+ * fixed are [g->nvals]); errors name the plan rule and the tensor. */
+#include "layout/plan.h"
+hp_status hp_dist_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, const hp_plan *p, const hp_graph *g);
 void hp_dist_destroy(hp_dist *d);
 
 int hp_dist_nranks(const hp_dist *d); /* hosted here */
