@@ -13,129 +13,12 @@
 #include "optim/schedule.h"
 #include "progress.h"
 #include "session.h"
-
-#define DEFAULT_DATA "/usr/share/common-licenses/*"
-
-typedef struct {
-    int layers, heads, channels, vocab, max_seq;
-    char init[512];
-    char data[512], val_data[512];
-    float val_fraction;
-    int shuffle;
-    int batch, seq;
-    long steps;
-    float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
-    char schedule[16];
-    long warmup;
-    char optimizer[16];
-    float muon_lr, muon_beta, muon_weight_decay;
-    char muon_momentum[16], muon_scale[16], ns[16], muon_params[256], adamw_params[256];
-    uint64_t seed;
-    int threads;
-    char metrics[512];
-    long val_every, val_steps, ckpt_every, log_every, stop_at;
-    char ckpt_dir[512], resume[512];
-} train_opts;
-
-static void defaults(train_opts *o) {
-    memset(o, 0, sizeof *o);
-    o->layers = 4, o->heads = 4, o->channels = 128, o->vocab = 256, o->max_seq = 128;
-    snprintf(o->data, sizeof o->data, "%s", DEFAULT_DATA);
-    o->val_fraction = 0.1f;
-    o->batch = 8, o->seq = 128, o->steps = 300;
-    o->lr = 1e-3f, o->beta1 = 0.9f, o->beta2 = 0.95f, o->eps = 1e-8f, o->weight_decay = 0.0f;
-    o->grad_clip = 1.0f, o->min_lr_frac = 0.1f;
-    snprintf(o->schedule, sizeof o->schedule, "cosine");
-    o->warmup = 20;
-    snprintf(o->optimizer, sizeof o->optimizer, "adamw");
-    o->muon_lr = 0.02f, o->muon_beta = 0.95f;
-    snprintf(o->muon_momentum, sizeof o->muon_momentum, "ema");
-    snprintf(o->muon_scale, sizeof o->muon_scale, "keller");
-    snprintf(o->ns, sizeof o->ns, "quintic");
-    o->seed = 1337;
-    o->threads = 2;
-    o->val_every = 100, o->val_steps = 10, o->log_every = 10;
-}
-
-#define OPT(n, t, f, h) {n, t, &o->f, sizeof o->f, h}
-static int opt_table(hp_opt *t, train_opts *o) {
-    hp_opt tab[] = {
-        OPT("layers", OPT_INT, layers, "transformer blocks (L)"),
-        OPT("heads", OPT_INT, heads, "attention heads (NH)"),
-        OPT("channels", OPT_INT, channels, "model width (C)"),
-        OPT("vocab", OPT_INT, vocab, "vocabulary size V (256 for raw text)"),
-        OPT("max-seq", OPT_INT, max_seq, "position table length (maxT)"),
-        OPT("init", OPT_STR, init, "start from an llm.c checkpoint (sets the model shape)"),
-        OPT("data", OPT_STR, data, "training data: llm.c token shards (file or glob) or text"),
-        OPT("val-data", OPT_STR, val_data, "validation data (default: the last --val-fraction of --data)"),
-        OPT("val-fraction", OPT_FLOAT, val_fraction, "share of --data held out for validation"),
-        OPT("shuffle", OPT_FLAG, shuffle, "visit B*T windows in a seeded random order per epoch"),
-        OPT("batch", OPT_INT, batch, "sequences per step (B)"),
-        OPT("seq", OPT_INT, seq, "tokens per sequence (T)"),
-        OPT("steps", OPT_LONG, steps, "optimizer steps"),
-        OPT("lr", OPT_FLOAT, lr, "peak learning rate (AdamW)"),
-        OPT("beta1", OPT_FLOAT, beta1, "AdamW beta1"),
-        OPT("beta2", OPT_FLOAT, beta2, "AdamW beta2"),
-        OPT("eps", OPT_FLOAT, eps, "AdamW epsilon"),
-        OPT("weight-decay", OPT_FLOAT, weight_decay, "decoupled weight decay"),
-        OPT("grad-clip", OPT_FLOAT, grad_clip, "clip the global gradient norm (0 = off)"),
-        OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
-        OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
-        OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
-        OPT("optimizer", OPT_STR, optimizer, "adamw | muon (hidden matrices by Muon, the rest AdamW)"),
-        OPT("muon-lr", OPT_FLOAT, muon_lr, "Muon peak learning rate"),
-        OPT("muon-beta", OPT_FLOAT, muon_beta, "Muon momentum"),
-        OPT("muon-weight-decay", OPT_FLOAT, muon_weight_decay, "Muon weight decay"),
-        OPT("muon-momentum", OPT_STR, muon_momentum, "ema | sum"),
-        OPT("muon-scale", OPT_STR, muon_scale, "keller | moonlight"),
-        OPT("ns", OPT_STR, ns, "Newton-Schulz coefficients: quintic | perstep | polar"),
-        OPT("muon-params", OPT_STR, muon_params, "extra parameters for Muon (comma-separated globs)"),
-        OPT("adamw-params", OPT_STR, adamw_params, "parameters kept on AdamW (comma-separated globs)"),
-        OPT("seed", OPT_U64, seed, "random seed (initialisation and data order)"),
-        OPT("threads", OPT_INT, threads, "compute threads"),
-        OPT("metrics", OPT_STR, metrics, "append one JSON object per step to this file"),
-        OPT("val-every", OPT_LONG, val_every, "validate every N steps (0 = only at the end)"),
-        OPT("val-steps", OPT_LONG, val_steps, "validation batches"),
-        OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
-        OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest')"),
-        OPT("resume", OPT_STR, resume, "continue from a checkpoint directory (or a --ckpt-dir with 'latest')"),
-        OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
-        OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
-    };
-    int n = (int)(sizeof tab / sizeof tab[0]);
-    if (t) memcpy(t, tab, sizeof tab);
-    return n;
-}
-#undef OPT
+#include "dist_train.h"
+#include "train_opts.h"
 
 /* Settings that must not change on resume (the rest may, e.g. --steps). */
 static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
-                                               "data", "shuffle", "seed", "optimizer"};
-
-static hp_status check_opts(const train_opts *o) {
-    if (o->batch < 1) return hp_errorf("hyperpar train: --batch must be >= 1, got %d", o->batch);
-    if (o->seq < 1) return hp_errorf("hyperpar train: --seq must be >= 1, got %d", o->seq);
-    if (o->steps < 1) return hp_errorf("hyperpar train: --steps must be >= 1, got %ld", o->steps);
-    if (o->threads < 1 || o->threads > 256) return hp_errorf("hyperpar train: --threads must be in 1..256, got %d", o->threads);
-    if (!(o->lr > 0)) return hp_errorf("hyperpar train: --lr must be > 0, got %g", (double)o->lr);
-    if (o->grad_clip < 0) return hp_errorf("hyperpar train: --grad-clip must be >= 0, got %g", (double)o->grad_clip);
-    if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
-    if (o->val_steps < 1) return hp_errorf("hyperpar train: --val-steps must be >= 1, got %ld", o->val_steps);
-    return HP_OK;
-}
-
-static hp_status optim_config(hp_optim_config *c, const train_opts *o) {
-    hp_optim_config_default(c);
-    HP_TRY(hp_opt_kind_parse(&c->kind, o->optimizer));
-    c->lr = o->lr, c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->weight_decay = o->weight_decay;
-    c->muon_lr = o->muon_lr, c->muon_beta = o->muon_beta, c->muon_weight_decay = o->muon_weight_decay;
-    HP_TRY(hp_muon_momentum_parse(&c->muon_momentum, o->muon_momentum));
-    HP_TRY(hp_muon_scale_parse(&c->muon_scale, o->muon_scale));
-    HP_TRY(hp_ns_config_named(&c->ns, o->ns));
-    c->muon_params = o->muon_params[0] ? o->muon_params : NULL;
-    c->adamw_params = o->adamw_params[0] ? o->adamw_params : NULL;
-    return HP_OK;
-}
+                                               "data", "shuffle", "seed", "optimizer", "plan", "dp", "tp"};
 
 /* The checkpoint's state.json: step, model, data position and every setting. */
 static hp_status state_json(char **out, long step, const hp_gpt2_config *m, const hp_data_state *ds,
@@ -159,22 +42,6 @@ static hp_status state_json(char **out, long step, const hp_gpt2_config *m, cons
     hp_jw_object_end(&w);
     size_t len;
     return hp_jw_finish(out, &len, &w);
-}
-
-static hp_status open_data(hp_data **d, const train_opts *o, const hp_gpt2_config *m, int val) {
-    hp_data_config dc = {0};
-    int own_val_file = o->val_data[0] != 0;
-    dc.path = val && own_val_file ? o->val_data : o->data;
-    dc.split = own_val_file ? HP_DATA_ALL : val ? HP_DATA_VAL : HP_DATA_TRAIN;
-    if (!own_val_file && o->val_fraction <= 0) dc.split = HP_DATA_ALL; /* validate on the training data */
-    dc.kind = HP_DATA_AUTO;
-    dc.vocab = m->V;
-    dc.B = o->batch, dc.T = o->seq;
-    dc.seed = val ? 0 : o->seed;
-    dc.order = (!val && o->shuffle) ? HP_DATA_SHUFFLE : HP_DATA_SEQUENTIAL;
-    dc.val_fraction = o->val_fraction;
-    dc.rank = 0, dc.world = 1;
-    return hp_data_open(d, &dc);
 }
 
 static float evaluate(hp_session *s, hp_data *val, long nsteps, hp_status *err) {
@@ -216,18 +83,20 @@ typedef struct {
     hp_ckpt ck;
     int have_ck;
     long start_step;
+    int finished; /* setup did all there was to do (--help, a distributed run) */
 } trainer;
 
 static hp_status setup(trainer *t, int argc, char **argv) {
     train_opts *o = &t->o;
-    defaults(o);
-    t->ntab = opt_table(t->tab, o);
+    hp_train_defaults(o);
+    t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
     HP_TRY(hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train"));
     if (help) {
         hp_args_usage(t->tab, t->ntab, "train", "Trains a GPT-2 style model (with no flags: a small GPT on text every Debian machine has).");
-        return hp_errorf("help");
+        t->finished = 1;
+        return HP_OK;
     }
     hp_gpt2_config m = {o->layers, o->heads, o->channels, o->vocab, 0, o->max_seq};
     if (o->resume[0]) {
@@ -247,7 +116,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         }
         char where[1200];
         snprintf(where, sizeof where, "%s/state.json: args", dir);
-        defaults(o);
+        hp_train_defaults(o);
         for (int i = 0; i < args->n; i++) {
             if (args->items[i].type != HP_JSON_STRING) continue;
             st = hp_args_set(t->tab, t->ntab, args->keys[i], args->items[i].str, where);
@@ -289,14 +158,19 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     } else if (o->init[0]) {
         HP_TRY(hp_llmc_model_config(&m, o->init));
     }
-    HP_TRY(check_opts(o));
+    HP_TRY(hp_train_check(o));
+    if (hp_train_is_distributed(o)) {
+        if (t->have_ck) return hp_errorf("hyperpar train: resuming a distributed run is not supported yet");
+        t->finished = 1;
+        return hp_train_distributed(o);
+    }
     HP_TRY(hp_session_create(&t->s, &m, o->batch, o->seq, o->threads, 1));
     HP_TRY(hp_session_add_eval(&t->s, o->batch, o->seq));
     hp_optim_config oc;
-    HP_TRY(optim_config(&oc, o));
+    HP_TRY(hp_train_optim_config(&oc, o));
     HP_TRY(hp_session_add_optimizer(&t->s, &oc));
-    HP_TRY(open_data(&t->train, o, &t->s.model, 0));
-    HP_TRY(open_data(&t->val, o, &t->s.model, 1));
+    HP_TRY(hp_train_open_data(&t->train, o, &t->s.model, 0));
+    HP_TRY(hp_train_open_data(&t->val, o, &t->s.model, 1));
     if (t->have_ck) {
         HP_TRY(hp_session_load(&t->s, &t->ck, 1));
         hp_optimizer_set_step(t->s.opt, t->start_step);
@@ -390,13 +264,11 @@ int hp_cmd_train(int argc, char **argv) {
     trainer *t = calloc(1, sizeof *t);
     if (!t) return 1;
     hp_status st = setup(t, argc, argv);
-    if (!st) st = run(t);
+    if (!st && !t->finished) st = run(t);
     int rc = 0;
     if (st) {
-        if (strcmp(hp_status_msg(st), "help") != 0) {
-            fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-            rc = 1;
-        }
+        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
+        rc = 1;
         hp_status_free(st);
     }
     if (t->metrics) fclose(t->metrics);

@@ -1,0 +1,261 @@
+/* tools/dist_train: the distributed training loop of `hyperpar train` (a plan
+ * given by --plan or --dp/--tp). The model graph is built with global shapes,
+ * differentiated, and compiled for every rank this process hosts (threads);
+ * under mpirun every process is a supernode hosting its share of the mesh.
+ * Every rank steps its own optimizer on its parameter pieces; gradients
+ * arrive already reduced into each parameter's layout. The global gradient
+ * norm (for clipping) counts every element once: a rank weights each piece by
+ * 1 / (number of ranks holding a replica of it) before the sums are added. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "core/autodiff.h"
+#include "dist_train.h"
+#include "kernels/kernels.h"
+#include "ops/ops.h"
+#include "optim/schedule.h"
+#include "progress.h"
+#include "runtime/dist.h"
+#include "session.h"
+
+typedef struct {
+    hp_optimizer *opt;
+    float *clip_weight; /* per local parameter */
+    float loss;
+    float norm;
+} rank_state;
+
+typedef struct {
+    const train_opts *o;
+    hp_gpt2_config m;
+    hp_graph *g;
+    hp_gpt2_io io;
+    hp_plan plan;
+    int have_plan;
+    hp_layout *layouts;
+    unsigned char *fixed;
+    hp_comm_world *world;
+    hp_dist *d;
+    rank_state *rs;
+    hp_data *train, *val;
+    int32_t *tokens, *targets;
+    float lr;
+    int eval; /* 1: forward only */
+} dist_trainer;
+
+static hp_status rank_step(hp_dist_rank *r, void *c_) {
+    dist_trainer *t = c_;
+    rank_state *st = r->user;
+    hp_dist_scatter_value(t->d, r, t->io.tokens, hp_program_data(r->prog, r->rg.map[t->io.tokens]), t->tokens);
+    hp_dist_scatter_value(t->d, r, t->io.targets, hp_program_data(r->prog, r->rg.map[t->io.targets]), t->targets);
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    st->loss = ((float *)hp_program_data(r->prog, r->rg.loss))[0];
+    if (t->eval) return HP_OK;
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    /* global gradient norm: weighted local sums, added over the world */
+    float *grads = hp_program_grads(r->prog);
+    double local = 0;
+    for (int k = 0; k < r->ps.n; k++)
+        local += st->clip_weight[k] * hp_k_sumsq(r->pool, grads + r->ps.offset[k], (long)hp_param_numel(&r->ps, k));
+    float sum = (float)local, total = 0;
+    HP_TRY(hp_comm_all_reduce(r->rg.ctx.comm, hp_comm_world_group(t->world), &total, &sum, 1, HP_F32, HP_COMM_SUM));
+    st->norm = sqrtf(total);
+    float max_norm = t->o->grad_clip;
+    if (max_norm > 0 && st->norm > max_norm) {
+        float scale = max_norm / (st->norm + 1e-6f);
+        for (int k = 0; k < r->ps.n; k++)
+            hp_k_scale(r->pool, grads + r->ps.offset[k], scale, (long)hp_param_numel(&r->ps, k));
+    }
+    hp_optimizer_step(st->opt, t->lr);
+    return HP_OK;
+}
+
+static int hosts_rank0(const dist_trainer *t) {
+    int first, count;
+    hp_comm_hosted_ranks(t->world, &first, &count);
+    return first == 0;
+}
+
+static hp_status setup(dist_trainer *t) {
+    const train_opts *o = t->o;
+    if (o->ckpt_dir[0] || o->resume[0])
+        return hp_errorf("hyperpar train: checkpoints of distributed runs are not supported yet (drop --ckpt-dir/--resume)");
+    t->m = (hp_gpt2_config){o->layers, o->heads, o->channels, o->vocab, 0, o->max_seq};
+    if (o->init[0]) HP_TRY(hp_llmc_model_config(&t->m, o->init));
+    HP_TRY(hp_gpt2_config_check(&t->m));
+    hp_kernels_init();
+    HP_TRY(hp_train_plan(&t->plan, o));
+    t->have_plan = 1;
+    HP_TRY(hp_graph_create(&t->g));
+    HP_TRY(hp_gpt2_build(t->g, &t->io, &t->m, o->batch, o->seq));
+    HP_TRY(hp_autodiff(t->g, t->io.loss, &hp_op_add));
+    t->layouts = calloc((size_t)t->g->nvals, sizeof *t->layouts);
+    t->fixed = calloc((size_t)t->g->nvals, 1);
+    if (!t->layouts || !t->fixed) return hp_errorf("out of memory");
+    HP_TRY(hp_dist_layouts_from_plan(t->layouts, t->fixed, &t->plan, t->g));
+
+    /* the world: one supernode per process, the mesh's ranks spread evenly */
+    int nprocs = 1;
+    const char *env = getenv("OMPI_COMM_WORLD_SIZE");
+    if (env) nprocs = atoi(env) > 0 ? atoi(env) : 1;
+    int n = hp_mesh_size(&t->plan.mesh);
+    if (n % nprocs)
+        return hp_errorf("hyperpar train: the plan's %d ranks cannot be spread over %d processes", n, nprocs);
+    hp_comm_opts co;
+    hp_comm_opts_default(&co);
+    co.ranks_per_supernode = n / nprocs;
+    co.timeout_s = o->comm_timeout;
+    HP_TRY(hp_comm_world_create(&t->world, &co));
+    int per = o->threads / (n / nprocs);
+    hp_dist_config dc = {.g = t->g, .mesh = t->plan.mesh, .layouts = t->layouts, .fixed = t->fixed,
+                         .world = t->world, .threads_per_rank = per > 0 ? per : 1};
+    HP_TRY(hp_dist_create(&t->d, &dc));
+
+    /* whole-model initialisation (or an llm.c file), then each rank's pieces */
+    hp_session init;
+    HP_TRY(hp_session_create(&init, &t->m, 1, 1, 1, 0));
+    hp_status st = o->init[0] ? hp_session_import_llmc(&init, o->init) : hp_session_init_params(&init, o->seed);
+    if (!st) st = hp_dist_scatter_params(t->d, &init.ps);
+    hp_session_destroy(&init);
+    if (st) return st;
+
+    hp_optim_config oc;
+    HP_TRY(hp_train_optim_config(&oc, o));
+    int nr = hp_dist_nranks(t->d);
+    t->rs = calloc((size_t)nr, sizeof *t->rs);
+    if (!t->rs) return hp_errorf("out of memory");
+    const hp_propagation *prop = hp_dist_propagation(t->d);
+    const hp_mesh *mesh = hp_dist_mesh(t->d);
+    for (int i = 0; i < nr; i++) {
+        hp_dist_rank *r = hp_dist_rank_at(t->d, i);
+        rank_state *rs = &t->rs[i];
+        r->user = rs;
+        hp_opt_param *p = calloc((size_t)r->ps.n, sizeof *p);
+        rs->clip_weight = calloc((size_t)r->ps.n, sizeof *rs->clip_weight);
+        if (!p || !rs->clip_weight) {
+            free(p);
+            return hp_errorf("out of memory");
+        }
+        for (int k = 0; k < r->ps.n; k++) {
+            int v = hp_graph_find(t->g, r->ps.name[k]);
+            const hp_layout *l = &prop->val[v];
+            int replicas = 1, sharded = 0;
+            for (int a = 0; a < l->ndim; a++) {
+                if (l->p[a].kind == HP_REPLICATE) replicas *= mesh->size[a];
+                if (l->p[a].kind == HP_SHARD && mesh->size[a] > 1) sharded = 1;
+            }
+            rs->clip_weight[k] = 1.0f / (float)replicas;
+            p[k] = (hp_opt_param){r->ps.name[k], hp_param_ptr(&r->ps, k), hp_program_grads(r->prog) + r->ps.offset[k],
+                                  r->ps.shape[k], r->ps.hidden_matrix[k]};
+            if (sharded && oc.kind == HP_OPT_MUON && r->ps.hidden_matrix[k]) {
+                free(p);
+                return hp_errorf("hyperpar train: Muon on the sharded matrix '%s' needs distributed Muon (not built "
+                                 "yet); use --optimizer adamw or --adamw-params '%s'",
+                                 r->ps.name[k], r->ps.name[k]);
+            }
+        }
+        st = hp_optimizer_create(&rs->opt, &oc, p, r->ps.n, r->pool);
+        free(p);
+        if (st) return st;
+    }
+    HP_TRY(hp_train_open_data(&t->train, o, &t->m, 0));
+    HP_TRY(hp_train_open_data(&t->val, o, &t->m, 1));
+    t->tokens = calloc((size_t)o->batch * (size_t)o->seq, sizeof(int32_t));
+    t->targets = calloc((size_t)o->batch * (size_t)o->seq, sizeof(int32_t));
+    if (!t->tokens || !t->targets) return hp_errorf("out of memory");
+    return HP_OK;
+}
+
+static hp_status run(dist_trainer *t) {
+    const train_opts *o = t->o;
+    hp_lr_schedule sched = {.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
+    HP_TRY(hp_lr_kind_parse(&sched, o->schedule));
+    HP_TRY(hp_lr_schedule_check(&sched));
+    int lead = hosts_rank0(t);
+    FILE *metrics = NULL;
+    if (lead && o->metrics[0]) {
+        metrics = fopen(o->metrics, "w");
+        if (!metrics) return hp_errorf("%s: cannot open the metrics file for writing", o->metrics);
+    }
+    hp_progress pg;
+    hp_progress_init(&pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));
+    char mb[128];
+    if (lead)
+        hp_progress_note(&pg, "model: L=%d NH=%d C=%d V=%d, %.2fM parameters; B=%d T=%d; mesh %s (%d ranks, %d here), %s",
+                         t->m.L, t->m.NH, t->m.C, t->m.V, hp_gpt2_num_params(&t->m) / 1e6, o->batch, o->seq,
+                         hp_mesh_str(mb, sizeof mb, hp_dist_mesh(t->d)), hp_mesh_size(hp_dist_mesh(t->d)),
+                         hp_dist_nranks(t->d), o->optimizer);
+    double tokens = (double)o->batch * o->seq, done_time = 0;
+    hp_status st = HP_OK;
+    for (long step = 0; step < o->steps && !st; step++) {
+        double t0 = hp_now();
+        st = hp_data_next(t->train, t->tokens, t->targets);
+        if (st) break;
+        t->lr = hp_lr_at(&sched, step, o->steps);
+        t->eval = 0;
+        st = hp_dist_run(t->d, rank_step, t);
+        if (st) break;
+        double dt = hp_now() - t0;
+        done_time += dt;
+        float loss = t->rs[0].loss;
+        if (lead) {
+            hp_progress_step(&pg, step + 1, loss, tokens / dt, dt * 1e3, t->lr,
+                             (double)(o->steps - step - 1) * done_time / (double)(step + 1));
+            if (metrics) {
+                fprintf(metrics,
+                        "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.1f, "
+                        "\"step_ms\": %.3f}\n",
+                        step + 1, (double)loss, (double)t->lr, (double)t->rs[0].norm, tokens / dt, dt * 1e3);
+                fflush(metrics);
+            }
+        }
+        if ((o->val_every > 0 && (step + 1) % o->val_every == 0) || step + 1 == o->steps) {
+            hp_data_rewind(t->val);
+            double sum = 0;
+            t->eval = 1;
+            for (long i = 0; i < o->val_steps && !st; i++) {
+                st = hp_data_next(t->val, t->tokens, t->targets);
+                if (!st) st = hp_dist_run(t->d, rank_step, t);
+                sum += t->rs[0].loss;
+            }
+            if (!st && lead) {
+                hp_progress_note(&pg, "step %ld: val loss %.4f", step + 1, sum / (double)o->val_steps);
+                if (metrics) fprintf(metrics, "{\"step\": %ld, \"val_loss\": %.9g}\n", step + 1, sum / (double)o->val_steps);
+            }
+        }
+        if (o->stop_at > 0 && step + 1 >= o->stop_at) break;
+    }
+    hp_progress_done(&pg);
+    if (metrics) fclose(metrics);
+    return st;
+}
+
+static void cleanup(dist_trainer *t) {
+    if (t->rs)
+        for (int i = 0; i < hp_dist_nranks(t->d); i++) {
+            hp_optimizer_destroy(t->rs[i].opt);
+            free(t->rs[i].clip_weight);
+        }
+    free(t->rs);
+    hp_dist_destroy(t->d);
+    hp_comm_world_destroy(t->world);
+    hp_data_close(t->train);
+    hp_data_close(t->val);
+    free(t->tokens), free(t->targets);
+    free(t->layouts), free(t->fixed);
+    hp_graph_destroy(t->g);
+    if (t->have_plan) hp_plan_free(&t->plan);
+}
+
+hp_status hp_train_distributed(const train_opts *o) {
+    dist_trainer t;
+    memset(&t, 0, sizeof t);
+    t.o = o;
+    hp_status st = setup(&t);
+    if (!st) st = run(&t);
+    cleanup(&t);
+    return st;
+}

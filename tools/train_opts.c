@@ -1,0 +1,138 @@
+#include "train_opts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+
+
+
+void hp_train_defaults(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->layers = 4, o->heads = 4, o->channels = 128, o->vocab = 256, o->max_seq = 128;
+    snprintf(o->data, sizeof o->data, "%s", HP_DEFAULT_DATA);
+    o->val_fraction = 0.1f;
+    o->batch = 8, o->seq = 128, o->steps = 300;
+    o->lr = 1e-3f, o->beta1 = 0.9f, o->beta2 = 0.95f, o->eps = 1e-8f, o->weight_decay = 0.0f;
+    o->grad_clip = 1.0f, o->min_lr_frac = 0.1f;
+    snprintf(o->schedule, sizeof o->schedule, "cosine");
+    o->warmup = 20;
+    snprintf(o->optimizer, sizeof o->optimizer, "adamw");
+    o->muon_lr = 0.02f, o->muon_beta = 0.95f;
+    snprintf(o->muon_momentum, sizeof o->muon_momentum, "ema");
+    snprintf(o->muon_scale, sizeof o->muon_scale, "keller");
+    snprintf(o->ns, sizeof o->ns, "quintic");
+    o->seed = 1337;
+    o->threads = 2;
+    o->val_every = 100, o->val_steps = 10, o->log_every = 10;
+    o->dp = 1, o->tp = 1;
+    o->comm_timeout = 300;
+}
+
+#define OPT(n, t, f, h) {n, t, &o->f, sizeof o->f, h}
+int hp_train_opt_table(hp_opt *t, train_opts *o) {
+    hp_opt tab[] = {
+        OPT("layers", OPT_INT, layers, "transformer blocks (L)"),
+        OPT("heads", OPT_INT, heads, "attention heads (NH)"),
+        OPT("channels", OPT_INT, channels, "model width (C)"),
+        OPT("vocab", OPT_INT, vocab, "vocabulary size V (256 for raw text)"),
+        OPT("max-seq", OPT_INT, max_seq, "position table length (maxT)"),
+        OPT("init", OPT_STR, init, "start from an llm.c checkpoint (sets the model shape)"),
+        OPT("data", OPT_STR, data, "training data: llm.c token shards (file or glob) or text"),
+        OPT("val-data", OPT_STR, val_data, "validation data (default: the last --val-fraction of --data)"),
+        OPT("val-fraction", OPT_FLOAT, val_fraction, "share of --data held out for validation"),
+        OPT("shuffle", OPT_FLAG, shuffle, "visit B*T windows in a seeded random order per epoch"),
+        OPT("batch", OPT_INT, batch, "sequences per step (B)"),
+        OPT("seq", OPT_INT, seq, "tokens per sequence (T)"),
+        OPT("steps", OPT_LONG, steps, "optimizer steps"),
+        OPT("lr", OPT_FLOAT, lr, "peak learning rate (AdamW)"),
+        OPT("beta1", OPT_FLOAT, beta1, "AdamW beta1"),
+        OPT("beta2", OPT_FLOAT, beta2, "AdamW beta2"),
+        OPT("eps", OPT_FLOAT, eps, "AdamW epsilon"),
+        OPT("weight-decay", OPT_FLOAT, weight_decay, "decoupled weight decay"),
+        OPT("grad-clip", OPT_FLOAT, grad_clip, "clip the global gradient norm (0 = off)"),
+        OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
+        OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
+        OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
+        OPT("optimizer", OPT_STR, optimizer, "adamw | muon (hidden matrices by Muon, the rest AdamW)"),
+        OPT("muon-lr", OPT_FLOAT, muon_lr, "Muon peak learning rate"),
+        OPT("muon-beta", OPT_FLOAT, muon_beta, "Muon momentum"),
+        OPT("muon-weight-decay", OPT_FLOAT, muon_weight_decay, "Muon weight decay"),
+        OPT("muon-momentum", OPT_STR, muon_momentum, "ema | sum"),
+        OPT("muon-scale", OPT_STR, muon_scale, "keller | moonlight"),
+        OPT("ns", OPT_STR, ns, "Newton-Schulz coefficients: quintic | perstep | polar"),
+        OPT("muon-params", OPT_STR, muon_params, "extra parameters for Muon (comma-separated globs)"),
+        OPT("adamw-params", OPT_STR, adamw_params, "parameters kept on AdamW (comma-separated globs)"),
+        OPT("seed", OPT_U64, seed, "random seed (initialisation and data order)"),
+        OPT("threads", OPT_INT, threads, "compute threads"),
+        OPT("metrics", OPT_STR, metrics, "append one JSON object per step to this file"),
+        OPT("val-every", OPT_LONG, val_every, "validate every N steps (0 = only at the end)"),
+        OPT("val-steps", OPT_LONG, val_steps, "validation batches"),
+        OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
+        OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest')"),
+        OPT("resume", OPT_STR, resume, "continue from a checkpoint directory (or a --ckpt-dir with 'latest')"),
+        OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
+        OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
+        OPT("plan", OPT_STR, plan, "sharding plan file (mesh and layouts; see docs/architecture.md)"),
+        OPT("dp", OPT_INT, dp, "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
+        OPT("tp", OPT_INT, tp, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
+        OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
+        OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
+    };
+    int n = (int)(sizeof tab / sizeof tab[0]);
+    if (t) memcpy(t, tab, sizeof tab);
+    return n;
+}
+#undef OPT
+
+
+
+hp_status hp_train_check(const train_opts *o) {
+    if (o->batch < 1) return hp_errorf("hyperpar train: --batch must be >= 1, got %d", o->batch);
+    if (o->seq < 1) return hp_errorf("hyperpar train: --seq must be >= 1, got %d", o->seq);
+    if (o->steps < 1) return hp_errorf("hyperpar train: --steps must be >= 1, got %ld", o->steps);
+    if (o->threads < 1 || o->threads > 256) return hp_errorf("hyperpar train: --threads must be in 1..256, got %d", o->threads);
+    if (!(o->lr > 0)) return hp_errorf("hyperpar train: --lr must be > 0, got %g", (double)o->lr);
+    if (o->grad_clip < 0) return hp_errorf("hyperpar train: --grad-clip must be >= 0, got %g", (double)o->grad_clip);
+    if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
+    if (o->val_steps < 1) return hp_errorf("hyperpar train: --val-steps must be >= 1, got %ld", o->val_steps);
+    if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");
+    if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar train: give --plan or --dp/--tp, not both");
+    if (!(o->comm_timeout > 0)) return hp_errorf("hyperpar train: --comm-timeout must be > 0");
+    return HP_OK;
+}
+
+hp_status hp_train_optim_config(hp_optim_config *c, const train_opts *o) {
+    hp_optim_config_default(c);
+    HP_TRY(hp_opt_kind_parse(&c->kind, o->optimizer));
+    c->lr = o->lr, c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->weight_decay = o->weight_decay;
+    c->muon_lr = o->muon_lr, c->muon_beta = o->muon_beta, c->muon_weight_decay = o->muon_weight_decay;
+    HP_TRY(hp_muon_momentum_parse(&c->muon_momentum, o->muon_momentum));
+    HP_TRY(hp_muon_scale_parse(&c->muon_scale, o->muon_scale));
+    HP_TRY(hp_ns_config_named(&c->ns, o->ns));
+    c->muon_params = o->muon_params[0] ? o->muon_params : NULL;
+    c->adamw_params = o->adamw_params[0] ? o->adamw_params : NULL;
+    return HP_OK;
+}
+
+hp_status hp_train_open_data(hp_data **d, const train_opts *o, const hp_gpt2_config *m, int val) {
+    hp_data_config dc = {0};
+    int own_val_file = o->val_data[0] != 0;
+    dc.path = val && own_val_file ? o->val_data : o->data;
+    dc.split = own_val_file ? HP_DATA_ALL : val ? HP_DATA_VAL : HP_DATA_TRAIN;
+    if (!own_val_file && o->val_fraction <= 0) dc.split = HP_DATA_ALL; /* validate on the training data */
+    dc.kind = HP_DATA_AUTO;
+    dc.vocab = m->V;
+    dc.B = o->batch, dc.T = o->seq;
+    dc.seed = val ? 0 : o->seed;
+    dc.order = (!val && o->shuffle) ? HP_DATA_SHUFFLE : HP_DATA_SEQUENTIAL;
+    dc.val_fraction = o->val_fraction;
+    dc.rank = 0, dc.world = 1;
+    return hp_data_open(d, &dc);
+}
+
+int hp_train_is_distributed(const train_opts *o) { return o->plan[0] || o->dp > 1 || o->tp > 1; }
+
+hp_status hp_train_plan(hp_plan *out, const train_opts *o) {
+    if (o->plan[0]) return hp_plan_load(out, o->plan);
+    return hp_plan_gpt2_dp_tp(out, o->dp, o->tp);
+}

@@ -1,0 +1,56 @@
+/* tools/train_opts: the settings of a training run (flags and config file
+ * keys), their defaults and checks, and what they configure: the optimizer,
+ * the data streams, the model shape and the sharding plan. Shared by
+ * `hyperpar train` and `hyperpar plan`. */
+#ifndef HP_TOOLS_TRAIN_OPTS_H
+#define HP_TOOLS_TRAIN_OPTS_H
+
+#include <stdint.h>
+
+#include "args.h"
+#include "io/data.h"
+#include "layout/plan.h"
+#include "models/gpt2.h"
+#include "optim/optimizer.h"
+
+#define HP_DEFAULT_DATA "/usr/share/common-licenses/*"
+
+typedef struct {
+    int layers, heads, channels, vocab, max_seq;
+    char init[512];
+    char data[512], val_data[512];
+    float val_fraction;
+    int shuffle;
+    int batch, seq;
+    long steps;
+    float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
+    char schedule[16];
+    long warmup;
+    char optimizer[16];
+    float muon_lr, muon_beta, muon_weight_decay;
+    char muon_momentum[16], muon_scale[16], ns[16], muon_params[256], adamw_params[256];
+    uint64_t seed;
+    int threads;
+    char metrics[512];
+    long val_every, val_steps, ckpt_every, log_every, stop_at;
+    char ckpt_dir[512], resume[512];
+    /* parallelism */
+    char plan[512];
+    int dp, tp;
+    int validate;
+    float comm_timeout;
+} train_opts;
+
+void hp_train_defaults(train_opts *o);
+/* The option table over o (tab may be NULL to count); returns the count. */
+int hp_train_opt_table(hp_opt *tab, train_opts *o);
+hp_status hp_train_check(const train_opts *o);
+hp_status hp_train_optim_config(hp_optim_config *c, const train_opts *o);
+/* The training (val = 0) or validation (val = 1) stream. */
+hp_status hp_train_open_data(hp_data **d, const train_opts *o, const hp_gpt2_config *m, int val);
+/* 1 when the run is distributed (--plan, or --dp/--tp above 1). */
+int hp_train_is_distributed(const train_opts *o);
+/* The run's sharding plan: --plan FILE, else GPT-2 DP x TP from --dp/--tp. */
+hp_status hp_train_plan(hp_plan *out, const train_opts *o);
+
+#endif
