@@ -15,6 +15,13 @@ expect_error() {
   grep -qF -- "$needle" err.txt || fail "error lacks '$needle': $(cat err.txt) [$*]"
   [ "$(grep -c . err.txt)" -le 1 ] || fail "error is not one line: $(cat err.txt)"
 }
+# expect_error_any "<needle>" cmd...: the same, for launches (mpirun) where
+# every process reports the error on its own line.
+expect_error_any() {
+  local needle="$1"; shift
+  if "$@" >out.txt 2>err.txt; then fail "succeeded, expected error '$needle': $*"; return; fi
+  grep -qF -- "$needle" err.txt || fail "error lacks '$needle': $(cat err.txt) [$*]"
+}
 # losses FILE: the training losses of a metrics file, one per line.
 losses() { grep -v val_loss "$1" | sed -n 's/.*"loss": \([^,]*\),.*/\1/p'; }
 finish() {
