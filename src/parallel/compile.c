@@ -110,6 +110,27 @@ static int emit(cstate *c, const hp_opdef *op, const int *in, int nin, const int
     return node;
 }
 
+/* The reverse maps, once the local graph is complete. */
+static hp_status build_reverse_maps(hp_rank_graph *r, const hp_graph *g) {
+    hp_graph *lg = r->g;
+    r->global_of = malloc(sizeof(int) * (size_t)(lg->nvals ? lg->nvals : 1));
+    r->node_of = malloc(sizeof(int) * (size_t)(lg->nnodes ? lg->nnodes : 1));
+    if (!r->global_of || !r->node_of) return hp_errorf("compile: out of memory");
+    for (int v = 0; v < lg->nvals; v++) r->global_of[v] = -1;
+    for (int v = 0; v < g->nvals; v++)
+        if (r->map[v] >= 0) r->global_of[r->map[v]] = v;
+    for (int i = 0; i < lg->nnodes; i++) {
+        r->node_of[i] = -1;
+        const hp_node *n = &lg->nodes[i];
+        for (int k = 0; k < n->nout && r->node_of[i] < 0; k++) {
+            int gv = n->out[k] >= 0 ? r->global_of[n->out[k]] : -1;
+            if (gv >= 0 && g->vals[gv].producer >= 0 && !strcmp(g->nodes[g->vals[gv].producer].name, n->name))
+                r->node_of[i] = g->vals[gv].producer;
+        }
+    }
+    return HP_OK;
+}
+
 /* The vocabulary-parallel cross-entropy: local statistics, an all-gather of
  * them along the vocabulary axis, and the local finish. */
 static void emit_parallel_xent(cstate *c, const hp_node *gn, const int *in, const int *out, int axis) {
@@ -236,6 +257,11 @@ hp_status hp_compile_rank(hp_rank_graph *out, const hp_graph *g, const hp_propag
     free(c.conv);
     out->g->loss = out->loss;
     hp_status st = hp_graph_status(out->g);
+    if (!st) {
+        st = build_reverse_maps(out, g);
+        if (st) hp_graph_fail(out->g, st);
+        st = hp_graph_status(out->g);
+    }
     if (st) {
         hp_status e = hp_errorf("compile (rank %d): %s", rank, hp_status_msg(st));
         hp_rank_graph_free(out);
@@ -247,6 +273,8 @@ hp_status hp_compile_rank(hp_rank_graph *out, const hp_graph *g, const hp_propag
 void hp_rank_graph_free(hp_rank_graph *r) {
     hp_graph_destroy(r->g);
     free(r->map);
+    free(r->global_of);
+    free(r->node_of);
     hp_rank_ctx_free(&r->ctx);
     memset(r, 0, sizeof *r);
     r->loss = -1;

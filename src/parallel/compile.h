@@ -24,6 +24,8 @@ typedef struct {
     hp_graph *g;   /* the rank's local graph (owned) */
     int *map;      /* [global nvals]: the local value of each global value, as produced */
     int nglobal;
+    int *global_of;  /* [g->nvals]: the global value a local value stands for (as produced), -1 if none */
+    int *node_of;    /* [g->nnodes]: the global node a local node comes from, -1 if inserted */
     int loss;      /* local value of the replicated loss */
     hp_rank_ctx ctx;
     int nredist[2];    /* redistribution nodes in forward, backward */

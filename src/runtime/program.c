@@ -181,10 +181,20 @@ void hp_program_destroy(hp_program *p) {
 }
 
 hp_status hp_program_run(hp_program *p, hp_phase phase) {
+    return hp_program_run_range(p, phase, 0, p->nsteps[phase == HP_PHASE_BWD]);
+}
+
+int hp_program_num_steps(const hp_program *p, hp_phase phase) { return p->nsteps[phase == HP_PHASE_BWD]; }
+
+const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i) {
+    return p->steps[phase == HP_PHASE_BWD][i].node;
+}
+
+hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end) {
     int ph = phase == HP_PHASE_BWD;
     step *s = p->steps[ph];
     if (p->err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->err));
-    for (int i = 0, n = p->nsteps[ph]; i < n; i++) {
+    for (int i = begin, n = end < p->nsteps[ph] ? end : p->nsteps[ph]; i < n; i++) {
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }

@@ -40,6 +40,12 @@ void hp_program_destroy(hp_program *p);
  * error is returned (and the program must not be run again). */
 hp_status hp_program_run(hp_program *p, hp_phase phase);
 
+/* Step by step (the validation executor): the number of steps of a phase,
+ * the node of step i, and running steps [begin, end) of a phase. */
+int hp_program_num_steps(const hp_program *p, hp_phase phase);
+const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i);
+hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end);
+
 /* Storage of a value (persistent values are stable; arena values are valid
  * only while live in the step). */
 void *hp_program_data(const hp_program *p, int value);
