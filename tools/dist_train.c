@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "core/autodiff.h"
+#include "dist_session.h"
 #include "dist_train.h"
 #include "kernels/kernels.h"
 #include "ops/ops.h"
@@ -30,13 +31,10 @@ typedef struct {
 
 typedef struct {
     const train_opts *o;
-    hp_gpt2_config m;
-    hp_graph *g;
-    hp_gpt2_io io;
-    hp_plan plan;
-    int have_plan;
-    hp_layout *layouts;
-    unsigned char *fixed;
+    hp_dist_session s;
+    hp_gpt2_config m; /* = s.m */
+    hp_gpt2_io io;    /* = s.io */
+    hp_graph *g;      /* = s.g */
     hp_comm_world *world;
     hp_dist *d;
     rank_state *rs;
@@ -73,54 +71,17 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     return HP_OK;
 }
 
-static int hosts_rank0(const dist_trainer *t) {
-    int first, count;
-    hp_comm_hosted_ranks(t->world, &first, &count);
-    return first == 0;
-}
-
 static hp_status setup(dist_trainer *t) {
     const train_opts *o = t->o;
     if (o->ckpt_dir[0] || o->resume[0])
         return hp_errorf("hyperpar train: checkpoints of distributed runs are not supported yet (drop --ckpt-dir/--resume)");
-    t->m = (hp_gpt2_config){o->layers, o->heads, o->channels, o->vocab, 0, o->max_seq};
-    if (o->init[0]) HP_TRY(hp_llmc_model_config(&t->m, o->init));
-    HP_TRY(hp_gpt2_config_check(&t->m));
-    hp_kernels_init();
-    HP_TRY(hp_train_plan(&t->plan, o));
-    t->have_plan = 1;
-    HP_TRY(hp_graph_create(&t->g));
-    HP_TRY(hp_gpt2_build(t->g, &t->io, &t->m, o->batch, o->seq));
-    HP_TRY(hp_autodiff(t->g, t->io.loss, &hp_op_add));
-    t->layouts = calloc((size_t)t->g->nvals, sizeof *t->layouts);
-    t->fixed = calloc((size_t)t->g->nvals, 1);
-    if (!t->layouts || !t->fixed) return hp_errorf("out of memory");
-    HP_TRY(hp_dist_layouts_from_plan(t->layouts, t->fixed, &t->plan, t->g));
-
-    /* the world: one supernode per process, the mesh's ranks spread evenly */
-    int nprocs = 1;
-    const char *env = getenv("OMPI_COMM_WORLD_SIZE");
-    if (env) nprocs = atoi(env) > 0 ? atoi(env) : 1;
-    int n = hp_mesh_size(&t->plan.mesh);
-    if (n % nprocs)
-        return hp_errorf("hyperpar train: the plan's %d ranks cannot be spread over %d processes", n, nprocs);
-    hp_comm_opts co;
-    hp_comm_opts_default(&co);
-    co.ranks_per_supernode = n / nprocs;
-    co.timeout_s = o->comm_timeout;
-    HP_TRY(hp_comm_world_create(&t->world, &co));
-    int per = o->threads / (n / nprocs);
-    hp_dist_config dc = {.g = t->g, .mesh = t->plan.mesh, .layouts = t->layouts, .fixed = t->fixed,
-                         .world = t->world, .threads_per_rank = per > 0 ? per : 1};
-    HP_TRY(hp_dist_create(&t->d, &dc));
-
-    /* whole-model initialisation (or an llm.c file), then each rank's pieces */
-    hp_session init;
-    HP_TRY(hp_session_create(&init, &t->m, 1, 1, 1, 0));
-    hp_status st = o->init[0] ? hp_session_import_llmc(&init, o->init) : hp_session_init_params(&init, o->seed);
-    if (!st) st = hp_dist_scatter_params(t->d, &init.ps);
-    hp_session_destroy(&init);
-    if (st) return st;
+    hp_gpt2_config m = {o->layers, o->heads, o->channels, o->vocab, 0, o->max_seq};
+    if (o->init[0]) HP_TRY(hp_llmc_model_config(&m, o->init));
+    hp_plan plan;
+    HP_TRY(hp_train_plan(&plan, o));
+    HP_TRY(hp_dist_session_create(&t->s, &m, &plan, o->batch, o->seq, o->threads, o->comm_timeout));
+    t->m = t->s.m, t->io = t->s.io, t->g = t->s.g, t->world = t->s.world, t->d = t->s.d;
+    HP_TRY(hp_dist_session_init_params(&t->s, o->seed, o->init));
 
     hp_optim_config oc;
     HP_TRY(hp_train_optim_config(&oc, o));
@@ -157,7 +118,7 @@ static hp_status setup(dist_trainer *t) {
                                  r->ps.name[k], r->ps.name[k]);
             }
         }
-        st = hp_optimizer_create(&rs->opt, &oc, p, r->ps.n, r->pool);
+        hp_status st = hp_optimizer_create(&rs->opt, &oc, p, r->ps.n, r->pool);
         free(p);
         if (st) return st;
     }
@@ -174,7 +135,7 @@ static hp_status run(dist_trainer *t) {
     hp_lr_schedule sched = {.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
     HP_TRY(hp_lr_kind_parse(&sched, o->schedule));
     HP_TRY(hp_lr_schedule_check(&sched));
-    int lead = hosts_rank0(t);
+    int lead = hp_dist_session_lead(&t->s);
     FILE *metrics = NULL;
     if (lead && o->metrics[0]) {
         metrics = fopen(o->metrics, "w");
@@ -240,14 +201,10 @@ static void cleanup(dist_trainer *t) {
             free(t->rs[i].clip_weight);
         }
     free(t->rs);
-    hp_dist_destroy(t->d);
-    hp_comm_world_destroy(t->world);
+    hp_dist_session_destroy(&t->s);
     hp_data_close(t->train);
     hp_data_close(t->val);
     free(t->tokens), free(t->targets);
-    free(t->layouts), free(t->fixed);
-    hp_graph_destroy(t->g);
-    if (t->have_plan) hp_plan_free(&t->plan);
 }
 
 hp_status hp_train_distributed(const train_opts *o) {

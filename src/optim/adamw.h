@@ -5,7 +5,10 @@
  * (weight decay decoupled, inside the same update; t counts from 1). The
  * bias corrections are computed once per step as llm.c does (1 - powf(b, t)).
  * Work is split over the pool in fixed blocks of 16 values; the update is
- * elementwise, so results are identical for any pool size. */
+ * elementwise, so results are identical for any pool size. A gradient scale
+ * (global-norm clipping) can be fused into the update: the gradient read is
+ * grad[i] * grad_scale, the same float a separate scaling pass would have
+ * stored, so the result is bit-identical to clipping first (1 changes nothing). */
 #ifndef HP_OPTIM_ADAMW_H
 #define HP_OPTIM_ADAMW_H
 
@@ -34,5 +37,9 @@ void hp_adamw_update(hp_pool *pool, float *param, float *m, float *v, const floa
  * one pool run. */
 void hp_adamw_update_many(hp_pool *pool, const hp_adamw_tensor *tensors, int count, long total,
                           float lr, const hp_adamw_hparams *hp, long t);
+/* The same with every gradient multiplied by grad_scale as it is read. */
+void hp_adamw_update_many_scaled(hp_pool *pool, const hp_adamw_tensor *tensors, int count,
+                                 long total, float lr, const hp_adamw_hparams *hp, long t,
+                                 float grad_scale);
 
 #endif

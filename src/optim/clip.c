@@ -46,16 +46,26 @@ static void clip_task(void *ctx, int tid, int nthreads) {
     }
 }
 
-float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
-                        int count, float max_norm) {
+double hp_grad_global_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
+                           int count) {
     clip_ctx c = {grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 0, 0.0f};
     hp_pool_run(pool, clip_task, &c);
     double ss = 0.0;
     for (long j = 0; j < c.nblocks; j++) ss += scratch[j];
-    double norm = sqrt(ss);
+    return sqrt(ss);
+}
+
+float hp_clip_scale(double norm, float max_norm) {
+    if (max_norm > 0.0f && norm > (double)max_norm) return (float)((double)max_norm / (norm + 1e-6));
+    return 1.0f;
+}
+
+float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
+                        int count, float max_norm) {
+    double norm = hp_grad_global_norm(pool, grads, scratch, sizes, count);
     if (max_norm > 0.0f && norm > (double)max_norm) {
-        c.apply = 1;
-        c.scale = (float)((double)max_norm / (norm + 1e-6));
+        clip_ctx c = {grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 1,
+                      hp_clip_scale(norm, max_norm)};
         hp_pool_run(pool, clip_task, &c);
     }
     return (float)norm;

@@ -21,4 +21,12 @@ size_t hp_clip_scratch(const long *sizes, int count);
 float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
                         int count, float max_norm);
 
+/* The two halves of it, for callers that fuse the scaling into their next pass
+ * over the gradients (the optimizer does, into its update): the global norm,
+ * in double, as above; and the factor clipping multiplies by (1 when
+ * max_norm <= 0 or norm <= max_norm). */
+double hp_grad_global_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
+                           int count);
+float hp_clip_scale(double norm, float max_norm);
+
 #endif

@@ -43,7 +43,7 @@ typedef struct {
     float *u, *m;
     const float *grad;
     long n;
-    float beta;
+    float beta, gscale;
     hp_muon_momentum form;
     int nesterov;
 } momentum_ctx;
@@ -52,29 +52,35 @@ static void momentum_task(void *ctx, int tid, int nthreads) {
     momentum_ctx *t = ctx;
     long b, e;
     hp_pool_split(&b, &e, t->n, 16, tid, nthreads);
-    const float beta = t->beta, gw = t->form == HP_MUON_EMA ? 1.0f - t->beta : 1.0f;
+    const float beta = t->beta, gw = t->form == HP_MUON_EMA ? 1.0f - t->beta : 1.0f, gs = t->gscale;
     float *u = t->u, *m = t->m;
     const float *g = t->grad;
     if (t->nesterov) {
         for (long i = b; i < e; i++) {
-            float gi = g[i];
+            float gi = g[i] * gs;
             float mi = beta * m[i] + gw * gi;
             m[i] = mi;
             u[i] = gw * gi + beta * mi;
         }
     } else {
         for (long i = b; i < e; i++) {
-            float mi = beta * m[i] + gw * g[i];
+            float mi = beta * m[i] + gw * (g[i] * gs);
             m[i] = mi;
             u[i] = mi;
         }
     }
 }
 
+void hp_muon_momentum_update_scaled(hp_pool *pool, float *u, float *m, const float *grad, long n,
+                                    float beta, hp_muon_momentum form, int nesterov,
+                                    float grad_scale) {
+    momentum_ctx t = {u, m, grad, n, beta, grad_scale, form, nesterov};
+    hp_pool_run(pool, momentum_task, &t);
+}
+
 void hp_muon_momentum_update(hp_pool *pool, float *u, float *m, const float *grad, long n,
                              float beta, hp_muon_momentum form, int nesterov) {
-    momentum_ctx t = {u, m, grad, n, beta, form, nesterov};
-    hp_pool_run(pool, momentum_task, &t);
+    hp_muon_momentum_update_scaled(pool, u, m, grad, n, beta, form, nesterov, 1.0f);
 }
 
 typedef struct {

@@ -38,6 +38,11 @@ float hp_muon_scale(hp_muon_scale_mode mode, long rows, long cols);
  * (see hp_muon_momentum). u may alias grad (the gradient is then overwritten). */
 void hp_muon_momentum_update(hp_pool *pool, float *u, float *m, const float *grad, long n,
                              float beta, hp_muon_momentum form, int nesterov);
+/* The same with the gradient read as grad[i] * grad_scale (clipping fused in;
+ * bit-identical to scaling the gradient first). */
+void hp_muon_momentum_update_scaled(hp_pool *pool, float *u, float *m, const float *grad, long n,
+                                    float beta, hp_muon_momentum form, int nesterov,
+                                    float grad_scale);
 
 /* param[n] = param (1 - lr wd) - lr scale o[n]. */
 void hp_muon_apply(hp_pool *pool, float *param, const float *o, long n, float lr, float wd,

@@ -45,6 +45,7 @@ struct hp_optimizer {
     hp_pool *pool;
     long step;
     double muon_ratio; /* muon_lr / lr */
+    float grad_scale;  /* applied to the gradients in the next step (clipping) */
 
     int nparams;
     param_rec *params;
@@ -319,6 +320,7 @@ hp_status hp_optimizer_create(hp_optimizer **out, const hp_optim_config *cfg,
         o->cfg.muon_params = NULL; /* not kept: the caller owns the strings */
         o->cfg.adamw_params = NULL;
         o->pool = pool;
+        o->grad_scale = 1.0f;
         o->nparams = nparams;
         o->muon_ratio = cfg->lr > 0.0f ? (double)cfg->muon_lr / (double)cfg->lr : 0.0;
         st = build(o, params, kinds);
@@ -362,9 +364,9 @@ static void muon_group_step(hp_optimizer *o, const muon_group *g, float lr) {
         for (long q = 0; q < n; q++) {
             const muon_mat *mt = &o->mats[g->first + a + q];
             param_rec *p = &o->params[mt->p];
-            hp_muon_momentum_update(o->pool, o->muon_u + q * per, p->m + mt->j * per,
-                                    p->grad + mt->j * per, per, c->muon_beta, c->muon_momentum,
-                                    c->muon_nesterov);
+            hp_muon_momentum_update_scaled(o->pool, o->muon_u + q * per, p->m + mt->j * per,
+                                           p->grad + mt->j * per, per, c->muon_beta,
+                                           c->muon_momentum, c->muon_nesterov, o->grad_scale);
         }
         hp_newton_schulz_batched(o->pool, o->muon_u, o->muon_u, o->ns_scratch, n, g->rows, g->cols,
                                  &c->ns);
@@ -381,10 +383,11 @@ void hp_optimizer_step2(hp_optimizer *o, float adamw_lr, float muon_lr) {
     o->step++;
     if (o->nadamw > 0) {
         hp_adamw_hparams hp = {o->cfg.beta1, o->cfg.beta2, o->cfg.eps};
-        hp_adamw_update_many(o->pool, o->adamw, o->nadamw, o->adamw_total, adamw_lr, &hp,
-                             o->step);
+        hp_adamw_update_many_scaled(o->pool, o->adamw, o->nadamw, o->adamw_total, adamw_lr, &hp,
+                                    o->step, o->grad_scale);
     }
     for (int gi = 0; gi < o->ngroups; gi++) muon_group_step(o, &o->groups[gi], muon_lr);
+    o->grad_scale = 1.0f;
 }
 
 void hp_optimizer_step(hp_optimizer *o, float lr) {
@@ -392,8 +395,12 @@ void hp_optimizer_step(hp_optimizer *o, float lr) {
 }
 
 float hp_optimizer_clip_grads(hp_optimizer *o, float max_norm) {
-    return hp_clip_grad_norm(o->pool, o->grads, o->clip_scratch, o->sizes, o->nparams, max_norm);
+    double norm = hp_grad_global_norm(o->pool, o->grads, o->clip_scratch, o->sizes, o->nparams);
+    o->grad_scale = hp_clip_scale(norm, max_norm);
+    return (float)norm;
 }
+
+void hp_optimizer_set_grad_scale(hp_optimizer *o, float s) { o->grad_scale = s; }
 
 long hp_optimizer_get_step(const hp_optimizer *o) { return o->step; }
 void hp_optimizer_set_step(hp_optimizer *o, long step) { o->step = step; }

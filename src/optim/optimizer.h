@@ -74,8 +74,14 @@ void hp_optimizer_step(hp_optimizer *o, float lr);
 void hp_optimizer_step2(hp_optimizer *o, float adamw_lr, float muon_lr);
 
 /* Global-norm clipping of all gradients (optim/clip.h); max_norm <= 0: off.
- * Returns the norm before clipping. */
+ * Returns the norm before clipping. The scaling itself is fused into the next
+ * step (AdamW and Muon read grad * scale, the same floats a separate scaling
+ * pass would store, so results are bit-identical to scaling first): the
+ * gradient buffers are not rewritten. */
 float hp_optimizer_clip_grads(hp_optimizer *o, float max_norm);
+/* Multiplies every gradient by s in the next step only (fused, as above);
+ * for trainers that compute the norm themselves (distributed). */
+void hp_optimizer_set_grad_scale(hp_optimizer *o, float s);
 
 /* Completed steps (0 for a fresh optimizer); set it when resuming. */
 long hp_optimizer_get_step(const hp_optimizer *o);

@@ -1,6 +1,7 @@
 /* Gradient clipping by global norm, on hand-checkable numbers: the norm over
  * several tensors (one empty, one spanning several blocks), no change at or
- * below max_norm or when off, and exact scaling above it. */
+ * below max_norm or when off, and exact scaling above it; the norm and the
+ * factor on their own (for callers that fuse the scaling). */
 #include <stdlib.h>
 
 #include "optim/clip.h"
@@ -23,6 +24,12 @@ int main(void) {
     CHECK_NEAR(a[0], 0.6, 1e-6);
     CHECK_NEAR(b[0], -0.8, 1e-6);
     CHECK(a[0] == 3.0f * (float)(1.0 / (5.0 + 1e-6)));
+    /* the halves: the norm in double and the factor (1 when off or not above) */
+    a[0] = 3.0f, b[0] = -4.0f;
+    CHECK(hp_grad_global_norm(pool, g, scratch, sizes, 3) == 5.0);
+    CHECK(a[0] == 3.0f && b[0] == -4.0f);
+    CHECK(hp_clip_scale(5.0, 0.0f) == 1.0f && hp_clip_scale(5.0, 5.0f) == 1.0f);
+    CHECK(hp_clip_scale(5.0, 1.0f) == (float)(1.0 / (5.0 + 1e-6)));
 
     /* many blocks: n values of 0.5 and one of 2 -> norm^2 = n/4 + 4 */
     long n = 3 * HP_CLIP_BLOCK + 5;

@@ -275,38 +275,66 @@ static void test_state_names(void) {
     model_free(&a);
 }
 
+/* Clipping: the norm comes back, the gradient buffers are left alone, and the
+ * scale is fused into the next step: the result is bit-identical to stepping
+ * on gradients scaled beforehand (AdamW and Muon), and applies to that one
+ * step only. */
 static void test_clipping(hp_pool *pool3) {
-    hp_optim_config cfg;
-    hp_optim_config_default(&cfg);
-    model a;
-    model_init(&a, 5);
-    fill_grads(&a, 1);
-    double ss = 0;
-    for (long i = 0; i < a.total; i++) ss += (double)a.grads[i] * a.grads[i];
-    double norm = sqrt(ss);
-    hp_optimizer *o1, *o3;
-    CHECK_OK(hp_optimizer_create(&o1, &cfg, a.p, NP, NULL));
-    CHECK_OK(hp_optimizer_create(&o3, &cfg, a.p, NP, pool3));
-    float *g0 = malloc(sizeof(float) * a.total);
-    memcpy(g0, a.grads, sizeof(float) * a.total);
-    /* off, and a max above the norm: the norm comes back, nothing changes */
-    float n1 = hp_optimizer_clip_grads(o1, 0.0f);
-    float n3 = hp_optimizer_clip_grads(o3, (float)(2 * norm));
-    CHECK_NEAR(n1, norm, 1e-4 * norm);
-    CHECK(n1 == n3); /* the same bytes for any pool size */
-    CHECK(same(a.grads, g0, a.total));
-    /* clip to 1: every gradient scaled by 1 / (norm + 1e-6) */
-    float n = hp_optimizer_clip_grads(o3, 1.0f);
-    CHECK(n == n1);
-    float s = (float)(1.0 / ((double)n + 1e-6));
-    int scaled = 1;
-    for (long i = 0; i < a.total; i++) scaled &= a.grads[i] == g0[i] * s;
-    CHECK(scaled);
-    CHECK_NEAR(hp_optimizer_clip_grads(o1, 0.0f), 1.0, 1e-5);
-    hp_optimizer_destroy(o1);
-    hp_optimizer_destroy(o3);
-    free(g0);
-    model_free(&a);
+    for (int kind = 0; kind < 2; kind++) {
+        hp_optim_config cfg;
+        if (kind == 0)
+            hp_optim_config_default(&cfg);
+        else
+            muon_config(&cfg);
+        model a, b;
+        model_init(&a, 5);
+        model_copy(&b, &a);
+        fill_grads(&a, 1);
+        double ss = 0;
+        for (long i = 0; i < a.total; i++) ss += (double)a.grads[i] * a.grads[i];
+        double norm = sqrt(ss);
+        hp_optimizer *o1, *o3, *ob;
+        CHECK_OK(hp_optimizer_create(&o1, &cfg, a.p, NP, NULL));
+        CHECK_OK(hp_optimizer_create(&o3, &cfg, a.p, NP, pool3));
+        CHECK_OK(hp_optimizer_create(&ob, &cfg, b.p, NP, pool3));
+        float *g0 = malloc(sizeof(float) * a.total);
+        memcpy(g0, a.grads, sizeof(float) * a.total);
+        /* off, and a max above the norm: the norm comes back, nothing changes */
+        float n1 = hp_optimizer_clip_grads(o1, 0.0f);
+        float n3 = hp_optimizer_clip_grads(o3, (float)(2 * norm));
+        CHECK_NEAR(n1, norm, 1e-4 * norm);
+        CHECK(n1 == n3); /* the same bytes for any pool size */
+        CHECK(same(a.grads, g0, a.total));
+        /* clip to 1: the buffers stay; the step uses grad / (norm + 1e-6) */
+        float n = hp_optimizer_clip_grads(o3, 1.0f);
+        CHECK(n == n1);
+        CHECK(same(a.grads, g0, a.total));
+        float s = (float)(1.0 / ((double)n + 1e-6));
+        for (long i = 0; i < b.total; i++) b.grads[i] = g0[i] * s;
+        CHECK_NEAR(hp_optimizer_clip_grads(ob, 0.0f), 1.0, 1e-5);
+        hp_optimizer_step(o3, 1e-2f);
+        hp_optimizer_step(ob, 1e-2f);
+        CHECK(same(a.values, b.values, a.total));
+        /* the next step is unscaled again */
+        fill_grads(&a, 2);
+        memcpy(b.grads, a.grads, sizeof(float) * a.total);
+        hp_optimizer_step(o3, 1e-2f);
+        hp_optimizer_step(ob, 1e-2f);
+        CHECK(same(a.values, b.values, a.total));
+        /* an explicit scale (distributed trainers) is the same fused scaling */
+        fill_grads(&a, 3);
+        for (long i = 0; i < b.total; i++) b.grads[i] = a.grads[i] * 0.25f;
+        hp_optimizer_set_grad_scale(o3, 0.25f);
+        hp_optimizer_step(o3, 1e-2f);
+        hp_optimizer_step(ob, 1e-2f);
+        CHECK(same(a.values, b.values, a.total));
+        hp_optimizer_destroy(o1);
+        hp_optimizer_destroy(o3);
+        hp_optimizer_destroy(ob);
+        free(g0);
+        model_free(&a);
+        model_free(&b);
+    }
 }
 
 static void test_lr_and_step_counter(void) {
