@@ -9,5 +9,7 @@ int hp_cmd_export(int argc, char **argv);
 int hp_cmd_bench(int argc, char **argv);
 /* `hyperpar bench comm ...` (argv[0] = "comm"), in tools/cmd_bench_comm.c */
 int hp_cmd_bench_comm(int argc, char **argv);
+/* `hyperpar bench parallel ...` (argv[0] = "parallel"), in tools/bench_parallel.c */
+int hp_cmd_bench_parallel(int argc, char **argv);
 
 #endif

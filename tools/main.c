@@ -10,7 +10,8 @@ static void usage(FILE *f) {
           "  train    train a model (no flags: a small GPT on text every Debian machine has)\n"
           "  sample   generate text from a checkpoint\n"
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
-          "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives)\n"
+          "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
+          "           bench parallel: sharding plans against the plain engine)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",
           f);
 }
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
+        if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);
         return hp_cmd_bench(argc, argv);
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

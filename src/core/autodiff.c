@@ -13,17 +13,25 @@ int hp_grad_value(hp_graph *g, int of) {
     return id;
 }
 
-/* acc[v] += c: the first contribution is taken as is, later ones summed. */
-static void contribute(hp_graph *g, int *acc, int v, int c, const hp_opdef *add_op, int fwd_node) {
-    if (acc[v] < 0) {
-        acc[v] = c;
+int hp_grad_take(hp_graph *g, int v) {
+    int sum = g->vals[v].grad;
+    g->vals[v].grad = -1;
+    return sum;
+}
+
+/* grad[v] += c: the first contribution (or one that took the running sum) is
+ * kept as is, later ones summed. */
+static void contribute(hp_graph *g, int v, int c, const hp_opdef *add_op, int fwd_node) {
+    int acc = g->vals[v].grad;
+    if (acc < 0) {
+        g->vals[v].grad = c;
         return;
     }
     int sum = hp_grad_value(g, v);
     if (sum < 0) return;
-    int in[2] = {acc[v], c};
+    int in[2] = {acc, c};
     hp_graph_node_into(g, add_op, in, 2, &sum, 1, NULL, HP_PHASE_BWD, fwd_node);
-    acc[v] = sum;
+    g->vals[v].grad = sum;
 }
 
 hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op) {
@@ -44,21 +52,21 @@ hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op) {
     }
     if (!g->vals[loss].requires_grad) return hp_errorf("autodiff: the loss depends on no parameter");
 
+    /* running sums of the gradients live in vals[v].grad during the pass */
     int nv0 = g->nvals;
-    int *acc = malloc(sizeof(int) * (size_t)nv0);
-    if (!acc) return hp_errorf("autodiff: out of memory");
-    for (int v = 0; v < nv0; v++) acc[v] = -1;
+    for (int v = 0; v < nv0; v++) g->vals[v].grad = -1;
 
     g->loss = loss;
     int seed = hp_graph_value(g, HP_V_CONST, HP_F32, hp_shape1(1), "loss.grad_seed");
     g->loss_seed = seed;
-    acc[loss] = seed;
+    if (seed < 0) return hp_errorf("autodiff: %s", hp_status_msg(g->err));
+    g->vals[loss].grad = seed;
 
     for (int i = nfwd - 1; i >= 0 && !g->err; i--) {
         hp_node n = g->nodes[i]; /* copy: the node array may grow */
         int gout[HP_MAX_OUT], gin[HP_MAX_IN], any = 0, need = 0;
         for (int k = 0; k < n.nout; k++) {
-            gout[k] = acc[n.out[k]];
+            gout[k] = g->vals[n.out[k]].grad;
             any |= gout[k] >= 0;
         }
         for (int k = 0; k < n.nin; k++) {
@@ -66,22 +74,16 @@ hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op) {
             need |= g->vals[n.in[k]].requires_grad;
         }
         if (!any || !need) continue;
-        if (!n.op->backward) {
-            free(acc);
+        if (!n.op->backward)
             return hp_errorf("autodiff: operator '%s' (%s) has no backward rule", n.op->name, n.name);
-        }
         n.op->backward(g, i, gout, gin);
         for (int k = 0; k < n.nin; k++)
-            if (gin[k] >= 0 && g->vals[n.in[k]].requires_grad) contribute(g, acc, n.in[k], gin[k], add_op, i);
+            if (gin[k] >= 0 && g->vals[n.in[k]].requires_grad) contribute(g, n.in[k], gin[k], add_op, i);
     }
-    if (g->err) {
-        free(acc);
-        return hp_errorf("autodiff: %s", hp_status_msg(g->err));
-    }
+    if (g->err) return hp_errorf("autodiff: %s", hp_status_msg(g->err));
     for (int v = 0; v < nv0; v++) {
-        g->vals[v].grad = acc[v];
         if (g->vals[v].kind != HP_V_PARAM) continue;
-        int gv = acc[v];
+        int gv = g->vals[v].grad;
         if (gv < 0) { /* unused parameter: a zero gradient */
             char nm[HP_NAME_LEN];
             snprintf(nm, sizeof nm, "%.80s.grad", g->vals[v].name);
@@ -95,7 +97,6 @@ hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op) {
         memcpy(pname, g->vals[v].name, sizeof pname);
         snprintf(g->vals[gv].name, sizeof g->vals[gv].name, "%.80s.grad", pname);
     }
-    free(acc);
     if (g->err) return hp_errorf("autodiff: %s", hp_status_msg(g->err));
     return HP_OK;
 }

@@ -1,7 +1,8 @@
 /* core/autodiff: reverse-mode differentiation as a graph pass. It walks the
  * forward nodes backwards and asks each operator's backward rule to emit the
  * nodes that compute its inputs' gradients; contributions to one value are
- * summed as they arrive (in a fixed order). Parameter gradients become
+ * summed as they arrive (in a fixed order), by add nodes or by rules that
+ * take the running sum into their own kernel (hp_grad_take). Parameter gradients become
  * persistent values named "<param>.grad". */
 #ifndef HP_CORE_AUTODIFF_H
 #define HP_CORE_AUTODIFF_H
@@ -14,6 +15,14 @@ hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op);
 
 /* For backward rules: a new gradient value shaped like value `of`. */
 int hp_grad_value(hp_graph *g, int of);
+/* For backward rules that fold the gradient summed so far into their own
+ * kernel (an accumulating kernel instead of a separate add node: e.g. a tied
+ * embedding adds its table gradient to the LM head's). Returns the gradient of
+ * v contributed by the uses already differentiated (-1: none yet) and hands
+ * it over: the rule must return in gin a new value that includes it, and
+ * autodiff then adds nothing. The graph stays single-assignment. While the
+ * pass runs, g->vals[v].grad holds these running sums. */
+int hp_grad_take(hp_graph *g, int v);
 /* For backward rules: does input `v` need a gradient? */
 static inline int hp_needs_grad(const hp_graph *g, int v) { return g->vals[v].requires_grad; }
 

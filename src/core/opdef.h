@@ -24,6 +24,7 @@ typedef struct hp_opdef {
     const char *name;
     int nout; /* number of outputs the shape rule creates */
     unsigned nograd_outs; /* bit k set: output k is never differentiated (saved statistics) */
+    int communicates;     /* 1: the operator runs collectives (profiled as communication) */
     /* Shape rule: output shapes and dtypes from the inputs and attributes; an
      * error names the operator and the offending input. */
     hp_status (*infer)(const hp_graph *g, const hp_node *n, hp_shape *out_shape,

@@ -1,6 +1,8 @@
-/* kernels/elementwise: GELU (tanh approximation) forward and backward, add and
- * scale. Each element is computed on its own, so results are bit-identical for
+/* kernels/elementwise: GELU (tanh approximation) forward and backward, add,
+ * scale and copy. Each element is computed on its own, so results are bit-identical for
  * any pool size. */
+#include <string.h>
+
 #include "kernels/kernels.h"
 #include "kernels/kvec.h"
 
@@ -85,4 +87,16 @@ static void scale_task(void *c_, int tid, int nt) {
 void hp_k_scale(hp_pool *pool, float *x, float s, long n) {
     ew_ctx c = {.out = x, .s = s, .n = n};
     hp_pool_run(n < EW_SERIAL ? NULL : pool, scale_task, &c);
+}
+
+static void copy_task(void *c_, int tid, int nt) {
+    ew_ctx *c = c_;
+    long i0, i1;
+    hp_pool_split(&i0, &i1, c->n, EW_ALIGN, tid, nt);
+    if (i0 < i1) memcpy(c->out + i0, c->a + i0, (size_t)(i1 - i0) * sizeof(float));
+}
+
+void hp_k_copy(hp_pool *pool, float *out, const float *inp, long n) {
+    ew_ctx c = {.out = out, .a = inp, .n = n};
+    hp_pool_run(n < EW_SERIAL ? NULL : pool, copy_task, &c);
 }

@@ -76,6 +76,8 @@ void hp_k_gelu_fwd(hp_pool *pool, float *out, const float *inp, long n);
 void hp_k_gelu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *inp, long n);
 /* out[n] = a[n] + b[n] (out may alias a or b). */
 void hp_k_add(hp_pool *pool, float *out, const float *a, const float *b, long n);
+/* out[n] = inp[n] (no overlap). */
+void hp_k_copy(hp_pool *pool, float *out, const float *inp, long n);
 /* SwiGLU: inp[N,2H] holds gate (first H columns) and up (last H); out[N,H] = silu(gate) * up. */
 void hp_k_swiglu_fwd(hp_pool *pool, float *out, const float *inp, long N, long H);
 void hp_k_swiglu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *inp, long N,

@@ -1,7 +1,7 @@
 /* kernels/matmul: linear layers through OpenBLAS sgemm. Each pool thread runs
- * one single-threaded sgemm on its block of output rows (forward, dinp) or of
- * output channels (dweight, dbias), so the threads together use all cores and
- * no element's sum is split between threads. */
+ * one single-threaded sgemm on its block of output rows (forward, dinp), of
+ * the longer side of dweight, or of output channels (dbias), so the threads
+ * together use all cores and no element's sum is split between threads. */
 #include <cblas.h>
 #include <string.h>
 
@@ -61,17 +61,28 @@ static void mm_bwd_task(void *c_, int tid, int nt) {
                             c->dinp + r0 * IC, (int)IC);
         }
     }
+    if (c->dweight && IC > 0 && OC > 0) {
+        /* blocks of the longer side of dweight: a thread's block stays close
+         * to square (e.g. [C, 4C / 2] rather than [C / 2, 4C]), which sgemm
+         * runs faster */
+        long w0 = 0, w1 = OC, i0 = 0, i1 = IC;
+        if (IC > OC)
+            hp_pool_split(&i0, &i1, IC, MM_ALIGN, tid, nt);
+        else
+            hp_pool_split(&w0, &w1, OC, MM_ALIGN, tid, nt);
+        if (w0 < w1 && i0 < i1) {
+            float *dw = c->dweight + w0 * IC + i0;
+            if (N == 0)
+                for (long r = w0; r < w1; r++, dw += IC) memset(dw, 0, (size_t)(i1 - i0) * sizeof(float));
+            else
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(w1 - w0), (int)(i1 - i0),
+                            (int)N, 1.0f, c->dout + w0, (int)OC, c->inp + i0, (int)IC, 0.0f, dw,
+                            (int)IC);
+        }
+    }
     long o0, o1;
     hp_pool_split(&o0, &o1, OC, MM_ALIGN, tid, nt);
     if (o0 >= o1) return;
-    if (c->dweight && IC > 0) {
-        if (N == 0)
-            memset(c->dweight + o0 * IC, 0, (size_t)((o1 - o0) * IC) * sizeof(float));
-        else
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(o1 - o0), (int)IC, (int)N,
-                        1.0f, c->dout + o0, (int)OC, c->inp, (int)IC, 0.0f, c->dweight + o0 * IC,
-                        (int)IC);
-    }
     if (c->dbias) {
         /* column sums in row order, in double, a chunk of columns at a time */
         for (long j0 = o0; j0 < o1; j0 += 256) {

@@ -23,6 +23,13 @@ int hp_layout_eq(const hp_layout *a, const hp_layout *b) {
     return 1;
 }
 
+hp_layout hp_layout_canonical(const hp_layout *l, const hp_mesh *m) {
+    hp_layout c = *l;
+    for (int i = 0; i < c.ndim && i < m->ndim; i++)
+        if (m->size[i] == 1) c.p[i] = hp_replicate();
+    return c;
+}
+
 hp_layout hp_layout_replicated(const hp_mesh *m) {
     hp_layout l;
     memset(&l, 0, sizeof l);

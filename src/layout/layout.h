@@ -69,6 +69,9 @@ static inline hp_placement hp_shard(int dim) { return (hp_placement){HP_SHARD, d
 static inline hp_placement hp_partial(hp_partial_op op) { return (hp_placement){HP_PARTIAL, 0, op}; }
 int hp_placement_eq(hp_placement a, hp_placement b);
 int hp_layout_eq(const hp_layout *a, const hp_layout *b);
+/* The same layout with every placement on an axis of size 1 made Replicate
+ * (on such an axis all placements describe the same data). */
+hp_layout hp_layout_canonical(const hp_layout *l, const hp_mesh *m);
 /* All Replicate on every axis of m. */
 hp_layout hp_layout_replicated(const hp_mesh *m);
 int hp_layout_is_replicated(const hp_layout *l);

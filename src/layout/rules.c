@@ -36,6 +36,14 @@ static double value_bytes(const hp_graph *g, int v) {
     return (double)hp_val_numel(g, v) * (double)hp_dtype_size(g->vals[v].dtype);
 }
 
+/* Parameters never move between ranks: a parameter is consumed where it
+ * lives, or made locally from a Replicate copy (slice, to-partial). Moving
+ * parameters is FSDP's job, an explicit transform. */
+static int is_param(const hp_graph *g, int v) { return g->vals[v].kind == HP_V_PARAM; }
+static int param_stays(hp_placement from, hp_placement to) {
+    return hp_placement_eq(from, to) || from.kind == HP_REPLICATE;
+}
+
 /* The share of a tensor one member holds on the axes other than `axis`. */
 static double other_axes_share(const hp_layout *l, const hp_mesh *m, int axis) {
     double s = 1;
@@ -116,7 +124,7 @@ static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_la
         int ok = 1;
         for (int i = 0; i < n->nin && ok; i++) {
             double c = move_cost(arriving[i].p[a], opt->in[i], in_bytes[i], k);
-            if (c < 0) ok = 0;
+            if (c < 0 || (is_param(g, n->in[i]) && !param_stays(arriving[i].p[a], opt->in[i]))) ok = 0;
             key.score += c;
             key.changes += !hp_placement_eq(arriving[i].p[a], opt->in[i]);
         }
@@ -129,9 +137,7 @@ static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_la
         }
         if (best < 0 || better(&key, &bk)) best = o, bk = key;
     }
-    if (best < 0) /* every family lists the all-Replicate strategy, always reachable */
-        return hp_errorf("%s: no sharding strategy on mesh axis '%s' (a bug in the rule of '%s')", n->name,
-                         m->name[a], n->op->name);
+    if (best < 0) return explain_param_conflict(ra, arriving);
     const hp_rule_option *opt = &ra->opt[best];
     for (int i = 0; i < n->nin; i++) {
         out->in[i].p[a] = opt->in[i];

@@ -26,11 +26,20 @@ static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
                        (long)hp_shape_numel(&in[0].shape), in[1].shape.d[1]);
 }
 
+/* A table that already has a gradient from a later use (a tied LM head) gets
+ * the rows added to it by one accumulating node instead of a fresh table-sized
+ * gradient and an add. */
 static void emb_backward(hp_graph *g, int node, const int *gout, int *gin) {
     int dt = grad_for(g, node, 1);
     if (dt < 0) return;
-    int in[2] = {gout[0], g->nodes[node].in[0]};
-    emit_bwd(g, &hp_op_embedding_bwd, node, in, 2, &dt, 1);
+    int table = g->nodes[node].in[1], sofar = hp_grad_take(g, table);
+    if (sofar >= 0) {
+        int in[3] = {gout[0], g->nodes[node].in[0], sofar};
+        emit_bwd(g, &hp_op_embedding_bwd_acc, node, in, 3, &dt, 1);
+    } else {
+        int in[2] = {gout[0], g->nodes[node].in[0]};
+        emit_bwd(g, &hp_op_embedding_bwd, node, in, 2, &dt, 1);
+    }
     gin[1] = dt;
 }
 
@@ -50,6 +59,24 @@ static double emb_flops_bwd(const hp_graph *g, const hp_node *n) { return (doubl
 
 const hp_opdef hp_op_embedding_bwd = {
     .name = "embedding_bwd", .nout = 1, .run = emb_run_bwd, .flops = emb_flops_bwd,
+    .bytes = ops_io_bytes,
+};
+
+/* backward, accumulating: in (dy[..., C], ids, dsofar[R, C]) -> dtable[R, C] =
+ * dsofar + the rows of dy (copied first unless the executor gave both the
+ * same storage). */
+static void emb_run_bwd_acc(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    long C = out[0].shape.d[1], rows = out[0].shape.d[0];
+    if (out[0].data != in[2].data) hp_k_copy(k->pool, F32(out[0]), CF32(in[2]), rows * C);
+    hp_k_embedding_bwd_acc(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
+                           (long)hp_shape_numel(&in[1].shape), C);
+}
+
+static double emb_flops_bwd_acc(const hp_graph *g, const hp_node *n) { return (double)in_numel(g, n, 0); }
+
+const hp_opdef hp_op_embedding_bwd_acc = {
+    .name = "embedding_bwd_acc", .nout = 1, .run = emb_run_bwd_acc, .flops = emb_flops_bwd_acc,
     .bytes = ops_io_bytes,
 };
 

@@ -32,7 +32,7 @@ int hp_rope(hp_graph *g, int qkv, int nh, float theta);
 int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
 
 /* ---- operator records (forward and backward) ---- */
-extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd;
+extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_acc;
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
 extern const hp_opdef hp_op_layernorm, hp_op_layernorm_bwd;

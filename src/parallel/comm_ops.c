@@ -53,7 +53,7 @@ static double redistribute_bytes(const hp_graph *g, const hp_node *n) {
     return (double)n->a.f[0];
 }
 
-const hp_opdef hp_op_redistribute = {.name = "redistribute", .nout = 1, .run = redistribute_run,
+const hp_opdef hp_op_redistribute = {.name = "redistribute", .nout = 1, .communicates = 1, .run = redistribute_run,
                                      .bytes = redistribute_bytes};
 
 static void all_gather_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -67,5 +67,5 @@ static double all_gather_bytes(const hp_graph *g, const hp_node *n) {
     return 4.0 * (double)hp_val_numel(g, n->out[0]);
 }
 
-const hp_opdef hp_op_mesh_all_gather = {.name = "all_gather", .nout = 1, .run = all_gather_run,
+const hp_opdef hp_op_mesh_all_gather = {.name = "all_gather", .nout = 1, .communicates = 1, .run = all_gather_run,
                                         .bytes = all_gather_bytes};

@@ -151,6 +151,7 @@ hp_status hp_dist_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, co
         layouts[v] = hp_layout_replicated(&p->mesh);
         if (val->kind != HP_V_PARAM && val->kind != HP_V_INPUT) continue;
         HP_TRY(hp_plan_layout_of(&layouts[v], p, val->name, val->kind == HP_V_INPUT, val->shape.ndim));
+        layouts[v] = hp_layout_canonical(&layouts[v], &p->mesh); /* size-1 axes: nothing to shard */
         fixed[v] = 1;
     }
     return HP_OK;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/memplan.h"
 
@@ -18,6 +19,7 @@ struct hp_program {
     hp_pool *pool;
     hp_kctx kctx;
     hp_status err; /* kctx.err points here */
+    double *prof;  /* [2] compute, communication seconds; NULL: off */
     step *steps[2];
     int nsteps[2];
     void **ptr;     /* per value */
@@ -190,11 +192,32 @@ const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i) 
     return p->steps[phase == HP_PHASE_BWD][i].node;
 }
 
+void hp_program_profile(hp_program *p, double *acc) { p->prof = acc; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static hp_status run_profiled(hp_program *p, int ph, int begin, int end) {
+    step *s = p->steps[ph];
+    for (int i = begin; i < end; i++) {
+        double t0 = now_s();
+        s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
+        p->prof[s[i].node->op->communicates ? 1 : 0] += now_s() - t0;
+        if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
+    }
+    return HP_OK;
+}
+
 hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end) {
     int ph = phase == HP_PHASE_BWD;
     step *s = p->steps[ph];
     if (p->err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->err));
-    for (int i = begin, n = end < p->nsteps[ph] ? end : p->nsteps[ph]; i < n; i++) {
+    if (end > p->nsteps[ph]) end = p->nsteps[ph];
+    if (p->prof) return run_profiled(p, ph, begin, end);
+    for (int i = begin, n = end; i < n; i++) {
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }

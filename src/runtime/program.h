@@ -40,6 +40,11 @@ void hp_program_destroy(hp_program *p);
  * error is returned (and the program must not be run again). */
 hp_status hp_program_run(hp_program *p, hp_phase phase);
 
+/* Profiling (benchmarks): when acc is set, every step is timed and its
+ * seconds added to acc[0] (computation) or acc[1] (communicating operators).
+ * NULL turns it off (the default: no clock is read). */
+void hp_program_profile(hp_program *p, double *acc);
+
 /* Step by step (the validation executor): the number of steps of a phase,
  * the node of step i, and running steps [begin, end) of a phase. */
 int hp_program_num_steps(const hp_program *p, hp_phase phase);

@@ -89,6 +89,17 @@ static void test_elementwise(hp_pool *pool) {
     for (long i = 0; i < n; i++) o[i] = x[i], r[i] = (double)x[i] * 0.37;
     hp_k_scale(pool, o, 0.37f, n);
     KR_CHECK_CLOSE("scale", o, r, n, 0.0, 1e-7);
+    { /* copy, long enough to be split over the pool, and short */
+        long nc = 70001;
+        float *cs = kr_fnew(nc), *cd = kr_fnew(nc);
+        kr_randn(&rng, cs, nc, 1.0);
+        hp_k_copy(pool, cd, cs, nc);
+        CHECK(memcmp(cd, cs, (size_t)nc * sizeof(float)) == 0);
+        cd[3] = 0.0f, cd[4] = 7.0f;
+        hp_k_copy(pool, cd, cs, 3);
+        CHECK(memcmp(cd, cs, 3 * sizeof(float)) == 0 && cd[3] == 0.0f && cd[4] == 7.0f);
+        free(cs), free(cd);
+    }
     /* swiglu N=5, H=7 */
     long N = 5, H = 7;
     hp_k_swiglu_fwd(pool, o, x, N, H);

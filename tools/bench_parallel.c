@@ -1,0 +1,230 @@
+/* tools/bench_parallel: `hyperpar bench parallel` — the cost of running GPT-2
+ * through a sharding plan. Rows: the plain single-process engine, the same
+ * model through a 1-rank plan (production mode must cost the same), and data
+ * and tensor parallel plans on rank threads. Per row: tokens/s and the step
+ * split into compute (kernels), exposed communication (collectives run inside
+ * the step), optimizer, and other (everything outside kernels, collectives and
+ * the optimizer: dispatch, thread hand-offs, input scatter), from rank 0.
+ * Each row runs in a child process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "core/rng.h"
+#include "dist_session.h"
+#include "progress.h"
+#include "session.h"
+
+typedef struct {
+    double tok_s, step_ms, compute_ms, comm_ms, opt_ms, other_ms;
+    int ok;
+    char err[256];
+} prow;
+
+typedef struct {
+    const char *name;
+    int dp, tp; /* 0, 0: the plain engine */
+} pconfig;
+
+static const pconfig pconfigs[] = {
+    {"engine", 0, 0}, {"plan 1 rank", 1, 1}, {"dp=2", 2, 1}, {"tp=2", 1, 2}, {"dp=2 x tp=2", 2, 2},
+};
+
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double med(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmpd);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+    hp_dist_session *s;
+    const int32_t *tok, *tgt;
+    hp_optimizer **opt;
+    double prof[64][2];
+    double opt_s[64];
+} pstep;
+
+static hp_status rank_step(hp_dist_rank *r, void *c_) {
+    pstep *c = c_;
+    hp_dist_scatter_value(c->s->d, r, c->s->io.tokens, hp_program_data(r->prog, r->rg.map[c->s->io.tokens]), c->tok);
+    hp_dist_scatter_value(c->s->d, r, c->s->io.targets, hp_program_data(r->prog, r->rg.map[c->s->io.targets]), c->tgt);
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    double t0 = hp_now();
+    hp_optimizer_step(c->opt[r->local_index], 1e-4f);
+    c->opt_s[r->local_index] += hp_now() - t0;
+    return HP_OK;
+}
+
+static void fill_batch(int32_t *tok, int32_t *tgt, int n, int V) {
+    hp_rng rng;
+    hp_rng_seed(&rng, 5);
+    for (int i = 0; i < n; i++) {
+        tok[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)V);
+        tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)V);
+    }
+}
+
+static hp_status run_engine(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
+    hp_session s;
+    HP_TRY(hp_session_create(&s, m, B, T, threads, 1));
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    hp_status st = hp_session_init_params(&s, 1);
+    if (!st) st = hp_session_add_optimizer(&s, &oc);
+    double *t = calloc((size_t)steps * 3, sizeof *t), *k = t + steps, *o = k + steps, prof[2];
+    if (!st) fill_batch(hp_session_tokens(&s), hp_session_targets(&s), B * T, m->V);
+    for (int i = -2; i < steps && !st; i++) {
+        prof[0] = prof[1] = 0;
+        hp_program_profile(s.prog, prof);
+        double t0 = hp_now();
+        st = hp_program_run(s.prog, HP_PHASE_FWD);
+        if (!st) st = hp_program_run(s.prog, HP_PHASE_BWD);
+        double t1 = hp_now();
+        hp_optimizer_step(s.opt, 1e-4f);
+        double t2 = hp_now();
+        if (i >= 0) t[i] = t2 - t0, k[i] = prof[0], o[i] = t2 - t1;
+    }
+    if (!st) {
+        double step = med(t, steps), comp = med(k, steps), opt = med(o, steps);
+        *r = (prow){B * T / step, step * 1e3, comp * 1e3, 0, opt * 1e3, (step - comp - opt) * 1e3, 1, ""};
+    }
+    free(t);
+    hp_session_destroy(&s);
+    return st;
+}
+
+static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps, int dp, int tp) {
+    hp_plan plan;
+    HP_TRY(hp_plan_gpt2_dp_tp(&plan, dp, tp));
+    hp_dist_session s;
+    hp_status st = hp_dist_session_create(&s, m, &plan, B, T, threads, 300);
+    if (!st) st = hp_dist_session_init_params(&s, 1, NULL);
+    int nr = st ? 0 : hp_dist_nranks(s.d);
+    pstep *c = calloc(1, sizeof *c);
+    hp_optimizer **opt = calloc((size_t)(nr ? nr : 1), sizeof *opt);
+    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    for (int i = 0; i < nr && !st; i++) {
+        hp_dist_rank *rk = hp_dist_rank_at(s.d, i);
+        hp_opt_param *p = calloc((size_t)rk->ps.n, sizeof *p);
+        for (int k = 0; k < rk->ps.n; k++)
+            p[k] = (hp_opt_param){rk->ps.name[k], hp_param_ptr(&rk->ps, k), hp_program_grads(rk->prog) + rk->ps.offset[k],
+                                  rk->ps.shape[k], rk->ps.hidden_matrix[k]};
+        st = hp_optimizer_create(&opt[i], &oc, p, rk->ps.n, rk->pool);
+        free(p);
+        hp_program_profile(rk->prog, c->prof[i]);
+    }
+    fill_batch(tok, tgt, B * T, m->V);
+    *c = (pstep){&s, tok, tgt, opt, {{0}}, {0}};
+    for (int i = 0; i < nr; i++) hp_program_profile(hp_dist_rank_at(s.d, i)->prog, c->prof[i]);
+    double *t = calloc((size_t)steps * 4, sizeof *t), *k = t + steps, *cm = k + steps, *o = cm + steps;
+    for (int i = -2; i < steps && !st; i++) {
+        c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
+        double t0 = hp_now();
+        st = hp_dist_run(s.d, rank_step, c);
+        if (i >= 0) t[i] = hp_now() - t0, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
+    }
+    if (!st) {
+        double step = med(t, steps), comp = med(k, steps), comm = med(cm, steps), op = med(o, steps);
+        *r = (prow){B * T / step, step * 1e3, comp * 1e3, comm * 1e3, op * 1e3, (step - comp - comm - op) * 1e3, 1, ""};
+    }
+    for (int i = 0; i < nr; i++) hp_optimizer_destroy(opt[i]);
+    free(opt), free(tok), free(tgt), free(t), free(c);
+    hp_dist_session_destroy(&s);
+    return st;
+}
+
+static void run_row(prow *r, const pconfig *pc, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
+    memset(r, 0, sizeof *r);
+    int fd[2];
+    if (pipe(fd) != 0) return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        prow mine;
+        memset(&mine, 0, sizeof mine);
+        hp_status st = pc->dp ? run_plan(&mine, m, B, T, threads, steps, pc->dp, pc->tp)
+                              : run_engine(&mine, m, B, T, threads, steps);
+        if (st) {
+            snprintf(mine.err, sizeof mine.err, "%s", hp_status_msg(st));
+            hp_status_free(st);
+        }
+        ssize_t w = write(fd[1], &mine, sizeof mine);
+        _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = pid > 0 ? read(fd[0], r, sizeof *r) : -1;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    if (got != (ssize_t)sizeof *r) snprintf(r->err, sizeof r->err, "the benchmark process failed");
+}
+
+int hp_cmd_bench_parallel(int argc, char **argv) {
+    char model[32] = "small", json[512] = "";
+    int threads = 2, steps = 20;
+    hp_opt tab[] = {
+        {"model", OPT_STR, model, sizeof model, "small | gpt2-124m"},
+        {"threads", OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
+        {"steps", OPT_INT, &steps, 0, "timed steps"},
+        {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
+    };
+    int help = 0, ntab = 4;
+    hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 1, "bench parallel");
+    if (!st && help) {
+        hp_args_usage(tab, ntab, "bench parallel", "Step time of GPT-2 through sharding plans on rank threads.");
+        return 0;
+    }
+    hp_gpt2_config m = {4, 4, 256, 256, 0, 128};
+    int B = 8, T = 128;
+    if (!st && !strcmp(model, "gpt2-124m")) m = (hp_gpt2_config){12, 12, 768, 50257, 0, 1024}, B = 4, T = 256;
+    else if (!st && strcmp(model, "small")) st = hp_errorf("hyperpar bench parallel: --model '%s' is not small or gpt2-124m", model);
+    if (!st && (steps < 1 || threads < 1)) st = hp_errorf("hyperpar bench parallel: --steps and --threads must be >= 1");
+    if (st) {
+        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
+        hp_status_free(st);
+        return 1;
+    }
+    FILE *jf = json[0] ? fopen(json, "w") : NULL;
+    if (json[0] && !jf) {
+        fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
+        return 1;
+    }
+    printf("%s, B=%d T=%d, %d threads in all, median of %d steps\n", model, B, T, threads, steps);
+    printf("%-12s %9s %9s %10s %9s %8s %8s %7s\n", "config", "tok/s", "step ms", "compute ms", "comm ms", "opt ms",
+           "other ms", "other%");
+    if (jf) fputs("[\n", jf);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof pconfigs / sizeof pconfigs[0]; i++) {
+        prow r;
+        run_row(&r, &pconfigs[i], &m, B, T, threads, steps);
+        if (!r.ok) {
+            fprintf(stderr, "hyperpar: bench parallel %s: %s\n", pconfigs[i].name, r.err);
+            rc = 1;
+            continue;
+        }
+        printf("%-12s %9.0f %9.2f %10.2f %9.2f %8.2f %8.2f %6.2f%%\n", pconfigs[i].name, r.tok_s, r.step_ms, r.compute_ms,
+               r.comm_ms, r.opt_ms, r.other_ms, 100 * r.other_ms / r.step_ms);
+        if (jf)
+            fprintf(jf,
+                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"dp\": %d, \"tp\": %d, \"threads\": %d, \"tokens_per_s\": %.2f, "
+                    "\"step_ms\": %.3f, \"compute_ms\": %.3f, \"comm_ms\": %.3f, \"optimizer_ms\": %.3f, \"other_ms\": %.3f}",
+                    i ? ",\n" : "", pconfigs[i].name, model, pconfigs[i].dp, pconfigs[i].tp, threads, r.tok_s, r.step_ms,
+                    r.compute_ms, r.comm_ms, r.opt_ms, r.other_ms);
+    }
+    if (jf) {
+        fputs("\n]\n", jf);
+        fclose(jf);
+    }
+    return rc;
+}
