@@ -80,7 +80,7 @@ static hp_status run_engine(prow *r, const hp_gpt2_config *m, int B, int T, int 
     hp_optim_config_default(&oc);
     hp_status st = hp_session_init_params(&s, 1);
     if (!st) st = hp_session_add_optimizer(&s, &oc);
-    double *t = calloc((size_t)steps * 3, sizeof *t), *k = t + steps, *o = k + steps, prof[2];
+    double *t = calloc((size_t)steps * 4, sizeof *t), *k = t + steps, *o = k + steps, *ot = o + steps, prof[2];
     if (!st) fill_batch(hp_session_tokens(&s), hp_session_targets(&s), B * T, m->V);
     for (int i = -2; i < steps && !st; i++) {
         prof[0] = prof[1] = 0;
@@ -91,11 +91,11 @@ static hp_status run_engine(prow *r, const hp_gpt2_config *m, int B, int T, int 
         double t1 = hp_now();
         hp_optimizer_step(s.opt, 1e-4f);
         double t2 = hp_now();
-        if (i >= 0) t[i] = t2 - t0, k[i] = prof[0], o[i] = t2 - t1;
+        if (i >= 0) t[i] = t2 - t0, k[i] = prof[0], o[i] = t2 - t1, ot[i] = t[i] - k[i] - o[i];
     }
     if (!st) {
-        double step = med(t, steps), comp = med(k, steps), opt = med(o, steps);
-        *r = (prow){B * T / step, step * 1e3, comp * 1e3, 0, opt * 1e3, (step - comp - opt) * 1e3, 1, ""};
+        double step = med(t, steps);
+        *r = (prow){B * T / step, step * 1e3, med(k, steps) * 1e3, 0, med(o, steps) * 1e3, med(ot, steps) * 1e3, 1, ""};
     }
     free(t);
     hp_session_destroy(&s);
@@ -127,16 +127,21 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
     fill_batch(tok, tgt, B * T, m->V);
     *c = (pstep){&s, tok, tgt, opt, {{0}}, {0}};
     for (int i = 0; i < nr; i++) hp_program_profile(hp_dist_rank_at(s.d, i)->prog, c->prof[i]);
-    double *t = calloc((size_t)steps * 4, sizeof *t), *k = t + steps, *cm = k + steps, *o = cm + steps;
+    double *t = calloc((size_t)steps * 5, sizeof *t), *k = t + steps, *cm = k + steps, *o = cm + steps, *ot = o + steps;
     for (int i = -2; i < steps && !st; i++) {
         c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
         double t0 = hp_now();
         st = hp_dist_run(s.d, rank_step, c);
-        if (i >= 0) t[i] = hp_now() - t0, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
+        double dt = hp_now() - t0;
+        if (i >= 0) {
+            t[i] = dt, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
+            ot[i] = dt - k[i] - cm[i] - o[i];
+        }
     }
     if (!st) {
-        double step = med(t, steps), comp = med(k, steps), comm = med(cm, steps), op = med(o, steps);
-        *r = (prow){B * T / step, step * 1e3, comp * 1e3, comm * 1e3, op * 1e3, (step - comp - comm - op) * 1e3, 1, ""};
+        double step = med(t, steps);
+        *r = (prow){B * T / step, step * 1e3, med(k, steps) * 1e3, med(cm, steps) * 1e3, med(o, steps) * 1e3,
+                    med(ot, steps) * 1e3, 1, ""};
     }
     for (int i = 0; i < nr; i++) hp_optimizer_destroy(opt[i]);
     free(opt), free(tok), free(tgt), free(t), free(c);

@@ -1,10 +1,15 @@
 /* layout/rules: picks, per mesh axis, the cheapest strategy an operator
- * allows for the layouts its inputs arrive in (see rules.h for the score). */
+ * allows for the layouts its inputs arrive in (see rules.h for the score).
+ * Parameters never move between ranks: a strategy that would gather, reduce
+ * or re-split a parameter is not taken, and an operator left without one is
+ * a plan error naming the parameters, their layouts and the layouts needed. */
 #include "layout/rules.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "layout/redist.h"
 #include "layout/rules_family.h"
 
 static const hp_rule_family *find_family(const hp_opdef *op) {
@@ -107,6 +112,99 @@ static int better(const rank_key *a, const rank_key *b) {
     return a->index < b->index;
 }
 
+/* ---- the errors of plans that would move a parameter ---- */
+
+/* Appends printf text to buf (truncating quietly). */
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *used, const char *fmt, ...) {
+    if (*used + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    if (w > 0) *used = *used + (size_t)w < cap ? *used + (size_t)w : cap - 1;
+}
+
+/* `l` with placement p on axis a, as text. */
+static char *with_axis(char *buf, size_t n, const hp_layout *l, int a, hp_placement p, const hp_mesh *m) {
+    hp_layout x = *l;
+    x.p[a] = p;
+    return hp_layout_str(buf, n, &x, m);
+}
+
+/* No option of axis ra->axis keeps every parameter in place. Names the
+ * parameters the closest option would move (fewest, then fewest bytes), the
+ * layout it needs them in, and the inputs that pin it. */
+static hp_status explain_param_conflict(const hp_rule_axis *ra, const hp_layout *arriving) {
+    const hp_graph *g = ra->g;
+    const hp_node *n = ra->n;
+    const hp_mesh *m = ra->m;
+    int a = ra->axis, best = -1, best_moved = 0;
+    double best_bytes = 0;
+    for (int o = 0; o < ra->nopt; o++) {
+        int moved = 0, ok = 1;
+        double bytes = 0;
+        for (int i = 0; i < n->nin && ok; i++) {
+            hp_placement from = arriving[i].p[a], to = ra->opt[o].in[i];
+            if (!is_param(g, n->in[i]))
+                ok = move_cost(from, to, 1, m->size[a]) >= 0;
+            else if (!param_stays(from, to))
+                moved++, bytes += value_bytes(g, n->in[i]);
+        }
+        if (ok && (best < 0 || moved < best_moved || (moved == best_moved && bytes < best_bytes)))
+            best = o, best_moved = moved, best_bytes = bytes;
+    }
+    if (best < 0) /* every family lists the all-Replicate strategy, always reachable */
+        return hp_errorf("%s: no sharding strategy on mesh axis '%s' (a bug in the rule of '%s')", n->name,
+                         m->name[a], n->op->name);
+    const hp_rule_option *opt = &ra->opt[best];
+    char msg[900], l1[160], l2[160], l3[160];
+    size_t used = 0;
+    msg[0] = 0;
+    int nmoved = 0, nctx = 0;
+    for (int i = 0; i < n->nin; i++) {
+        hp_placement from = arriving[i].p[a], to = opt->in[i];
+        if (!is_param(g, n->in[i]) || param_stays(from, to)) continue;
+        append(msg, sizeof msg, &used, "%sparameter '%s' is %s where the operator needs %s", nmoved++ ? "; " : "",
+               g->vals[n->in[i]].name, hp_layout_str(l1, sizeof l1, &arriving[i], m),
+               with_axis(l2, sizeof l2, &arriving[i], a, to, m));
+        if (to.kind != HP_REPLICATE) /* a Replicate parameter gives it locally */
+            append(msg, sizeof msg, &used, " or %s", with_axis(l3, sizeof l3, &arriving[i], a, hp_replicate(), m));
+    }
+    for (int i = 0; i < n->nin; i++) {
+        hp_placement from = arriving[i].p[a], to = opt->in[i];
+        int moved = is_param(g, n->in[i]) && !param_stays(from, to);
+        if (moved || from.kind == HP_REPLICATE) continue;
+        append(msg, sizeof msg, &used, "%s%s '%s' %s", nctx++ ? ", " : " (with ",
+               is_param(g, n->in[i]) ? "parameter" : "input", g->vals[n->in[i]].name,
+               hp_layout_str(l1, sizeof l1, &arriving[i], m));
+    }
+    if (nctx) append(msg, sizeof msg, &used, ")");
+    return hp_errorf("%s: %s: no strategy on mesh axis '%s' fits without moving a parameter across ranks", n->name,
+                     msg, m->name[a]);
+}
+
+/* Across all axes: every parameter input is converted locally (nested
+ * shards can make per-axis local steps need communication together). */
+static hp_status check_params_local(const hp_graph *g, const hp_node *n, const hp_layout *arriving,
+                                    const hp_strategy *st, const hp_mesh *m) {
+    for (int i = 0; i < n->nin; i++) {
+        int v = n->in[i];
+        if (!is_param(g, v) || hp_layout_eq(&arriving[i], &st->in[i])) continue;
+        hp_redist r;
+        HP_TRY(hp_redist_plan(&r, &g->vals[v].shape, &arriving[i], &st->in[i], m));
+        for (int s = 0; s < r.nsteps; s++) {
+            if (r.step[s].kind == HP_RD_SLICE || r.step[s].kind == HP_RD_TO_PARTIAL) continue;
+            char l1[160], l2[160], how[400];
+            return hp_errorf("%s: parameter '%s' is %s where the operator needs %s, which takes %s: parameters never "
+                             "move across ranks",
+                             n->name, g->vals[v].name, hp_layout_str(l1, sizeof l1, &arriving[i], m),
+                             hp_layout_str(l2, sizeof l2, &st->in[i], m), hp_redist_str(how, sizeof how, &r));
+        }
+    }
+    return HP_OK;
+}
+
 /* Scores the options of one axis and writes the best into out. */
 static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_layout *arriving,
                            const hp_rule_ctx *ctx) {
@@ -161,15 +259,24 @@ static void init_strategy(hp_strategy *out, const hp_mesh *m) {
     out->parallel_xent_axis = -1;
 }
 
-/* Operators without a rule: gather everything, run replicated. */
-static void replicated_fallback(hp_strategy *out, const hp_graph *g, const hp_node *n, const hp_layout *arriving,
-                                const hp_mesh *m) {
+/* Operators without a rule: gather everything, run replicated (a sharded
+ * parameter cannot be gathered: an error). */
+static hp_status replicated_fallback(hp_strategy *out, const hp_graph *g, const hp_node *n, const hp_layout *arriving,
+                                     const hp_mesh *m) {
     out->no_rule = 1;
-    for (int i = 0; i < n->nin; i++)
+    for (int i = 0; i < n->nin; i++) {
+        if (is_param(g, n->in[i]) && !hp_layout_is_replicated(&arriving[i])) {
+            char l1[160];
+            return hp_errorf("%s: operator '%s' has no sharding rule and runs on Replicate inputs, but parameter '%s' "
+                             "is %s: parameters never move across ranks (make it R in the plan)",
+                             n->name, n->op->name, g->vals[n->in[i]].name, hp_layout_str(l1, sizeof l1, &arriving[i], m));
+        }
         for (int a = 0; a < m->ndim; a++) {
             double N = value_bytes(g, n->in[i]) * other_axes_share(&arriving[i], m, a);
             out->cost += move_cost(arriving[i].p[a], hp_replicate(), N, m->size[a]);
         }
+    }
+    return HP_OK;
 }
 
 hp_status hp_sharding_rule(hp_strategy *out, const hp_graph *g, int node, const hp_layout *arriving,
@@ -183,10 +290,7 @@ hp_status hp_sharding_rule(hp_strategy *out, const hp_graph *g, int node, const 
         if (s) return hp_error_wrap(s, "%s: input '%s'", n->name, v->name);
     }
     const hp_rule_family *f = find_family(n->op);
-    if (!f) {
-        replicated_fallback(out, g, n, arriving, m);
-        return HP_OK;
-    }
+    if (!f) return replicated_fallback(out, g, n, arriving, m);
     for (int a = 0; a < m->ndim; a++) {
         hp_placement arr[HP_MAX_IN];
         for (int i = 0; i < n->nin; i++) arr[i] = arriving[i].p[a];
@@ -198,5 +302,5 @@ hp_status hp_sharding_rule(hp_strategy *out, const hp_graph *g, int node, const 
         HP_TRY(pick_axis(out, &ra, arriving, ctx));
     }
     if (f->check) HP_TRY(f->check(g, node, out->in, m));
-    return HP_OK;
+    return check_params_local(g, n, arriving, out, m);
 }
