@@ -20,6 +20,7 @@
 #include "optim/schedule.h"
 #include "progress.h"
 #include "runtime/dist.h"
+#include "runtime/validate.h"
 #include "session.h"
 
 typedef struct {
@@ -41,18 +42,27 @@ typedef struct {
     hp_data *train, *val;
     int32_t *tokens, *targets;
     float lr;
-    int eval; /* 1: forward only */
+    int eval;      /* 1: forward only */
+    int validated; /* 1: the validation executor ran this step's forward and backward */
 } dist_trainer;
+
+static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
+    dist_trainer *t = c_;
+    hp_dist_scatter_value(t->d, r, t->io.tokens, hp_program_data(r->prog, r->rg.map[t->io.tokens]), t->tokens);
+    hp_dist_scatter_value(t->d, r, t->io.targets, hp_program_data(r->prog, r->rg.map[t->io.targets]), t->targets);
+    return HP_OK;
+}
 
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     dist_trainer *t = c_;
     rank_state *st = r->user;
-    hp_dist_scatter_value(t->d, r, t->io.tokens, hp_program_data(r->prog, r->rg.map[t->io.tokens]), t->tokens);
-    hp_dist_scatter_value(t->d, r, t->io.targets, hp_program_data(r->prog, r->rg.map[t->io.targets]), t->targets);
-    HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    if (!t->validated) {
+        HP_TRY(rank_inputs(r, c_));
+        HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    }
     st->loss = ((float *)hp_program_data(r->prog, r->rg.loss))[0];
     if (t->eval) return HP_OK;
-    HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    if (!t->validated) HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
     /* global gradient norm: weighted local sums, added over the world */
     float *grads = hp_program_grads(r->prog);
     double local = 0;
@@ -130,6 +140,34 @@ static hp_status setup(dist_trainer *t) {
     return HP_OK;
 }
 
+/* --validate: this step's forward and backward run through the validation
+ * executor (every operator checked against one rank), then the gradient
+ * table; training then continues from the gradients it left. */
+static hp_status validate_step(dist_trainer *t, int lead) {
+    HP_TRY(hp_dist_run(t->d, rank_inputs, t));
+    hp_validator *v;
+    hp_validate_config vc = {.g = t->g, .d = t->d, .threads = t->o->threads};
+    HP_TRY(hp_validate_create(&v, &vc));
+    hp_validate_report rep = {0};
+    hp_status st = hp_validate_step(v, &rep);
+    if (!st) st = hp_validate_gradients(v, &rep);
+    if (!st && lead) {
+        printf("validation: %d operators checked, every layout and value agrees (%d redistributions, %d values; loss "
+               "%.6f, 1 rank %.6f)\n",
+               rep.nops, rep.nredist, rep.nvalues, (double)rep.loss, (double)rep.ref_loss);
+        printf("validation: gradient equivalence against 1 rank (max relative error per parameter):\n");
+        for (int i = 0; i < rep.ngrads; i++)
+            printf("  %-28s %-20s %.3g\n", rep.grads[i].name, rep.grads[i].layout, rep.grads[i].rel_err);
+        printf("validation: worst gradient relative error %.3g (%s)\n", rep.worst,
+               rep.worst_index >= 0 ? rep.grads[rep.worst_index].name : "-");
+        fflush(stdout);
+    }
+    hp_validate_report_free(&rep);
+    hp_validate_destroy(v);
+    t->validated = !st;
+    return st;
+}
+
 static hp_status run(dist_trainer *t) {
     const train_opts *o = t->o;
     hp_lr_schedule sched = {.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
@@ -157,7 +195,9 @@ static hp_status run(dist_trainer *t) {
         if (st) break;
         t->lr = hp_lr_at(&sched, step, o->steps);
         t->eval = 0;
-        st = hp_dist_run(t->d, rank_step, t);
+        if (step == 0 && o->validate) st = validate_step(t, lead);
+        if (!st) st = hp_dist_run(t->d, rank_step, t);
+        t->validated = 0;
         if (st) break;
         double dt = hp_now() - t0;
         done_time += dt;

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "train")) return hp_cmd_train(argc, argv);
     if (!strcmp(cmd, "sample")) return hp_cmd_sample(argc, argv);
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
+    if (!strcmp(cmd, "plan")) return hp_cmd_plan(argc, argv);
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);

@@ -164,6 +164,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         t->finished = 1;
         return hp_train_distributed(o);
     }
+    if (o->validate) printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     HP_TRY(hp_session_create(&t->s, &m, o->batch, o->seq, o->threads, 1));
     HP_TRY(hp_session_add_eval(&t->s, o->batch, o->seq));
     hp_optim_config oc;

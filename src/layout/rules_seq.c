@@ -152,6 +152,25 @@ static hp_status embedding_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* embedding_bwd_acc(dy[..., C], ids[...], dsofar[V, C]) -> dtable[V, C]:
+ * the running sum dsofar plus the rows of dy, so dsofar takes the output's
+ * placement. No vocabulary-parallel strategy: the compile pass has no local
+ * operator for it (a row-split running sum is gathered first). */
+static hp_status embedding_bwd_acc_opts(hp_rule_axis *ra) {
+    int ni = hp_rule_in_ndim(ra, 1);
+    hp_rule_option *o;
+    for (int d = 0; d < ni; d++) { /* batch split: each rank adds its rows to its term */
+        o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = S(d), o->in[2] = P, o->out[0] = P;
+    }
+    o = hp_rule_opt(ra); /* linear in (dy, dsofar) */
+    o->in[0] = o->in[2] = o->out[0] = P;
+    o = hp_rule_opt(ra); /* channels split */
+    o->in[0] = S(ni), o->in[2] = o->out[0] = S(1);
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
 /* add_pos(x[B,T,C], pos[P,C]) -> [B,T,C] (positions must stay whole) */
 static hp_status add_pos_opts(hp_rule_axis *ra) {
     hp_rule_option *o = hp_rule_opt(ra);
@@ -216,6 +235,7 @@ static const hp_rule_family seq[] = {
     {&hp_op_rope_bwd, rope_opts, heads_check0},
     {&hp_op_embedding, embedding_opts, NULL},
     {&hp_op_embedding_bwd, embedding_bwd_opts, NULL},
+    {&hp_op_embedding_bwd_acc, embedding_bwd_acc_opts, NULL},
     {&hp_op_add_pos, add_pos_opts, NULL},
     {&hp_op_add_pos_bwd, add_pos_bwd_opts, NULL},
     {&hp_op_xent, xent_opts, NULL},

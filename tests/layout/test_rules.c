@@ -199,9 +199,10 @@ static void test_norm_pointwise(void) {
     CHECK_OK(rule(&st, g, &m, "P(sum)@tp", "R@tp", "R@tp")); /* Partial: all-reduced */
     CHECK(is(&st.in[0], "R@tp", &m) && is(&st.out[0], "R@tp", &m));
     CHECK_NEAR(st.cost, 512, 1e-9);
-    CHECK_OK(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", "R@tp")); /* weights must be whole */
-    CHECK(is(&st.in[1], "R@tp", &m) && is(&st.out[0], "S(0)@tp", &m));
-    CHECK_NEAR(st.cost, 32, 1e-9);
+    /* the weights must be whole, and a split parameter is never gathered */
+    CHECK_ERR(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", "R@tp"),
+              "layernorm: parameter 'w' is S(0)@tp where the operator needs R@tp (with input 'x' S(0)@tp): no "
+              "strategy on mesh axis 'tp' fits without moving a parameter across ranks");
 
     /* layernorm_bwd(dy, x, w, mean, rstd) */
     const hp_node *n = &g->nodes[ln];
@@ -389,7 +390,103 @@ static void test_unknown_op(void) {
     hp_graph_destroy(g);
 }
 
+/* embedding_bwd_acc(dy, ids, dsofar): the running sum takes the output's
+ * placement; a row-split running sum is gathered (no vocabulary-parallel
+ * local operator yet). */
+static void test_embedding_bwd_acc(void) {
+    hp_mesh m = mesh("tp=2");
+    hp_graph *g;
+    CHECK_OK(hp_graph_create(&g));
+    int dy = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape3(2, 4, 16), "dy");
+    int ids = hp_graph_input(g, "ids", HP_I32, hp_shape2(2, 4));
+    int sofar = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape2(128, 16), "sofar");
+    int dt = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape2(128, 16), "dt");
+    int in[3] = {dy, ids, sofar};
+    hp_graph_node_into(g, &hp_op_embedding_bwd_acc, in, 3, &dt, 1, NULL, HP_PHASE_BWD, -1);
+    CHECK(hp_rule_known(&hp_op_embedding_bwd_acc));
+    hp_strategy st;
+    CHECK_OK(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", "P(sum)@tp")); /* data parallel */
+    CHECK(is(&st.out[0], "P(sum)@tp", &m) && is(&st.in[2], "P(sum)@tp", &m) && st.cost == 0);
+    CHECK_OK(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", "R@tp")); /* a Replicate sum made Partial locally */
+    CHECK(is(&st.in[2], "P(sum)@tp", &m) && st.cost == 0);
+    CHECK_OK(rule(&st, g, &m, "S(2)@tp", "R@tp", "S(1)@tp")); /* channels */
+    CHECK(is(&st.out[0], "S(1)@tp", &m) && st.cost == 0);
+    CHECK_OK(rule(&st, g, &m, "R@tp", "R@tp", "S(0)@tp")); /* rows: gathered */
+    CHECK(is(&st.in[2], "R@tp", &m) && is(&st.out[0], "R@tp", &m));
+    CHECK_NEAR(st.cost, 128 * 16 * 4 / 2.0, 1e-9);
+    hp_graph_destroy(g);
+}
+
+/* Parameters never move between ranks: strategies that would gather, reduce
+ * or re-split a parameter are not taken; an operator left without one is an
+ * error naming the parameters, their layouts and the layouts it needs. */
+static void test_param_moves(void) {
+    hp_mesh m = mesh("tp=2");
+    hp_graph *g;
+    hp_strategy st;
+    CHECK_OK(hp_graph_create(&g));
+    int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
+    int w = hp_graph_param(g, "w", hp_shape2(64, 16), 1), b = hp_graph_param(g, "b", hp_shape1(64), 0);
+    hp_graph_scope(g, "fc");
+    hp_linear(g, x, w, b);
+    /* weight on its contraction dim, bias on its rows: the bias would have to
+     * be gathered (row parallel) or the weight re-split (column parallel) */
+    CHECK_ERR(rule(&st, g, &m, "R@tp", "S(1)@tp", "S(0)@tp"),
+              "fc.linear: parameter 'b' is S(0)@tp where the operator needs P(sum)@tp or R@tp (with parameter 'w' "
+              "S(1)@tp): no strategy on mesh axis 'tp' fits without moving a parameter across ranks");
+    /* the same weight with a Replicate bias: row parallel, bias made Partial locally */
+    CHECK_OK(rule(&st, g, &m, "R@tp", "S(1)@tp", "R@tp"));
+    CHECK(is(&st.in[0], "S(2)@tp", &m) && is(&st.in[2], "P(sum)@tp", &m) && is(&st.out[0], "P(sum)@tp", &m));
+    /* a batch-split input against a contraction-split weight: the input
+     * could only be gathered (not re-split), so the weight would have to be */
+    CHECK_ERR(rule(&st, g, &m, "S(0)@tp", "S(1)@tp", "R@tp"),
+              "fc.linear: parameter 'w' is S(1)@tp where the operator needs R@tp (with input 'x' S(0)@tp): no strategy "
+              "on mesh axis 'tp' fits without moving a parameter across ranks");
+
+    hp_graph_destroy(g);
+
+    /* a batch-split input (512 bytes) against a column-split weight (256):
+     * gathering the weight would cost less, the input is gathered instead */
+    CHECK_OK(hp_graph_create(&g));
+    x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
+    w = hp_graph_param(g, "w", hp_shape2(4, 16), 1);
+    hp_linear(g, x, w, -1);
+    CHECK_OK(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", NULL));
+    CHECK(is(&st.in[0], "R@tp", &m) && is(&st.in[1], "S(0)@tp", &m) && is(&st.out[0], "S(2)@tp", &m));
+    CHECK_NEAR(st.cost, 256, 1e-9);
+    hp_graph_destroy(g);
+
+    /* an operator without a rule cannot gather a split parameter */
+    CHECK_OK(hp_graph_create(&g));
+    w = hp_graph_param(g, "w", hp_shape2(4, 16), 1);
+    hp_graph_node(g, NULL, &mystery, &w, 1, NULL);
+    CHECK_ERR(rule(&st, g, &m, "S(1)@tp", NULL, NULL),
+              "mystery: operator 'mystery' has no sharding rule and runs on Replicate inputs, but parameter 'w' is "
+              "S(1)@tp: parameters never move across ranks");
+    CHECK_OK(rule(&st, g, &m, "R@tp", NULL, NULL));
+    CHECK(st.no_rule);
+    hp_graph_destroy(g);
+
+    /* nested shards: each axis alone converts the weight locally, together
+     * they need an all-gather (dp would split inside tp's chunks) */
+    hp_mesh m2 = mesh("dp=2,tp=2");
+    CHECK_OK(hp_graph_create(&g));
+    x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
+    w = hp_graph_param(g, "w", hp_shape2(8, 16), 1);
+    hp_linear(g, x, w, -1);
+    CHECK_ERR(rule(&st, g, &m2, "S(2)@dp,R@tp", "R@dp,S(1)@tp", NULL),
+              "linear: parameter 'w' is R@dp,S(1)@tp where the operator needs S(1)@dp,S(1)@tp, which takes "
+              "all-to-all(tp");
+    CHECK_ERR(rule(&st, g, &m2, "S(2)@dp,R@tp", "R@dp,S(1)@tp", NULL), "parameters never move across ranks");
+    /* the same weight split on dp outside tp slices locally */
+    CHECK_OK(rule(&st, g, &m2, "S(2)@dp,R@tp", "R@dp,R@tp", NULL));
+    CHECK(is(&st.in[1], "S(1)@dp,R@tp", &m2) && st.cost == 0);
+    hp_graph_destroy(g);
+}
+
 int main(void) {
+    test_param_moves();
+    test_embedding_bwd_acc();
     test_linear();
     test_partial_penalty();
     test_linear_bwd();

@@ -1,0 +1,121 @@
+# hyperpar plan: the layouts, inserted collectives and memory a plan compiles
+# to (text and JSON), and deliberately wrong plans caught before any step,
+# through both `hyperpar plan` and `hyperpar train`, with one-line messages.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/mpienv.sh"
+small="--layers 2 --heads 4 --channels 64 --vocab 256 --batch 4 --seq 32"
+
+# ---- layouts and local shapes, DP=2 x TP=2 ----
+"$HP" plan $small --dp 2 --tp 2 --json p.json >out.txt 2>err.txt || fail "plan --dp 2 --tp 2 failed: $(cat err.txt)"
+grep -q '^mesh dp=2,tp=2: 4 ranks (world 4)' out.txt || fail "mesh line: $(head -1 out.txt)"
+row() { # name: "layout local-shape" of a tensor row
+  awk -v n="$1" '$2 == n { l = $0; sub(/^.*\]  +/, "", l); print l }' out.txt | sed 's/  */ /g'; }
+check_row() { [ "$(row "$1")" = "$2" ] || fail "$1: '$(row "$1")', expected '$2'"; }
+check_row h.0.attn.qkv.weight "R@dp,S(1)@tp [3, 32, 64]"
+check_row h.0.attn.qkv.bias "R@dp,S(1)@tp [3, 32]"
+check_row h.0.attn.proj.weight "R@dp,S(1)@tp [64, 32]"
+check_row h.1.mlp.fc.weight "R@dp,S(0)@tp [128, 64]"
+check_row h.1.mlp.proj.bias "R@dp,R@tp [64]"
+check_row wte "R@dp,S(0)@tp [128, 64]"
+check_row tokens "S(0)@dp,R@tp [2, 32]"
+grep -q '^  act ' out.txt && fail "activations listed without --all"
+# collectives: Megatron's 2 all-reduces per layer + 1 over tp each way; over
+# dp the loss (forward) and every parameter's gradient (backward: 4 + 12 L)
+count() { awk -v ph="$1" -v g="$2" -v k="$3" '$1 == ph && $3 ~ "^"g"\\[" && index($0, k) { n++ } END { print n + 0 }' out.txt; }
+[ "$(count fwd tp 'all-reduce(tp')" = 5 ] || fail "forward tp all-reduces: $(count fwd tp 'all-reduce(tp')"
+[ "$(count bwd tp 'all-reduce(tp')" = 5 ] || fail "backward tp all-reduces: $(count bwd tp 'all-reduce(tp')"
+[ "$(count fwd dp 'all-reduce(dp')" = 1 ] || fail "forward dp all-reduces: $(count fwd dp 'all-reduce(dp')"
+[ "$(count bwd dp 'all-reduce(dp')" = 28 ] || fail "backward dp all-reduces: $(count bwd dp 'all-reduce(dp')"
+grep -Eq '^  fwd +loss +dp\[0,2\] ' out.txt || fail "no loss all-reduce over dp[0,2]"
+grep -Eq '^  bwd +h\.0\.attn\.qkv\.weight\.grad +dp\[0,2\] ' out.txt || fail "no qkv gradient all-reduce"
+grep -Eq '^  fwd +all-reduce +6 ' out.txt || fail "forward all-reduce total: $(grep -E '^  fwd +all-reduce' out.txt)"
+grep -Eq '^  bwd +all-reduce +33 ' out.txt || fail "backward all-reduce total: $(grep -E '^  bwd +all-reduce' out.txt)"
+grep -Eq '^  0 +[0-9.]+ [KMG]?B ' out.txt || fail "no memory row for rank 0"
+grep -q 'every operator has a sharding rule' out.txt || fail "notes: $(tail -2 out.txt)"
+
+# ---- tensor parallel alone: 2L+1 all-reduces each way (L = 3) ----
+"$HP" plan --layers 3 --heads 4 --channels 64 --tp 2 >out.txt 2>err.txt || fail "plan --tp 2 failed: $(cat err.txt)"
+[ "$(count fwd tp 'all-reduce(tp')" = 7 ] || fail "tp=2, L=3: forward all-reduces $(count fwd tp 'all-reduce(tp')"
+[ "$(count bwd tp 'all-reduce(tp')" = 7 ] || fail "tp=2, L=3: backward all-reduces $(count bwd tp 'all-reduce(tp')"
+grep -q 'all-gather(tp) .* (cross-entropy statistics)' out.txt || fail "no cross-entropy statistics all-gather"
+
+# ---- JSON: the same report ----
+if command -v python3 >/dev/null; then
+  python3 - p.json <<'EOF' || fail "JSON report: see above"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mesh"] == "dp=2,tp=2" and d["nranks"] == 4 and d["world"] == 4, d["mesh"]
+assert [a["name"] for a in d["axes"]] == ["dp", "tp"]
+assert d["model"]["L"] == 2 and d["model"]["B"] == 4 and d["model"]["T"] == 32
+assert d["plan"].startswith("mesh: dp=2,tp=2")
+r = d["ranks"][0]
+assert r["rank"] == 0 and len(d["ranks"]) == 1
+t = {x["name"]: x for x in r["tensors"]}
+q = t["h.0.attn.qkv.weight"]
+assert q["kind"] == "param" and q["shape"] == [3, 64, 64] and q["layout"] == "R@dp,S(1)@tp" and q["local_shape"] == [3, 32, 64], q
+assert t["tokens"]["kind"] == "input" and t["tokens"]["local_shape"] == [2, 32]
+c = r["collectives"]
+ar = [x for x in c if x["phase"] == "fwd" and x["steps"].startswith("all-reduce(tp")]
+assert len(ar) == 5 and all(x["groups"] == "tp[0,1]" and x["bytes"] > 0 and x["communicates"] for x in ar), ar
+tot = {(x["phase"], x["kind"]): x for x in r["totals"]}
+assert tot[("fwd", "all-reduce")]["count"] == 6 and tot[("bwd", "all-reduce")]["count"] == 33, tot
+m = r["memory"]
+assert m["grads"] == m["params"] and m["optimizer"] == 2 * m["params"] and m["activations"] > 0
+assert abs(m["total"] - sum(m[k] for k in ("params", "grads", "optimizer", "activations", "scratch", "inputs"))) < 1
+assert d["notes"] == []
+EOF
+else
+  grep -q '"layout":"R@dp,S(1)@tp"' p.json || fail "JSON: no R@dp,S(1)@tp layout"
+fi
+
+# ---- --all-ranks (uneven shards: 256 rows over 3) and --all ----
+"$HP" plan --layers 1 --heads 6 --channels 96 --tp 3 --all-ranks --all >out.txt 2>err.txt || fail "plan --tp 3 failed: $(cat err.txt)"
+[ "$(grep -c '^==== rank ' out.txt)" = 3 ] || fail "--all-ranks: $(grep -c '^==== rank ' out.txt) rank sections"
+[ "$(grep -E '^  param +wte ' out.txt | sed 's/.*S(0)@tp  *//' | tr '\n' '|')" = "[86, 96]|[86, 96]|[84, 96]|" ] ||
+  fail "uneven wte pieces: $(grep -E '^  param +wte ' out.txt)"
+grep -Eq '^  act +h\.0\.attn\.linear:0 .*,S\(3\)@tp ' out.txt || fail "--all: no qkv activation split by heads"
+grep -Eq '^  fwd +h\.0\.attn\.linear +- .* to-partial\(tp' out.txt || fail "--all: no local to-partial of a bias"
+"$HP" plan >/dev/null 2>err.txt || fail "plan with defaults failed: $(cat err.txt)"
+
+# ---- wrong plans, caught before any step ----
+# a mesh that does not match the world
+expect_error "mesh 'dp=2,tp=2' has 4 ranks but the world has 3" "$HP" plan $small --dp 2 --tp 2 --world 3
+printf 'mesh: dp=3\nparam wte: S(0)@dp\n' > three.plan
+expect_error "has 3 ranks but the world has 2" "$HP" plan $small --plan three.plan --world 2
+expect_error_any "3 ranks" timeout 60 mpirun -np 2 "$HP" train $small --plan three.plan --steps 1
+expect_error "--rank 4 is not a rank of mesh 'dp=2,tp=2'" "$HP" plan $small --dp 2 --tp 2 --rank 4
+# incompatible shards on a contraction: weight on its contraction dim, bias on rows
+printf 'mesh: tp=2\nparam h.*.mlp.fc.weight: S(1)@tp\nparam h.*.mlp.fc.bias: S(0)@tp\n' > fc.plan
+msg="h.0.mlp.linear: parameter 'h.0.mlp.fc.bias' is S(0)@tp where the operator needs P(sum)@tp or R@tp (with parameter 'h.0.mlp.fc.weight' S(1)@tp): no strategy on mesh axis 'tp' fits without moving a parameter across ranks"
+expect_error "$msg" "$HP" plan $small --plan fc.plan
+expect_error "$msg" "$HP" train $small --plan fc.plan --steps 1
+# the fused QKV split on its contraction dim: row parallel with a Replicate bias ...
+printf 'mesh: tp=2\nparam h.*.attn.qkv.weight: S(2)@tp\n' > qkv.plan
+"$HP" plan $small --plan qkv.plan >out.txt 2>err.txt || fail "row-parallel QKV plan failed: $(cat err.txt)"
+check_row h.0.attn.qkv.weight "S(2)@tp [3, 64, 32]"
+grep -Eq '^  fwd +h\.0\.attn\.attention +tp\[0,1\] .*all-reduce\(tp' out.txt || fail "QKV output not all-reduced before attention"
+# ... but not with the bias split by heads
+printf 'mesh: tp=2\nparam h.*.attn.qkv.weight: S(2)@tp\nparam h.*.attn.qkv.bias: S(1)@tp\n' > qkvb.plan
+msg="h.0.attn.linear: parameter 'h.0.attn.qkv.bias' is S(1)@tp where the operator needs P(sum)@tp or R@tp (with parameter 'h.0.attn.qkv.weight' S(2)@tp)"
+expect_error "$msg" "$HP" plan $small --plan qkvb.plan
+expect_error "$msg" "$HP" train $small --plan qkvb.plan --steps 1
+# a weight split on its contraction dim by both axes, its input split by batch on dp
+printf 'mesh: dp=2,tp=2\ninput *: S(0)@dp\nparam h.*.mlp.fc.weight: S(1)@dp,S(1)@tp\n' > two.plan
+msg="h.0.mlp.linear: parameter 'h.0.mlp.fc.weight' is S(1)@dp,S(1)@tp where the operator needs R@dp,S(1)@tp (with input 'h.0.mlp.layernorm:0' S(0)@dp,R@tp): no strategy on mesh axis 'dp'"
+expect_error "$msg" "$HP" plan $small --plan two.plan
+expect_error "$msg" "$HP" train $small --plan two.plan --steps 1
+# a layer norm weight split (norms use their weights whole)
+printf 'mesh: tp=2\nparam h.0.ln2.weight: S(0)@tp\n' > ln.plan
+expect_error "h.0.mlp.layernorm: parameter 'h.0.ln2.weight' is S(0)@tp where the operator needs R@tp" "$HP" plan $small --plan ln.plan
+# heads that cannot be split evenly
+expect_error "3 heads of size 16 cannot be split 2 ways" "$HP" plan --layers 1 --heads 3 --channels 48 --tp 2
+expect_error "3 heads of size 16 cannot be split 2 ways" "$HP" train --layers 1 --heads 3 --channels 48 --tp 2 --steps 1
+# plan-file mistakes: a tensor dim out of range, an unknown axis
+printf 'mesh: dp=2\nparam wte: S(2)@dp\n' > dim.plan
+expect_error "dim.plan:2: param 'wte': layout 'S(2)@dp': tensor 'wte' has 2 dims" "$HP" plan $small --plan dim.plan
+expect_error "dim.plan:2: param 'wte': layout 'S(2)@dp': tensor 'wte' has 2 dims" "$HP" train $small --plan dim.plan --steps 1
+printf 'mesh: dp=2\nparam wte: S(0)@pp\n' > axis.plan
+expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mesh dp=2)" "$HP" plan $small --plan axis.plan
+expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mesh dp=2)" "$HP" train $small --plan axis.plan --steps 1
+expect_error "give --plan or --dp/--tp, not both" "$HP" plan --plan fc.plan --dp 2
+finish
