@@ -10,6 +10,7 @@ static void usage(FILE *f) {
           "  train    train a model (no flags: a small GPT on text every Debian machine has)\n"
           "  sample   generate text from a checkpoint\n"
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
+          "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
           "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
           "           bench parallel: sharding plans against the plain engine)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",

@@ -47,7 +47,7 @@ typedef struct {
     int rank;
     hp_rank_graph rg;
     coll *c;
-    int nc;
+    int nc, capc;
     int count[2][NKINDS];
     double bytes[2][NKINDS];
     mem m;
@@ -119,10 +119,11 @@ static int listed(const hp_value *v, int pass, int all) {
 /* ---- gathering ---- */
 
 static hp_status add_coll(rank_report *r, const coll *c) {
-    if ((r->nc & (r->nc + 1)) == 0 || r->nc == 0) { /* grow at 0, 1, 3, 7, ... */
-        coll *n = realloc(r->c, sizeof *n * (size_t)(2 * r->nc + 2));
+    if (r->nc == r->capc) {
+        int cap = r->capc ? 2 * r->capc : 32;
+        coll *n = realloc(r->c, sizeof *n * (size_t)cap);
         if (!n) return hp_errorf("out of memory");
-        r->c = n;
+        r->c = n, r->capc = cap;
     }
     r->c[r->nc++] = *c;
     return HP_OK;
@@ -223,14 +224,12 @@ static hp_status gather_memory(rank_report *r, const planner *p) {
 /* ---- building ---- */
 
 static hp_status check_opts(const plan_opts *po, int nranks, const hp_mesh *mesh) {
-    const train_opts *o = &po->o;
     char mb[128];
     hp_mesh_str(mb, sizeof mb, mesh);
     if (po->world != nranks)
         return hp_errorf("mesh '%s' has %d ranks but the world has %d", mb, nranks, po->world);
     if (po->rank < 0 || po->rank >= nranks)
         return hp_errorf("hyperpar plan: --rank %d is not a rank of mesh '%s' (0..%d)", po->rank, mb, nranks - 1);
-    (void)o;
     return HP_OK;
 }
 
@@ -293,7 +292,7 @@ static void print_tensors(const planner *p, const rank_report *r) {
     int wn = 4, ws = 12, wl = 6;
     char b1[160], b2[160];
     for (int v = 0; v < g->nvals; v++) {
-        if (!listed(&g->vals[v], 0, p->po.all) && !listed(&g->vals[v], 1, 0) && !listed(&g->vals[v], 2, p->po.all)) continue;
+        if (!listed(&g->vals[v], 0, 0) && !listed(&g->vals[v], 1, 0) && !listed(&g->vals[v], 2, p->po.all)) continue;
         int a = (int)strlen(g->vals[v].name), s = (int)strlen(shape_str(b1, sizeof b1, &g->vals[v].shape));
         int l = (int)strlen(hp_layout_str(b2, sizeof b2, &p->prop.val[v], m));
         wn = a > wn ? a : wn, ws = s > ws ? s : ws, wl = l > wl ? l : wl;

@@ -52,6 +52,28 @@ void hp_k_embedding_vp_bwd(hp_pool *pool, float *dtable, const float *dout, cons
     hp_pool_run(pool, emb_bwd_task, &c);
 }
 
+static void emb_bwd_acc_task(void *c_, int tid, int nt) {
+    vp_ctx *c = c_;
+    long b, e;
+    hp_pool_split(&b, &e, c->C, 16, tid, nt);
+    if (c->o != c->b)
+        for (long r = 0; r < c->rows; r++)
+            memcpy(c->o + r * c->C + b, c->b + r * c->C + b, sizeof(float) * (size_t)(e - b));
+    for (long n = 0; n < c->N; n++) {
+        long r = (long)c->ids[n] - c->begin;
+        if (r < 0 || r >= c->rows) continue;
+        float *dst = c->o + r * c->C;
+        const float *src = c->a + n * c->C;
+        for (long j = b; j < e; j++) dst[j] += src[j];
+    }
+}
+
+void hp_k_embedding_vp_bwd_acc(hp_pool *pool, float *dtable, const float *dsofar, const float *dout,
+                               const int32_t *ids, long N, long C, long begin, long rows) {
+    vp_ctx c = {.o = dtable, .a = dout, .b = dsofar, .ids = ids, .N = N, .C = C, .begin = begin, .rows = rows};
+    hp_pool_run(pool, emb_bwd_acc_task, &c);
+}
+
 /* valid local columns: [0, valid) */
 static long valid_cols(long cols, long begin, long V) {
     long v = V - begin;

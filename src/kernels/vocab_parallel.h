@@ -17,6 +17,11 @@ void hp_k_embedding_vp_fwd(hp_pool *pool, float *out, const int32_t *ids, const 
 void hp_k_embedding_vp_bwd(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids, long N, long C,
                            long begin, long rows);
 
+/* dtable[rows,C] = dsofar[rows,C] + the rows of dout whose id falls on them
+ * (dtable may alias dsofar). */
+void hp_k_embedding_vp_bwd_acc(hp_pool *pool, float *dtable, const float *dsofar, const float *dout,
+                               const int32_t *ids, long N, long C, long begin, long rows);
+
 /* Local logits[N,cols] hold global columns [begin, begin+cols); only global
  * columns < V take part. stats[3,N]: the local max m (-inf when the rank has
  * no valid column), s = sum exp(l - m) over the valid local columns (0 when

@@ -9,6 +9,8 @@
  * Replicate; the zero gradient of an unused parameter takes the parameter's
  * layout.
  *
+ * Parameters never move between ranks (see layout/rules.h).
+ *
  * A parameter's gradient comes out in whatever layout its producers give it
  * (Partial under data parallelism, sharded under tensor parallelism); its
  * target is the parameter's own layout (hp_param_grad_target), and the

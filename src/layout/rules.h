@@ -18,8 +18,15 @@
  * ties go to the strategy that changes fewer inputs, then has fewer Partial
  * outputs.
  *
+ * Parameters never move between ranks: a parameter input may only keep its
+ * placement, or be sliced / made Partial locally from Replicate; a strategy
+ * that would gather, reduce or re-split a parameter is not taken, and an
+ * operator left without a strategy is an error naming the parameters and the
+ * layouts it would need (moving parameters is FSDP's explicit job).
+ *
  * Operators without a rule get every input Replicate and Replicate outputs
- * (correct but slow; hp_strategy.no_rule tells the caller to report it). */
+ * (correct but slow; hp_strategy.no_rule tells the caller to report it); one
+ * that would receive a split parameter is an error. */
 #ifndef HP_LAYOUT_RULES_H
 #define HP_LAYOUT_RULES_H
 

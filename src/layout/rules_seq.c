@@ -154,11 +154,19 @@ static hp_status embedding_bwd_opts(hp_rule_axis *ra) {
 
 /* embedding_bwd_acc(dy[..., C], ids[...], dsofar[V, C]) -> dtable[V, C]:
  * the running sum dsofar plus the rows of dy, so dsofar takes the output's
- * placement. No vocabulary-parallel strategy: the compile pass has no local
- * operator for it (a row-split running sum is gathered first). */
+ * placement. Vocabulary parallel (the table split by rows): every rank adds
+ * the rows it holds to its piece of the running sum (the compile pass lowers
+ * it to embedding_vp_bwd_acc). */
 static hp_status embedding_bwd_acc_opts(hp_rule_axis *ra) {
     int ni = hp_rule_in_ndim(ra, 1);
+    hp_placement tl = R;
+    int fwd = ra->n->fwd_node;
+    if (ra->val && fwd >= 0 && ra->g->nodes[fwd].nin > 1) tl = ra->val[ra->g->nodes[fwd].in[1]].p[ra->axis];
     hp_rule_option *o;
+    if (tl.kind == HP_SHARD && tl.dim == 0) { /* vocabulary parallel: own rows only */
+        o = hp_rule_opt(ra);
+        o->in[2] = S(0), o->out[0] = S(0);
+    }
     for (int d = 0; d < ni; d++) { /* batch split: each rank adds its rows to its term */
         o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = S(d), o->in[2] = P, o->out[0] = P;

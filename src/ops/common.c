@@ -16,7 +16,7 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_rmsnorm,   &hp_op_rmsnorm_bwd,   &hp_op_gelu,     &hp_op_gelu_bwd,
     &hp_op_add,       &hp_op_swiglu,        &hp_op_swiglu_bwd, &hp_op_attention,
     &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
-    &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_xent_vp_stats,
+    &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_embedding_vp_bwd_acc, &hp_op_xent_vp_stats,
     &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd,
 };
 

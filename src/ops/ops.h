@@ -45,7 +45,7 @@ extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
 
 /* Local operators of per-rank programs (ops/vocab_parallel.c). */
-extern const hp_opdef hp_op_embedding_vp, hp_op_embedding_vp_bwd;
+extern const hp_opdef hp_op_embedding_vp, hp_op_embedding_vp_bwd, hp_op_embedding_vp_bwd_acc;
 extern const hp_opdef hp_op_xent_vp_stats, hp_op_xent_vp_finish, hp_op_xent_vp_bwd;
 
 /* Every operator record, for listings and lookups by name. */

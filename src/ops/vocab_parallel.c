@@ -22,6 +22,15 @@ static void emb_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
 const hp_opdef hp_op_embedding_vp_bwd = {.name = "embedding_vp_bwd", .nout = 1, .run = emb_bwd_run,
                                          .bytes = ops_io_bytes};
 
+/* (dy, ids, dsofar_local) -> dtable_local = dsofar + own rows of dy */
+static void emb_bwd_acc_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_k_embedding_vp_bwd_acc(k->pool, F32(out[0]), CF32(in[2]), CF32(in[0]), I32(in[1]),
+                              (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], (long)n->a.i[0],
+                              out[0].shape.d[0]);
+}
+const hp_opdef hp_op_embedding_vp_bwd_acc = {.name = "embedding_vp_bwd_acc", .nout = 1, .run = emb_bwd_acc_run,
+                                             .bytes = ops_io_bytes};
+
 /* (logits_local, targets) -> stats[3, rows] */
 static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_k_xent_vp_stats(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),

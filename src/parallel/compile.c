@@ -178,6 +178,9 @@ static void emit_node(cstate *c, int i) {
     } else if (gn->op == &hp_op_embedding_bwd && shard_axis_of(&c->prop->val[gn->out[0]], 0) >= 0) {
         a.i[0] = local_offset(c, &c->prop->val[gn->out[0]], gn->out[0], 0);
         emit(c, &hp_op_embedding_vp_bwd, in, gn->nin, out, gn->nout, &a, gn);
+    } else if (gn->op == &hp_op_embedding_bwd_acc && shard_axis_of(&c->prop->val[gn->out[0]], 0) >= 0) {
+        a.i[0] = local_offset(c, &c->prop->val[gn->out[0]], gn->out[0], 0);
+        emit(c, &hp_op_embedding_vp_bwd_acc, in, gn->nin, out, gn->nout, &a, gn);
     } else if (gn->op == &hp_op_xent && c->prop->parallel_xent_axis[i] >= 0) {
         emit_parallel_xent(c, gn, in, out, c->prop->parallel_xent_axis[i]);
     } else if (gn->op == &hp_op_xent_bwd &&

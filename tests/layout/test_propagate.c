@@ -249,18 +249,16 @@ static void check_megatron(const model *md, const hp_mesh *m, int dp_axis, int t
     for (int i = 0; i < g->nnodes; i++) nflag += p.parallel_xent_axis[i] >= 0;
     CHECK(nflag == 2); /* the cross-entropy and its backward */
     /* whole model: one more all-reduce each way (embedding output forward, the
-     * final layernorm's input gradient backward). Backward also gathers the
-     * tied table's running gradient (the LM head's, row-split over tp) for the
-     * accumulating embedding backward, which has no vocabulary-parallel
-     * strategy yet (the compile pass lacks its local operator): one
-     * all-gather, and wte's gradient comes out Replicate over tp. */
+     * final layernorm's input gradient backward). The accumulating embedding
+     * backward adds its rows to the LM head's row-split wte gradient in place
+     * (vocabulary parallel): no gather. */
     int ar;
     CHECK(count_comm(&p, g, m, HP_PHASE_FWD, "", &ar) == 2 * md->c.L + 1 && ar == 2 * md->c.L + 1);
-    CHECK(count_comm(&p, g, m, HP_PHASE_BWD, "", &ar) == 2 * md->c.L + 2 && ar == 2 * md->c.L + 1);
+    CHECK(count_comm(&p, g, m, HP_PHASE_BWD, "", &ar) == 2 * md->c.L + 1 && ar == 2 * md->c.L + 1);
     int acc = -1;
     for (int i = 0; i < g->nnodes; i++)
         if (g->nodes[i].op == &hp_op_embedding_bwd_acc) acc = i;
-    CHECK(acc >= 0 && is(&p.need[acc][2], WL("R"), m) && is(&p.val[g->nodes[acc].out[0]], WL("R"), m));
+    CHECK(acc >= 0 && is(&p.need[acc][2], WL("S(0)"), m) && is(&p.val[g->nodes[acc].out[0]], WL("S(0)"), m));
     CHECK(p.comm_bytes > 0);
     /* every other parameter gradient is produced in the parameter's
      * tensor-parallel layout (Partial over dp when there is one) */
@@ -269,7 +267,7 @@ static void check_megatron(const model *md, const hp_mesh *m, int dp_axis, int t
         int gv = g->vals[ids[i]].grad;
         hp_layout t;
         CHECK_OK(hp_param_grad_target(&t, &p, g, gv));
-        if (strcmp(g->vals[ids[i]].name, "wte") != 0) CHECK(hp_placement_eq(p.val[gv].p[tp_axis], t.p[tp_axis]));
+        CHECK(hp_placement_eq(p.val[gv].p[tp_axis], t.p[tp_axis]));
         if (dp_axis >= 0) CHECK(p.val[gv].p[dp_axis].kind == HP_PARTIAL);
     }
     CHECK(p.nnotes == 0);
