@@ -4,7 +4,9 @@
  * tensors, in the same order as hp_program_run) with a clock around each, and
  * the optimizer (clip + AdamW) after them. Prints per operator kind: calls per
  * step, median ms per step, share of the step and GFLOP/s. Not a test.
- * Usage: bench_step [small|gpt2-124m] [steps] [threads] */
+ * With a fourth argument "nodes", also every linear node of the first layer
+ * and of the head on its own (GFLOP/s per GEMM shape).
+ * Usage: bench_step [small|gpt2-124m] [steps] [threads] [nodes] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,7 @@ typedef struct {
 int main(int argc, char **argv) {
     const char *cfg = argc > 1 ? argv[1] : "small";
     int steps = argc > 2 ? atoi(argv[2]) : 10, threads = argc > 3 ? atoi(argv[3]) : 2;
+    int per_node = argc > 4 && !strcmp(argv[4], "nodes");
     hp_gpt2_config m = {4, 4, 256, 256, 0, 128};
     int B = 8, T = 128;
     if (!strcmp(cfg, "gpt2-124m")) {
@@ -126,6 +129,7 @@ int main(int argc, char **argv) {
     rows[r_clip] = (row){NULL, 2, 1, 0, calloc((size_t)steps, sizeof(double))};
     rows[r_adam] = (row){NULL, 3, 1, 0, calloc((size_t)steps, sizeof(double))};
     double *total = calloc((size_t)steps, sizeof(double));
+    double *node_t = calloc((size_t)g->nnodes * (size_t)steps, sizeof(double));
     for (int s = -2; s < steps; s++) {
         double t0 = now_s();
         for (int ph = 0; ph < 2; ph++)
@@ -134,7 +138,8 @@ int main(int argc, char **argv) {
                 if ((int)n->phase != ph) continue;
                 double a = now_s();
                 n->op->run(&k, n, tin[i], tout[i]);
-                if (s >= 0) rows[rowof[i]].t[s] += now_s() - a;
+                double dt = now_s() - a;
+                if (s >= 0) rows[rowof[i]].t[s] += dt, node_t[(size_t)i * (size_t)steps + (size_t)s] = dt;
             }
         double a = now_s();
         hp_optimizer_clip_grads(opt, 1.0f);
@@ -162,8 +167,17 @@ int main(int argc, char **argv) {
                rows[r].flops > 0 ? rows[r].flops / t * 1e-9 : 0.0);
     }
     printf("%-22s %5s %10.3f %6.1f%%\n", "sum of medians", "", sum * 1e3, 100 * sum / step);
+    for (int i = 0; per_node && i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        int lin = n->op == &hp_op_linear || n->op == &hp_op_linear_bwd;
+        if (!lin || !(strstr(n->name, "h.0.") || strstr(n->name, "head"))) continue;
+        double *t = node_t + (size_t)i * (size_t)steps;
+        qsort(t, (size_t)steps, sizeof(double), cmp_d);
+        double f = n->op->flops ? n->op->flops(g, n) : 0;
+        printf("  %-48s %8.3f ms %7.1f GFLOP/s\n", n->name, t[steps / 2] * 1e3, f / t[steps / 2] * 1e-9);
+    }
     for (int r = 0; r < nrows; r++) free(rows[r].t);
-    free(rows), free(rowof), free(tin), free(tout), free(total), free(k.scratch), free(op), free(ptrs);
+    free(rows), free(rowof), free(node_t), free(tin), free(tout), free(total), free(k.scratch), free(op), free(ptrs);
     hp_optimizer_destroy(opt);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);

@@ -5,7 +5,9 @@
  * Every rank steps its own optimizer on its parameter pieces; gradients
  * arrive already reduced into each parameter's layout. The global gradient
  * norm (for clipping) counts every element once: a rank weights each piece by
- * 1 / (number of ranks holding a replica of it) before the sums are added. */
+ * 1 / (number of ranks holding a replica of it) before the sums are added.
+ * Checkpoints (tools/dist_ckpt) are saved at the same steps as the
+ * single-process loop's, and a resumed run continues bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 
 #include "commands.h"
 #include "core/autodiff.h"
+#include "ckpt_state.h"
+#include "dist_ckpt.h"
 #include "dist_session.h"
 #include "dist_train.h"
 #include "kernels/kernels.h"
@@ -32,6 +36,7 @@ typedef struct {
 
 typedef struct {
     const train_opts *o;
+    const hp_dist_train_ctx *ctx;
     hp_dist_session s;
     hp_gpt2_config m; /* = s.m */
     hp_gpt2_io io;    /* = s.io */
@@ -39,6 +44,7 @@ typedef struct {
     hp_comm_world *world;
     hp_dist *d;
     rank_state *rs;
+    hp_dist_ckpt *ck; /* when saving or resuming */
     hp_data *train, *val;
     int32_t *tokens, *targets;
     float lr;
@@ -83,15 +89,17 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
 
 static hp_status setup(dist_trainer *t) {
     const train_opts *o = t->o;
-    if (o->ckpt_dir[0] || o->resume[0])
-        return hp_errorf("hyperpar train: checkpoints of distributed runs are not supported yet (drop --ckpt-dir/--resume)");
+    const hp_ckpt *resume = t->ctx->resume;
     hp_gpt2_config m = {o->layers, o->heads, o->channels, o->vocab, 0, o->max_seq};
-    if (o->init[0]) HP_TRY(hp_llmc_model_config(&m, o->init));
+    if (t->ctx->model)
+        m = *t->ctx->model;
+    else if (o->init[0])
+        HP_TRY(hp_llmc_model_config(&m, o->init));
     hp_plan plan;
     HP_TRY(hp_train_plan(&plan, o));
     HP_TRY(hp_dist_session_create(&t->s, &m, &plan, o->batch, o->seq, o->threads, o->comm_timeout));
     t->m = t->s.m, t->io = t->s.io, t->g = t->s.g, t->world = t->s.world, t->d = t->s.d;
-    HP_TRY(hp_dist_session_init_params(&t->s, o->seed, o->init));
+    if (!resume) HP_TRY(hp_dist_session_init_params(&t->s, o->seed, o->init));
 
     hp_optim_config oc;
     HP_TRY(hp_train_optim_config(&oc, o));
@@ -134,6 +142,22 @@ static hp_status setup(dist_trainer *t) {
     }
     HP_TRY(hp_train_open_data(&t->train, o, &t->m, 0));
     HP_TRY(hp_train_open_data(&t->val, o, &t->m, 1));
+    if (o->ckpt_dir[0] || resume) {
+        hp_optimizer **opts = malloc(sizeof *opts * (size_t)nr);
+        if (!opts) return hp_errorf("out of memory");
+        for (int i = 0; i < nr; i++) opts[i] = t->rs[i].opt;
+        hp_status st = hp_dist_ckpt_create(&t->ck, t->d, t->g, opts);
+        free(opts);
+        HP_TRY(st);
+    }
+    if (resume) {
+        HP_TRY(hp_dist_ckpt_load(t->ck, resume, t->ctx->start_step)); /* errors name the file */
+        const hp_json *dj = hp_json_get(resume->state, "data");
+        hp_data_state ds;
+        hp_status st = dj ? hp_data_state_from_json(&ds, dj) : hp_errorf("missing key 'data'");
+        if (!st) st = hp_data_set_state(t->train, &ds);
+        if (st) return hp_error_wrap(st, "%s/state.json: data", t->ctx->resume_dir);
+    }
     t->tokens = calloc((size_t)o->batch * (size_t)o->seq, sizeof(int32_t));
     t->targets = calloc((size_t)o->batch * (size_t)o->seq, sizeof(int32_t));
     if (!t->tokens || !t->targets) return hp_errorf("out of memory");
@@ -168,6 +192,21 @@ static hp_status validate_step(dist_trainer *t, int lead) {
     return st;
 }
 
+/* Every process calls it; the one hosting rank 0 writes. */
+static hp_status save_checkpoint(dist_trainer *t, long step, int lead, hp_progress *pg) {
+    char dir[1100], *js = NULL;
+    snprintf(dir, sizeof dir, "%s/step_%06ld", t->o->ckpt_dir, step);
+    if (lead) {
+        hp_data_state ds;
+        hp_data_get_state(t->train, &ds);
+        HP_TRY(hp_train_state_json(&js, step, &t->m, &ds, t->ctx->tab, t->ctx->ntab));
+    }
+    hp_status st = hp_dist_ckpt_save(t->ck, dir, js);
+    free(js);
+    if (!st && lead) hp_progress_note(pg, "checkpoint: %s", dir);
+    return st;
+}
+
 static hp_status run(dist_trainer *t) {
     const train_opts *o = t->o;
     hp_lr_schedule sched = {.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
@@ -175,8 +214,9 @@ static hp_status run(dist_trainer *t) {
     HP_TRY(hp_lr_schedule_check(&sched));
     int lead = hp_dist_session_lead(&t->s);
     FILE *metrics = NULL;
+    long start = t->ctx->resume ? t->ctx->start_step : 0;
     if (lead && o->metrics[0]) {
-        metrics = fopen(o->metrics, "w");
+        metrics = fopen(o->metrics, t->ctx->resume ? "a" : "w");
         if (!metrics) return hp_errorf("%s: cannot open the metrics file for writing", o->metrics);
     }
     hp_progress pg;
@@ -187,9 +227,10 @@ static hp_status run(dist_trainer *t) {
                          t->m.L, t->m.NH, t->m.C, t->m.V, hp_gpt2_num_params(&t->m) / 1e6, o->batch, o->seq,
                          hp_mesh_str(mb, sizeof mb, hp_dist_mesh(t->d)), hp_mesh_size(hp_dist_mesh(t->d)),
                          hp_dist_nranks(t->d), o->optimizer);
+    if (lead && start) hp_progress_note(&pg, "resumed at step %ld", start);
     double tokens = (double)o->batch * o->seq, done_time = 0;
     hp_status st = HP_OK;
-    for (long step = 0; step < o->steps && !st; step++) {
+    for (long step = start; step < o->steps && !st; step++) {
         double t0 = hp_now();
         st = hp_data_next(t->train, t->tokens, t->targets);
         if (st) break;
@@ -204,7 +245,7 @@ static hp_status run(dist_trainer *t) {
         float loss = t->rs[0].loss;
         if (lead) {
             hp_progress_step(&pg, step + 1, loss, tokens / dt, dt * 1e3, t->lr,
-                             (double)(o->steps - step - 1) * done_time / (double)(step + 1));
+                             (double)(o->steps - step - 1) * done_time / (double)(step + 1 - start));
             if (metrics) {
                 fprintf(metrics,
                         "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.1f, "
@@ -227,7 +268,13 @@ static hp_status run(dist_trainer *t) {
                 if (metrics) fprintf(metrics, "{\"step\": %ld, \"val_loss\": %.9g}\n", step + 1, sum / (double)o->val_steps);
             }
         }
-        if (o->stop_at > 0 && step + 1 >= o->stop_at) break;
+        int last = step + 1 == o->steps, stop = o->stop_at > 0 && step + 1 >= o->stop_at;
+        if (!st && o->ckpt_dir[0] && ((o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || last || stop))
+            st = save_checkpoint(t, step + 1, lead, &pg);
+        if (!st && stop) {
+            if (lead) hp_progress_note(&pg, "stopped at step %ld of %ld (--stop-at)", step + 1, o->steps);
+            break;
+        }
     }
     hp_progress_done(&pg);
     if (metrics) fclose(metrics);
@@ -235,6 +282,7 @@ static hp_status run(dist_trainer *t) {
 }
 
 static void cleanup(dist_trainer *t) {
+    hp_dist_ckpt_destroy(t->ck);
     if (t->rs)
         for (int i = 0; i < hp_dist_nranks(t->d); i++) {
             hp_optimizer_destroy(t->rs[i].opt);
@@ -247,10 +295,11 @@ static void cleanup(dist_trainer *t) {
     free(t->tokens), free(t->targets);
 }
 
-hp_status hp_train_distributed(const train_opts *o) {
+hp_status hp_train_distributed(const train_opts *o, const hp_dist_train_ctx *ctx) {
     dist_trainer t;
     memset(&t, 0, sizeof t);
     t.o = o;
+    t.ctx = ctx;
     hp_status st = setup(&t);
     if (!st) st = run(&t);
     cleanup(&t);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "ckpt_state.h"
 #include "commands.h"
 #include "io/ckpt.h"
 #include "io/data.h"
@@ -16,32 +17,18 @@
 #include "dist_train.h"
 #include "train_opts.h"
 
-/* Settings that must not change on resume (the rest may, e.g. --steps). */
+/* Settings that must not change on resume (the rest may, e.g. --steps, and
+ * the plan: checkpoints hold whole tensors, so any plan or world size resumes
+ * them). */
 static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
-                                               "data", "shuffle", "seed", "optimizer", "plan", "dp", "tp"};
+                                               "data", "shuffle", "seed", "optimizer"};
 
-/* The checkpoint's state.json: step, model, data position and every setting. */
-static hp_status state_json(char **out, long step, const hp_gpt2_config *m, const hp_data_state *ds,
-                            const hp_opt *tab, int ntab) {
-    hp_jw w;
-    hp_jw_init(&w);
-    hp_jw_object_begin(&w);
-    hp_jw_key(&w, "format"), hp_jw_string(&w, "hyperpar-train-1");
-    hp_jw_key(&w, "step"), hp_jw_int(&w, step);
-    hp_jw_key(&w, "model"), hp_gpt2_config_to_json(&w, m);
-    hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
-    hp_jw_key(&w, "args");
-    hp_jw_object_begin(&w);
-    for (int i = 0; i < ntab; i++) {
-        char buf[600];
-        if (!strcmp(tab[i].name, "resume") || !strcmp(tab[i].name, "init") || !strcmp(tab[i].name, "stop-at")) continue;
-        hp_args_format(buf, sizeof buf, &tab[i]);
-        hp_jw_key(&w, tab[i].name), hp_jw_string(&w, buf);
-    }
-    hp_jw_object_end(&w);
-    hp_jw_object_end(&w);
-    size_t len;
-    return hp_jw_finish(out, &len, &w);
+/* A resumed run inherits the checkpoint's plan; a plan given now replaces it:
+ * --dp/--tp drop an inherited --plan file, and --plan drops inherited --dp/--tp. */
+static void replace_inherited_plan(train_opts *o, const char *saved_plan, int saved_dp, int saved_tp) {
+    int plan_now = strcmp(o->plan, saved_plan) != 0, dp_tp_now = o->dp != saved_dp || o->tp != saved_tp;
+    if (saved_plan[0] && !plan_now && dp_tp_now) o->plan[0] = 0;
+    if (o->plan[0] && plan_now && !dp_tp_now) o->dp = 1, o->tp = 1;
 }
 
 static float evaluate(hp_session *s, hp_data *val, long nsteps, hp_status *err) {
@@ -82,6 +69,7 @@ typedef struct {
     FILE *metrics;
     hp_ckpt ck;
     int have_ck;
+    char *ck_dir; /* the checkpoint directory resumed from */
     long start_step;
     int finished; /* setup did all there was to do (--help, a distributed run) */
 } trainer;
@@ -131,7 +119,11 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         for (int k = 0; k < NFROZEN; k++)
             for (int i = 0; i < t->ntab; i++)
                 if (!strcmp(t->tab[i].name, frozen_on_resume[k])) hp_args_format(saved[k], sizeof saved[k], &t->tab[i]);
+        char saved_plan[sizeof o->plan];
+        int saved_dp = o->dp, saved_tp = o->tp;
+        memcpy(saved_plan, o->plan, sizeof saved_plan);
         st = hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train");
+        if (!st) replace_inherited_plan(o, saved_plan, saved_dp, saved_tp);
         for (int k = 0; k < NFROZEN && !st; k++)
             for (int i = 0; i < t->ntab; i++) {
                 char now[600];
@@ -154,15 +146,16 @@ static hp_status setup(trainer *t, int argc, char **argv) {
             return st;
         }
         t->start_step = (long)step;
-        free(dir);
+        t->ck_dir = dir;
     } else if (o->init[0]) {
         HP_TRY(hp_llmc_model_config(&m, o->init));
     }
     HP_TRY(hp_train_check(o));
     if (hp_train_is_distributed(o)) {
-        if (t->have_ck) return hp_errorf("hyperpar train: resuming a distributed run is not supported yet");
         t->finished = 1;
-        return hp_train_distributed(o);
+        hp_dist_train_ctx ctx = {t->tab, t->ntab, t->have_ck ? &t->ck : NULL, t->ck_dir, t->start_step,
+                                 t->have_ck ? &m : NULL};
+        return hp_train_distributed(o, &ctx);
     }
     if (o->validate) printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     HP_TRY(hp_session_create(&t->s, &m, o->batch, o->seq, o->threads, 1));
@@ -197,7 +190,7 @@ static hp_status save_checkpoint(trainer *t, long step, hp_progress *pg) {
     snprintf(dir, sizeof dir, "%s/step_%06ld", t->o.ckpt_dir, step);
     hp_data_state ds;
     hp_data_get_state(t->train, &ds);
-    HP_TRY(state_json(&js, step, &t->s.model, &ds, t->tab, t->ntab));
+    HP_TRY(hp_train_state_json(&js, step, &t->s.model, &ds, t->tab, t->ntab));
     hp_status st = hp_session_save(&t->s, dir, js);
     free(js);
     if (!st) hp_progress_note(pg, "checkpoint: %s", dir);
@@ -274,6 +267,7 @@ int hp_cmd_train(int argc, char **argv) {
     }
     if (t->metrics) fclose(t->metrics);
     if (t->have_ck) hp_ckpt_close(&t->ck);
+    free(t->ck_dir);
     hp_data_close(t->train);
     hp_data_close(t->val);
     hp_session_destroy(&t->s);

@@ -6,7 +6,7 @@
 small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4"
 "$HP" train $small --metrics one.jsonl >/dev/null 2>&1 || fail "1-rank run failed"
 "$HP" train $small --dp 2 --tp 2 --metrics par.jsonl >log.txt 2>&1 || fail "dp2 x tp2 run failed: $(tail -2 log.txt)"
-timeout 600 mpirun -np 2 "$HP" train $small --dp 2 --tp 2 --metrics mpi.jsonl >mlog.txt 2>&1 || fail "2-process run failed: $(tail -3 mlog.txt)"
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --dp 2 --tp 2 --metrics mpi.jsonl >mlog.txt 2>&1 || fail "2-process run failed: $(tail -3 mlog.txt)"
 compare() { # a b: prints "n pearson maxdiff"
   paste <(losses "$1") <(losses "$2") | awk '{ n++; x=$1; y=$2; sx+=x; sy+=y; sxx+=x*x; syy+=y*y; sxy+=x*y; d=x-y; if (d<0) d=-d; if (d>m) m=d }
     END { r=(n*sxy-sx*sy)/sqrt((n*sxx-sx*sx)*(n*syy-sy*sy)); printf "%d %.9f %.3g\n", n, r, m }'; }
@@ -21,7 +21,7 @@ awk -v a="$(losses par.jsonl | head -1)" -v b="$(losses par.jsonl | tail -1)" 'B
 # plan errors, before any step
 expect_error "heads" "$HP" train --layers 1 --heads 3 --channels 48 --tp 2 --steps 1
 printf 'mesh: dp=3\nparam wte: S(0)@dp\n' > three.plan
-expect_error_any "3 ranks" timeout 60 mpirun -np 2 "$HP" train --plan three.plan --steps 1 --layers 1 --channels 32 --heads 2
+expect_error_any "3 ranks" timeout 60 "${MPIRUN[@]}" "$HP" train --plan three.plan --steps 1 --layers 1 --channels 32 --heads 2
 printf 'mesh: dp=2\nparam wte: S(5)@dp\n' > bad.plan
 expect_error "bad.plan" "$HP" train --plan bad.plan --steps 1
 finish

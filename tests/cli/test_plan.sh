@@ -82,7 +82,7 @@ grep -Eq '^  fwd +h\.0\.attn\.linear +- .* to-partial\(tp' out.txt || fail "--al
 expect_error "mesh 'dp=2,tp=2' has 4 ranks but the world has 3" "$HP" plan $small --dp 2 --tp 2 --world 3
 printf 'mesh: dp=3\nparam wte: S(0)@dp\n' > three.plan
 expect_error "has 3 ranks but the world has 2" "$HP" plan $small --plan three.plan --world 2
-expect_error_any "3 ranks" timeout 60 mpirun -np 2 "$HP" train $small --plan three.plan --steps 1
+expect_error_any "3 ranks" timeout 60 "${MPIRUN[@]}" "$HP" train $small --plan three.plan --steps 1
 expect_error "--rank 4 is not a rank of mesh 'dp=2,tp=2'" "$HP" plan $small --dp 2 --tp 2 --rank 4
 # incompatible shards on a contraction: weight on its contraction dim, bias on rows
 printf 'mesh: tp=2\nparam h.*.mlp.fc.weight: S(1)@tp\nparam h.*.mlp.fc.bias: S(0)@tp\n' > fc.plan

@@ -26,5 +26,5 @@ echo "validated: $ops operators, worst gradient relative error $worst"
 "$HP" train --layers 1 --heads 2 --channels 32 --batch 2 --seq 16 --steps 1 --validate >one.txt 2>&1 || fail "1-rank --validate failed"
 grep -q "nothing to validate" one.txt || fail "1-rank --validate did not say there is nothing to validate: $(head -2 one.txt)"
 # ranks in other processes cannot be validated
-expect_error_any "validation mode needs all ranks in one process" timeout 120 mpirun -np 2 "$HP" train --layers 1 --heads 2 --channels 32 --batch 2 --seq 16 --steps 1 --dp 2 --validate
+expect_error_any "validation mode needs all ranks in one process" timeout 120 "${MPIRUN[@]}" "$HP" train --layers 1 --heads 2 --channels 32 --batch 2 --seq 16 --steps 1 --dp 2 --validate
 finish

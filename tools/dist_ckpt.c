@@ -1,0 +1,344 @@
+#include "dist_ckpt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/piece.h"
+
+/* One whole tensor of the checkpoint: a parameter or an optimizer state. */
+typedef struct {
+    char *name;     /* as stored: the parameter's name, or "adamw.m.<param>" etc. */
+    int v;          /* global graph value of the (underlying) parameter */
+    int is_state;   /* 0: model.safetensors; 1: optim.safetensors */
+    hp_shape shape; /* global */
+    size_t off;     /* floats into the whole buffer of its file (rank 0's process) */
+} entry;
+
+typedef struct {
+    hp_shape shape;
+    int64_t off[HP_MAX_DIMS];
+} piece;
+
+struct hp_dist_ckpt {
+    hp_dist *d;
+    const hp_graph *g;
+    hp_comm_world *w;
+    hp_optimizer **opts; /* [nh] */
+    int nh, world;
+    int lead;      /* 1: this process hosts rank 0 (it assembles and writes) */
+    int multiproc; /* 1: ranks live in more than one process */
+    int ne, np;    /* entries; the first np are parameters */
+    entry *e;
+    int *lk;             /* [ne][nh]: index in the hosted rank's param store or optimizer state list */
+    unsigned char *own;  /* [ne][world]: 1 when that rank delivers its piece */
+    int remote;          /* 1: some owner lives outside rank 0's process */
+    size_t model_floats, state_floats;
+    int64_t stage_floats; /* the largest remote piece */
+    float *whole_model, *whole_state, *stage; /* rank 0's process, from the first save */
+    hp_named_tensor *nt;                      /* [ne] */
+    int failed;                               /* this process failed (agreement) */
+    const char *dir;                          /* the checkpoint being saved (messages) */
+};
+
+static int is_lead_host(const hp_dist_ckpt *c, int rank) {
+    if (!c->multiproc) return 1;
+    return hp_comm_supernode_of(c->w, rank) == hp_comm_supernode_of(c->w, 0);
+}
+
+static void piece_of(piece *p, const hp_dist_ckpt *c, const entry *e, int rank) {
+    memset(p, 0, sizeof *p);
+    hp_local_shape(&p->shape, p->off, &e->shape, &hp_dist_propagation(c->d)->val[e->v], hp_dist_mesh(c->d), rank);
+}
+
+static int same_piece(const piece *a, const piece *b) {
+    if (a->shape.ndim != b->shape.ndim) return 0;
+    for (int i = 0; i < a->shape.ndim; i++)
+        if (a->shape.d[i] != b->shape.d[i] || a->off[i] != b->off[i]) return 0;
+    return 1;
+}
+
+static int same_shape(const hp_shape *a, const hp_shape *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return 0;
+    return 1;
+}
+
+/* The hosted rank's buffer for entry i. */
+static float *local_ptr(const hp_dist_ckpt *c, int i, int local_index) {
+    int k = c->lk[(size_t)i * (size_t)c->nh + (size_t)local_index];
+    if (!c->e[i].is_state) return hp_param_ptr(&hp_dist_rank_at(c->d, local_index)->ps, k);
+    float *data;
+    hp_optimizer_state_get(c->opts[local_index], k, NULL, &data, NULL);
+    return data;
+}
+
+static float *whole_ptr(const hp_dist_ckpt *c, const entry *e) {
+    return (e->is_state ? c->whole_state : c->whole_model) + e->off;
+}
+
+/* The global parameter whose state this is: the longest parameter name that
+ * ends the state name after a '.'; -1 if none. */
+static int param_of_state(const hp_graph *g, const int *ids, int np, const char *state) {
+    int best = -1;
+    size_t best_len = 0, sl = strlen(state);
+    for (int i = 0; i < np; i++) {
+        const char *pn = g->vals[ids[i]].name;
+        size_t pl = strlen(pn);
+        if (pl < sl && pl > best_len && state[sl - pl - 1] == '.' && !strcmp(state + sl - pl, pn))
+            best = i, best_len = pl;
+    }
+    return best;
+}
+
+/* The entry list: parameters in graph order, then optimizer states grouped by
+ * parameter in the same order (the single-process files' order). */
+static hp_status list_entries(hp_dist_ckpt *c) {
+    const hp_graph *g = c->g;
+    int np = hp_graph_params(g, NULL, 0);
+    hp_optimizer *o0 = c->opts[0];
+    int ns = hp_optimizer_state_count(o0);
+    int *ids = malloc(sizeof(int) * (size_t)(np + 1)), *sp = malloc(sizeof(int) * (size_t)(ns + 1));
+    c->e = calloc((size_t)(np + ns + 1), sizeof *c->e);
+    if (!ids || !sp || !c->e) {
+        free(ids), free(sp);
+        return hp_errorf("checkpoint: out of memory");
+    }
+    hp_graph_params(g, ids, np);
+    hp_status st = HP_OK;
+    for (int k = 0; k < ns && !st; k++) {
+        const char *name;
+        hp_optimizer_state_get(o0, k, &name, NULL, NULL);
+        sp[k] = param_of_state(g, ids, np, name);
+        if (sp[k] < 0) st = hp_errorf("checkpoint: optimizer state '%s' belongs to no parameter of the model", name);
+    }
+    for (int i = 0; i < np && !st; i++) {
+        const hp_value *v = &g->vals[ids[i]];
+        c->e[c->ne++] = (entry){strdup(v->name), ids[i], 0, v->shape, 0};
+    }
+    c->np = c->ne;
+    for (int i = 0; i < np && !st; i++)
+        for (int k = 0; k < ns; k++) {
+            if (sp[k] != i) continue;
+            const char *name;
+            hp_optimizer_state_get(o0, k, &name, NULL, NULL);
+            c->e[c->ne++] = (entry){strdup(name), ids[i], 1, g->vals[ids[i]].shape, 0};
+        }
+    for (int i = 0; i < c->ne && !st; i++)
+        if (!c->e[i].name) st = hp_errorf("checkpoint: out of memory");
+    free(ids), free(sp);
+    return st;
+}
+
+/* Where each entry lives in every hosted rank (checked against its piece). */
+static hp_status find_local(hp_dist_ckpt *c) {
+    for (int li = 0; li < c->nh; li++) {
+        hp_dist_rank *r = hp_dist_rank_at(c->d, li);
+        hp_optimizer *o = c->opts[li];
+        int ns = hp_optimizer_state_count(o);
+        if (ns != c->ne - c->np)
+            return hp_errorf("checkpoint: rank %d has %d optimizer state tensors, rank %d has %d", r->rank, ns,
+                             hp_dist_rank_at(c->d, 0)->rank, c->ne - c->np);
+        for (int i = 0; i < c->ne; i++) {
+            const entry *e = &c->e[i];
+            piece p;
+            piece_of(&p, c, e, r->rank);
+            int k = -1;
+            hp_shape have = {0};
+            if (!e->is_state) {
+                k = hp_param_store_find(&r->ps, e->name);
+                if (k >= 0) have = r->ps.shape[k];
+            } else {
+                for (int j = 0; j < ns && k < 0; j++) {
+                    const char *name;
+                    hp_optimizer_state_get(o, j, &name, NULL, &have);
+                    if (!strcmp(name, e->name)) k = j;
+                }
+            }
+            if (k < 0) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
+            if (!same_shape(&have, &p.shape))
+                return hp_errorf("checkpoint: rank %d's piece of '%s' does not have its layout's shape", r->rank,
+                                 e->name);
+            c->lk[(size_t)i * (size_t)c->nh + (size_t)li] = k;
+        }
+    }
+    return HP_OK;
+}
+
+/* One owner per distinct piece, preferring ranks of rank 0's process; the
+ * owned pieces must tile the tensor. */
+static hp_status assign_owners(hp_dist_ckpt *c) {
+    piece *seen = malloc(sizeof *seen * (size_t)c->world);
+    if (!seen) return hp_errorf("checkpoint: out of memory");
+    hp_status st = HP_OK;
+    for (int i = 0; i < c->ne && !st; i++) {
+        entry *e = &c->e[i];
+        unsigned char *own = c->own + (size_t)i * (size_t)c->world;
+        int nseen = 0;
+        int64_t covered = 0, numel = hp_shape_numel(&e->shape);
+        for (int pass = 0; pass < 2; pass++)
+            for (int q = 0; q < c->world; q++) {
+                if (is_lead_host(c, q) != (pass == 0)) continue;
+                piece p;
+                piece_of(&p, c, e, q);
+                int64_t n = hp_shape_numel(&p.shape);
+                int dup = 0;
+                for (int s = 0; s < nseen && !dup; s++) dup = same_piece(&seen[s], &p);
+                if (n == 0 || dup) continue;
+                seen[nseen++] = p;
+                own[q] = 1;
+                covered += n;
+                if (pass == 1) {
+                    c->remote = 1;
+                    if (n > c->stage_floats) c->stage_floats = n;
+                }
+            }
+        if (covered != numel)
+            st = hp_errorf("checkpoint: the pieces of '%s' do not tile it (%lld distinct elements of %lld)", e->name,
+                           (long long)covered, (long long)numel);
+        size_t *total = e->is_state ? &c->state_floats : &c->model_floats;
+        e->off = *total;
+        *total += (size_t)numel;
+    }
+    free(seen);
+    return st;
+}
+
+hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d, const hp_graph *g, hp_optimizer *const *opts) {
+    *out = NULL;
+    hp_dist_ckpt *c = calloc(1, sizeof *c);
+    if (!c) return hp_errorf("checkpoint: out of memory");
+    c->d = d, c->g = g, c->w = hp_dist_world(d);
+    c->nh = hp_dist_nranks(d);
+    c->world = hp_comm_world_size(c->w);
+    c->multiproc = hp_comm_uses_mpi(c->w) && hp_comm_supernodes(c->w) > 1;
+    c->lead = hp_comm_world_rank(c->w, 0) != NULL;
+    c->opts = malloc(sizeof *c->opts * (size_t)c->nh);
+    hp_status st = c->opts && c->nh > 0 ? HP_OK : hp_errorf("checkpoint: out of memory");
+    if (!st) {
+        memcpy(c->opts, opts, sizeof *c->opts * (size_t)c->nh);
+        st = list_entries(c);
+    }
+    if (!st) {
+        c->lk = calloc((size_t)c->ne * (size_t)c->nh + 1, sizeof *c->lk);
+        c->own = calloc((size_t)c->ne * (size_t)c->world + 1, 1);
+        c->nt = calloc((size_t)c->ne + 1, sizeof *c->nt);
+        if (!c->lk || !c->own || !c->nt) st = hp_errorf("checkpoint: out of memory");
+    }
+    if (!st) st = find_local(c);
+    if (!st) st = assign_owners(c);
+    if (st) {
+        hp_dist_ckpt_destroy(c);
+        return st;
+    }
+    *out = c;
+    return HP_OK;
+}
+
+void hp_dist_ckpt_destroy(hp_dist_ckpt *c) {
+    if (!c) return;
+    for (int i = 0; i < c->ne; i++) free(c->e[i].name);
+    free(c->e);
+    free(c->lk), free(c->own), free(c->nt), free(c->opts);
+    free(c->whole_model), free(c->whole_state), free(c->stage);
+    free(c);
+}
+
+/* Per rank: deliver the owned pieces; rank 0 also receives the remote ones. */
+static hp_status save_rank(hp_dist_rank *r, void *c_) {
+    hp_dist_ckpt *c = c_;
+    hp_comm_group *wg = hp_comm_world_group(c->w);
+    hp_comm_rank *cr = r->rg.ctx.comm;
+    int in_lead = is_lead_host(c, r->rank);
+    for (int i = 0; i < c->ne; i++) {
+        const entry *e = &c->e[i];
+        if (!c->own[(size_t)i * (size_t)c->world + (size_t)r->rank]) continue;
+        float *src = local_ptr(c, i, r->local_index);
+        if (in_lead) {
+            hp_dist_insert_value(c->d, r, e->v, whole_ptr(c, e), src);
+        } else {
+            piece p;
+            piece_of(&p, c, e, r->rank);
+            HP_TRY(hp_comm_send(cr, wg, src, hp_shape_numel(&p.shape), HP_F32, hp_comm_group_index(wg, 0)));
+        }
+    }
+    if (r->rank != 0 || !c->remote) return HP_OK;
+    for (int i = 0; i < c->ne; i++) {
+        const entry *e = &c->e[i];
+        for (int q = 0; q < c->world; q++) {
+            if (!c->own[(size_t)i * (size_t)c->world + (size_t)q] || is_lead_host(c, q)) continue;
+            piece p;
+            piece_of(&p, c, e, q);
+            HP_TRY(hp_comm_recv(cr, wg, c->stage, hp_shape_numel(&p.shape), HP_F32, hp_comm_group_index(wg, q)));
+            hp_piece_insert(whole_ptr(c, e), c->stage, sizeof(float), &e->shape, &p.shape, p.off);
+        }
+    }
+    return HP_OK;
+}
+
+/* Every process learns whether any process failed (one vote per process). */
+static hp_status agree_rank(hp_dist_rank *r, void *c_) {
+    hp_dist_ckpt *c = c_;
+    float mine = r->local_index == 0 && c->failed ? 1.0f : 0.0f, total = 0;
+    HP_TRY(hp_comm_all_reduce(r->rg.ctx.comm, hp_comm_world_group(c->w), &total, &mine, 1, HP_F32, HP_COMM_SUM));
+    if (total > 0 && !c->failed) return hp_errorf("checkpoint %s: another process failed to save it", c->dir);
+    return HP_OK;
+}
+
+/* Under mpirun: this process's status st, or an error when another failed. */
+static hp_status agree(hp_dist_ckpt *c, hp_status st, const char *dir) {
+    if (!c->multiproc) return st;
+    c->failed = st != HP_OK;
+    c->dir = dir;
+    hp_status agreed = hp_dist_run(c->d, agree_rank, c);
+    if (st) {
+        hp_status_free(agreed);
+        return st;
+    }
+    return agreed;
+}
+
+static hp_status alloc_whole(hp_dist_ckpt *c, const char *dir) {
+    if (c->whole_model) return HP_OK;
+    c->whole_model = malloc(sizeof(float) * (c->model_floats + 1));
+    c->whole_state = malloc(sizeof(float) * (c->state_floats + 1));
+    c->stage = malloc(sizeof(float) * (size_t)(c->stage_floats + 1));
+    if (!c->whole_model || !c->whole_state || !c->stage) {
+        free(c->whole_model), free(c->whole_state), free(c->stage);
+        c->whole_model = c->whole_state = c->stage = NULL;
+        return hp_errorf("checkpoint %s: cannot allocate %zu MB for the whole tensors", dir,
+                         (c->model_floats + c->state_floats) * sizeof(float) >> 20);
+    }
+    return HP_OK;
+}
+
+hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json) {
+    /* every process learns of a failure before anyone waits on the failed one */
+    HP_TRY(agree(c, c->lead ? alloc_whole(c, dir) : HP_OK, dir));
+    hp_status st = hp_dist_run(c->d, save_rank, c);
+    if (!st && c->lead) {
+        for (int i = 0; i < c->ne; i++)
+            c->nt[i] = (hp_named_tensor){c->e[i].name, HP_F32, c->e[i].shape, whole_ptr(c, &c->e[i])};
+        st = hp_ckpt_save(dir, c->nt, c->np, c->nt + c->np, c->ne - c->np, state_json);
+        if (!st) st = hp_ckpt_set_latest(dir);
+    }
+    return agree(c, st, dir);
+}
+
+hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, long step) {
+    int64_t most = 1;
+    for (int i = 0; i < c->ne; i++)
+        if (hp_shape_numel(&c->e[i].shape) > most) most = hp_shape_numel(&c->e[i].shape);
+    float *buf = malloc(sizeof(float) * (size_t)most);
+    if (!buf) return hp_errorf("checkpoint: out of memory");
+    hp_status st = HP_OK;
+    for (int i = 0; i < c->ne && !st; i++) {
+        const entry *e = &c->e[i];
+        st = hp_safetensors_read_into(e->is_state ? ck->optim : ck->model, e->name, HP_F32, &e->shape, buf);
+        for (int li = 0; li < c->nh && !st; li++)
+            hp_dist_scatter_value(c->d, hp_dist_rank_at(c->d, li), e->v, local_ptr(c, i, li), buf);
+    }
+    free(buf);
+    for (int li = 0; li < c->nh && !st; li++) hp_optimizer_set_step(c->opts[li], step);
+    return st;
+}
