@@ -18,6 +18,7 @@
 #include "dist_session.h"
 #include "progress.h"
 #include "session.h"
+#include "stats.h"
 
 typedef struct {
     double tok_s, step_ms, compute_ms, comm_ms, opt_ms, other_ms;
@@ -33,16 +34,6 @@ typedef struct {
 static const pconfig pconfigs[] = {
     {"engine", 0, 0}, {"plan 1 rank", 1, 1}, {"dp=2", 2, 1}, {"tp=2", 1, 2}, {"dp=2 x tp=2", 2, 2},
 };
-
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double med(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmpd);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct {
     hp_dist_session *s;
@@ -94,8 +85,8 @@ static hp_status run_engine(prow *r, const hp_gpt2_config *m, int B, int T, int 
         if (i >= 0) t[i] = t2 - t0, k[i] = prof[0], o[i] = t2 - t1, ot[i] = t[i] - k[i] - o[i];
     }
     if (!st) {
-        double step = med(t, steps);
-        *r = (prow){B * T / step, step * 1e3, med(k, steps) * 1e3, 0, med(o, steps) * 1e3, med(ot, steps) * 1e3, 1, ""};
+        double step = hp_median(t, steps);
+        *r = (prow){B * T / step, step * 1e3, hp_median(k, steps) * 1e3, 0, hp_median(o, steps) * 1e3, hp_median(ot, steps) * 1e3, 1, ""};
     }
     free(t);
     hp_session_destroy(&s);
@@ -139,9 +130,9 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
         }
     }
     if (!st) {
-        double step = med(t, steps);
-        *r = (prow){B * T / step, step * 1e3, med(k, steps) * 1e3, med(cm, steps) * 1e3, med(o, steps) * 1e3,
-                    med(ot, steps) * 1e3, 1, ""};
+        double step = hp_median(t, steps);
+        *r = (prow){B * T / step, step * 1e3, hp_median(k, steps) * 1e3, hp_median(cm, steps) * 1e3, hp_median(o, steps) * 1e3,
+                    hp_median(ot, steps) * 1e3, 1, ""};
     }
     for (int i = 0; i < nr; i++) hp_optimizer_destroy(opt[i]);
     free(opt), free(tok), free(tgt), free(t), free(c);

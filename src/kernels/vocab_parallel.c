@@ -5,10 +5,9 @@
 
 typedef struct {
     float *o;
-    const float *a, *b, *c;
+    const float *a, *b; /* inputs (b: the running sum of the accumulating backward) */
     const int32_t *ids;
     long N, C, begin, rows, V;
-    double sum[64];
 } vp_ctx;
 
 static void emb_fwd_task(void *c_, int tid, int nt) {
@@ -31,12 +30,19 @@ void hp_k_embedding_vp_fwd(hp_pool *pool, float *out, const int32_t *ids, const 
     hp_pool_run(pool, emb_fwd_task, &c);
 }
 
-/* Each thread owns a block of columns, so every sum runs in n order. */
+/* Each thread owns a block of columns, so every sum runs in n order; the
+ * rows start from dsofar (c->b) or from zero. */
 static void emb_bwd_task(void *c_, int tid, int nt) {
     vp_ctx *c = c_;
     long b, e;
     hp_pool_split(&b, &e, c->C, 16, tid, nt);
-    for (long r = 0; r < c->rows; r++) memset(c->o + r * c->C + b, 0, sizeof(float) * (size_t)(e - b));
+    for (long r = 0; r < c->rows; r++) {
+        float *dst = c->o + r * c->C + b;
+        if (!c->b)
+            memset(dst, 0, sizeof(float) * (size_t)(e - b));
+        else if (c->b != c->o)
+            memcpy(dst, c->b + r * c->C + b, sizeof(float) * (size_t)(e - b));
+    }
     for (long n = 0; n < c->N; n++) {
         long r = (long)c->ids[n] - c->begin;
         if (r < 0 || r >= c->rows) continue;
@@ -52,26 +58,10 @@ void hp_k_embedding_vp_bwd(hp_pool *pool, float *dtable, const float *dout, cons
     hp_pool_run(pool, emb_bwd_task, &c);
 }
 
-static void emb_bwd_acc_task(void *c_, int tid, int nt) {
-    vp_ctx *c = c_;
-    long b, e;
-    hp_pool_split(&b, &e, c->C, 16, tid, nt);
-    if (c->o != c->b)
-        for (long r = 0; r < c->rows; r++)
-            memcpy(c->o + r * c->C + b, c->b + r * c->C + b, sizeof(float) * (size_t)(e - b));
-    for (long n = 0; n < c->N; n++) {
-        long r = (long)c->ids[n] - c->begin;
-        if (r < 0 || r >= c->rows) continue;
-        float *dst = c->o + r * c->C;
-        const float *src = c->a + n * c->C;
-        for (long j = b; j < e; j++) dst[j] += src[j];
-    }
-}
-
 void hp_k_embedding_vp_bwd_acc(hp_pool *pool, float *dtable, const float *dsofar, const float *dout,
                                const int32_t *ids, long N, long C, long begin, long rows) {
     vp_ctx c = {.o = dtable, .a = dout, .b = dsofar, .ids = ids, .N = N, .C = C, .begin = begin, .rows = rows};
-    hp_pool_run(pool, emb_bwd_acc_task, &c);
+    hp_pool_run(pool, emb_bwd_task, &c);
 }
 
 /* valid local columns: [0, valid) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
+#include "layout/text.h"
 
 int hp_placement_eq(hp_placement a, hp_placement b) {
     if (a.kind != b.kind) return 0;
@@ -87,15 +88,6 @@ char *hp_layout_str(char *buf, size_t n, const hp_layout *l, const hp_mesh *m) {
     return buf;
 }
 
-/* Copies [a, b) without surrounding blanks into out (cap bytes); -1 if too long. */
-static int trimmed(char *out, size_t cap, const char *a, const char *b) {
-    while (a < b && isspace((unsigned char)*a)) a++;
-    while (b > a && isspace((unsigned char)b[-1])) b--;
-    if ((size_t)(b - a) >= cap) return -1;
-    memcpy(out, a, (size_t)(b - a));
-    out[b - a] = 0;
-    return (int)(b - a);
-}
 
 /* One placement "S(0)", "R", "P(sum)"; 0 if s is not one. */
 static int parse_placement(hp_placement *out, const char *s) {
@@ -133,7 +125,7 @@ hp_status hp_layout_parse(hp_layout *out, const char *text, const hp_mesh *m) {
     hp_mesh_str(mesh, sizeof mesh, m);
     hp_layout l = hp_layout_replicated(m);
     char whole[64];
-    if (trimmed(whole, sizeof whole, text, text + strlen(text)) >= 0 && !strcmp(whole, "R")) {
+    if (hp_text_trimmed(whole, sizeof whole, text, text + strlen(text)) >= 0 && !strcmp(whole, "R")) {
         *out = l;
         return HP_OK;
     }
@@ -143,15 +135,15 @@ hp_status hp_layout_parse(hp_layout *out, const char *text, const hp_mesh *m) {
         const char *end = strchr(p, ',');
         if (!end) end = p + strlen(p);
         char item[96];
-        if (trimmed(item, sizeof item, p, end) < 0) return hp_errorf("layout '%s': an entry is too long", text);
+        if (hp_text_trimmed(item, sizeof item, p, end) < 0) return hp_errorf("layout '%s': an entry is too long", text);
         if (!item[0]) return hp_errorf("layout '%s': empty entry (expected placement@axis)", text);
         char *at = strchr(item, '@');
         if (!at)
             return hp_errorf("layout '%s': '%s' names no mesh axis (expected placement@axis, e.g. S(0)@%s)", text,
                              item, m->ndim ? m->name[0] : "dp");
         char pl[96], axis[96];
-        trimmed(pl, sizeof pl, item, at);
-        trimmed(axis, sizeof axis, at + 1, item + strlen(item));
+        hp_text_trimmed(pl, sizeof pl, item, at);
+        hp_text_trimmed(axis, sizeof axis, at + 1, item + strlen(item));
         int a = hp_mesh_axis(m, axis);
         if (a < 0) return hp_errorf("layout '%s': unknown axis '%s' (mesh %s)", text, axis, mesh);
         if (given[a]) return hp_errorf("layout '%s': axis '%s' is given twice", text, axis);

@@ -7,17 +7,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
-
-/* Copies [a, b) without surrounding blanks into out (cap bytes); returns its length
- * or -1 if it does not fit. */
-static int trimmed(char *out, size_t cap, const char *a, const char *b) {
-    while (a < b && isspace((unsigned char)*a)) a++;
-    while (b > a && isspace((unsigned char)b[-1])) b--;
-    if ((size_t)(b - a) >= cap) return -1;
-    memcpy(out, a, (size_t)(b - a));
-    out[b - a] = 0;
-    return (int)(b - a);
-}
+#include "layout/text.h"
 
 static int valid_axis_name(const char *s) {
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
@@ -37,12 +27,12 @@ hp_status hp_mesh_parse(hp_mesh *out, const char *text) {
         if (!end) end = p + strlen(p);
         const char *eq = memchr(p, '=', (size_t)(end - p));
         char item[64];
-        if (trimmed(item, sizeof item, p, end) < 0)
+        if (hp_text_trimmed(item, sizeof item, p, end) < 0)
             return hp_errorf("mesh '%s': an axis entry is too long", text);
         if (!item[0]) return hp_errorf("mesh '%s': empty axis entry (expected name=size)", text);
         if (!eq) return hp_errorf("mesh '%s': axis '%s' has no '=size'", text, item);
         char name[64], num[64];
-        if (trimmed(name, sizeof name, p, eq) < 0 || trimmed(num, sizeof num, eq + 1, end) < 0)
+        if (hp_text_trimmed(name, sizeof name, p, eq) < 0 || hp_text_trimmed(num, sizeof num, eq + 1, end) < 0)
             return hp_errorf("mesh '%s': an axis entry is too long", text);
         if (!name[0]) return hp_errorf("mesh '%s': axis entry '%s' has no name", text, item);
         if (strlen(name) >= HP_AXIS_NAME_LEN)

@@ -1,5 +1,6 @@
 /* layout/plan: sharding plans — parse, build, look up, print (plan.h). */
 #include "layout/plan.h"
+#include "layout/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -104,15 +105,6 @@ hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *lay
     return add_str(p, 1, pattern, layout);
 }
 
-/* Copies [a, b) without surrounding blanks into out (cap bytes); -1 if too long. */
-static int trimmed(char *out, size_t cap, const char *a, const char *b) {
-    while (a < b && isspace((unsigned char)*a)) a++;
-    while (b > a && isspace((unsigned char)b[-1])) b--;
-    if ((size_t)(b - a) >= cap) return -1;
-    memcpy(out, a, (size_t)(b - a));
-    out[b - a] = 0;
-    return (int)(b - a);
-}
 
 #define LINE_MAX_LEN 1024
 
@@ -122,16 +114,16 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
     const char *kw_end = line;
     while (*kw_end && !isspace((unsigned char)*kw_end) && *kw_end != ':') kw_end++;
     char kw[32];
-    if (trimmed(kw, sizeof kw, line, kw_end) < 0) kw[0] = 0;
+    if (hp_text_trimmed(kw, sizeof kw, line, kw_end) < 0) kw[0] = 0;
     int is_mesh = !strcmp(kw, "mesh"), is_param = !strcmp(kw, "param"), is_input = !strcmp(kw, "input");
     if (!is_mesh && !is_param && !is_input)
         return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param' or 'input')", name, lineno, line);
     if (!colon) return hp_errorf("%s:%d: '%s' entry has no ':'", name, lineno, kw);
     char rest[LINE_MAX_LEN];
-    trimmed(rest, sizeof rest, strrchr(line, ':') + 1, line + strlen(line));
+    hp_text_trimmed(rest, sizeof rest, strrchr(line, ':') + 1, line + strlen(line));
     if (is_mesh) {
         char between[LINE_MAX_LEN];
-        trimmed(between, sizeof between, kw_end, colon);
+        hp_text_trimmed(between, sizeof between, kw_end, colon);
         if (between[0]) return hp_errorf("%s:%d: unexpected '%s' between 'mesh' and ':'", name, lineno, between);
         if (*have_mesh) return hp_errorf("%s:%d: mesh given twice", name, lineno);
         hp_mesh m;
@@ -144,7 +136,7 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
     if (!*have_mesh) return hp_errorf("%s:%d: '%s' before the 'mesh:' line (the mesh comes first)", name, lineno, kw);
     const char *last = strrchr(line, ':');
     char pattern[LINE_MAX_LEN];
-    trimmed(pattern, sizeof pattern, kw_end, last);
+    hp_text_trimmed(pattern, sizeof pattern, kw_end, last);
     if (!pattern[0]) return hp_errorf("%s:%d: '%s' entry has no name pattern before ':'", name, lineno, kw);
     if (!rest[0]) return hp_errorf("%s:%d: %s '%s' has no layout after ':'", name, lineno, kw, pattern);
     hp_layout l;
@@ -179,7 +171,7 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
         const char *hash = memchr(p, '#', (size_t)(end - p));
         const char *stop = hash ? hash : end;
         char line[LINE_MAX_LEN];
-        if (trimmed(line, sizeof line, p, stop) < 0) {
+        if (hp_text_trimmed(line, sizeof line, p, stop) < 0) {
             st = hp_errorf("%s:%d: line is longer than %d characters", name, lineno, LINE_MAX_LEN - 1);
             break;
         }
