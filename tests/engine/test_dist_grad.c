@@ -2,7 +2,7 @@
  * plans (ranks as threads) against the same model on one rank, on the same
  * batch: the loss agrees and every gathered parameter gradient has a maximum
  * relative error <= 1e-5; replicated gradients agree across ranks bit for bit. */
-#include "core/autodiff.h"
+#include "fixture.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
 #include "layout/plan.h"
@@ -28,22 +28,13 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
 }
 
 int main(void) {
-    hp_kernels_init();
-    hp_gpt2_config c = {.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16};
-    CHECK_OK(hp_gpt2_config_check(&c));
     const int B = 4, T = 8;
-    hp_graph *g;
-    CHECK_OK(hp_graph_create(&g));
-    hp_gpt2_io io;
-    CHECK_OK(hp_gpt2_build(g, &io, &c, B, T));
-    CHECK_OK(hp_autodiff(g, io.loss, &hp_op_add));
-
-    /* reference: one rank */
-    hp_param_store ps;
-    CHECK_OK(hp_param_store_create(&ps, g));
-    float *ptrs[64];
-    for (int i = 0; i < ps.n; i++) ptrs[i] = hp_param_ptr(&ps, i);
-    CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])ps.name, ps.shape, ps.n, &c, 11));
+    gpt2_fixture f;
+    fixture_build(&f, (hp_gpt2_config){.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16}, B, T, 11);
+    hp_gpt2_config c = f.c;
+    hp_graph *g = f.g;
+    hp_gpt2_io io = f.io;
+    hp_param_store ps = f.ps; /* reference: one rank */
     hp_rng rng;
     hp_rng_seed(&rng, 5);
     int32_t tokens[B * T], targets[B * T];
@@ -142,7 +133,6 @@ int main(void) {
     }
     hp_program_destroy(ref);
     hp_pool_destroy(pool);
-    hp_param_store_free(&ps);
-    hp_graph_destroy(g);
+    fixture_free(&f);
     return hp_test_finish("test_dist_grad");
 }

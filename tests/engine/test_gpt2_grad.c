@@ -1,7 +1,7 @@
 /* Whole-model gradient check on a tiny GPT-2: the backward graph built by
  * autodiff against central finite differences of the loss, in random
  * directions over all parameters and entry by entry on a sample of entries. */
-#include "core/autodiff.h"
+#include "fixture.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
@@ -15,17 +15,13 @@ static double run_loss(hp_program *p, int loss) {
 }
 
 int main(void) {
-    hp_kernels_init();
-    hp_gpt2_config c = {.L = 2, .NH = 2, .C = 8, .V = 11, .Vp = 16, .maxT = 6};
-    CHECK_OK(hp_gpt2_config_check(&c));
     const int B = 2, T = 5;
-    hp_graph *g;
-    CHECK_OK(hp_graph_create(&g));
-    hp_gpt2_io io;
-    CHECK_OK(hp_gpt2_build(g, &io, &c, B, T));
-    CHECK_OK(hp_autodiff(g, io.loss, &hp_op_add));
-    hp_param_store ps;
-    CHECK_OK(hp_param_store_create(&ps, g));
+    gpt2_fixture f;
+    fixture_build(&f, (hp_gpt2_config){.L = 2, .NH = 2, .C = 8, .V = 11, .Vp = 16, .maxT = 6}, B, T, -1);
+    hp_gpt2_config c = f.c;
+    hp_graph *g = f.g;
+    hp_gpt2_io io = f.io;
+    hp_param_store ps = f.ps;
     CHECK(ps.n == 4 + 12 * c.L);
     size_t count = 0;
     for (int i = 0; i < ps.n; i++) count += hp_param_numel(&ps, i);
@@ -112,7 +108,6 @@ int main(void) {
     free(grad), free(dir), free(base);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);
-    hp_param_store_free(&ps);
-    hp_graph_destroy(g);
+    fixture_free(&f);
     return hp_test_finish("test_gpt2_grad");
 }

@@ -4,7 +4,7 @@
  * posix_memalign (the linker routes them through the counters below). */
 #include <stdlib.h>
 
-#include "core/autodiff.h"
+#include "fixture.h"
 #include "io/data.h"
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
@@ -34,19 +34,12 @@ int main(void) {
     free(probe);
     CHECK(allocs() == before + 1); /* the counter works */
 
-    hp_gpt2_config c = {.L = 2, .NH = 2, .C = 32, .V = 256, .maxT = 32};
-    CHECK_OK(hp_gpt2_config_check(&c));
     const int B = 2, T = 16;
-    hp_graph *g;
-    CHECK_OK(hp_graph_create(&g));
-    hp_gpt2_io io;
-    CHECK_OK(hp_gpt2_build(g, &io, &c, B, T));
-    CHECK_OK(hp_autodiff(g, io.loss, &hp_op_add));
-    hp_param_store ps;
-    CHECK_OK(hp_param_store_create(&ps, g));
-    float *ptrs[64];
-    for (int i = 0; i < ps.n; i++) ptrs[i] = hp_param_ptr(&ps, i);
-    CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])ps.name, ps.shape, ps.n, &c, 3));
+    gpt2_fixture f;
+    fixture_build(&f, (hp_gpt2_config){.L = 2, .NH = 2, .C = 32, .V = 256, .maxT = 32}, B, T, 3);
+    hp_graph *g = f.g;
+    hp_gpt2_io io = f.io;
+    hp_param_store ps = f.ps;
     hp_pool *pool;
     CHECK_OK(hp_pool_create(&pool, 2));
     hp_program *prog;
@@ -88,7 +81,6 @@ int main(void) {
     hp_data_close(data);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);
-    hp_param_store_free(&ps);
-    hp_graph_destroy(g);
+    fixture_free(&f);
     return hp_test_finish("test_noalloc");
 }
