@@ -20,6 +20,7 @@
 #include "peak.h"
 #include "progress.h"
 #include "session.h"
+#include "stats.h"
 
 typedef struct {
     const char *name;
@@ -37,16 +38,6 @@ typedef struct {
     int ok;
     char err[256];
 } bench_result;
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void run_config(bench_result *r, const bench_config *c, int threads, int steps) {
     hp_session s;
@@ -88,10 +79,10 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
         if (i >= 0) f[i] = t1 - t0, b[i] = t2 - t1, o[i] = t3 - t2, t[i] = t3 - t0;
     }
     const hp_program_info *info = hp_program_get_info(s.prog);
-    double step = median(t, steps);
-    r->fwd_ms = median(f, steps) * 1e3;
-    r->bwd_ms = median(b, steps) * 1e3;
-    r->opt_ms = median(o, steps) * 1e3;
+    double step = hp_median(t, steps);
+    r->fwd_ms = hp_median(f, steps) * 1e3;
+    r->bwd_ms = hp_median(b, steps) * 1e3;
+    r->opt_ms = hp_median(o, steps) * 1e3;
     r->step_ms = step * 1e3;
     r->tok_s = c->B * c->T / step;
     r->gflops = (info->flops[0] + info->flops[1]) / step / 1e9;

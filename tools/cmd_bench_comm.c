@@ -3,14 +3,20 @@
  * collective and size, next to Open MPI's MPI_Allreduce,
  * MPI_Reduce_scatter_block and MPI_Allgather when started under mpirun.
  *
- *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N]
+ *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
+ *                       [--sections memcpy,supernode,shared,fused,emul,mpi]
  *                       [--inter-bw GBPS] [--inter-latency US] [--json FILE]
  *
  * Sections: memcpy bandwidth; one supernode of R rank-threads (R defaults to
- * the number of MPI processes, or 2); with mpirun, Open MPI and hyperpar over
- * MPI (one rank per process) on the same sizes; 100 fused 4 KiB all-reduces
- * against 100 separate calls; the two-tier all-reduce over 2 emulated
- * supernodes at --inter-bw (default 1 GB/s) with its inter-supernode bytes. */
+ * the number of MPI processes, or 2) with private outputs, out of place and
+ * in place; the same with one output buffer shared by the supernode, out of
+ * place and in place (every shard already at its place: FSDP's flat buffer);
+ * 100 fused 4 KiB tensors against 100 separate calls; the two-tier
+ * all-reduce over emulated supernodes at --inter-bw (default 1 GB/s) with its
+ * inter-supernode bytes; with mpirun, Open MPI (out of place and
+ * MPI_IN_PLACE) and hyperpar over MPI (one rank per process) on the same
+ * sizes. Every figure is the median of K runs (--repeat, default 1); every
+ * row carries the 1-minute load average read when the run started. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +30,7 @@ typedef struct {
     FILE *json;
     int nrows;
     int iters;
+    double load1;
 } bc_out;
 
 static double bc_now(void) {
@@ -49,8 +56,8 @@ static void bc_row(bc_out *o, const char *coll, const char *impl, const char *ti
     if (o->json) {
         fprintf(o->json,
                 "%s{\"collective\":\"%s\",\"impl\":\"%s\",\"tier\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,"
-                "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f%s%s}",
-                o->nrows ? ",\n" : "", coll, impl, tier, ranks, bytes, sec * 1e6, alg, bus, extra ? "," : "",
+                "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"load_avg_1min\":%.2f%s%s}",
+                o->nrows ? ",\n" : "", coll, impl, tier, ranks, bytes, sec * 1e6, alg, bus, o->load1, extra ? "," : "",
                 extra ? extra : "");
         o->nrows++;
     }
@@ -64,6 +71,7 @@ typedef struct {
     hp_comm_kind kind;
     int64_t bytes; /* nccl-tests size: all-reduce buffer, reduce-scatter input, all-gather output */
     int iters, fused;
+    int inplace;   /* all-gather: the shard already sits at its place in the output */
     float *shared; /* all-gather / all-reduce output shared by the supernode, or NULL */
     double sec;
     int64_t inter_bytes;
@@ -83,7 +91,11 @@ static void *bc_rank(void *arg) {
         if (!j->shared) free(b);
         return NULL;
     }
-    for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
+    for (int64_t i = 0; i < total; i++) a[i] = 1.0f;
+    if (!j->shared)
+        for (int64_t i = 0; i < total; i++) b[i] = 1.0f;
+    else /* each rank writes only its own part of the shared buffer */
+        for (int64_t i = (int64_t)j->rank * shard; i < (int64_t)(j->rank + 1) * shard; i++) b[i] = 1.0f;
     hp_comm_tensor ts[100];
     hp_comm_args args = {j->kind, HP_F32, HP_COMM_SUM, 0, ts, 1, NULL, NULL};
     if (j->fused) { /* 100 tensors of 4 KiB */
@@ -95,7 +107,7 @@ static void *bc_rank(void *arg) {
     } else if (j->kind == HP_COMM_REDUCE_SCATTER) {
         ts[0] = (hp_comm_tensor){b, a, shard};
     } else {
-        ts[0] = (hp_comm_tensor){b, a, shard};
+        ts[0] = (hp_comm_tensor){b, j->inplace ? b + (int64_t)j->rank * shard : a, shard};
     }
     hp_status st = HP_OK;
     for (int it = 0; it < 2 && !st; it++) st = hp_comm_run(r, g, &args);
@@ -126,15 +138,15 @@ static void *bc_rank(void *arg) {
 }
 
 /* Seconds per call on the first hosted rank (-1 on error, printed). */
-static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                          int64_t *inter_bytes, int shared) {
+static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
+                           int64_t *inter_bytes, int shared, int inplace) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
     float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
     bc_job *jobs = calloc((size_t)count, sizeof *jobs);
     pthread_t *th = calloc((size_t)count, sizeof *th);
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, sh, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, 0, 0, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
@@ -152,11 +164,35 @@ static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, in
     return sec;
 }
 
+static int bc_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double bc_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, bc_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The median over `repeat` runs of bc_hyperpar1 (runs[] gets each run's time). */
+static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
+                          int64_t *inter_bytes, int shared, int inplace, int repeat, double *runs) {
+    double v[64];
+    if (repeat > 64) repeat = 64;
+    for (int k = 0; k < repeat; k++) {
+        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace);
+        if (v[k] < 0) return -1;
+        if (runs) runs[k] = v[k];
+    }
+    return bc_median(v, repeat);
+}
+
 /* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
 
-static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters) {
-    int n;
+static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) {
+    int n, me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
     int64_t total = bytes / 4, shard = total / n;
     float *a = malloc((size_t)bytes + 64), *b = malloc((size_t)bytes + 64);
     for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
@@ -168,6 +204,7 @@ static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters) {
         }
         if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else if (inplace) MPI_Allgather(MPI_IN_PLACE, 0, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
         else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -175,6 +212,13 @@ static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters) {
     free(a);
     free(b);
     return sec;
+}
+
+static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int repeat) {
+    double v[64];
+    if (repeat > 64) repeat = 64;
+    for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace);
+    return bc_median(v, repeat);
 }
 
 /* Other processes wait here without spinning while process 0 measures alone. */
@@ -239,25 +283,68 @@ static hp_status bc_world(hp_comm_world **w, int S, int R, int mpi, double bw, d
 static const char *bc_header =
     "| collective             | impl     | tier                     | ranks |      bytes |    time us | algbw GB/s | busbw GB/s |";
 
+static int bc_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
+static double bc_load1(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* The runs of a fused-vs-separate comparison, as a JSON fragment. */
+static void bc_speedups(char *ex, size_t cap, double med, const double *sep, const double *fus, int repeat) {
+    int p = snprintf(ex, cap, "\"speedup\":%.2f,\"speedup_runs\":[", med);
+    for (int k = 0; k < repeat && p < (int)cap; k++)
+        p += snprintf(ex + p, cap - (size_t)p, "%s%.2f", k ? "," : "", sep[k] / fus[k]);
+    if (p < (int)cap) snprintf(ex + p, cap - (size_t)p, "]");
+}
+
+static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, int repeat,
+                     const char *prefix) {
+    double sr[64], fr[64];
+    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, 0, 0, repeat, sr);
+    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, 0, 0, repeat, fr);
+    if (sep < 0 || fus < 0) return;
+    char ex[512], name[64], t1[64], t2[64];
+    bc_speedups(ex, sizeof ex, sep / fus, sr, fr, repeat < 64 ? repeat : 64);
+    snprintf(name, sizeof name, "%s 100x4K", bc_name(kind));
+    snprintf(t1, sizeof t1, "%s100 separate calls", prefix);
+    snprintf(t2, sizeof t2, "%s1 fused call", prefix);
+    bc_row(out, name, "hyperpar", t1, n, 100 * 4096.0, sep, bc_busfactor(kind, n), NULL);
+    bc_row(out, name, "hyperpar", t2, n, 100 * 4096.0, fus, bc_busfactor(kind, n), ex);
+}
+
 int hp_cmd_bench_comm(int argc, char **argv) {
-    int R = 0, iters = 20;
+    int R = 0, iters = 20, repeat = 1;
     double bw = 1.0, lat = 0;
-    const char *json = NULL, *sizes = "1M,16M,64M";
+    const char *json = NULL, *sizes = "1M,16M,64M", *sections = "memcpy,supernode,shared,fused,emul,mpi";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--ranks") && v) R = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && v) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat") && v) repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--inter-bw") && v) bw = atof(argv[++i]);
         else if (!strcmp(argv[i], "--inter-latency") && v) lat = atof(argv[++i]);
         else if (!strcmp(argv[i], "--json") && v) json = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
+        else if (!strcmp(argv[i], "--sections") && v) sections = argv[++i];
         else {
             fprintf(stderr, "bench comm: unknown or incomplete argument '%s'\n", argv[i]);
             return 2;
         }
     }
-    if (iters < 1 || bw <= 0 || lat < 0 || R < 0) {
-        fprintf(stderr, "bench comm: --iters, --inter-bw must be positive; --ranks, --inter-latency not negative\n");
+    if (iters < 1 || bw <= 0 || lat < 0 || R < 0 || repeat < 1 || repeat > 64) {
+        fprintf(stderr, "bench comm: --iters, --inter-bw must be positive, --repeat in [1, 64]; --ranks, "
+                        "--inter-latency not negative\n");
         return 2;
     }
     int64_t sz[16];
@@ -280,7 +367,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         MPI_Comm_size(MPI_COMM_WORLD, &np);
     }
     if (R == 0) R = launched ? np : 2;
-    bc_out out = {NULL, 0, iters};
+    bc_out out = {NULL, 0, iters, bc_load1()};
     if (me == 0 && json) {
         out.json = fopen(json, "w");
         if (!out.json) {
@@ -293,9 +380,14 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     static const hp_comm_kind kinds[3] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE};
     int rc = 0;
     if (me == 0) {
+        printf("load average (1 min) at start: %.2f; median of %d run(s)\n", out.load1, repeat);
         printf("%s\n|---|---|---|---|---|---|---|---|\n", bc_header);
         int64_t mb = (int64_t)64 << 20;
-        bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, bc_memcpy(mb, 10), 1, NULL);
+        if (bc_has(sections, "memcpy")) {
+            double v[64];
+            for (int k = 0; k < repeat; k++) v[k] = bc_memcpy(mb, 10);
+            bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, bc_median(v, repeat), 1, NULL);
+        }
         hp_comm_world *w;
         hp_status st = bc_world(&w, 1, R, 0, 0, 0);
         if (st) {
@@ -305,30 +397,33 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         } else {
             char tier[64];
             snprintf(tier, sizeof tier, "1 supernode x %d", R);
-            for (int k = 0; k < 3; k++)
-                for (int s = 0; s < nsz; s++) {
-                    double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0);
-                    if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
-                    else rc = 1;
+            if (bc_has(sections, "supernode"))
+                for (int k = 0; k < 3; k++)
+                    for (int s = 0; s < nsz; s++) {
+                        double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, repeat, NULL);
+                        if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
+                        else rc = 1;
+                        if (kinds[k] != HP_COMM_ALL_GATHER) continue;
+                        sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, repeat, NULL);
+                        snprintf(tier, sizeof tier, "1 supernode x %d, in place", R);
+                        if (sec > 0) bc_row(&out, "all_gather", "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
+                        snprintf(tier, sizeof tier, "1 supernode x %d", R);
+                    }
+            if (bc_has(sections, "shared"))
+                for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
+                    double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, repeat, NULL);
+                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
+                    /* every shard already in place in the shared buffer: synchronisation only */
+                    sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, repeat, NULL);
+                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                 }
-            for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
-                double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1);
-                if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
-            }
-            for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB: separate calls, then one fused call */
-                double sep = bc_hyperpar(w, kinds[k], 100 * 4096, iters * 5, -1, NULL, 0);
-                double fus = bc_hyperpar(w, kinds[k], 100 * 4096, iters * 5, 1, NULL, 0);
-                char ex[96], name[64];
-                snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
-                snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
-                bc_row(&out, name, "hyperpar", "100 separate calls", R, 100 * 4096.0, sep, bc_busfactor(kinds[k], R), NULL);
-                bc_row(&out, name, "hyperpar", "1 fused call", R, 100 * 4096.0, fus, bc_busfactor(kinds[k], R), ex);
-            }
+            if (bc_has(sections, "fused")) /* 100 tensors of 4 KiB: separate calls, then one fused call */
+                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], R, iters * 5, repeat, "");
             hp_comm_world_destroy(w);
         }
         /* two-tier all-reduce under the link emulator */
         const int cfg[3][2] = {{2, 1}, {2, 2}, {4, 1}};
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < 3 && bc_has(sections, "emul"); c++) {
             st = bc_world(&w, cfg[c][0], cfg[c][1], 0, bw, lat);
             if (st) {
                 fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
@@ -337,7 +432,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 continue;
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
-            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0);
+            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, repeat, NULL);
             char tier[96], ex[96];
             snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", cfg[c][0], cfg[c][1], bw);
             snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
@@ -349,7 +444,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     } else {
         bc_idle_wait();
     }
-    if (launched && np > 1) {
+    if (launched && np > 1 && bc_has(sections, "mpi")) {
         /* Open MPI against hyperpar over MPI, np processes x 1 rank */
         hp_comm_world *w;
         hp_status st = bc_world(&w, np, 1, 1, 0, 0);
@@ -358,27 +453,33 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             hp_status_free(st);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        char tier[64];
+        char tier[64], tip[64];
         snprintf(tier, sizeof tier, "%d processes x 1", np);
+        snprintf(tip, sizeof tip, "%d processes x 1, in place", np);
         for (int k = 0; k < 3; k++)
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
-                double ms = bc_mpi(kinds[k], sz[s], it);
-                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0);
+                double ms = bc_mpi(kinds[k], sz[s], it, 0, repeat);
+                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, repeat, NULL);
+                double mi = -1, hi = -1;
+                if (kinds[k] == HP_COMM_ALL_GATHER) {
+                    mi = bc_mpi(kinds[k], sz[s], it, 1, repeat);
+                    hi = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, repeat, NULL);
+                }
                 if (me == 0) {
-                    bc_row(&out, bc_name(kinds[k]), "mpi", tier, np, (double)sz[s], ms, bc_busfactor(kinds[k], np), NULL);
-                    if (hs > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, np, (double)sz[s], hs, bc_busfactor(kinds[k], np), NULL);
+                    double bf = bc_busfactor(kinds[k], np);
+                    bc_row(&out, bc_name(kinds[k]), "mpi", tier, np, (double)sz[s], ms, bf, NULL);
+                    if (hs > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, np, (double)sz[s], hs, bf, NULL);
+                    if (mi > 0) bc_row(&out, bc_name(kinds[k]), "mpi", tip, np, (double)sz[s], mi, bf, NULL);
+                    if (hi > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tip, np, (double)sz[s], hi, bf, NULL);
                 }
             }
         for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB across processes */
-            double sep = bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0);
-            double fus = bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0);
             if (me == 0) {
-                char ex[96], name[64];
-                snprintf(ex, sizeof ex, "\"speedup\":%.2f", sep / fus);
-                snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
-                bc_row(&out, name, "hyperpar", "MPI, 100 separate calls", np, 100 * 4096.0, sep, bc_busfactor(kinds[k], np), NULL);
-                bc_row(&out, name, "hyperpar", "MPI, 1 fused call", np, 100 * 4096.0, fus, bc_busfactor(kinds[k], np), ex);
+                bc_fused(&out, w, kinds[k], np, iters, repeat, "MPI, ");
+            } else { /* the same calls, unreported */
+                bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, repeat, NULL);
+                bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, repeat, NULL);
             }
         }
         hp_comm_world_destroy(w);

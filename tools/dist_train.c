@@ -21,6 +21,7 @@
 #include "dist_train.h"
 #include "kernels/kernels.h"
 #include "ops/ops.h"
+#include "optim/clip.h"
 #include "optim/schedule.h"
 #include "progress.h"
 #include "runtime/dist.h"
@@ -77,12 +78,8 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     float sum = (float)local, total = 0;
     HP_TRY(hp_comm_all_reduce(r->rg.ctx.comm, hp_comm_world_group(t->world), &total, &sum, 1, HP_F32, HP_COMM_SUM));
     st->norm = sqrtf(total);
-    float max_norm = t->o->grad_clip;
-    if (max_norm > 0 && st->norm > max_norm) {
-        float scale = max_norm / (st->norm + 1e-6f);
-        for (int k = 0; k < r->ps.n; k++)
-            hp_k_scale(r->pool, grads + r->ps.offset[k], scale, (long)hp_param_numel(&r->ps, k));
-    }
+    /* clipping is folded into the optimizer's read of the gradients */
+    hp_optimizer_set_grad_scale(st->opt, hp_clip_scale(sqrt((double)total), t->o->grad_clip));
     hp_optimizer_step(st->opt, t->lr);
     return HP_OK;
 }

@@ -9,7 +9,16 @@
  *     sends that partial to m, which adds the partials in supernode order;
  *   all-gather: each rank sends its shard to one rank per other supernode,
  *     which the rest of that supernode then reads zero-copy;
- *   all-reduce: reduce-scatter of balanced chunks, then all-gather.
+ *   all-reduce: the fused tensors are one vector cut into balanced chunks,
+ *     one per member; in each supernode one rank handles a chunk from end to
+ *     end (sums it out of the local inputs, exchanges partials and results
+ *     across supernodes, writes it into every local output), so a call
+ *     needs one barrier pair however many tensors it fuses. Between two
+ *     supernodes the two handlers of a chunk swap partials (one round);
+ *     beyond, partials go to the chunk's member and results come back.
+ * Sums run in a fixed order: local ranks in member order, then supernode
+ * partials (bf16 partials rounded once) in supernode order, so a result
+ * does not depend on which rank computed it, on fusion or on the split.
  * When the ranks of a supernode pass the same output buffer (all-gather,
  * all-reduce, broadcast), the supernode shares one output: each rank writes
  * only its own part and nothing is copied between peers.
@@ -31,30 +40,22 @@ typedef struct {
     int64_t deadline;
     hp_dtype dt;
     size_t esz;
+    const void *const *src; /* all-reduce: per tensor input */
+    void *const *dst;       /* all-reduce: per tensor output */
 } ctx;
 
 /* Shard layout of a fused all-gather / reduce-scatter. */
 typedef struct {
-    int mode; /* 0: t[i].count each; 1: explicit counts (nt = 1); 2: balanced split of t[i].count */
+    int mode; /* 0: t[i].count each; 1: explicit counts (nt = 1) */
     int nt, n;
     const hp_comm_tensor *t;
     const int64_t *counts;
     const int64_t *offs;
 } lay;
 
-static int64_t lcnt(const lay *l, int i, int m) {
-    if (l->mode == 0) return l->t[i].count;
-    if (l->mode == 1) return l->counts[m];
-    int64_t N = l->t[i].count;
-    return N / l->n + (m < N % l->n);
-}
+static int64_t lcnt(const lay *l, int i, int m) { return l->mode == 0 ? l->t[i].count : l->counts[m]; }
 
-static int64_t loff(const lay *l, int i, int m) {
-    if (l->mode == 0) return (int64_t)m * l->t[i].count;
-    if (l->mode == 1) return l->offs[m];
-    int64_t N = l->t[i].count, q = N / l->n, rem = N % l->n;
-    return (int64_t)m * q + (m < rem ? m : rem);
-}
+static int64_t loff(const lay *l, int i, int m) { return l->mode == 0 ? (int64_t)m * l->t[i].count : l->offs[m]; }
 
 /* ---- failure ---- */
 
@@ -236,15 +237,38 @@ static void reduce_peers(void *out, int acc, hp_dtype dt, const void *const *src
     }
 }
 
-/* out = acc + parts[0] + parts[1] + ..., divided by div when div != 0. */
-static void combine(void *out, hp_dtype dt, const float *acc, const void *const *parts, int np, int64_t n,
+/* Rounds fp32 values to bf16 and back (a partial that crosses supernodes as bf16). */
+static void round_bf16(float *t, int64_t n) {
+    for (int64_t j = 0; j < n; j++) t[j] = hp_bf16_to_f32(hp_f32_to_bf16(t[j]));
+}
+
+/* u = the k supernode partials summed in supernode order: own (fp32, at
+ * position T, rounded like the others when dt is bf16) and parts[] (dt, the
+ * other supernodes in order), each read at element off. */
+static void canon_sum(float *u, hp_dtype dt, float *own, const void *const *parts, int k, int T, int64_t off,
+                      int64_t n) {
+    if (dt == HP_BF16) round_bf16(own, n);
+    if (T == 0) memcpy(u, own, (size_t)n * 4);
+    else load_f32(u, parts[0], dt, off, n);
+    for (int p = 1; p < k; p++) {
+        if (p == T) {
+            for (int64_t j = 0; j < n; j++) u[j] += own[j];
+        } else {
+            add_f32(u, parts[p < T ? p : p - 1], dt, off, n);
+        }
+    }
+}
+
+/* out = the partials summed in supernode order (acc: this supernode's, fp32),
+ * divided by div when div != 0. */
+static void combine(void *out, hp_dtype dt, const float *acc, const void *const *parts, int k, int T, int64_t n,
                     float div) {
-    float t[BLK];
+    float own[BLK], u[BLK];
     for (int64_t b = 0; b < n; b += BLK) {
         int64_t nb = n - b < BLK ? n - b : BLK;
-        memcpy(t, acc + b, (size_t)nb * 4);
-        for (int p = 0; p < np; p++) add_f32(t, parts[p], dt, b, nb);
-        store(out, dt, b, t, nb, div);
+        memcpy(own, acc + b, (size_t)nb * 4);
+        canon_sum(u, dt, own, parts, k, T, b, nb);
+        store(out, dt, b, u, nb, div);
     }
 }
 
@@ -333,7 +357,7 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         for (int i = 0; i < nt; i++) {
             for (int s = 0; s < k - 1; s++) parts[s] = inbox + ((size_t)s * (size_t)mine + (size_t)pos) * esz;
             int64_t n = lcnt(l, i, me);
-            combine(out[i], c->dt, acc + pos, parts, k - 1, n, div);
+            combine(out[i], c->dt, acc + pos, parts, k, c->T, n, div);
             pos += n;
         }
     }
@@ -421,6 +445,292 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             /* a local peer's shard is read from its input, received shards from the holder's output */
             const void *from = local ? hs->src[i] : ptr_at(hs->dst[i], off, esz);
             memcpy(ptr_at(out[i], off, esz), from, nb);
+        }
+    }
+    return bar(c);
+}
+
+/* ---- all-reduce: one barrier pair per call ---- */
+
+/* The fused tensors back to back: pre[i] is where tensor i starts. */
+typedef struct {
+    const hp_comm_tensor *t;
+    int nt;
+    const int64_t *pre;
+} fvec;
+
+/* Start of member m's chunk when N elements are cut into n balanced chunks. */
+static int64_t chunk_at(int64_t N, int n, int m) {
+    int64_t q = N / n, rem = N % n;
+    return (int64_t)m * q + (m < rem ? m : rem);
+}
+
+/* The next piece of [*lo, hi) that lies in one tensor: tensor *i, elements
+ * [*off, *off + return) of it; 0 when the range is exhausted. */
+static int64_t next_piece(const fvec *v, int *i, int64_t *lo, int64_t hi, int64_t *off) {
+    while (*i < v->nt && v->pre[*i + 1] <= *lo) (*i)++;
+    if (*lo >= hi || *i >= v->nt) return 0;
+    int64_t end = v->pre[*i + 1] < hi ? v->pre[*i + 1] : hi;
+    *off = *lo - v->pre[*i];
+    int64_t n = end - *lo;
+    *lo = end;
+    return n;
+}
+
+/* The distinct output buffers of tensor i among the local members. */
+static int local_dsts(const ctx *c, int i, void **d) {
+    int nd = 0;
+    for (int j = 0; j < c->L; j++) {
+        void *p = c->slots[j].dst[i];
+        int dup = 0;
+        for (int x = 0; x < nd && !dup; x++) dup = d[x] == p;
+        if (!dup) d[nd++] = p;
+    }
+    return nd;
+}
+
+/* t = the sum over local members (in order) of input i at [off, off + n). */
+static void local_sum(const ctx *c, float *t, int i, int64_t off, int64_t n) {
+    load_f32(t, c->slots[0].src[i], c->dt, off, n);
+    for (int j = 1; j < c->L; j++) add_f32(t, c->slots[j].src[i], c->dt, off, n);
+}
+
+/* Copies a packed chunk [lo, hi) of the fused vector into every local output. */
+static void push_packed(const ctx *c, const fvec *v, void **d, const char *from, int64_t lo, int64_t hi) {
+    int i = 0;
+    int64_t off, n, pos = 0;
+    while ((n = next_piece(v, &i, &lo, hi, &off)) > 0) {
+        int nd = local_dsts(c, i, d);
+        for (int x = 0; x < nd; x++) memcpy(ptr_at(d[x], off, c->esz), from + pos * (int64_t)c->esz, (size_t)n * c->esz);
+        pos += n;
+    }
+}
+
+/* Packs this supernode's partial of chunk [lo, hi) (dt, rounded once) into out. */
+static void pack_partial(const ctx *c, const fvec *v, char *out, int64_t lo, int64_t hi) {
+    float t[BLK];
+    int i = 0;
+    int64_t off, pn;
+    size_t pos = 0;
+    while ((pn = next_piece(v, &i, &lo, hi, &off)) > 0)
+        for (int64_t b = 0; b < pn; b += BLK) {
+            int64_t nb = pn - b < BLK ? pn - b : BLK;
+            local_sum(c, t, i, off + b, nb);
+            store(out + pos, c->dt, 0, t, nb, 0);
+            pos += (size_t)nb * c->esz;
+        }
+}
+
+/* Two supernodes: every chunk is handled by two ranks, its member and the
+ * member's owner in the other supernode. The two swap their supernodes'
+ * partials (one round, one message per pair of ranks carrying all the chunks
+ * they share, the same bytes as reduce-scatter + all-gather), add them in
+ * supernode order and write the sum into their local outputs. */
+static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int *hl) {
+    hp_comm_group *g = c->g;
+    int me = c->me, n = g->n, other = 1 - c->T;
+    size_t esz = c->esz;
+    int64_t N = v->pre[v->nt];
+    /* the chunks this rank handles, grouped by the peer that handles them on
+     * the other side (in the other supernode's member order), each group in
+     * member order: both ends of a pair list their shared chunks alike */
+    int nh = 0;
+    size_t bytes = 0;
+    for (int j = 0; j < g->sn_n[other]; j++) {
+        int cp = g->sn_members[other][j];
+        for (int m = 0; m < n; m++) {
+            int mine = m == me ? owner(g, other, me) == cp : m == cp && owner(g, c->T, m) == me;
+            if (!mine) continue;
+            hl[nh++] = m;
+            bytes += (size_t)(chunk_at(N, n, m + 1) - chunk_at(N, n, m)) * esz;
+        }
+    }
+    size_t ab = (bytes + 63) & ~(size_t)63;
+    char *sc;
+    hp_comm_lreq *q;
+    HP_TRY(scratch(c, (void **)&sc, 2 * ab));
+    HP_TRY(lreqs(c, &q, (size_t)(2 * nh)));
+    char *obox = sc, *inbox = sc + ab;
+    int nq = 0;
+    size_t pos = 0;
+    for (int h = 0; h < nh;) { /* one receive per peer */
+        int cp = hl[h] == me ? owner(g, other, me) : hl[h];
+        size_t start = pos;
+        for (; h < nh && (hl[h] == me ? owner(g, other, me) : hl[h]) == cp; h++)
+            pos += (size_t)(chunk_at(N, n, hl[h] + 1) - chunk_at(N, n, hl[h])) * esz;
+        if (pos > start) {
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[cp], g->gid, inbox + start, pos - start));
+            nq++;
+        }
+    }
+    int nrecv = nq;
+    c->slots[c->myl].src = c->src;
+    c->slots[c->myl].dst = c->dst;
+    TRY_Q(bar(c));
+    pos = 0;
+    for (int h = 0; h < nh;) { /* this supernode's partials, one message per peer */
+        int cp = hl[h] == me ? owner(g, other, me) : hl[h];
+        size_t start = pos;
+        for (; h < nh && (hl[h] == me ? owner(g, other, me) : hl[h]) == cp; h++) {
+            int64_t lo = chunk_at(N, n, hl[h]), hi = chunk_at(N, n, hl[h] + 1);
+            pack_partial(c, v, obox + pos, lo, hi);
+            pos += (size_t)(hi - lo) * esz;
+        }
+        if (pos > start) {
+            TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[cp], g->gid, obox + start, pos - start));
+            nq++;
+        }
+    }
+    hp_status st = wait_all(c, q, nrecv);
+    if (st) {
+        cancel_all(c, q + nrecv, nq - nrecv);
+        return st;
+    }
+    /* supernode 0's partial first, then supernode 1's */
+    const char *first = c->T == 0 ? obox : inbox, *second = c->T == 0 ? inbox : obox;
+    float u[BLK];
+    pos = 0;
+    for (int h = 0; h < nh; h++) {
+        int64_t lo = chunk_at(N, n, hl[h]), hi = chunk_at(N, n, hl[h] + 1), off, pn;
+        int i = 0;
+        while ((pn = next_piece(v, &i, &lo, hi, &off)) > 0) {
+            int nd = local_dsts(c, i, d);
+            for (int64_t b = 0; b < pn; b += BLK) {
+                int64_t nb = pn - b < BLK ? pn - b : BLK;
+                load_f32(u, first + pos, c->dt, 0, nb);
+                add_f32(u, second + pos, c->dt, 0, nb);
+                if (div != 0)
+                    for (int64_t j = 0; j < nb; j++) u[j] /= div;
+                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, u, nb, 0);
+                pos += (size_t)nb * esz;
+            }
+        }
+    }
+    HP_TRY(wait_all(c, q + nrecv, nq - nrecv));
+    return bar(c);
+}
+
+/* Every chunk range is read (from every local input) and written (into every
+ * local output) by one rank of each supernode only: member m in its own
+ * supernode, owner(T, m) elsewhere. So after the first barrier no rank waits
+ * for a local peer, and in-place calls and shared outputs need no care. */
+static hp_status all_reduce(ctx *c, const fvec *v, float div) {
+    hp_comm_group *g = c->g;
+    int k = g->k, me = c->me, n = g->n;
+    size_t esz = c->esz;
+    int64_t N = v->pre[v->nt];
+    int64_t lo = chunk_at(N, n, me), hi = chunk_at(N, n, me + 1), mine = hi - lo;
+    void **d = (void **)grow(&c->r->ptrs2, &c->r->ptrs2_cap, sizeof(void *) * (size_t)c->L + sizeof(int) * (size_t)n);
+    if (!d) return fail(c, "out of memory");
+    if (k == 2) return all_reduce_pair(c, v, div, d, (int *)(d + c->L));
+    /* scratch: partials out (remote members this rank owns), partials in
+     * (one per other supernode), this rank's reduced chunk, remote results in */
+    size_t own_b = 0, in_b = 0, red_b = 0;
+    int nown = 0;
+    if (k > 1) {
+        for (int m = 0; m < n; m++)
+            if (g->sn[m] != c->T && owner(g, c->T, m) == me) {
+                own_b += (size_t)(chunk_at(N, n, m + 1) - chunk_at(N, n, m)) * esz;
+                nown++;
+            }
+        in_b = (size_t)(k - 1) * (size_t)mine * esz;
+        red_b = (size_t)mine * esz;
+    }
+    size_t a1 = (own_b + 63) & ~(size_t)63, a2 = (in_b + 63) & ~(size_t)63, a3 = (red_b + 63) & ~(size_t)63;
+    char *sc = NULL;
+    hp_comm_lreq *q = NULL;
+    int nq = 0;
+    if (k > 1) {
+        HP_TRY(scratch(c, (void **)&sc, 2 * a1 + a2 + a3));
+        HP_TRY(lreqs(c, &q, (size_t)(2 * (k - 1) + 2 * nown)));
+    }
+    char *obox = sc, *inbox = sc + a1, *red = sc + a1 + a2, *rbox = sc + a1 + a2 + a3;
+    /* partials of this rank's chunk from the other supernodes */
+    if (k > 1 && mine)
+        for (int T = 0, s = 0; T < k; T++) {
+            if (T == c->T) continue;
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[owner(g, T, me)], g->gid, inbox + (size_t)s * (size_t)mine * esz,
+                                     (size_t)mine * esz));
+            nq++;
+            s++;
+        }
+    int nrs = nq;
+    c->slots[c->myl].src = c->src;
+    c->slots[c->myl].dst = c->dst;
+    TRY_Q(bar(c));
+    float t[BLK], u[BLK];
+    /* this supernode's partials of the chunks of remote members this rank owns */
+    if (k > 1) {
+        size_t pos = 0;
+        for (int m = 0; m < n; m++) {
+            if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+            int64_t mlo = chunk_at(N, n, m), mhi = chunk_at(N, n, m + 1);
+            size_t start = pos;
+            pack_partial(c, v, obox + pos, mlo, mhi);
+            pos += (size_t)(mhi - mlo) * esz;
+            if (pos > start) {
+                TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[m], g->gid, obox + start, pos - start));
+                nq++;
+            }
+        }
+    }
+    if (nrs) {
+        hp_status st = wait_all(c, q, nrs);
+        if (st) {
+            cancel_all(c, q + nrs, nq - nrs);
+            return st;
+        }
+    }
+    /* this rank's chunk: local sum, partials in supernode order, into every local output */
+    const void *parts[64];
+    if (k - 1 > 64) TRY_Q(fail(c, "more than 65 supernodes in one group"));
+    for (int s = 0; s < k - 1; s++) parts[s] = inbox + (size_t)s * (size_t)mine * esz;
+    {
+        int i = 0;
+        int64_t clo = lo, off, pn, pos = 0;
+        while ((pn = next_piece(v, &i, &clo, hi, &off)) > 0) {
+            int nd = local_dsts(c, i, d);
+            for (int64_t b = 0; b < pn; b += BLK) {
+                int64_t nb = pn - b < BLK ? pn - b : BLK;
+                local_sum(c, t, i, off + b, nb);
+                float *res = t;
+                if (k > 1) {
+                    canon_sum(u, c->dt, t, parts, k, c->T, pos + b, nb);
+                    res = u;
+                }
+                if (div != 0)
+                    for (int64_t j = 0; j < nb; j++) res[j] /= div;
+                if (k > 1) store(red, c->dt, pos + b, res, nb, 0);
+                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, res, nb, 0);
+            }
+            pos += pn;
+        }
+    }
+    if (k > 1) {
+        /* results: this rank's chunk to its owner in every other supernode, and the
+         * chunks of the remote members this rank owns from them */
+        if (mine)
+            for (int T = 0; T < k; T++)
+                if (T != c->T) {
+                    TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[owner(g, T, me)], g->gid, red, (size_t)mine * esz));
+                    nq++;
+                }
+        size_t pos = 0;
+        for (int m = 0; m < n; m++) {
+            if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+            size_t nb = (size_t)(chunk_at(N, n, m + 1) - chunk_at(N, n, m)) * esz;
+            if (!nb) continue;
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[m], g->gid, rbox + pos, nb));
+            nq++;
+            pos += nb;
+        }
+        HP_TRY(wait_all(c, q + nrs, nq - nrs));
+        pos = 0;
+        for (int m = 0; m < n; m++) {
+            if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
+            int64_t mlo = chunk_at(N, n, m), mhi = chunk_at(N, n, m + 1);
+            push_packed(c, v, d, rbox + pos, mlo, mhi);
+            pos += (size_t)(mhi - mlo) * esz;
         }
     }
     return bar(c);
@@ -626,7 +936,8 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a)
     if (a->kind == HP_COMM_ALL_TO_ALL) return all_to_all(&c, a);
 
     /* pointer arrays for the fused tensors: [src][dst] */
-    void **pp = grow(&r->ptrs, &r->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * (size_t)(g->n + 1));
+    size_t noffs = (size_t)(g->n > nt ? g->n : nt) + 1;
+    void **pp = grow(&r->ptrs, &r->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * noffs);
     if (!pp) return fail(&c, "out of memory");
     const void **src = (const void **)pp;
     void **dst = pp + nt;
@@ -653,18 +964,19 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a)
             dst[i] = a->t[i].recv;
         }
         return reduce_scatter(&c, &l, src, dst, div);
-    case HP_COMM_ALL_REDUCE:
-        l.mode = 2;
+    case HP_COMM_ALL_REDUCE: {
+        int64_t *pre = offs;
+        pre[0] = 0;
         for (int i = 0; i < nt; i++) {
             src[i] = a->t[i].send ? a->t[i].send : a->t[i].recv;
-            dst[i] = ptr_at(a->t[i].recv, loff(&l, i, c.me), c.esz);
-        }
-        HP_TRY(reduce_scatter(&c, &l, src, dst, div));
-        for (int i = 0; i < nt; i++) {
-            src[i] = dst[i];
             dst[i] = a->t[i].recv;
+            pre[i + 1] = pre[i] + a->t[i].count;
         }
-        return all_gather(&c, &l, src, dst);
+        c.src = src;
+        c.dst = dst;
+        fvec v = {a->t, nt, pre};
+        return all_reduce(&c, &v, div);
+    }
     default: break;
     }
     return hp_errorf("comm: unknown collective kind %d", (int)a->kind);

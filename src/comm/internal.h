@@ -84,6 +84,8 @@ struct hp_comm_rank {
     size_t scratch_cap;
     void *ptrs;
     size_t ptrs_cap;
+    void *ptrs2; /* all-reduce: distinct local outputs, handled chunks */
+    size_t ptrs2_cap;
     hp_comm_lreq *lreqs;
     size_t lreqs_cap;
     /* asynchronous calls: a communication thread per rank, started on first use */

@@ -8,6 +8,9 @@
 
 #include "comm/internal.h"
 
+/* How long an MPI wait polls before it starts sleeping between polls. */
+#define MPI_POLL_NS 2000000LL
+
 void hp_comm_mbox_init(hp_comm_mbox *m) {
     pthread_mutex_init(&m->mu, NULL);
     m->head = m->tail = NULL;
@@ -111,15 +114,19 @@ hp_status hp_comm_link_irecv(hp_comm_rank *r, hp_comm_lreq *q, int src, int gid,
 int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns) {
     hp_comm_world *w = r->w;
     if (q->via_mpi && !atomic_load(&q->done)) {
-        for (int spins = 0;; spins++) {
+        /* Open MPI moves data only inside MPI calls: poll, yielding the core,
+         * for up to MPI_POLL_NS (a large message's copy), then sleep between polls */
+        int64_t poll_end = hp_comm_now_ns() + MPI_POLL_NS;
+        for (;;) {
             int flag = 0;
             if (w->mpi_serialize) pthread_mutex_lock(&w->mpi_mu);
             MPI_Test(&q->mreq, &flag, MPI_STATUS_IGNORE);
             if (w->mpi_serialize) pthread_mutex_unlock(&w->mpi_mu);
             if (flag) break;
-            if (hp_comm_now_ns() >= deadline_ns) return -1;
-            if (spins < 200) sched_yield();
-            else hp_comm_sleep_until(hp_comm_now_ns() + 20000);
+            int64_t now = hp_comm_now_ns();
+            if (now >= deadline_ns) return -1;
+            if (now < poll_end) sched_yield();
+            else hp_comm_sleep_until(now + 20000);
         }
         atomic_store(&q->done, 1);
     } else if (!q->via_mpi) {

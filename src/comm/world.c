@@ -73,6 +73,7 @@ static void rank_fini(hp_comm_rank *r) {
     pthread_cond_destroy(&r->cv);
     free(r->scratch);
     free(r->ptrs);
+    free(r->ptrs2);
     free(r->lreqs);
 }
 

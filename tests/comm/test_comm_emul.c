@@ -1,8 +1,10 @@
-/* Two tiers in one process: 2 emulated supernodes x 1 and x 2 ranks, and
- * 3 x 2, run every collective against the plain reference (world group, a
- * reordered group, and a group with unequal members per supernode). The link
- * emulator's byte counts match the two-tier formula (2 (S-1)/S * N / R per
- * rank for an all-reduce of N bytes) and its delays are at least the model's. */
+/* Two tiers in one process: 2 emulated supernodes x 1 and x 2 ranks run the
+ * whole grid of harness.h (64 MiB included unless HP_TEST_BIG=0), 3 x 2 every
+ * cell below 64 MiB; a reordered group, a group with unequal members per
+ * supernode, shared outputs and a throttled link give the same values. The
+ * link emulator's byte counts match the two-tier formula (2 (S-1)/S * N / R
+ * per rank for an all-reduce of N bytes) and its delays are at least the
+ * model's. */
 #include "comm/sync.h"
 #include "harness.h"
 
@@ -51,6 +53,7 @@ static void check_bytes(int S, int R, int64_t n, double lat_us) {
     int size = S * R;
     pthread_t th[16];
     stat_job jobs[16];
+    if (size > 16) return;
     int64_t t0 = hp_comm_now_ns();
     for (int i = 0; i < size; i++) {
         jobs[i] = (stat_job){w, i, n, 0, 0};
@@ -65,55 +68,63 @@ static void check_bytes(int S, int R, int64_t n, double lat_us) {
             fprintf(stderr, "S=%d R=%d rank %d sent %lld inter bytes, want %lld\n", S, R, i, (long long)jobs[i].bytes,
                     (long long)want);
     }
-    /* two message rounds, each delayed by at least the latency */
-    if (lat_us > 0) CHECK(el >= (int64_t)(2 * lat_us * 1e3));
+    /* message rounds (one between 2 supernodes, reduce-scatter + all-gather
+     * beyond), each delayed by at least the emulated latency */
+    if (lat_us > 0) CHECK(el >= (int64_t)((S == 2 ? 1 : 2) * lat_us * 1e3));
     hp_comm_world_destroy(w);
 }
 
 int main(void) {
-    const int cfg[][2] = {{2, 1}, {2, 2}, {3, 2}};
+    int cells = hx_big_enabled() ? HX_NCELLS : HX_CELL_64MIB;
+    hx_pool pool;
+    hx_pool_init(&pool, 6, hx_cap_bytes(cells, 6));
+    const int cfg[][3] = {{2, 1, HX_NCELLS}, {2, 2, HX_NCELLS}, {3, 2, HX_CELL_64MIB}};
     for (int k = 0; k < 3; k++) {
-        int S = cfg[k][0], R = cfg[k][1];
+        int S = cfg[k][0], R = cfg[k][1], n = S * R;
         hp_comm_world *w = make(S, R, 0, 0);
         if (!w) continue;
-        CHECK(hp_comm_world_size(w) == S * R && hp_comm_supernodes(w) == S);
-        CHECK(hp_comm_supernode_of(w, S * R - 1) == S - 1 && hp_comm_local_index_of(w, S * R - 1) == R - 1);
-        int f = hx_run(w, hp_comm_world_group(w), (1 << 20) / 4 / (S * R), k == 2);
-        if (f) fprintf(stderr, "S=%d R=%d world: %d failures\n", S, R, f);
-        hp_test_failures += f;
-        f = hx_run_shared(w, 999);
-        if (f) fprintf(stderr, "S=%d R=%d shared output: %d failures\n", S, R, f);
-        hp_test_failures += f;
+        CHECK(hp_comm_world_size(w) == n && hp_comm_supernodes(w) == S);
+        CHECK(hp_comm_supernode_of(w, n - 1) == S - 1 && hp_comm_local_index_of(w, n - 1) == R - 1);
+        char name[80];
+        snprintf(name, sizeof name, "emulated %d x %d, world", S, R);
+        int c = cfg[k][2] < cells ? cfg[k][2] : cells;
+        hp_test_failures += hx_grid(w, hp_comm_world_group(w), &pool, c, 1, name);
+        snprintf(name, sizeof name, "emulated %d x %d", S, R);
+        hp_test_failures += hx_run_shared(w, 999, name);
         if (R == 2) {
-            int rev[6], n = S * R;
+            int rev[6];
             for (int i = 0; i < n; i++) rev[i] = n - 1 - i;
             hp_comm_group *g;
             CHECK_OK(hp_comm_group_create(&g, w, rev, n, "reversed"));
-            hp_test_failures += hx_run(w, g, 999, 1);
+            snprintf(name, sizeof name, "emulated %d x %d, reversed", S, R);
+            hp_test_failures += hx_grid(w, g, &pool, HX_CELL_1MIB, 0, name);
             hp_comm_group_destroy(g);
             int uneq[3] = {0, 1, 2}; /* two members in supernode 0, one in supernode 1 */
             CHECK_OK(hp_comm_group_create(&g, w, uneq, 3, "unequal"));
-            f = hx_run(w, g, 1001, 0);
-            if (f) fprintf(stderr, "S=%d R=%d unequal group: %d failures\n", S, R, f);
-            hp_test_failures += f;
+            snprintf(name, sizeof name, "emulated %d x %d, group {0,1,2}", S, R);
+            hp_test_failures += hx_grid(w, g, &pool, HX_CELL_1MIB, 1, name);
             hp_comm_group_destroy(g);
+            if (S == 3) { /* three supernodes with 2, 1 and 1 members, out of order */
+                int u3[4] = {4, 0, 2, 1};
+                CHECK_OK(hp_comm_group_create(&g, w, u3, 4, "unequal3"));
+                hp_test_failures += hx_grid(w, g, &pool, HX_CELL_1MIB, 1, "emulated 3 x 2, group {4,0,2,1}");
+                hp_comm_group_destroy(g);
+            }
         }
         hp_comm_world_destroy(w);
     }
-    /* 64 MiB with 2 emulated supernodes x 1 rank */
-    hp_comm_world *w = make(2, 1, 0, 0);
-    if (w) {
-        hp_test_failures += hx_run(w, hp_comm_world_group(w), (64 << 20) / 4 / 2, 1);
-        hp_comm_world_destroy(w);
-    }
+    if (cells < HX_NCELLS) printf("comm grid: 64MiB cell skipped (HP_TEST_BIG=0)\n");
     check_bytes(2, 1, 1 << 14, 0);
     check_bytes(2, 2, 1 << 14, 0);
     check_bytes(2, 4, 1 << 14, 2000);
+    check_bytes(3, 2, 3 << 12, 0);
+    check_bytes(3, 1, 3 << 12, 3000);
     /* throttled link still gives the right values */
-    w = make(2, 2, 1.0, 20);
+    hp_comm_world *w = make(2, 2, 1.0, 20);
     if (w) {
-        hp_test_failures += hx_run(w, hp_comm_world_group(w), 333, 1);
+        hp_test_failures += hx_grid(w, hp_comm_world_group(w), &pool, HX_CELL_1MIB, 0, "emulated 2 x 2 at 1 GB/s, 20 us");
         hp_comm_world_destroy(w);
     }
+    hx_pool_free(&pool);
     return hp_test_finish("test_comm_emul");
 }

@@ -1,8 +1,10 @@
 /* The MPI tier: run under mpirun (tests.cmake: 2 processes x 1 rank and
- * 2 x 2 ranks) every collective runs across processes and threads against the
- * plain reference, on the world group and on a reordered group. Run plainly
- * (no mpirun) it is one supernode and touches no MPI.
- *   test_comm_mpi [--ranks R] [--big ELEMS] [--hang]
+ * 2 x 2 ranks) the whole grid of harness.h (every collective x sizes {0, 1, 7,
+ * uneven, 1 MiB, 64 MiB} x {fp32, bf16}; 64 MiB unless HP_TEST_BIG=0) runs
+ * across processes and threads against the plain reference, then shared
+ * outputs and a reordered group. Run plainly (no mpirun) it is one supernode
+ * and touches no MPI.
+ *   test_comm_mpi [--ranks R] [--cells K] [--hang]   (--cells: the first K size cells)
  * --hang: supernode 1 never enters the collective; supernode 0 must fail with
  * the timeout error naming the missing rank and exit non-zero. */
 #include <unistd.h>
@@ -15,15 +17,20 @@ int main(int argc, char **argv) {
     o.ranks_per_supernode = 2;
     o.timeout_s = 120;
     int hang = 0;
-    int64_t big = -1;
+    int cells = hx_big_enabled() ? HX_NCELLS : HX_CELL_64MIB;
     for (int i = 1; i < argc; i++) {
         int used = 0;
         if (!strcmp(argv[i], "--hang")) {
             hang = 1;
             continue;
         }
-        if (!strcmp(argv[i], "--big") && i + 1 < argc) {
-            big = atoll(argv[++i]);
+        if (!strcmp(argv[i], "--cells") && i + 1 < argc) {
+            int k = atoi(argv[++i]);
+            if (k < 1 || k > HX_NCELLS) {
+                fprintf(stderr, "test_comm_mpi: --cells: '%s' is not in [1, %d]\n", argv[i], HX_NCELLS);
+                return 2;
+            }
+            if (k < cells) cells = k;
             continue;
         }
         hp_status st = hp_comm_opts_parse(&o, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used);
@@ -62,19 +69,24 @@ int main(int argc, char **argv) {
         printf("comm timeout NOT detected\n");
         return 1;
     }
-    if (big < 0) big = (1 << 20) / 4 / n;
-    printf("test_comm_mpi: %d supernode(s) x %d rank(s), mpi %d, big %lld\n", S, count, hp_comm_uses_mpi(w),
-           (long long)big);
-    hp_test_failures += hx_run(w, hp_comm_world_group(w), big, 0);
-    hp_test_failures += hx_run_shared(w, 555);
+    char name[96];
+    snprintf(name, sizeof name, "%s %d x %d, world", hp_comm_uses_mpi(w) ? "MPI" : "threads", S, count);
+    hx_pool pool;
+    hx_pool_init(&pool, count, hx_cap_bytes(cells, n));
+    hp_test_failures += hx_grid(w, hp_comm_world_group(w), &pool, cells, 1, name);
+    if (cells < HX_NCELLS) printf("comm grid: cells from %s on skipped (--cells or HP_TEST_BIG=0)\n", hx_cell_names[cells]);
+    snprintf(name, sizeof name, "%s %d x %d", hp_comm_uses_mpi(w) ? "MPI" : "threads", S, count);
+    hp_test_failures += hx_run_shared(w, 555, name);
     if (n >= 2) {
         int rev[64];
         for (int i = 0; i < n; i++) rev[i] = n - 1 - i;
         hp_comm_group *g;
         CHECK_OK(hp_comm_group_create(&g, w, rev, n, "reversed"));
-        hp_test_failures += hx_run(w, g, 777, 1);
+        snprintf(name, sizeof name, "%s %d x %d, reversed", hp_comm_uses_mpi(w) ? "MPI" : "threads", S, count);
+        hp_test_failures += hx_grid(w, g, &pool, cells < HX_CELL_1MIB ? cells : HX_CELL_1MIB, 0, name);
         hp_comm_group_destroy(g);
     }
+    hx_pool_free(&pool);
     hp_comm_world_destroy(w);
     return hp_test_finish("test_comm_mpi");
 }

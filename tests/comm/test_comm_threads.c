@@ -1,7 +1,10 @@
-/* The thread tier: one supernode of 1, 2, 3, 4 and 8 rank-threads runs every
- * collective (fp32 and bf16; 0, 1, 7 elements, uneven and empty shards,
- * 1 MiB; in place; fused; asynchronous) against a plain reference, on the
- * world group and on a reordered subgroup. 64 MiB runs with 2 ranks. */
+/* The thread tier: one supernode of 1, 2, 3, 4 and 8 rank-threads runs the
+ * whole grid (harness.h: every collective x sizes {0, 1, 7, uneven, 1 MiB,
+ * 64 MiB} x {fp32, bf16} against the plain reference, random reductions bit-
+ * identical run to run), fused and asynchronous calls, supernode-shared
+ * outputs (in-place shared all-gather included), and a reordered subgroup.
+ * HP_TEST_BIG=0 leaves out the 64 MiB cell. Bad options and groups get
+ * one-line errors naming the field. */
 #include "harness.h"
 
 static hp_comm_world *make(int R) {
@@ -9,13 +12,16 @@ static hp_comm_world *make(int R) {
     hp_comm_opts_default(&o);
     o.ranks_per_supernode = R;
     o.mpi = 0;
-    o.timeout_s = 60;
+    o.timeout_s = 120;
     hp_comm_world *w = NULL;
     CHECK_OK(hp_comm_world_create(&w, &o));
     return w;
 }
 
 int main(void) {
+    int cells = hx_big_enabled() ? HX_NCELLS : HX_CELL_64MIB;
+    hx_pool pool;
+    hx_pool_init(&pool, 8, hx_cap_bytes(cells, 8));
     const int Rs[] = {1, 2, 3, 4, 8};
     for (int k = 0; k < 5; k++) {
         int R = Rs[k];
@@ -23,30 +29,23 @@ int main(void) {
         if (!w) continue;
         CHECK(hp_comm_world_size(w) == R && hp_comm_supernodes(w) == 1);
         CHECK(hp_comm_world_rank(w, 0) != NULL && hp_comm_world_rank(w, R) == NULL);
-        int f = hx_run(w, hp_comm_world_group(w), (1 << 20) / 4 / R, 0);
-        if (f) fprintf(stderr, "R=%d world group: %d failures\n", R, f);
-        hp_test_failures += f;
-        f = hx_run_shared(w, 1001);
-        if (f) fprintf(stderr, "R=%d shared output: %d failures\n", R, f);
-        hp_test_failures += f;
-        if (R >= 3) { /* a subgroup in reverse order */
+        char cfg[64];
+        snprintf(cfg, sizeof cfg, "threads 1 x %d, world", R);
+        hp_test_failures += hx_grid(w, hp_comm_world_group(w), &pool, cells, 1, cfg);
+        snprintf(cfg, sizeof cfg, "threads 1 x %d", R);
+        hp_test_failures += hx_run_shared(w, 1001, cfg);
+        if (R >= 3) { /* a subgroup in another order */
             int ranks[3] = {R - 1, 0, 1};
             hp_comm_group *g;
             CHECK_OK(hp_comm_group_create(&g, w, ranks, 3, "rev"));
-            f = hx_run(w, g, 1000, 1);
-            if (f) fprintf(stderr, "R=%d subgroup: %d failures\n", R, f);
-            hp_test_failures += f;
+            snprintf(cfg, sizeof cfg, "threads 1 x %d, group {%d,0,1}", R, R - 1);
+            hp_test_failures += hx_grid(w, g, &pool, HX_CELL_1MIB, 0, cfg);
             hp_comm_group_destroy(g);
         }
         hp_comm_world_destroy(w);
     }
-    /* 64 MiB per tensor with two ranks (the all-gather output) */
-    hp_comm_world *w = make(2);
-    if (w) {
-        int f = hx_run(w, hp_comm_world_group(w), (64 << 20) / 4 / 2, 1);
-        hp_test_failures += f;
-        hp_comm_world_destroy(w);
-    }
+    if (cells < HX_NCELLS) printf("comm grid: 64MiB cell skipped (HP_TEST_BIG=0)\n");
+    hx_pool_free(&pool);
     /* bad input: one-line errors naming the field */
     hp_comm_opts o;
     hp_comm_opts_default(&o);
@@ -58,7 +57,7 @@ int main(void) {
     CHECK_ERR(hp_comm_opts_parse(&o, "--inter-bw", "fast", &used), "--inter-bw");
     CHECK_OK(hp_comm_opts_parse(&o, "--inter-bw", "1.5", &used));
     CHECK(used == 1 && o.inter_bw_gbps == 1.5);
-    w = make(2);
+    hp_comm_world *w = make(2);
     if (w) {
         int dup[2] = {1, 1};
         hp_comm_group *g;

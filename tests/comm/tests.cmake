@@ -1,7 +1,22 @@
-# MPI launches of the comm tests (loopback only; see scripts/mpienv.sh).
-# 64 MiB cases run for a subset of rank counts (all-gather, reduce-scatter,
-# all-reduce; fp32 and bf16): 1 supernode x 2 threads (test_comm_threads),
-# 2 emulated supernodes x 1 (test_comm_emul) and 2 processes x 1 (here).
+# MPI launches of the comm tests (loopback only; see scripts/mpienv.sh), and
+# the labels that say what each comm test covers. The coverage grid
+# (tests/comm/harness.h): every collective x sizes {0, 1, 7, uneven, 1 MiB,
+# 64 MiB} x {fp32, bf16} on threads 1x1, 1x2, 1x3, 1x4, 1x8
+# (test_comm_threads), 2 emulated supernodes x 1 and x 2 (test_comm_emul),
+# 2 MPI processes x 1 and x 2 (comm/mpi_2x1, comm/mpi_2x2); each run prints a
+# "comm grid:" line per configuration. HP_TEST_BIG=0 (the sanitizer pass)
+# leaves out the 64 MiB cell. `ctest -L comm-grid` runs exactly the grid.
+foreach(t test_comm_threads test_comm_emul)
+  if(TEST comm/${t})
+    set_tests_properties(comm/${t} PROPERTIES LABELS "comm;comm-grid")
+  endif()
+endforeach()
+if(TEST comm/test_comm_timeout)
+  set_tests_properties(comm/test_comm_timeout PROPERTIES LABELS "comm;comm-failure")
+endif()
+if(TEST comm/test_comm_mpi)
+  set_tests_properties(comm/test_comm_mpi PROPERTIES LABELS "comm")
+endif()
 find_program(HP_MPIEXEC NAMES mpiexec mpirun)
 if(HP_MPIEXEC AND TARGET test_comm_mpi)
   set(HP_MPI_ENV
@@ -16,13 +31,14 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
     # check this room's own allocations for leaks).
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
   add_test(NAME comm/mpi_2x1 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1)
-  add_test(NAME comm/mpi_2x1_64MiB COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1 --big 8388608)
   add_test(NAME comm/mpi_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 2)
-  add_test(NAME comm/mpi_2x2_throttled COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 2 --inter-bw 2 --inter-latency 50)
+  add_test(NAME comm/mpi_2x2_throttled COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 2 --cells 4 --inter-bw 2 --inter-latency 50)
   add_test(NAME comm/mpi_hang COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_mpi> --ranks 1 --hang)
-  set_tests_properties(comm/mpi_2x1 comm/mpi_2x1_64MiB comm/mpi_2x2 comm/mpi_2x2_throttled comm/mpi_hang PROPERTIES
+  set_tests_properties(comm/mpi_2x1 comm/mpi_2x2 comm/mpi_2x2_throttled comm/mpi_hang PROPERTIES
     ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300 PROCESSORS 2)
-  set_tests_properties(comm/mpi_hang PROPERTIES
+  set_tests_properties(comm/mpi_2x1 comm/mpi_2x2 PROPERTIES LABELS "comm;comm-grid;mpi")
+  set_tests_properties(comm/mpi_2x2_throttled PROPERTIES LABELS "comm;mpi")
+  set_tests_properties(comm/mpi_hang PROPERTIES LABELS "comm;comm-failure;mpi"
     PASS_REGULAR_EXPRESSION "comm timeout detected: comm: all_reduce on group 'world' \\(rank 0\\): timed out after 0.5 s waiting for rank 1"
     TIMEOUT 60)
 endif()
