@@ -491,8 +491,15 @@ static int local_dsts(const ctx *c, int i, void **d) {
 
 /* t = the sum over local members (in order) of input i at [off, off + n). */
 static void local_sum(const ctx *c, float *t, int i, int64_t off, int64_t n) {
-    load_f32(t, c->slots[0].src[i], c->dt, off, n);
-    for (int j = 1; j < c->L; j++) add_f32(t, c->slots[j].src[i], c->dt, off, n);
+    int j = 1;
+    if (c->dt == HP_F32 && c->L >= 2) { /* the first two inputs in one pass */
+        const float *a = (const float *)c->slots[0].src[i] + off, *b = (const float *)c->slots[1].src[i] + off;
+        for (int64_t e = 0; e < n; e++) t[e] = a[e] + b[e];
+        j = 2;
+    } else {
+        load_f32(t, c->slots[0].src[i], c->dt, off, n);
+    }
+    for (; j < c->L; j++) add_f32(t, c->slots[j].src[i], c->dt, off, n);
 }
 
 /* Copies a packed chunk [lo, hi) of the fused vector into every local output. */
@@ -526,7 +533,7 @@ static void pack_partial(const ctx *c, const fvec *v, char *out, int64_t lo, int
  * partials (one round, one message per pair of ranks carrying all the chunks
  * they share, the same bytes as reduce-scatter + all-gather), add them in
  * supernode order and write the sum into their local outputs. */
-static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int *hl) {
+static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int *hl, int *hd) {
     hp_comm_group *g = c->g;
     int me = c->me, n = g->n, other = 1 - c->T;
     size_t esz = c->esz;
@@ -567,17 +574,32 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
     c->slots[c->myl].src = c->src;
     c->slots[c->myl].dst = c->dst;
     TRY_Q(bar(c));
+    /* this supernode's partials, one message per peer; a rank alone in its
+     * supernode sends a single tensor's consecutive chunks straight from its input */
+    int direct_ok = c->L == 1 && v->nt == 1, any_direct = 0;
     pos = 0;
-    for (int h = 0; h < nh;) { /* this supernode's partials, one message per peer */
-        int cp = hl[h] == me ? owner(g, other, me) : hl[h];
+    for (int h = 0; h < nh;) {
+        int cp = hl[h] == me ? owner(g, other, me) : hl[h], h0 = h, direct = direct_ok;
         size_t start = pos;
         for (; h < nh && (hl[h] == me ? owner(g, other, me) : hl[h]) == cp; h++) {
-            int64_t lo = chunk_at(N, n, hl[h]), hi = chunk_at(N, n, hl[h] + 1);
-            pack_partial(c, v, obox + pos, lo, hi);
-            pos += (size_t)(hi - lo) * esz;
+            if (h > h0 && hl[h] != hl[h - 1] + 1) direct = 0;
+            pos += (size_t)(chunk_at(N, n, hl[h] + 1) - chunk_at(N, n, hl[h])) * esz;
         }
+        const char *from = obox + start;
+        if (direct) {
+            from = (const char *)c->src[0] + chunk_at(N, n, hl[h0]) * (int64_t)esz;
+            any_direct = 1;
+        } else {
+            size_t p = start;
+            for (int x = h0; x < h; x++) {
+                int64_t lo = chunk_at(N, n, hl[x]), hi = chunk_at(N, n, hl[x] + 1);
+                pack_partial(c, v, obox + p, lo, hi);
+                p += (size_t)(hi - lo) * esz;
+            }
+        }
+        for (int x = h0; x < h; x++) hd[x] = direct;
         if (pos > start) {
-            TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[cp], g->gid, obox + start, pos - start));
+            TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[cp], g->gid, from, pos - start));
             nq++;
         }
     }
@@ -586,8 +608,12 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
         cancel_all(c, q + nrecv, nq - nrecv);
         return st;
     }
+    /* an input sent in place must not change before the peer has it */
+    if (any_direct && c->src[0] == c->dst[0]) {
+        HP_TRY(wait_all(c, q + nrecv, nq - nrecv));
+        nq = nrecv;
+    }
     /* supernode 0's partial first, then supernode 1's */
-    const char *first = c->T == 0 ? obox : inbox, *second = c->T == 0 ? inbox : obox;
     float u[BLK];
     pos = 0;
     for (int h = 0; h < nh; h++) {
@@ -597,8 +623,10 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
             int nd = local_dsts(c, i, d);
             for (int64_t b = 0; b < pn; b += BLK) {
                 int64_t nb = pn - b < BLK ? pn - b : BLK;
-                load_f32(u, first + pos, c->dt, 0, nb);
-                add_f32(u, second + pos, c->dt, 0, nb);
+                /* own partial: packed in obox, or (direct) the input itself */
+                const char *own = hd[h] ? (const char *)c->src[0] + (off + b) * (int64_t)esz : obox + pos;
+                load_f32(u, c->T == 0 ? own : inbox + pos, c->dt, 0, nb);
+                add_f32(u, c->T == 0 ? inbox + pos : own, c->dt, 0, nb);
                 if (div != 0)
                     for (int64_t j = 0; j < nb; j++) u[j] /= div;
                 for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, u, nb, 0);
@@ -620,9 +648,9 @@ static hp_status all_reduce(ctx *c, const fvec *v, float div) {
     size_t esz = c->esz;
     int64_t N = v->pre[v->nt];
     int64_t lo = chunk_at(N, n, me), hi = chunk_at(N, n, me + 1), mine = hi - lo;
-    void **d = (void **)grow(&c->r->ptrs2, &c->r->ptrs2_cap, sizeof(void *) * (size_t)c->L + sizeof(int) * (size_t)n);
+    void **d = (void **)grow(&c->r->ptrs2, &c->r->ptrs2_cap, sizeof(void *) * (size_t)c->L + 2 * sizeof(int) * (size_t)n);
     if (!d) return fail(c, "out of memory");
-    if (k == 2) return all_reduce_pair(c, v, div, d, (int *)(d + c->L));
+    if (k == 2) return all_reduce_pair(c, v, div, d, (int *)(d + c->L), (int *)(d + c->L) + n);
     /* scratch: partials out (remote members this rank owns), partials in
      * (one per other supernode), this rank's reduced chunk, remote results in */
     size_t own_b = 0, in_b = 0, red_b = 0;
