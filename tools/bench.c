@@ -19,6 +19,7 @@
 #include "kernels/kernels.h"
 #include "peak.h"
 #include "progress.h"
+#include "child.h"
 #include "session.h"
 #include "stats.h"
 
@@ -94,32 +95,21 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
     hp_session_destroy(&s);
 }
 
+typedef struct {
+    const bench_config *c;
+    int threads, steps;
+} child_args;
+
+static void child_run(void *result, void *ctx) {
+    child_args *a = ctx;
+    run_config(result, a->c, a->threads, a->steps);
+}
+
 /* Runs one configuration in a child so that its peak RSS is its own. */
 static void run_isolated(bench_result *r, const bench_config *c, int threads, int steps) {
-    int fd[2];
-    memset(r, 0, sizeof *r);
-    if (pipe(fd) != 0) {
-        run_config(r, c, threads, steps);
-        return;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        bench_result mine;
-        memset(&mine, 0, sizeof mine);
-        run_config(&mine, c, threads, steps);
-        ssize_t w = write(fd[1], &mine, sizeof mine);
-        _exit(w == (ssize_t)sizeof mine ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t got = pid > 0 ? read(fd[0], r, sizeof *r) : -1;
-    close(fd[0]);
-    if (pid > 0) waitpid(pid, NULL, 0);
-    if (got != (ssize_t)sizeof *r) {
-        memset(r, 0, sizeof *r);
+    child_args a = {c, threads, steps};
+    if (hp_run_in_child(r, sizeof *r, child_run, &a) != 0)
         snprintf(r->err, sizeof r->err, "the benchmark process failed");
-    }
 }
 
 int hp_cmd_bench(int argc, char **argv) {

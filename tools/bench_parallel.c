@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "dist_session.h"
 #include "progress.h"
+#include "child.h"
 #include "session.h"
 #include "stats.h"
 
@@ -140,30 +141,26 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
     return st;
 }
 
-static void run_row(prow *r, const pconfig *pc, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
-    memset(r, 0, sizeof *r);
-    int fd[2];
-    if (pipe(fd) != 0) return;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        prow mine;
-        memset(&mine, 0, sizeof mine);
-        hp_status st = pc->dp ? run_plan(&mine, m, B, T, threads, steps, pc->dp, pc->tp)
-                              : run_engine(&mine, m, B, T, threads, steps);
-        if (st) {
-            snprintf(mine.err, sizeof mine.err, "%s", hp_status_msg(st));
-            hp_status_free(st);
-        }
-        ssize_t w = write(fd[1], &mine, sizeof mine);
-        _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+typedef struct {
+    const pconfig *pc;
+    const hp_gpt2_config *m;
+    int B, T, threads, steps;
+} row_args;
+
+static void child_row(void *result, void *ctx) {
+    row_args *a = ctx;
+    prow *r = result;
+    hp_status st = a->pc->dp ? run_plan(r, a->m, a->B, a->T, a->threads, a->steps, a->pc->dp, a->pc->tp)
+                             : run_engine(r, a->m, a->B, a->T, a->threads, a->steps);
+    if (st) {
+        snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+        hp_status_free(st);
     }
-    close(fd[1]);
-    ssize_t got = pid > 0 ? read(fd[0], r, sizeof *r) : -1;
-    close(fd[0]);
-    if (pid > 0) waitpid(pid, NULL, 0);
-    if (got != (ssize_t)sizeof *r) snprintf(r->err, sizeof r->err, "the benchmark process failed");
+}
+
+static void run_row(prow *r, const pconfig *pc, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
+    row_args a = {pc, m, B, T, threads, steps};
+    if (hp_run_in_child(r, sizeof *r, child_row, &a) != 0) snprintf(r->err, sizeof r->err, "the benchmark process failed");
 }
 
 int hp_cmd_bench_parallel(int argc, char **argv) {

@@ -125,13 +125,19 @@ static hp_status embedding_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* The embedding table's placement on this axis, seen from a backward node
+ * (through its forward node); Replicate when unknown. */
+static hp_placement table_placement(const hp_rule_axis *ra) {
+    int fwd = ra->n->fwd_node;
+    if (ra->val && fwd >= 0 && ra->g->nodes[fwd].nin > 1) return ra->val[ra->g->nodes[fwd].in[1]].p[ra->axis];
+    return R;
+}
+
 /* embedding_bwd(dy[..., C], ids[...]) -> dtable[V, C]; the table gradient
  * follows the table's own layout on this axis where it can. */
 static hp_status embedding_bwd_opts(hp_rule_axis *ra) {
     int ni = hp_rule_in_ndim(ra, 1);
-    hp_placement tl = R;
-    int fwd = ra->n->fwd_node;
-    if (ra->val && fwd >= 0 && ra->g->nodes[fwd].nin > 1) tl = ra->val[ra->g->nodes[fwd].in[1]].p[ra->axis];
+    hp_placement tl = table_placement(ra);
     hp_rule_option *o;
     for (int d = 0; d < ni; d++) { /* batch split: every rank scatters into the whole table */
         o = hp_rule_opt(ra);
@@ -159,9 +165,7 @@ static hp_status embedding_bwd_opts(hp_rule_axis *ra) {
  * it to embedding_vp_bwd_acc). */
 static hp_status embedding_bwd_acc_opts(hp_rule_axis *ra) {
     int ni = hp_rule_in_ndim(ra, 1);
-    hp_placement tl = R;
-    int fwd = ra->n->fwd_node;
-    if (ra->val && fwd >= 0 && ra->g->nodes[fwd].nin > 1) tl = ra->val[ra->g->nodes[fwd].in[1]].p[ra->axis];
+    hp_placement tl = table_placement(ra);
     hp_rule_option *o;
     if (tl.kind == HP_SHARD && tl.dim == 0) { /* vocabulary parallel: own rows only */
         o = hp_rule_opt(ra);
