@@ -9,18 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/timing.h"
 #include "kernels/kernels.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static float *fbuf(long n, unsigned seed) {
     float *p = malloc((size_t)n * sizeof(float));
@@ -51,12 +41,11 @@ static double time_it(bfn f, bctx *c, int reps) {
     if (reps > 64) reps = 64;
     f(c);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = hp_now();
         f(c);
-        t[r] = now_s() - t0;
+        t[r] = hp_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof t[0], cmp_d);
-    return t[reps / 2];
+    return hp_median(t, reps);
 }
 
 static void mm_fwd(bctx *c) {
@@ -109,14 +98,13 @@ int main(int argc, char **argv) {
     {
         double t[16];
         for (int r = 0; r < 6; r++) {
-            double t0 = now_s();
+            double t0 = hp_now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)(3 * C), (int)C, 1.0f,
                         c.inp, (int)C, c.w, (int)C, 0.0f, c.out, (int)(3 * C));
-            t[r] = now_s() - t0;
+            t[r] = hp_now() - t0;
         }
-        qsort(t + 1, 5, sizeof t[0], cmp_d);
         printf("reference: cblas_sgemm 1024x2304x768, OpenBLAS 2 threads: %.1f GFLOP/s\n",
-               2.0 * N * 3 * C * C / t[3] * 1e-9);
+               2.0 * N * 3 * C * C / hp_median(t + 1, 5) * 1e-9);
     }
     hp_kernels_init();
 

@@ -17,20 +17,10 @@
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
 #include "ops/ops.h"
+#include "core/timing.h"
 #include "optim/optimizer.h"
 #include "runtime/params.h"
 #include "runtime/program.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void die(hp_status st) {
     if (!st) return;
@@ -131,32 +121,30 @@ int main(int argc, char **argv) {
     double *total = calloc((size_t)steps, sizeof(double));
     double *node_t = calloc((size_t)g->nnodes * (size_t)steps, sizeof(double));
     for (int s = -2; s < steps; s++) {
-        double t0 = now_s();
+        double t0 = hp_now();
         for (int ph = 0; ph < 2; ph++)
             for (int i = 0; i < g->nnodes; i++) {
                 const hp_node *n = &g->nodes[i];
                 if ((int)n->phase != ph) continue;
-                double a = now_s();
+                double a = hp_now();
                 n->op->run(&k, n, tin[i], tout[i]);
-                double dt = now_s() - a;
+                double dt = hp_now() - a;
                 if (s >= 0) rows[rowof[i]].t[s] += dt, node_t[(size_t)i * (size_t)steps + (size_t)s] = dt;
             }
-        double a = now_s();
+        double a = hp_now();
         hp_optimizer_clip_grads(opt, 1.0f);
-        double b = now_s();
+        double b = hp_now();
         hp_optimizer_step(opt, 1e-4f);
-        double c = now_s();
+        double c = hp_now();
         if (s >= 0) rows[r_clip].t[s] = b - a, rows[r_adam].t[s] = c - b, total[s] = c - t0;
     }
-    qsort(total, (size_t)steps, sizeof(double), cmp_d);
-    double step = total[steps / 2];
+    double step = hp_median(total, steps);
     printf("bench_step %s B=%d T=%d threads=%d: median step %.2f ms, %.0f tok/s, loss %.4f\n", cfg, B, T, threads,
            step * 1e3, B * T / step, (double)((float *)hp_program_data(prog, io.loss))[0]);
     printf("%-22s %5s %10s %7s %9s\n", "operator", "calls", "ms/step", "share", "GFLOP/s");
     double sum = 0;
     for (int r = 0; r < nrows; r++) {
-        qsort(rows[r].t, (size_t)steps, sizeof(double), cmp_d);
-        double t = rows[r].t[steps / 2];
+        double t = hp_median(rows[r].t, steps);
         sum += t;
         char nm[64];
         if (rows[r].op)
@@ -172,9 +160,8 @@ int main(int argc, char **argv) {
         int lin = n->op == &hp_op_linear || n->op == &hp_op_linear_bwd;
         if (!lin || !(strstr(n->name, "h.0.") || strstr(n->name, "head"))) continue;
         double *t = node_t + (size_t)i * (size_t)steps;
-        qsort(t, (size_t)steps, sizeof(double), cmp_d);
-        double f = n->op->flops ? n->op->flops(g, n) : 0;
-        printf("  %-48s %8.3f ms %7.1f GFLOP/s\n", n->name, t[steps / 2] * 1e3, f / t[steps / 2] * 1e-9);
+        double med = hp_median(t, steps), f = n->op->flops ? n->op->flops(g, n) : 0;
+        printf("  %-48s %8.3f ms %7.1f GFLOP/s\n", n->name, med * 1e3, f / med * 1e-9);
     }
     for (int r = 0; r < nrows; r++) free(rows[r].t);
     free(rows), free(rowof), free(node_t), free(tin), free(tout), free(total), free(k.scratch), free(op), free(ptrs);

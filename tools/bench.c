@@ -21,7 +21,7 @@
 #include "progress.h"
 #include "child.h"
 #include "session.h"
-#include "stats.h"
+#include "core/timing.h"
 
 typedef struct {
     const char *name;

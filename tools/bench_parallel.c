@@ -19,7 +19,7 @@
 #include "progress.h"
 #include "child.h"
 #include "session.h"
-#include "stats.h"
+#include "core/timing.h"
 
 typedef struct {
     double tok_s, step_ms, compute_ms, comm_ms, opt_ms, other_ms;

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "core/timing.h"
 
 typedef struct {
     FILE *json;
@@ -32,12 +33,6 @@ typedef struct {
     int iters;
     double load1;
 } bc_out;
-
-static double bc_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static const char *bc_name(hp_comm_kind k) {
     return k == HP_COMM_ALL_REDUCE ? "all_reduce" : k == HP_COMM_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
@@ -113,7 +108,7 @@ static void *bc_rank(void *arg) {
     for (int it = 0; it < 2 && !st; it++) st = hp_comm_run(r, g, &args);
     if (!st) st = hp_comm_barrier(r, g);
     hp_comm_rank_reset_stats(hp_comm_world_rank(j->w, j->rank));
-    double t0 = bc_now();
+    double t0 = hp_now();
     for (int it = 0; it < j->iters && !st; it++) {
         if (j->fused < 0) { /* 100 separate calls */
             hp_comm_args one = args;
@@ -127,7 +122,7 @@ static void *bc_rank(void *arg) {
         }
     }
     if (!st) st = hp_comm_barrier(r, g);
-    j->sec = (bc_now() - t0) / j->iters;
+    j->sec = (hp_now() - t0) / j->iters;
     int64_t msgs;
     hp_comm_rank_stats(r, &j->inter_bytes, &msgs);
     j->inter_bytes /= j->iters;
@@ -164,16 +159,6 @@ static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, i
     return sec;
 }
 
-static int bc_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double bc_median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, bc_cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The median over `repeat` runs of bc_hyperpar1 (runs[] gets each run's time). */
 static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
                           int64_t *inter_bytes, int shared, int inplace, int repeat, double *runs) {
@@ -184,7 +169,7 @@ static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, in
         if (v[k] < 0) return -1;
         if (runs) runs[k] = v[k];
     }
-    return bc_median(v, repeat);
+    return hp_median(v, repeat);
 }
 
 /* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
@@ -200,7 +185,7 @@ static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) 
     for (int it = -2; it < iters; it++) {
         if (it == 0) {
             MPI_Barrier(MPI_COMM_WORLD);
-            t0 = bc_now();
+            t0 = hp_now();
         }
         if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -208,7 +193,7 @@ static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) 
         else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    double sec = (bc_now() - t0) / iters;
+    double sec = (hp_now() - t0) / iters;
     free(a);
     free(b);
     return sec;
@@ -218,7 +203,7 @@ static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, i
     double v[64];
     if (repeat > 64) repeat = 64;
     for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace);
-    return bc_median(v, repeat);
+    return hp_median(v, repeat);
 }
 
 /* Other processes wait here without spinning while process 0 measures alone. */
@@ -240,12 +225,12 @@ static double bc_memcpy(int64_t bytes, int iters) {
     memset(a, 1, (size_t)bytes);
     memset(b, 2, (size_t)bytes);
     memcpy(b, a, (size_t)bytes);
-    double t0 = bc_now();
+    double t0 = hp_now();
     for (int i = 0; i < iters; i++) {
         memcpy(b, a, (size_t)bytes);
         a[i % bytes] ^= b[(i * 7) % bytes]; /* keeps the copies */
     }
-    double sec = (bc_now() - t0) / iters;
+    double sec = (hp_now() - t0) / iters;
     free(a);
     free(b);
     return sec;
@@ -386,7 +371,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         if (bc_has(sections, "memcpy")) {
             double v[64];
             for (int k = 0; k < repeat; k++) v[k] = bc_memcpy(mb, 10);
-            bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, bc_median(v, repeat), 1, NULL);
+            bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, hp_median(v, repeat), 1, NULL);
         }
         hp_comm_world *w;
         hp_status st = bc_world(&w, 1, R, 0, 0, 0);

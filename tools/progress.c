@@ -4,12 +4,6 @@
 #include <time.h>
 #include <unistd.h>
 
-double hp_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void hp_progress_init(hp_progress *p, FILE *out, long total, int every) {
     p->out = out;
     p->tty = isatty(fileno(out));

@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "core/timing.h"
+
 typedef struct {
     FILE *out;
     int tty;
@@ -20,7 +22,5 @@ void hp_progress_step(hp_progress *p, long step, float loss, double tok_s, doubl
 void hp_progress_note(hp_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hp_progress_done(hp_progress *p);
 
-/* Seconds since an arbitrary start (monotonic). */
-double hp_now(void);
 
 #endif

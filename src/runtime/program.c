@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/memplan.h"
+#include "core/timing.h"
 
 typedef struct {
     const hp_node *node;
@@ -194,18 +195,12 @@ const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i) 
 
 void hp_program_profile(hp_program *p, double *acc) { p->prof = acc; }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static hp_status run_profiled(hp_program *p, int ph, int begin, int end) {
     step *s = p->steps[ph];
     for (int i = begin; i < end; i++) {
-        double t0 = now_s();
+        double t0 = hp_now();
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
-        p->prof[s[i].node->op->communicates ? 1 : 0] += now_s() - t0;
+        p->prof[s[i].node->op->communicates ? 1 : 0] += hp_now() - t0;
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }
     return HP_OK;

@@ -8,18 +8,8 @@
 
 #include "io/ckpt.h"
 #include "io/fsutil.h"
+#include "io_testutil.h"
 #include "testutil.h"
-
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
 
 enum { NW = 24, NM = 10 };
 

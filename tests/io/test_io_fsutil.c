@@ -6,18 +6,8 @@
 #include <unistd.h>
 
 #include "io/fsutil.h"
+#include "io_testutil.h"
 #include "testutil.h"
-
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
 
 static void check_dirname(const char *path, const char *want) {
     char *d = hp_fs_dirname(path);

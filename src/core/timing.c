@@ -1,6 +1,13 @@
-#include "stats.h"
+#include "core/timing.h"
 
 #include <stdlib.h>
+#include <time.h>
+
+double hp_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
