@@ -153,9 +153,7 @@ static hp_llmc_header header_of(const hp_gpt2_config *c) {
 
 hp_status hp_llmc_model_config(hp_gpt2_config *c, const char *path) {
     hp_llmc_header h;
-    float *flat = NULL;
-    HP_TRY(hp_llmc_read(&h, &flat, path));
-    free(flat);
+    HP_TRY(hp_llmc_read_header(&h, path));
     *c = (hp_gpt2_config){h.L, h.NH, h.C, h.V, h.Vp, h.maxT};
     return hp_gpt2_config_check(c);
 }

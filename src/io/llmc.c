@@ -77,7 +77,9 @@ static hp_status read_exact(int fd, void *dst, size_t n, const char *path) {
     return HP_OK;
 }
 
-static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, const char *path) {
+/* Reads and checks the header (magic, version, fields, and the file size it
+ * implies); *esz gets the bytes per stored parameter. */
+static hp_status read_header(hp_llmc_header *hdr, size_t *esz, int fd, const char *path) {
     struct stat st;
     if (fstat(fd, &st) != 0) return hp_errorf("%s: cannot stat: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return hp_errorf("%s: not a regular file", path);
@@ -96,13 +98,22 @@ static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, const ch
     hp_llmc_header hd = {h[2], h[3], h[4], h[5], h[6], h[7]};
     HP_TRY(hp_llmc_check_header(&hd, path));
     size_t count = hp_llmc_param_count(&hd);
-    size_t esz = h[1] == HP_LLMC_VERSION_FP32 ? 4 : 2;
-    size_t want = hbytes + count * esz;
+    *esz = h[1] == HP_LLMC_VERSION_FP32 ? 4 : 2;
+    size_t want = hbytes + count * *esz;
     if ((size_t)st.st_size != want)
         return hp_errorf("%s: file size %lld bytes does not match the header (expected %zu bytes: %zu %s "
                          "parameters for maxT=%d V=%d L=%d NH=%d C=%d Vp=%d)",
-                         path, (long long)st.st_size, want, count, esz == 4 ? "fp32" : "bf16", hd.maxT, hd.V,
+                         path, (long long)st.st_size, want, count, *esz == 4 ? "fp32" : "bf16", hd.maxT, hd.V,
                          hd.L, hd.NH, hd.C, hd.Vp);
+    *hdr = hd;
+    return HP_OK;
+}
+
+static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, const char *path) {
+    hp_llmc_header hd;
+    size_t esz;
+    HP_TRY(read_header(&hd, &esz, fd, path));
+    size_t count = hp_llmc_param_count(&hd);
     float *p = malloc(count * sizeof(float));
     if (!p) return hp_errorf("%s: out of memory for %zu parameters", path, count);
     hp_status e = HP_OK;
@@ -133,6 +144,15 @@ hp_status hp_llmc_read(hp_llmc_header *hdr, float **params, const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
     hp_status e = read_body(hdr, params, fd, path);
+    close(fd);
+    return e;
+}
+
+hp_status hp_llmc_read_header(hp_llmc_header *hdr, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
+    size_t esz;
+    hp_status e = read_header(hdr, &esz, fd, path);
     close(fd);
     return e;
 }

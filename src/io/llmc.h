@@ -44,6 +44,9 @@ hp_status hp_llmc_check_header(const hp_llmc_header *h, const char *path);
 /* Reads a checkpoint: *params is malloc'd (caller frees) with
  * hp_llmc_param_count floats. */
 hp_status hp_llmc_read(hp_llmc_header *hdr, float **params, const char *path);
+/* Reads and checks only the header (and that the file size matches it),
+ * without reading the parameters. */
+hp_status hp_llmc_read_header(hp_llmc_header *hdr, const char *path);
 /* Writes an fp32 (version 3) checkpoint atomically.
  * params: [hp_llmc_param_count(hdr)] */
 hp_status hp_llmc_write(const char *path, const hp_llmc_header *hdr, const float *params);

@@ -69,6 +69,9 @@ int main(void) {
     CHECK_OK(hp_llmc_read(&h2, &q, a));
     CHECK(h2.maxT == 8 && h2.V == 10 && h2.L == 2 && h2.NH == 2 && h2.C == 4 && h2.Vp == 16);
     CHECK(q && !memcmp(p, q, n * sizeof *p));
+    hp_llmc_header h3;
+    CHECK_OK(hp_llmc_read_header(&h3, a)); /* the header alone, same fields */
+    CHECK(!memcmp(&h3, &h2, sizeof h3));
     CHECK_OK(hp_llmc_write(b, &h2, q));
     char *da, *db;
     size_t na, nb;
@@ -121,6 +124,7 @@ int main(void) {
     int32_t ok[8] = {20240326, 3, 8, 10, 2, 2, 4, 16};
     write_raw(bad, ok, zero, n * 4 - 4); /* truncated */
     CHECK_ERR(hp_llmc_read(&h2, &q, bad), "bad.bin: file size");
+    CHECK_ERR(hp_llmc_read_header(&h2, bad), "bad.bin: file size");
     write_raw(bad, ok, zero, n * 4);
     CHECK_OK(hp_llmc_read(&h2, &q, bad));
     free(q);
