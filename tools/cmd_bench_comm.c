@@ -5,7 +5,8 @@
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
  *                       [--sections memcpy,supernode,shared,fused,emul,mpi]
- *                       [--inter-bw GBPS] [--inter-latency US] [--json FILE]
+ *                       [--inter-bw GBPS] [--inter-latency US] [--bind cores|none]
+ *                       [--json FILE]
  *
  * Sections: memcpy bandwidth; one supernode of R rank-threads (R defaults to
  * the number of MPI processes, or 2) with private outputs, out of place and
@@ -16,9 +17,14 @@
  * inter-supernode bytes; with mpirun, Open MPI (out of place and
  * MPI_IN_PLACE) and hyperpar over MPI (one rank per process) on the same
  * sizes. Every figure is the median of K runs (--repeat, default 1); every
- * row carries the 1-minute load average read when the run started. */
+ * row carries the 1-minute load average read when the run started.
+ * --bind cores (the default) pins global rank g's thread, and MPI process p's
+ * main thread (Open MPI's own collectives), to the (g or p mod n)-th of the n
+ * CPUs the process may use, as `mpirun --bind-to core` does for one rank per
+ * process: unpinned, two busy ranks are at times scheduled on one core. */
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +32,11 @@
 
 #include "comm/comm.h"
 #include "core/timing.h"
+
+/* How every measurement runs: median of `repeat` runs; pinned threads. */
+typedef struct {
+    int repeat, bind;
+} bc_cfg;
 
 typedef struct {
     FILE *json;
@@ -58,6 +69,29 @@ static void bc_row(bc_out *o, const char *coll, const char *impl, const char *ti
     }
 }
 
+/* Pins the calling thread to the (idx mod n)-th of the n CPUs this process
+ * may use (idx < 0: no pinning). */
+static void bc_pin(int idx) {
+    if (idx < 0) return;
+    static cpu_set_t allowed; /* read once, before any thread is pinned */
+    static int have;
+    if (!have) {
+        if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
+        have = 1;
+    }
+    int n = CPU_COUNT(&allowed);
+    if (n < 1) return;
+    for (int c = 0, k = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed)) continue;
+        if (k++ != idx % n) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        return;
+    }
+}
+
 /* ---- hyperpar: every hosted rank on its own thread ---- */
 
 typedef struct {
@@ -68,6 +102,7 @@ typedef struct {
     int iters, fused;
     int inplace;   /* all-gather: the shard already sits at its place in the output */
     float *shared; /* all-gather / all-reduce output shared by the supernode, or NULL */
+    int bind;      /* pin the rank's thread (--bind cores) */
     double sec;
     int64_t inter_bytes;
     hp_status st;
@@ -75,6 +110,7 @@ typedef struct {
 
 static void *bc_rank(void *arg) {
     bc_job *j = arg;
+    bc_pin(j->bind ? j->rank : -1);
     hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
     hp_comm_group *g = hp_comm_world_group(j->w);
     int n = hp_comm_world_size(j->w);
@@ -134,14 +170,14 @@ static void *bc_rank(void *arg) {
 
 /* Seconds per call on the first hosted rank (-1 on error, printed). */
 static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                           int64_t *inter_bytes, int shared, int inplace) {
+                           int64_t *inter_bytes, int shared, int inplace, int bind) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
     float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
     bc_job *jobs = calloc((size_t)count, sizeof *jobs);
     pthread_t *th = calloc((size_t)count, sizeof *th);
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, bind, 0, 0, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
@@ -161,11 +197,11 @@ static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, i
 
 /* The median over `repeat` runs of bc_hyperpar1 (runs[] gets each run's time). */
 static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                          int64_t *inter_bytes, int shared, int inplace, int repeat, double *runs) {
+                          int64_t *inter_bytes, int shared, int inplace, const bc_cfg *cfg, double *runs) {
     double v[64];
-    if (repeat > 64) repeat = 64;
+    int repeat = cfg->repeat > 64 ? 64 : cfg->repeat;
     for (int k = 0; k < repeat; k++) {
-        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace);
+        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace, cfg->bind);
         if (v[k] < 0) return -1;
         if (runs) runs[k] = v[k];
     }
@@ -174,7 +210,16 @@ static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, in
 
 /* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
 
-static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) {
+/* One Open MPI call on `total` elements at a and b (shard per process). */
+static void bc_mpi_call(hp_comm_kind kind, float *a, float *b, int64_t total, int64_t shard, int inplace) {
+    if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    else if (inplace) MPI_Allgather(MPI_IN_PLACE, 0, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
+    else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
+}
+
+/* Seconds per call (sep100: per 100 separate calls on 4 KiB tensors). */
+static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int sep100) {
     int n, me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -187,10 +232,12 @@ static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) 
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = hp_now();
         }
-        if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else if (inplace) MPI_Allgather(MPI_IN_PLACE, 0, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
-        else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
+        if (!sep100) {
+            bc_mpi_call(kind, a, b, total, shard, inplace);
+            continue;
+        }
+        int64_t t4 = 1024, s4 = kind == HP_COMM_ALL_REDUCE ? t4 : t4 / n; /* as hyperpar's 4 KiB tensors */
+        for (int i = 0; i < 100; i++) bc_mpi_call(kind, a + 1024 * i, b + 1024 * i, t4, s4, 0);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     double sec = (hp_now() - t0) / iters;
@@ -199,10 +246,10 @@ static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace) 
     return sec;
 }
 
-static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int repeat) {
+static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int sep100, int repeat) {
     double v[64];
     if (repeat > 64) repeat = 64;
-    for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace);
+    for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace, sep100);
     return hp_median(v, repeat);
 }
 
@@ -293,11 +340,12 @@ static void bc_speedups(char *ex, size_t cap, double med, const double *sep, con
     if (p < (int)cap) snprintf(ex + p, cap - (size_t)p, "]");
 }
 
-static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, int repeat,
+static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, const bc_cfg *cfg,
                      const char *prefix) {
+    int repeat = cfg->repeat;
     double sr[64], fr[64];
-    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, 0, 0, repeat, sr);
-    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, 0, 0, repeat, fr);
+    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, 0, 0, cfg, sr);
+    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, 0, 0, cfg, fr);
     if (sep < 0 || fus < 0) return;
     char ex[512], name[64], t1[64], t2[64];
     bc_speedups(ex, sizeof ex, sep / fus, sr, fr, repeat < 64 ? repeat : 64);
@@ -309,7 +357,7 @@ static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, in
 }
 
 int hp_cmd_bench_comm(int argc, char **argv) {
-    int R = 0, iters = 20, repeat = 1;
+    int R = 0, iters = 20, repeat = 1, bind = 1;
     double bw = 1.0, lat = 0;
     const char *json = NULL, *sizes = "1M,16M,64M", *sections = "memcpy,supernode,shared,fused,emul,mpi";
     for (int i = 1; i < argc; i++) {
@@ -322,6 +370,8 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         else if (!strcmp(argv[i], "--json") && v) json = argv[++i];
         else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
         else if (!strcmp(argv[i], "--sections") && v) sections = argv[++i];
+        else if (!strcmp(argv[i], "--bind") && v && (!strcmp(v, "cores") || !strcmp(v, "none")))
+            bind = !strcmp(argv[++i], "cores");
         else {
             fprintf(stderr, "bench comm: unknown or incomplete argument '%s'\n", argv[i]);
             return 2;
@@ -352,6 +402,8 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         MPI_Comm_size(MPI_COMM_WORLD, &np);
     }
     if (R == 0) R = launched ? np : 2;
+    const bc_cfg cfg_v = {repeat, bind}, *cfg = &cfg_v;
+    bc_pin(bind ? me : -1); /* this process's main thread: Open MPI's own collectives, memcpy */
     bc_out out = {NULL, 0, iters, bc_load1()};
     if (me == 0 && json) {
         out.json = fopen(json, "w");
@@ -385,31 +437,31 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             if (bc_has(sections, "supernode"))
                 for (int k = 0; k < 3; k++)
                     for (int s = 0; s < nsz; s++) {
-                        double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, repeat, NULL);
+                        double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, cfg, NULL);
                         if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         else rc = 1;
                         if (kinds[k] != HP_COMM_ALL_GATHER) continue;
-                        sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, repeat, NULL);
+                        sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, cfg, NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d, in place", R);
                         if (sec > 0) bc_row(&out, "all_gather", "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d", R);
                     }
             if (bc_has(sections, "shared"))
                 for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
-                    double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, repeat, NULL);
+                    double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, cfg, NULL);
                     if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                     /* every shard already in place in the shared buffer: synchronisation only */
-                    sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, repeat, NULL);
+                    sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, cfg, NULL);
                     if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                 }
             if (bc_has(sections, "fused")) /* 100 tensors of 4 KiB: separate calls, then one fused call */
-                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], R, iters * 5, repeat, "");
+                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], R, iters * 5, cfg, "");
             hp_comm_world_destroy(w);
         }
         /* two-tier all-reduce under the link emulator */
-        const int cfg[3][2] = {{2, 1}, {2, 2}, {4, 1}};
+        const int emu[3][2] = {{2, 1}, {2, 2}, {4, 1}};
         for (int c = 0; c < 3 && bc_has(sections, "emul"); c++) {
-            st = bc_world(&w, cfg[c][0], cfg[c][1], 0, bw, lat);
+            st = bc_world(&w, emu[c][0], emu[c][1], 0, bw, lat);
             if (st) {
                 fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
                 hp_status_free(st);
@@ -417,11 +469,11 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 continue;
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
-            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, repeat, NULL);
+            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, cfg, NULL);
             char tier[96], ex[96];
-            snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", cfg[c][0], cfg[c][1], bw);
+            snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", emu[c][0], emu[c][1], bw);
             snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
-            int n = cfg[c][0] * cfg[c][1];
+            int n = emu[c][0] * emu[c][1];
             if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_COMM_ALL_REDUCE, n), ex);
             hp_comm_world_destroy(w);
         }
@@ -444,12 +496,12 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         for (int k = 0; k < 3; k++)
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
-                double ms = bc_mpi(kinds[k], sz[s], it, 0, repeat);
-                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, repeat, NULL);
+                double ms = bc_mpi(kinds[k], sz[s], it, 0, 0, repeat);
+                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, cfg, NULL);
                 double mi = -1, hi = -1;
                 if (kinds[k] == HP_COMM_ALL_GATHER) {
-                    mi = bc_mpi(kinds[k], sz[s], it, 1, repeat);
-                    hi = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, repeat, NULL);
+                    mi = bc_mpi(kinds[k], sz[s], it, 1, 0, repeat);
+                    hi = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, cfg, NULL);
                 }
                 if (me == 0) {
                     double bf = bc_busfactor(kinds[k], np);
@@ -460,11 +512,15 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 }
             }
         for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB across processes */
+            double ms = bc_mpi(kinds[k], 100 * 4096, iters, 0, 1, repeat);
             if (me == 0) {
-                bc_fused(&out, w, kinds[k], np, iters, repeat, "MPI, ");
+                char name[64];
+                snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
+                bc_row(&out, name, "mpi", "100 separate calls", np, 100 * 4096.0, ms, bc_busfactor(kinds[k], np), NULL);
+                bc_fused(&out, w, kinds[k], np, iters, cfg, "MPI, ");
             } else { /* the same calls, unreported */
-                bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, repeat, NULL);
-                bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, repeat, NULL);
+                bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, cfg, NULL);
+                bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, cfg, NULL);
             }
         }
         hp_comm_world_destroy(w);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/copy.h"
 #include "comm/internal.h"
 
 typedef struct {
@@ -298,7 +299,9 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
                 nown++;
                 for (int i = 0; i < nt; i++) outbox += (size_t)lcnt(l, i, m) * esz;
             }
-    size_t acc_b = k > 1 ? (size_t)mine * 4 : 0, inbox_b = k > 1 ? (size_t)(k - 1) * (size_t)mine * esz : 0;
+    /* a rank alone in its supernode (fp32) adds its input itself to the partials it receives */
+    int solo = k > 1 && c->L == 1 && c->dt == HP_F32;
+    size_t acc_b = k > 1 && !solo ? (size_t)mine * 4 : 0, inbox_b = k > 1 ? (size_t)(k - 1) * (size_t)mine * esz : 0;
     acc_b = (acc_b + 63) & ~(size_t)63;
     inbox_b = (inbox_b + 63) & ~(size_t)63;
     char *sc;
@@ -328,13 +331,23 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         for (int m = 0; m < g->n && !st; m++) {
             if (g->sn[m] == c->T || owner(g, c->T, m) != me) continue;
             size_t start = pos;
-            for (int i = 0; i < nt; i++) {
-                for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
-                int64_t n = lcnt(l, i, m);
-                reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0);
-                pos += (size_t)n * esz;
+            const char *from = obox + start;
+            if (c->L == 1 && nt == 1) { /* the partial is the input itself: sent from there */
+                from = (const char *)src[0] + loff(l, 0, m) * (int64_t)esz;
+                pos += (size_t)lcnt(l, 0, m) * esz;
+            } else {
+                for (int i = 0; i < nt; i++) {
+                    int64_t n = lcnt(l, i, m);
+                    if (c->L == 1) {
+                        hp_comm_copy(obox + pos, (const char *)src[i] + loff(l, i, m) * (int64_t)esz, (size_t)n * esz, 0);
+                    } else {
+                        for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
+                        reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0);
+                    }
+                    pos += (size_t)n * esz;
+                }
             }
-            st = hp_comm_link_isend(c->r, &q[nq], g->ranks[m], g->gid, obox + start, pos - start);
+            st = hp_comm_link_isend(c->r, &q[nq], g->ranks[m], g->gid, from, pos - start);
             if (!st) nq++;
         }
     }
@@ -342,6 +355,7 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
     for (int i = 0; i < nt && !st; i++) {
         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
         int64_t n = lcnt(l, i, me);
+        if (solo) continue;
         if (k > 1) reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0);
         else reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div);
         apos += n;
@@ -357,7 +371,8 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         for (int i = 0; i < nt; i++) {
             for (int s = 0; s < k - 1; s++) parts[s] = inbox + ((size_t)s * (size_t)mine + (size_t)pos) * esz;
             int64_t n = lcnt(l, i, me);
-            combine(out[i], c->dt, acc + pos, parts, k, c->T, n, div);
+            const float *own = solo ? (const float *)src[i] + loff(l, i, me) : acc + pos;
+            combine(out[i], c->dt, own, parts, k, c->T, n, div);
             pos += n;
         }
     }
@@ -366,15 +381,35 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
 
 /* ---- all-gather: across the supernodes, then within ---- */
 
+/* Copies this rank's shards from its inputs to their places in its outputs. */
+static void own_shards(const ctx *c, const lay *l, const void *const *in, void *const *out, int stream) {
+    for (int i = 0; i < l->nt; i++) {
+        char *dst = ptr_at(out[i], loff(l, i, c->me), c->esz);
+        const char *src = in[i];
+        size_t nb = (size_t)lcnt(l, i, c->me) * c->esz;
+        if (dst == src || !nb) continue;
+        if (dst < src + nb && src < dst + nb) memmove(dst, src, nb);
+        else hp_comm_copy(dst, src, nb, stream);
+    }
+}
+
 static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *const *out) {
     hp_comm_group *g = c->g;
     int nt = l->nt, k = g->k, me = c->me;
-    size_t esz = c->esz;
+    size_t esz = c->esz, outb = 0;
+    /* with inputs apart from the outputs (or in place), shards are sent from
+     * the inputs and the own copy overlaps the transfer */
+    int early = k > 1;
     for (int i = 0; i < nt; i++) {
-        void *dst = ptr_at(out[i], loff(l, i, me), esz);
+        size_t tb = 0;
+        for (int m = 0; m < g->n; m++) tb += (size_t)lcnt(l, i, m) * esz;
+        outb += tb;
+        const char *o = out[i], *s = in[i], *at = ptr_at(out[i], loff(l, i, me), esz);
         size_t nb = (size_t)lcnt(l, i, me) * esz;
-        if (dst != in[i] && nb) memmove(dst, in[i], nb);
+        if (s != at && nb && s < o + tb && o < s + nb) early = 0;
     }
+    int stream = outb >= HP_COMM_STREAM_BYTES;
+    if (!early) own_shards(c, l, in, out, stream);
     if (k > 1) {
         /* incoming shards: members of other supernodes that this rank receives for its supernode */
         int nin = 0;
@@ -401,12 +436,12 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             nq++;
             pos += nb;
         }
-        const void *sendbuf = ptr_at(out[0], loff(l, 0, me), esz);
+        const void *sendbuf = early ? in[0] : ptr_at(out[0], loff(l, 0, me), esz);
         if (packed) {
             size_t p = 0;
             for (int i = 0; i < nt; i++) {
                 size_t nb = (size_t)lcnt(l, i, me) * esz;
-                if (nb) memcpy(sc + p, ptr_at(out[i], loff(l, i, me), esz), nb);
+                if (nb) memcpy(sc + p, early ? in[i] : ptr_at(out[i], loff(l, i, me), esz), nb);
                 p += nb;
             }
             sendbuf = sc;
@@ -416,6 +451,7 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
                 TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[owner(g, T, me)], g->gid, sendbuf, mybytes));
                 nq++;
             }
+        if (early) own_shards(c, l, in, out, stream);
         HP_TRY(wait_all(c, q, nq));
         if (packed) {
             pos = mybytes;
@@ -444,7 +480,7 @@ static hp_status all_gather(ctx *c, const lay *l, const void *const *in, void *c
             if (!nb || hs->dst[i] == out[i]) continue;
             /* a local peer's shard is read from its input, received shards from the holder's output */
             const void *from = local ? hs->src[i] : ptr_at(hs->dst[i], off, esz);
-            memcpy(ptr_at(out[i], off, esz), from, nb);
+            hp_comm_copy(ptr_at(out[i], off, esz), from, nb, stream);
         }
     }
     return bar(c);

@@ -10,6 +10,8 @@
 
 /* How long an MPI wait polls before it starts sleeping between polls. */
 #define MPI_POLL_NS 2000000LL
+/* ... of which the first part polls without yielding (a small message's round trip). */
+#define MPI_SPIN_NS 20000LL
 
 void hp_comm_mbox_init(hp_comm_mbox *m) {
     pthread_mutex_init(&m->mu, NULL);
@@ -116,7 +118,7 @@ int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns) {
     if (q->via_mpi && !atomic_load(&q->done)) {
         /* Open MPI moves data only inside MPI calls: poll, yielding the core,
          * for up to MPI_POLL_NS (a large message's copy), then sleep between polls */
-        int64_t poll_end = hp_comm_now_ns() + MPI_POLL_NS;
+        int64_t t0 = hp_comm_now_ns(), spin_end = t0 + MPI_SPIN_NS, poll_end = t0 + MPI_POLL_NS;
         for (;;) {
             int flag = 0;
             if (w->mpi_serialize) pthread_mutex_lock(&w->mpi_mu);
@@ -125,6 +127,7 @@ int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns) {
             if (flag) break;
             int64_t now = hp_comm_now_ns();
             if (now >= deadline_ns) return -1;
+            if (now < spin_end) continue;
             if (now < poll_end) sched_yield();
             else hp_comm_sleep_until(now + 20000);
         }
