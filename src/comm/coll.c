@@ -58,6 +58,10 @@ static int64_t lcnt(const lay *l, int i, int m) { return l->mode == 0 ? l->t[i].
 
 static int64_t loff(const lay *l, int i, int m) { return l->mode == 0 ? (int64_t)m * l->t[i].count : l->offs[m]; }
 
+/* A single all-reduce between two lone ranks from this size on runs as
+ * reduce-scatter + all-gather. */
+#define SPLIT_AR_BYTES ((size_t)1 << 20)
+
 /* ---- failure ---- */
 
 static hp_status fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -211,14 +215,15 @@ static void add_f32(float *t, const void *src, hp_dtype dt, int64_t off, int64_t
     }
 }
 
-static void store(void *dst, hp_dtype dt, int64_t off, const float *t, int64_t n, float div) {
+/* dst[off + j] (dt) = t[j] / div (div != 0) or t[j]; stream: past the caches. */
+static void store(void *dst, hp_dtype dt, int64_t off, const float *t, int64_t n, float div, int stream) {
     float tmp[BLK];
     if (div != 0) {
         for (int64_t j = 0; j < n; j++) tmp[j] = t[j] / div;
         t = tmp;
     }
     if (dt == HP_F32) {
-        memcpy((float *)dst + off, t, (size_t)n * 4);
+        hp_comm_copy((float *)dst + off, t, (size_t)n * 4, stream);
     } else {
         uint16_t *d = (uint16_t *)dst + off;
         for (int64_t j = 0; j < n; j++) d[j] = hp_f32_to_bf16(t[j]);
@@ -227,14 +232,14 @@ static void store(void *dst, hp_dtype dt, int64_t off, const float *t, int64_t n
 
 /* out[j] (dt, or fp32 when acc) = sum over p of src[p][off + j], divided by div when div != 0. */
 static void reduce_peers(void *out, int acc, hp_dtype dt, const void *const *src, int nsrc, int64_t off,
-                         int64_t n, float div) {
+                         int64_t n, float div, int stream) {
     float t[BLK];
     for (int64_t b = 0; b < n; b += BLK) {
         int64_t nb = n - b < BLK ? n - b : BLK;
         load_f32(t, src[0], dt, off + b, nb);
         for (int p = 1; p < nsrc; p++) add_f32(t, src[p], dt, off + b, nb);
         if (acc) memcpy((float *)out + b, t, (size_t)nb * 4);
-        else store(out, dt, b, t, nb, div);
+        else store(out, dt, b, t, nb, div, stream);
     }
 }
 
@@ -263,13 +268,13 @@ static void canon_sum(float *u, hp_dtype dt, float *own, const void *const *part
 /* out = the partials summed in supernode order (acc: this supernode's, fp32),
  * divided by div when div != 0. */
 static void combine(void *out, hp_dtype dt, const float *acc, const void *const *parts, int k, int T, int64_t n,
-                    float div) {
+                    float div, int stream) {
     float own[BLK], u[BLK];
     for (int64_t b = 0; b < n; b += BLK) {
         int64_t nb = n - b < BLK ? n - b : BLK;
         memcpy(own, acc + b, (size_t)nb * 4);
         canon_sum(u, dt, own, parts, k, T, b, nb);
-        store(out, dt, b, u, nb, div);
+        store(out, dt, b, u, nb, div, stream);
     }
 }
 
@@ -290,6 +295,7 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
     size_t esz = c->esz;
     int64_t mine = 0;
     for (int i = 0; i < nt; i++) mine += lcnt(l, i, me);
+    int stream = (size_t)mine * esz >= HP_COMM_STREAM_BYTES;
     /* members of other supernodes whose partial this rank computes */
     int nown = 0;
     size_t outbox = 0;
@@ -342,7 +348,7 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
                         hp_comm_copy(obox + pos, (const char *)src[i] + loff(l, i, m) * (int64_t)esz, (size_t)n * esz, 0);
                     } else {
                         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
-                        reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0);
+                        reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0, 0);
                     }
                     pos += (size_t)n * esz;
                 }
@@ -356,8 +362,8 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
         int64_t n = lcnt(l, i, me);
         if (solo) continue;
-        if (k > 1) reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0);
-        else reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div);
+        if (k > 1) reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0, 0);
+        else reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div, stream);
         apos += n;
     }
     if (ps != srcs) free(ps);
@@ -372,7 +378,7 @@ static hp_status reduce_scatter(ctx *c, const lay *l, const void *const *src, vo
             for (int s = 0; s < k - 1; s++) parts[s] = inbox + ((size_t)s * (size_t)mine + (size_t)pos) * esz;
             int64_t n = lcnt(l, i, me);
             const float *own = solo ? (const float *)src[i] + loff(l, i, me) : acc + pos;
-            combine(out[i], c->dt, own, parts, k, c->T, n, div);
+            combine(out[i], c->dt, own, parts, k, c->T, n, div, stream);
             pos += n;
         }
     }
@@ -559,7 +565,7 @@ static void pack_partial(const ctx *c, const fvec *v, char *out, int64_t lo, int
         for (int64_t b = 0; b < pn; b += BLK) {
             int64_t nb = pn - b < BLK ? pn - b : BLK;
             local_sum(c, t, i, off + b, nb);
-            store(out + pos, c->dt, 0, t, nb, 0);
+            store(out + pos, c->dt, 0, t, nb, 0, 0);
             pos += (size_t)nb * c->esz;
         }
 }
@@ -574,6 +580,7 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
     int me = c->me, n = g->n, other = 1 - c->T;
     size_t esz = c->esz;
     int64_t N = v->pre[v->nt];
+    int stream = (size_t)N * esz >= HP_COMM_STREAM_BYTES;
     /* the chunks this rank handles, grouped by the peer that handles them on
      * the other side (in the other supernode's member order), each group in
      * member order: both ends of a pair list their shared chunks alike */
@@ -665,7 +672,7 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
                 add_f32(u, c->T == 0 ? inbox + pos : own, c->dt, 0, nb);
                 if (div != 0)
                     for (int64_t j = 0; j < nb; j++) u[j] /= div;
-                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, u, nb, 0);
+                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, u, nb, 0, stream);
                 pos += (size_t)nb * esz;
             }
         }
@@ -683,6 +690,7 @@ static hp_status all_reduce(ctx *c, const fvec *v, float div) {
     int k = g->k, me = c->me, n = g->n;
     size_t esz = c->esz;
     int64_t N = v->pre[v->nt];
+    int stream = (size_t)N * esz >= HP_COMM_STREAM_BYTES;
     int64_t lo = chunk_at(N, n, me), hi = chunk_at(N, n, me + 1), mine = hi - lo;
     void **d = (void **)grow(&c->r->ptrs2, &c->r->ptrs2_cap, sizeof(void *) * (size_t)c->L + 2 * sizeof(int) * (size_t)n);
     if (!d) return fail(c, "out of memory");
@@ -764,8 +772,8 @@ static hp_status all_reduce(ctx *c, const fvec *v, float div) {
                 }
                 if (div != 0)
                     for (int64_t j = 0; j < nb; j++) res[j] /= div;
-                if (k > 1) store(red, c->dt, pos + b, res, nb, 0);
-                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, res, nb, 0);
+                if (k > 1) store(red, c->dt, pos + b, res, nb, 0, 0);
+                for (int x = 0; x < nd; x++) store(d[x], c->dt, off + b, res, nb, 0, stream);
             }
             pos += pn;
         }
@@ -1029,6 +1037,20 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a)
         }
         return reduce_scatter(&c, &l, src, dst, div);
     case HP_COMM_ALL_REDUCE: {
+        if (nt == 1 && g->k == 2 && g->n == 2 && (size_t)a->t[0].count * c.esz >= SPLIT_AR_BYTES) {
+            /* two supernodes of one rank, one large tensor: reduce-scatter,
+             * then all-gather, so each rank sums half of the vector instead of
+             * all of it (same bytes on the link, same order of the sums) */
+            int64_t N = a->t[0].count, h = chunk_at(N, 2, 1);
+            int64_t cnt[2] = {h, N - h}, at[3] = {0, h, N};
+            lay l2 = {1, 1, 2, a->t, cnt, at};
+            src[0] = a->t[0].send ? a->t[0].send : a->t[0].recv;
+            dst[0] = ptr_at(a->t[0].recv, at[c.me], c.esz);
+            HP_TRY(reduce_scatter(&c, &l2, src, dst, div));
+            src[0] = dst[0];
+            dst[0] = a->t[0].recv;
+            return all_gather(&c, &l2, src, dst);
+        }
         int64_t *pre = offs;
         pre[0] = 0;
         for (int i = 0; i < nt; i++) {
