@@ -340,12 +340,14 @@ static void bc_speedups(char *ex, size_t cap, double med, const double *sep, con
     if (p < (int)cap) snprintf(ex + p, cap - (size_t)p, "]");
 }
 
-static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, const bc_cfg *cfg,
-                     const char *prefix) {
+/* 100 separate calls, then one fused call, on 100 tensors of 4 KiB (shared:
+ * every rank of the supernode passes the same outputs). */
+static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, int shared,
+                     const bc_cfg *cfg, const char *prefix) {
     int repeat = cfg->repeat;
     double sr[64], fr[64];
-    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, 0, 0, cfg, sr);
-    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, 0, 0, cfg, fr);
+    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, shared, 0, cfg, sr);
+    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, shared, 0, cfg, fr);
     if (sep < 0 || fus < 0) return;
     char ex[512], name[64], t1[64], t2[64];
     bc_speedups(ex, sizeof ex, sep / fus, sr, fr, repeat < 64 ? repeat : 64);
@@ -455,7 +457,8 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                     if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                 }
             if (bc_has(sections, "fused")) /* 100 tensors of 4 KiB: separate calls, then one fused call */
-                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], R, iters * 5, cfg, "");
+                for (int k = 0; k < 5; k++) /* then all-gather and all-reduce into supernode-shared outputs */
+                    bc_fused(&out, w, kinds[k < 3 ? k : k - 2], R, iters * 5, k >= 3, cfg, k < 3 ? "" : "shared out, ");
             hp_comm_world_destroy(w);
         }
         /* two-tier all-reduce under the link emulator */
@@ -517,7 +520,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 char name[64];
                 snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
                 bc_row(&out, name, "mpi", "100 separate calls", np, 100 * 4096.0, ms, bc_busfactor(kinds[k], np), NULL);
-                bc_fused(&out, w, kinds[k], np, iters, cfg, "MPI, ");
+                bc_fused(&out, w, kinds[k], np, iters, 0, cfg, "MPI, ");
             } else { /* the same calls, unreported */
                 bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, cfg, NULL);
                 bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, cfg, NULL);
