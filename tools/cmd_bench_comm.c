@@ -4,7 +4,7 @@
  * MPI_Reduce_scatter_block and MPI_Allgather when started under mpirun.
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
- *                       [--sections memcpy,supernode,shared,fused,emul,mpi]
+ *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi]
  *                       [--inter-bw GBPS] [--inter-latency US] [--bind cores|none]
  *                       [--json FILE]
  *
@@ -14,9 +14,10 @@
  * place and in place (every shard already at its place: FSDP's flat buffer);
  * 100 fused 4 KiB tensors against 100 separate calls; the two-tier
  * all-reduce over emulated supernodes at --inter-bw (default 1 GB/s) with its
- * inter-supernode bytes; with mpirun, Open MPI (out of place and
- * MPI_IN_PLACE) and hyperpar over MPI (one rank per process) on the same
- * sizes. Every figure is the median of K runs (--repeat, default 1); every
+ * inter-supernode bytes; fused against separate calls between 2 emulated
+ * supernodes whose link has a network's cost (25 GB/s, 5 us per message);
+ * with mpirun, Open MPI (out of place and MPI_IN_PLACE) and hyperpar over MPI
+ * (one rank per process) on the same sizes. Every figure is the median of K runs (--repeat, default 1); every
  * row carries the 1-minute load average read when the run started.
  * --bind cores (the default) pins global rank g's thread, and MPI process p's
  * main thread (Open MPI's own collectives), to the (g or p mod n)-th of the n
@@ -361,7 +362,7 @@ static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, in
 int hp_cmd_bench_comm(int argc, char **argv) {
     int R = 0, iters = 20, repeat = 1, bind = 1;
     double bw = 1.0, lat = 0;
-    const char *json = NULL, *sizes = "1M,16M,64M", *sections = "memcpy,supernode,shared,fused,emul,mpi";
+    const char *json = NULL, *sizes = "1M,16M,64M", *sections = "memcpy,supernode,shared,fused,emul,fusedlink,mpi";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--ranks") && v) R = atoi(argv[++i]);
@@ -479,6 +480,19 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             int n = emu[c][0] * emu[c][1];
             if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_COMM_ALL_REDUCE, n), ex);
             hp_comm_world_destroy(w);
+        }
+        /* fusion over a network-like link: 2 emulated supernodes x 1 rank, each
+         * port 25 GB/s with 5 us per message (an InfiniBand HDR-class NIC) */
+        if (bc_has(sections, "fusedlink")) {
+            st = bc_world(&w, 2, 1, 0, 25.0, 5.0);
+            if (st) {
+                fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+                hp_status_free(st);
+                rc = 1;
+            } else {
+                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], 2, iters, 0, cfg, "emul 2x1 @25 GB/s 5 us, ");
+                hp_comm_world_destroy(w);
+            }
         }
         if (launched) bc_idle_wait();
     } else {

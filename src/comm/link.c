@@ -139,7 +139,7 @@ int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns) {
             hp_comm_word_wait(&q->done, 0, deadline_ns);
         }
     }
-    if (q->ready_ns) hp_comm_sleep_until(q->ready_ns);
+    if (q->ready_ns) hp_comm_wait_until(q->ready_ns);
     return 0;
 }
 

@@ -30,6 +30,14 @@ void hp_comm_sleep_until(int64_t t_ns) {
     }
 }
 
+/* How long before a precise deadline hp_comm_wait_until stops sleeping. */
+#define PRECISE_NS 200000LL
+
+void hp_comm_wait_until(int64_t t_ns) {
+    if (t_ns - hp_comm_now_ns() > PRECISE_NS) hp_comm_sleep_until(t_ns - PRECISE_NS);
+    while (hp_comm_now_ns() < t_ns) sched_yield();
+}
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

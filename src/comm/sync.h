@@ -13,6 +13,10 @@
 int64_t hp_comm_now_ns(void);
 /* Sleeps until the monotonic clock reaches t_ns (returns at once if past). */
 void hp_comm_sleep_until(int64_t t_ns);
+/* The same to within about a microsecond: sleeps until shortly before t_ns
+ * (a sleep can overshoot by the kernel's timer slack, 50 us by default),
+ * then yields the core until t_ns. For the link emulator's delays. */
+void hp_comm_wait_until(int64_t t_ns);
 
 /* Wakes every thread sleeping in hp_comm_word_wait on *w. */
 void hp_comm_word_wake(atomic_uint *w);

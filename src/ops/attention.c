@@ -63,7 +63,7 @@ static double att_flops(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_attention = {
     .name = "attention", .nout = 2, .nograd_outs = 2, .infer = att_infer, .run = att_run,
-    .backward = att_backward, .scratch = att_scratch, .flops = att_flops, .bytes = ops_io_bytes,
+    .backward = att_backward, .scratch = att_scratch, .flops = att_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy, qkv, att) -> dqkv */
@@ -75,7 +75,7 @@ static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
 
 const hp_opdef hp_op_attention_bwd = {
     .name = "attention_bwd", .nout = 1, .run = att_run_bwd, .scratch = att_scratch,
-    .flops = att_flops, .bytes = ops_io_bytes,
+    .flops = att_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* ---- rope: qkv[B,T,3,C] -> qkv with q and k rotated ---- */
@@ -105,7 +105,7 @@ static double rope_flops(const hp_graph *g, const hp_node *n) { return 2.0 * (do
 
 const hp_opdef hp_op_rope = {
     .name = "rope", .nout = 1, .infer = rope_infer, .run = rope_run, .backward = rope_backward,
-    .flops = rope_flops, .bytes = ops_io_bytes,
+    .flops = rope_flops, .bytes = hp_ops_io_bytes,
 };
 
 static void rope_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -115,5 +115,5 @@ static void rope_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in
 }
 
 const hp_opdef hp_op_rope_bwd = {
-    .name = "rope_bwd", .nout = 1, .run = rope_run_bwd, .flops = rope_flops, .bytes = ops_io_bytes,
+    .name = "rope_bwd", .nout = 1, .run = rope_run_bwd, .flops = rope_flops, .bytes = hp_ops_io_bytes,
 };

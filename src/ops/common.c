@@ -2,7 +2,7 @@
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
-double ops_io_bytes(const hp_graph *g, const hp_node *n) {
+double hp_ops_io_bytes(const hp_graph *g, const hp_node *n) {
     double b = 0;
     for (int k = 0; k < n->nin; k++) b += 4.0 * (double)hp_val_numel(g, n->in[k]);
     for (int k = 0; k < n->nout; k++)

@@ -45,7 +45,7 @@ static void emb_backward(hp_graph *g, int node, const int *gout, int *gin) {
 
 const hp_opdef hp_op_embedding = {
     .name = "embedding", .nout = 1, .infer = emb_infer, .run = emb_run, .backward = emb_backward,
-    .bytes = ops_io_bytes,
+    .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy[..., C], ids) -> dtable[R, C] */
@@ -59,7 +59,7 @@ static double emb_flops_bwd(const hp_graph *g, const hp_node *n) { return (doubl
 
 const hp_opdef hp_op_embedding_bwd = {
     .name = "embedding_bwd", .nout = 1, .run = emb_run_bwd, .flops = emb_flops_bwd,
-    .bytes = ops_io_bytes,
+    .bytes = hp_ops_io_bytes,
 };
 
 /* backward, accumulating: in (dy[..., C], ids, dsofar[R, C]) -> dtable[R, C] =
@@ -77,7 +77,7 @@ static double emb_flops_bwd_acc(const hp_graph *g, const hp_node *n) { return (d
 
 const hp_opdef hp_op_embedding_bwd_acc = {
     .name = "embedding_bwd_acc", .nout = 1, .run = emb_run_bwd_acc, .flops = emb_flops_bwd_acc,
-    .bytes = ops_io_bytes,
+    .bytes = hp_ops_io_bytes,
 };
 
 /* ---- add_pos: in (x[B,T,C], pos[P,C]) -> x + pos[t] ---- */
@@ -111,7 +111,7 @@ static double pos_flops(const hp_graph *g, const hp_node *n) { return (double)in
 
 const hp_opdef hp_op_add_pos = {
     .name = "add_pos", .nout = 1, .infer = pos_infer, .run = pos_run, .backward = pos_backward,
-    .flops = pos_flops, .bytes = ops_io_bytes,
+    .flops = pos_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy[B,T,C]) -> dpos[P,C] */
@@ -122,5 +122,5 @@ static void pos_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
 }
 
 const hp_opdef hp_op_add_pos_bwd = {
-    .name = "add_pos_bwd", .nout = 1, .run = pos_run_bwd, .flops = pos_flops, .bytes = ops_io_bytes,
+    .name = "add_pos_bwd", .nout = 1, .run = pos_run_bwd, .flops = pos_flops, .bytes = hp_ops_io_bytes,
 };

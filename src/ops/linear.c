@@ -56,7 +56,7 @@ static double flops(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_linear = {
     .name = "linear", .nout = 1, .infer = infer, .run = run, .backward = backward,
-    .flops = flops, .bytes = ops_io_bytes,
+    .flops = flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy, x, W) -> out (dx, dW, db), any output may be -1. */
@@ -74,5 +74,5 @@ static double flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_linear_bwd = {
     .name = "linear_bwd", .nout = 3, .run = run_bwd,
-    .flops = flops_bwd, .bytes = ops_io_bytes,
+    .flops = flops_bwd, .bytes = hp_ops_io_bytes,
 };

@@ -53,7 +53,7 @@ static double flops(const hp_graph *g, const hp_node *n) { return 5.0 * (double)
 
 const hp_opdef hp_op_xent = {
     .name = "cross_entropy", .nout = 3, .nograd_outs = 6, .infer = infer, .run = run,
-    .backward = backward, .flops = flops, .bytes = ops_io_bytes,
+    .backward = backward, .flops = flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dloss[1], probs, targets) -> dlogits */
@@ -66,5 +66,5 @@ static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
 static double flops_bwd(const hp_graph *g, const hp_node *n) { return 2.0 * (double)in_numel(g, n, 1); }
 
 const hp_opdef hp_op_xent_bwd = {
-    .name = "cross_entropy_bwd", .nout = 1, .run = run_bwd, .flops = flops_bwd, .bytes = ops_io_bytes,
+    .name = "cross_entropy_bwd", .nout = 1, .run = run_bwd, .flops = flops_bwd, .bytes = hp_ops_io_bytes,
 };

@@ -56,7 +56,7 @@ static double ln_flops(const hp_graph *g, const hp_node *n) { return 8.0 * (doub
 
 const hp_opdef hp_op_layernorm = {
     .name = "layernorm", .nout = 3, .nograd_outs = 6, .infer = ln_infer, .run = ln_run,
-    .backward = ln_backward, .flops = ln_flops, .bytes = ops_io_bytes,
+    .backward = ln_backward, .flops = ln_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy, x, w, mean, rstd) -> out (dx, dw, db) */
@@ -78,7 +78,7 @@ static double ln_flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_layernorm_bwd = {
     .name = "layernorm_bwd", .nout = 3, .run = ln_run_bwd, .scratch = ln_scratch_bwd,
-    .flops = ln_flops_bwd, .bytes = ops_io_bytes,
+    .flops = ln_flops_bwd, .bytes = hp_ops_io_bytes,
 };
 
 /* ---- RMSNorm: in (x, w) -> out (y, rstd[...]) ---- */
@@ -109,7 +109,7 @@ static double rms_flops(const hp_graph *g, const hp_node *n) { return 5.0 * (dou
 
 const hp_opdef hp_op_rmsnorm = {
     .name = "rmsnorm", .nout = 2, .nograd_outs = 2, .infer = rms_infer, .run = rms_run,
-    .backward = rms_backward, .flops = rms_flops, .bytes = ops_io_bytes,
+    .backward = rms_backward, .flops = rms_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy, x, w, rstd) -> out (dx, dw) */
@@ -131,5 +131,5 @@ static double rms_flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_rmsnorm_bwd = {
     .name = "rmsnorm_bwd", .nout = 2, .run = rms_run_bwd, .scratch = rms_scratch_bwd,
-    .flops = rms_flops_bwd, .bytes = ops_io_bytes,
+    .flops = rms_flops_bwd, .bytes = hp_ops_io_bytes,
 };

@@ -36,7 +36,7 @@ static inline int grad_for(hp_graph *g, int fwd, int k) {
 }
 
 /* Bytes of all inputs and outputs of a node (fp32/i32 4 bytes each). */
-double ops_io_bytes(const hp_graph *g, const hp_node *n);
+double hp_ops_io_bytes(const hp_graph *g, const hp_node *n);
 
 /* Shape-rule errors name the operator and the problem. */
 #define SHAPE_ERR(fmt, ...) hp_errorf("shape rule: " fmt, __VA_ARGS__)

@@ -28,7 +28,7 @@ static double gelu_flops(const hp_graph *g, const hp_node *n) { return 10.0 * (d
 
 const hp_opdef hp_op_gelu = {
     .name = "gelu", .nout = 1, .infer = same_infer, .run = gelu_run, .backward = gelu_backward,
-    .flops = gelu_flops, .bytes = ops_io_bytes,
+    .flops = gelu_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* backward: in (dy, x) -> dx */
@@ -43,7 +43,7 @@ static double gelu_flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_gelu_bwd = {
     .name = "gelu_bwd", .nout = 1, .run = gelu_run_bwd, .flops = gelu_flops_bwd,
-    .bytes = ops_io_bytes,
+    .bytes = hp_ops_io_bytes,
 };
 
 /* ---- add: out = a + b (same shapes); its backward passes dy through ---- */
@@ -70,7 +70,7 @@ static double add_flops(const hp_graph *g, const hp_node *n) { return (double)in
 
 const hp_opdef hp_op_add = {
     .name = "add", .nout = 1, .infer = add_infer, .run = add_run, .backward = add_backward,
-    .flops = add_flops, .bytes = ops_io_bytes,
+    .flops = add_flops, .bytes = hp_ops_io_bytes,
 };
 
 /* ---- SwiGLU: x[..., 2, H] -> silu(x[..., 0, :]) * x[..., 1, :] ----
@@ -104,7 +104,7 @@ static double swiglu_flops(const hp_graph *g, const hp_node *n) { return 3.0 * (
 
 const hp_opdef hp_op_swiglu = {
     .name = "swiglu", .nout = 1, .infer = swiglu_infer, .run = swiglu_run,
-    .backward = swiglu_backward, .flops = swiglu_flops, .bytes = ops_io_bytes,
+    .backward = swiglu_backward, .flops = swiglu_flops, .bytes = hp_ops_io_bytes,
 };
 
 static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -118,5 +118,5 @@ static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_swiglu_bwd = {
     .name = "swiglu_bwd", .nout = 1, .run = swiglu_run_bwd, .flops = swiglu_flops_bwd,
-    .bytes = ops_io_bytes,
+    .bytes = hp_ops_io_bytes,
 };

@@ -12,7 +12,7 @@ static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     hp_k_embedding_vp_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape),
                           in[1].shape.d[1], (long)n->a.i[0], in[1].shape.d[0]);
 }
-const hp_opdef hp_op_embedding_vp = {.name = "embedding_vp", .nout = 1, .run = emb_run, .bytes = ops_io_bytes};
+const hp_opdef hp_op_embedding_vp = {.name = "embedding_vp", .nout = 1, .run = emb_run, .bytes = hp_ops_io_bytes};
 
 /* (dy, ids) -> dtable_local */
 static void emb_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -20,7 +20,7 @@ static void emb_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
                           out[0].shape.d[1], (long)n->a.i[0], out[0].shape.d[0]);
 }
 const hp_opdef hp_op_embedding_vp_bwd = {.name = "embedding_vp_bwd", .nout = 1, .run = emb_bwd_run,
-                                         .bytes = ops_io_bytes};
+                                         .bytes = hp_ops_io_bytes};
 
 /* (dy, ids, dsofar_local) -> dtable_local = dsofar + own rows of dy */
 static void emb_bwd_acc_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -29,7 +29,7 @@ static void emb_bwd_acc_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
                               out[0].shape.d[0]);
 }
 const hp_opdef hp_op_embedding_vp_bwd_acc = {.name = "embedding_vp_bwd_acc", .nout = 1, .run = emb_bwd_acc_run,
-                                             .bytes = ops_io_bytes};
+                                             .bytes = hp_ops_io_bytes};
 
 /* (logits_local, targets) -> stats[3, rows] */
 static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -37,7 +37,7 @@ static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
                        (long)n->a.i[0], (long)n->a.i[1]);
 }
 const hp_opdef hp_op_xent_vp_stats = {.name = "cross_entropy_vp_stats", .nout = 1, .run = stats_run,
-                                      .bytes = ops_io_bytes};
+                                      .bytes = hp_ops_io_bytes};
 
 /* (logits_local, gathered[k, 3, rows]) -> (loss[1], probs_local, losses) */
 static void finish_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -46,7 +46,7 @@ static void finish_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, 
                         (long)n->a.i[2]);
 }
 const hp_opdef hp_op_xent_vp_finish = {.name = "cross_entropy_vp", .nout = 3, .run = finish_run,
-                                       .bytes = ops_io_bytes};
+                                       .bytes = hp_ops_io_bytes};
 
 /* (dloss[1], probs_local, targets) -> dlogits_local */
 static void bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -54,4 +54,4 @@ static void bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
                      t_last(&in[1]), (long)n->a.i[0], (long)n->a.i[1], (long)n->a.i[2]);
 }
 const hp_opdef hp_op_xent_vp_bwd = {.name = "cross_entropy_vp_bwd", .nout = 1, .run = bwd_run,
-                                    .bytes = ops_io_bytes};
+                                    .bytes = hp_ops_io_bytes};

@@ -387,6 +387,33 @@ static void hx_fused(hp_comm_rank *r, hp_comm_group *g, hp_dtype dt, void *A, vo
     }
 }
 
+/* A large all-reduce (from 1 MiB on, two lone ranks run it as reduce-scatter
+ * + all-gather) is bit-identical, on random data, to the same tensor fused
+ * with a second one (one round), out of place and in place, sum and avg. */
+static void hx_big_all_reduce(hp_comm_rank *r, hp_comm_group *g, hp_dtype dt, void *A, void *B, int salt) {
+    int n = hp_comm_group_size(g), me = hp_comm_group_index(g, hp_comm_rank_id(r));
+    hx_cx x = {hp_comm_rank_id(r), dt, "1MiB+"};
+    size_t es = hp_dtype_size(dt);
+    int64_t N = (int64_t)(((size_t)1 << 20) / es) + 1; /* odd: the two halves differ */
+    for (int avg = 0; avg < 2; avg++) {
+        hp_comm_redop op = avg ? HP_COMM_AVG : HP_COMM_SUM;
+        hx_fill(A, dt, N + 1, me, 0, salt + avg, 1);
+        hp_comm_tensor t[2] = {{B, A, N}, {hx_at(B, dt, N), hx_at(A, dt, N), 1}};
+        hp_comm_args a = {HP_COMM_ALL_REDUCE, dt, op, 0, t, 2, NULL, NULL};
+        EXPECT_OK(hp_comm_run(r, g, &a));
+        uint64_t fused = hx_digest(B, (size_t)N * es);
+        hx_random_ref(&x, avg ? "big all_reduce avg" : "big all_reduce", B, N, 0, n, salt + avg, avg);
+        memset(B, 0xff, (size_t)N * es);
+        EXPECT_OK(hp_comm_all_reduce(r, g, B, A, N, dt, op));
+        EXPECT(hx_digest(B, (size_t)N * es) == fused, "big all_reduce differs from the fused call (rank %d, %s, %s)",
+               x.rank, hp_dtype_name(dt), avg ? "avg" : "sum");
+        memcpy(B, A, (size_t)N * es);
+        EXPECT_OK(hp_comm_all_reduce(r, g, B, B, N, dt, op));
+        EXPECT(hx_digest(B, (size_t)N * es) == fused, "big all_reduce in place differs (rank %d, %s, %s)", x.rank,
+               hp_dtype_name(dt), avg ? "avg" : "sum");
+    }
+}
+
 /* ---- running the grid on every hosted rank ---- */
 
 /* Per-rank buffers, allocated once per process and reused everywhere. */
@@ -432,6 +459,8 @@ static void *hx_rank_main(void *arg) {
         for (int d = 0; d < 2; d++) hx_cell(r, j->g, cell, d ? HP_BF16 : HP_F32, j->A, j->B);
     if (j->fused)
         for (int d = 0; d < 2; d++) hx_fused(r, j->g, d ? HP_BF16 : HP_F32, j->A, j->B, 7 + 100 * d);
+    if (j->fused && j->cells > HX_CELL_UNEVEN)
+        for (int d = 0; d < 2; d++) hx_big_all_reduce(r, j->g, d ? HP_BF16 : HP_F32, j->A, j->B, 70 + 100 * d);
     return NULL;
 }
 
