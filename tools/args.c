@@ -152,3 +152,9 @@ void hp_args_format(char *buf, size_t n, const hp_opt *o) {
     case OPT_FLAG: snprintf(buf, n, "%s", *(int *)o->ptr ? "true" : "false"); break;
     }
 }
+
+void hp_cli_error(hp_status st) {
+    const char *m = hp_status_msg(st);
+    fprintf(stderr, "%s%s\n", strncmp(m, "hyperpar ", 9) ? "hyperpar: " : "", m);
+    hp_status_free(st);
+}

@@ -24,6 +24,9 @@ typedef struct {
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd);
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary);
+/* Prints a command's error as one line on stderr, "hyperpar: " first unless
+ * the message already names the command ("hyperpar train: ..."); frees st. */
+void hp_cli_error(hp_status st);
 
 
 

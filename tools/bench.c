@@ -132,15 +132,13 @@ int hp_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nconf; i++) any |= !strcmp(which, "all") || !strcmp(which, configs[i].name);
     if (!st && !any) st = hp_errorf("hyperpar bench: --model '%s' is not gpt2-124m, small or all", which);
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-        hp_status_free(st);
+        hp_cli_error(st);
         return 1;
     }
     hp_pool *pool;
     st = hp_pool_create(&pool, threads);
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-        hp_status_free(st);
+        hp_cli_error(st);
         return 1;
     }
     /* One measurement lasts milliseconds, so another process on the cores can

@@ -184,8 +184,7 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
     else if (!st && strcmp(model, "small")) st = hp_errorf("hyperpar bench parallel: --model '%s' is not small or gpt2-124m", model);
     if (!st && (steps < 1 || threads < 1)) st = hp_errorf("hyperpar bench parallel: --steps and --threads must be >= 1");
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-        hp_status_free(st);
+        hp_cli_error(st);
         return 1;
     }
     FILE *jf = json[0] ? fopen(json, "w") : NULL;

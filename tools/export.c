@@ -69,8 +69,7 @@ int hp_cmd_export(int argc, char **argv) {
     }
     if (!st) st = export_llmc(ckpt, init, llmc);
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-        hp_status_free(st);
+        hp_cli_error(st);
         return 1;
     }
     return 0;

@@ -125,8 +125,7 @@ int hp_cmd_sample(int argc, char **argv) {
     }
     if (!st) st = sample(&o);
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
-        hp_status_free(st);
+        hp_cli_error(st);
         return 1;
     }
     return 0;

@@ -261,9 +261,8 @@ int hp_cmd_train(int argc, char **argv) {
     if (!st && !t->finished) st = run(t);
     int rc = 0;
     if (st) {
-        fprintf(stderr, "hyperpar: %s\n", hp_status_msg(st));
+        hp_cli_error(st);
         rc = 1;
-        hp_status_free(st);
     }
     if (t->metrics) fclose(t->metrics);
     if (t->have_ck) hp_ckpt_close(&t->ck);
