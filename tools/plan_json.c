@@ -32,20 +32,19 @@ static void json_rank(hp_jw *w, const planner *p, const rank_report *r) {
     jw_num(w, "rank", r->rank);
     hp_jw_key(w, "tensors");
     hp_jw_array_begin(w);
-    for (int pass = 0; pass < 3; pass++)
-        for (int v = 0; v < g->nvals; v++) {
-            const hp_value *val = &g->vals[v];
-            if (!hp_planner_listed(val, pass, p->po.all)) continue;
-            hp_shape loc;
-            hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
-            hp_jw_object_begin(w);
-            jw_str(w, "name", val->name);
-            jw_str(w, "kind", hp_planner_kind_name(val->kind));
-            jw_shape(w, "shape", &val->shape);
-            jw_str(w, "layout", hp_layout_str(b, sizeof b, &p->prop.val[v], m));
-            jw_shape(w, "local_shape", &loc);
-            hp_jw_object_end(w);
-        }
+    for (int k = 0; k < p->nlisted; k++) {
+        int v = p->listed[k];
+        const hp_value *val = &g->vals[v];
+        hp_shape loc;
+        hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
+        hp_jw_object_begin(w);
+        jw_str(w, "name", val->name);
+        jw_str(w, "kind", hp_planner_kind_name(val->kind));
+        jw_shape(w, "shape", &val->shape);
+        jw_str(w, "layout", hp_layout_str(b, sizeof b, &p->prop.val[v], m));
+        jw_shape(w, "local_shape", &loc);
+        hp_jw_object_end(w);
+    }
     hp_jw_array_end(w);
     hp_jw_key(w, "collectives");
     hp_jw_array_begin(w);

@@ -50,7 +50,7 @@ void hp_planner_group_str(char *buf, size_t n, const hp_mesh *m, int axis, int r
 }
 
 /* Values listed: inputs, then parameters, then (--all) everything else. */
-int hp_planner_listed(const hp_value *v, int pass, int all) {
+static int listed(const hp_value *v, int pass, int all) {
     if (pass == 0) return v->kind == HP_V_INPUT;
     if (pass == 1) return v->kind == HP_V_PARAM;
     return all && v->kind != HP_V_INPUT && v->kind != HP_V_PARAM;
@@ -198,6 +198,11 @@ hp_status hp_planner_build(planner *p) {
     HP_TRY(hp_dist_layouts_from_plan(p->layouts, p->fixed, &p->plan, p->g));
     HP_TRY(hp_propagate(&p->prop, p->g, &p->plan.mesh, p->layouts, p->fixed));
     p->have_prop = 1;
+    p->listed = malloc(sizeof(int) * (size_t)p->g->nvals);
+    if (!p->listed) return hp_errorf("out of memory");
+    for (int pass = 0; pass < 3; pass++)
+        for (int v = 0; v < p->g->nvals; v++)
+            if (listed(&p->g->vals[v], pass, po->all)) p->listed[p->nlisted++] = v;
     p->nr = po->all_ranks ? n : 1;
     p->r = calloc((size_t)p->nr, sizeof *p->r);
     if (!p->r) return hp_errorf("out of memory");
@@ -220,6 +225,7 @@ void hp_planner_destroy(planner *p) {
     if (p->have_prop) hp_propagation_free(&p->prop);
     free(p->layouts);
     free(p->fixed);
+    free(p->listed);
     hp_graph_destroy(p->g);
     if (p->have_plan) hp_plan_free(&p->plan);
 }

@@ -58,6 +58,8 @@ typedef struct {
     int have_prop;
     rank_report *r;
     int nr;
+    int *listed; /* the values the reports list, in order: inputs, parameters, (--all) the rest */
+    int nlisted;
 } planner;
 
 /* Checks p->po, compiles the plan it names and gathers the report of one rank
@@ -79,7 +81,5 @@ const char *hp_planner_kind_name(hp_vkind k);
 const char *hp_planner_phase_name(hp_phase p);
 /* The ranks of rank's group along a mesh axis: "tp[0,1]". */
 void hp_planner_group_str(char *buf, size_t n, const hp_mesh *m, int axis, int rank);
-/* Values listed: inputs, then parameters, then (--all) everything else. */
-int hp_planner_listed(const hp_value *v, int pass, int all);
 
 #endif

@@ -19,27 +19,24 @@ static void print_tensors(const planner *p, const rank_report *r) {
     const hp_mesh *m = &p->plan.mesh;
     int wn = 4, ws = 12, wl = 6;
     char b1[160], b2[160];
-    for (int v = 0; v < g->nvals; v++) {
-        if (!hp_planner_listed(&g->vals[v], 0, 0) && !hp_planner_listed(&g->vals[v], 1, 0) &&
-            !hp_planner_listed(&g->vals[v], 2, p->po.all))
-            continue;
+    for (int k = 0; k < p->nlisted; k++) {
+        int v = p->listed[k];
         int a = (int)strlen(g->vals[v].name), s = (int)strlen(shape_str(b1, sizeof b1, &g->vals[v].shape));
         int l = (int)strlen(hp_layout_str(b2, sizeof b2, &p->prop.val[v], m));
         wn = a > wn ? a : wn, ws = s > ws ? s : ws, wl = l > wl ? l : wl;
     }
     printf("\ntensors (local shapes on rank %d)\n  %-6s %-*s  %-*s  %-*s  %s\n", r->rank, "kind", wn, "name", ws,
            "global shape", wl, "layout", "local shape");
-    for (int pass = 0; pass < 3; pass++)
-        for (int v = 0; v < g->nvals; v++) {
-            const hp_value *val = &g->vals[v];
-            if (!hp_planner_listed(val, pass, p->po.all)) continue;
-            hp_shape loc;
-            hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
-            char b3[160];
-            printf("  %-6s %-*s  %-*s  %-*s  %s\n", hp_planner_kind_name(val->kind), wn, val->name, ws,
-                   shape_str(b1, sizeof b1, &val->shape), wl, hp_layout_str(b2, sizeof b2, &p->prop.val[v], m),
-                   shape_str(b3, sizeof b3, &loc));
-        }
+    for (int k = 0; k < p->nlisted; k++) {
+        int v = p->listed[k];
+        const hp_value *val = &g->vals[v];
+        hp_shape loc;
+        hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
+        char b3[160];
+        printf("  %-6s %-*s  %-*s  %-*s  %s\n", hp_planner_kind_name(val->kind), wn, val->name, ws,
+               shape_str(b1, sizeof b1, &val->shape), wl, hp_layout_str(b2, sizeof b2, &p->prop.val[v], m),
+               shape_str(b3, sizeof b3, &loc));
+    }
 }
 
 static void print_colls(const planner *p, const rank_report *r) {
