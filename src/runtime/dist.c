@@ -13,6 +13,7 @@ struct hp_dist {
     hp_pool *ranks_pool; /* one thread per hosted rank */
     int n;
     hp_dist_rank *r;
+    hp_status *st; /* [n]: each rank's status in hp_dist_run (allocated once) */
 };
 
 static void destroy_rank(hp_dist_rank *r) {
@@ -39,7 +40,8 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
     hp_comm_hosted_ranks(cfg->world, &first, &d->n);
     if (!st) {
         d->r = calloc((size_t)d->n, sizeof *d->r);
-        if (!d->r) st = hp_errorf("dist: out of memory");
+        d->st = calloc((size_t)d->n, sizeof *d->st);
+        if (!d->r || !d->st) st = hp_errorf("dist: out of memory");
     }
     if (!st) st = hp_pool_create(&d->ranks_pool, d->n);
     for (int i = 0; i < d->n && !st; i++) {
@@ -68,6 +70,7 @@ void hp_dist_destroy(hp_dist *d) {
     if (!d) return;
     for (int i = 0; i < d->n && d->r; i++) destroy_rank(&d->r[i]);
     free(d->r);
+    free(d->st);
     hp_pool_destroy(d->ranks_pool);
     hp_mesh_comm_destroy(d->mc);
     hp_propagation_free(&d->prop);
@@ -84,28 +87,25 @@ typedef struct {
     hp_dist *d;
     hp_dist_fn fn;
     void *ctx;
-    hp_status st[256];
 } run_ctx;
 
 static void run_task(void *c_, int tid, int nt) {
     run_ctx *c = c_;
     (void)nt;
-    c->st[tid] = c->fn(&c->d->r[tid], c->ctx);
+    c->d->st[tid] = c->fn(&c->d->r[tid], c->ctx);
 }
 
 hp_status hp_dist_run(hp_dist *d, hp_dist_fn fn, void *ctx) {
-    run_ctx *c = calloc(1, sizeof *c);
-    if (!c) return hp_errorf("dist: out of memory");
-    c->d = d, c->fn = fn, c->ctx = ctx;
-    hp_pool_run(d->ranks_pool, run_task, c);
+    run_ctx c = {d, fn, ctx};
+    hp_pool_run(d->ranks_pool, run_task, &c);
     hp_status first = HP_OK;
     for (int i = 0; i < d->n; i++) {
         if (!first)
-            first = c->st[i];
+            first = d->st[i];
         else
-            hp_status_free(c->st[i]);
+            hp_status_free(d->st[i]);
+        d->st[i] = HP_OK;
     }
-    free(c);
     return first;
 }
 
