@@ -34,9 +34,11 @@
 #include "comm/comm.h"
 #include "core/timing.h"
 
-/* How every measurement runs: median of `repeat` runs; pinned threads. */
+/* How every measurement runs: median of `repeat` runs; threads pinned to
+ * the CPUs in `cpus` (NULL: not pinned). */
 typedef struct {
-    int repeat, bind;
+    int repeat;
+    const cpu_set_t *cpus;
 } bc_cfg;
 
 typedef struct {
@@ -70,20 +72,15 @@ static void bc_row(bc_out *o, const char *coll, const char *impl, const char *ti
     }
 }
 
-/* Pins the calling thread to the (idx mod n)-th of the n CPUs this process
- * may use (idx < 0: no pinning). */
-static void bc_pin(int idx) {
-    if (idx < 0) return;
-    static cpu_set_t allowed; /* read once, before any thread is pinned */
-    static int have;
-    if (!have) {
-        if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
-        have = 1;
-    }
-    int n = CPU_COUNT(&allowed);
+/* Pins the calling thread to the (idx mod n)-th of the n CPUs in allowed
+ * (the CPUs the process may use, read before any thread was pinned; NULL:
+ * no pinning). */
+static void bc_pin(const cpu_set_t *allowed, int idx) {
+    if (!allowed) return;
+    int n = CPU_COUNT(allowed);
     if (n < 1) return;
     for (int c = 0, k = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &allowed)) continue;
+        if (!CPU_ISSET(c, allowed)) continue;
         if (k++ != idx % n) continue;
         cpu_set_t one;
         CPU_ZERO(&one);
@@ -103,7 +100,7 @@ typedef struct {
     int iters, fused;
     int inplace;   /* all-gather: the shard already sits at its place in the output */
     float *shared; /* all-gather / all-reduce output shared by the supernode, or NULL */
-    int bind;      /* pin the rank's thread (--bind cores) */
+    const cpu_set_t *cpus; /* pin the rank's thread to one of these (--bind cores), or NULL */
     double sec;
     int64_t inter_bytes;
     hp_status st;
@@ -111,7 +108,7 @@ typedef struct {
 
 static void *bc_rank(void *arg) {
     bc_job *j = arg;
-    bc_pin(j->bind ? j->rank : -1);
+    bc_pin(j->cpus, j->rank);
     hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
     hp_comm_group *g = hp_comm_world_group(j->w);
     int n = hp_comm_world_size(j->w);
@@ -171,14 +168,14 @@ static void *bc_rank(void *arg) {
 
 /* Seconds per call on the first hosted rank (-1 on error, printed). */
 static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                           int64_t *inter_bytes, int shared, int inplace, int bind) {
+                           int64_t *inter_bytes, int shared, int inplace, const cpu_set_t *cpus) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
     float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
     bc_job *jobs = calloc((size_t)count, sizeof *jobs);
     pthread_t *th = calloc((size_t)count, sizeof *th);
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, bind, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, cpus, 0, 0, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
@@ -202,7 +199,7 @@ static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, in
     double v[64];
     int repeat = cfg->repeat > 64 ? 64 : cfg->repeat;
     for (int k = 0; k < repeat; k++) {
-        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace, cfg->bind);
+        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace, cfg->cpus);
         if (v[k] < 0) return -1;
         if (runs) runs[k] = v[k];
     }
@@ -405,8 +402,10 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         MPI_Comm_size(MPI_COMM_WORLD, &np);
     }
     if (R == 0) R = launched ? np : 2;
-    const bc_cfg cfg_v = {repeat, bind}, *cfg = &cfg_v;
-    bc_pin(bind ? me : -1); /* this process's main thread: Open MPI's own collectives, memcpy */
+    cpu_set_t allowed;
+    if (bind && sched_getaffinity(0, sizeof allowed, &allowed)) bind = 0;
+    const bc_cfg cfg_v = {repeat, bind ? &allowed : NULL}, *cfg = &cfg_v;
+    bc_pin(cfg->cpus, me); /* this process's main thread: Open MPI's own collectives, memcpy */
     bc_out out = {NULL, 0, iters, bc_load1()};
     if (me == 0 && json) {
         out.json = fopen(json, "w");
