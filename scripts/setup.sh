@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Installs what hyperpar needs from Debian's packages (when missing) and
-# builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan).
+# builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
+# --tests also installs what the tests need (python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    --tests) pkgs+=(python3) ;; # the command-line tests read JSON reports with it
+    *) echo "setup: unknown argument '$arg' (use --sanitize, --tests)" >&2; exit 2 ;;
+  esac
+done
 need=()
-for pkg in cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev; do
+for pkg in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -21,7 +30,7 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
-if [ "${1:-}" = "--sanitize" ]; then
+if [ "$sanitize" = 1 ]; then
   cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DHP_SANITIZE=ON >/dev/null
   cmake --build build-san -j"$jobs"
 fi

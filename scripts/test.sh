@@ -3,7 +3,7 @@
 # runs it again under AddressSanitizer and UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --sanitize
+bash scripts/setup.sh --sanitize --tests
 . scripts/mpienv.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "== tests (release build)"

@@ -1,0 +1,37 @@
+# hyperpar bench comm: the rows it writes (JSON fields of every row, the
+# collectives and tiers asked for), the inter-supernode byte counts of the
+# emulated two-tier all-reduce (exact: 16 MiB per rank for 2x1, 8 MiB for
+# 2x2), the speedup fields of the fused comparisons, and one-line errors for
+# bad flags. Timings are not checked (benchmarks, not tests).
+. "$(dirname "$0")/lib.sh"
+
+"$HP" bench comm --sizes 4K,1M --iters 2 --sections memcpy,supernode,shared,fused,emul --json c.json >out.txt 2>err.txt ||
+  fail "bench comm failed: $(cat err.txt)"
+python3 - c.json <<'PY' || fail "bench comm JSON: see above (python3 is installed by scripts/setup.sh --tests)"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+need = {"collective", "impl", "tier", "ranks", "bytes", "algbw_GBps", "busbw_GBps"}
+bad = [r for r in rows if not need <= set(r) or r["algbw_GBps"] <= 0 or r["impl"] not in ("hyperpar", "memcpy")]
+assert not bad, f"rows without the fields or with no bandwidth: {bad[:2]}"
+have = {(r["collective"], r["tier"], r["bytes"]) for r in rows}
+for coll in ("reduce_scatter", "all_gather", "all_reduce"):
+    for b in (4096, 1048576):
+        assert (coll, "1 supernode x 2", b) in have, f"missing {coll} {b}"
+    assert (coll + " 100x4K", "1 fused call", 409600) in have, f"missing fused {coll}"
+for r in rows:
+    if r["collective"] == "all_gather" and r["tier"] == "1 supernode x 2":
+        assert abs(r["busbw_GBps"] - r["algbw_GBps"] / 2) < 1e-3 * r["algbw_GBps"], r   # (n-1)/n
+    if r["collective"] == "all_reduce" and r["tier"] == "1 supernode x 2":
+        assert abs(r["busbw_GBps"] - r["algbw_GBps"]) < 1e-3 * r["algbw_GBps"], r       # 2(n-1)/n
+    if r["tier"] == "1 fused call":
+        assert r["speedup"] > 0 and len(r["speedup_runs"]) == 1, r
+emul = {r["tier"]: r["inter_bytes_per_rank"] for r in rows if r["tier"].startswith("emul")}
+want = {"emul 2x1 @1 GB/s": 16 << 20, "emul 2x2 @1 GB/s": 8 << 20, "emul 4x1 @1 GB/s": 3 * (8 << 20)}
+assert emul == want, f"inter-supernode bytes per rank {emul}, expected {want}"
+PY
+grep -q '^| memcpy ' out.txt || fail "no memcpy row in the table"
+
+expect_error "--sizes: 'x' is not a size" "$HP" bench comm --sizes x
+expect_error "unknown or incomplete argument '--bind'" "$HP" bench comm --bind sometimes
+expect_error "--repeat in [1, 64]" "$HP" bench comm --repeat 0
+finish
