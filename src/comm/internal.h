@@ -92,6 +92,7 @@ struct hp_comm_rank {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     hp_comm_req *qhead, *qtail;
+    hp_comm_req *spare; /* finished handles, reused by the next starts */
     int inflight, stop, has_thread;
     pthread_t thread;
 };

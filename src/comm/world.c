@@ -71,6 +71,11 @@ static void rank_fini(hp_comm_rank *r) {
     }
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    while (r->spare) {
+        hp_comm_req *q = r->spare;
+        r->spare = q->next;
+        free(q);
+    }
     free(r->scratch);
     free(r->ptrs);
     free(r->ptrs2);
@@ -347,16 +352,23 @@ static void *comm_thread(void *arg) {
 
 hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) {
     *req = NULL;
-    hp_comm_req *q = calloc(1, sizeof *q);
-    if (!q) return hp_errorf("comm: out of memory");
+    pthread_mutex_lock(&r->mu);
+    hp_comm_req *q = r->spare; /* a finished handle if there is one: no allocation per call */
+    if (q) r->spare = q->next;
+    else q = malloc(sizeof *q);
+    if (!q) {
+        pthread_mutex_unlock(&r->mu);
+        return hp_errorf("comm: out of memory");
+    }
+    memset(q, 0, sizeof *q);
     q->r = r;
     q->g = g;
     q->a = *a;
-    pthread_mutex_lock(&r->mu);
     if (!r->has_thread) {
         if (pthread_create(&r->thread, NULL, comm_thread, r)) {
+            q->next = r->spare;
+            r->spare = q;
             pthread_mutex_unlock(&r->mu);
-            free(q);
             return hp_errorf("comm: rank %d: cannot start its communication thread", r->rank);
         }
         r->has_thread = 1;
@@ -376,9 +388,10 @@ hp_status hp_comm_wait(hp_comm_req *q) {
     hp_comm_rank *r = q->r;
     pthread_mutex_lock(&r->mu);
     while (!q->done) pthread_cond_wait(&r->cv, &r->mu);
-    pthread_mutex_unlock(&r->mu);
     hp_status st = q->st;
-    free(q);
+    q->next = r->spare;
+    r->spare = q;
+    pthread_mutex_unlock(&r->mu);
     return st;
 }
 
