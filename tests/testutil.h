@@ -4,18 +4,31 @@
 #define HP_TESTUTIL_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
 
-static int hp_test_failures = 0;
+/* Failed checks so far; atomic, so threads of one test may check too. */
+static atomic_int hp_test_failures;
 
 #define CHECK(cond)                                                              \
     do {                                                                         \
         if (!(cond)) {                                                           \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            hp_test_failures++;                                                  \
+        }                                                                        \
+    } while (0)
+
+/* CHECK with a printf-style account of the values involved. */
+#define CHECKF(cond, ...)                                                        \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fputc('\n', stderr);                                                 \
             hp_test_failures++;                                                  \
         }                                                                        \
     } while (0)

@@ -26,29 +26,11 @@
 #include "comm/comm.h"
 #include "testutil.h"
 
-static atomic_int hx_fails;
 static atomic_long hx_compared; /* output buffers compared with the reference */
 
-#define EXPECT(cond, ...)                                                          \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            atomic_fetch_add(&hx_fails, 1);                                        \
-        }                                                                          \
-    } while (0)
-
-#define EXPECT_OK(expr)                                                            \
-    do {                                                                           \
-        hp_status s_ = (expr);                                                     \
-        if (s_) {                                                                  \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,    \
-                    hp_status_msg(s_));                                            \
-            hp_status_free(s_);                                                    \
-            atomic_fetch_add(&hx_fails, 1);                                        \
-        }                                                                          \
-    } while (0)
+/* Checks from every rank-thread count into testutil's atomic counter. */
+#define EXPECT CHECKF
+#define EXPECT_OK CHECK_OK
 
 /* ---- deterministic data ---- */
 
@@ -466,7 +448,8 @@ static void *hx_rank_main(void *arg) {
 
 /* Runs the grid (size cells [0, cells), both dtypes, every collective; fused
  * and asynchronous calls when fused) on every hosted member of g, prints the
- * line that says what it covered, and returns the number of failures. */
+ * line that says what it covered, and returns the number of failures (which
+ * are already counted in hp_test_failures). */
 static int hx_grid(hp_comm_world *w, hp_comm_group *g, hx_pool *p, int cells, int fused, const char *config) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
@@ -481,12 +464,13 @@ static int hx_grid(hp_comm_world *w, hp_comm_group *g, hx_pool *p, int cells, in
     pthread_t th[64];
     hx_job jobs[64];
     long before = atomic_load(&hx_compared);
+    int fails_before = hp_test_failures;
     for (int i = 0; i < count; i++) {
         jobs[i] = (hx_job){w, g, first + i, cells, fused, p->A[i], p->B[i]};
         pthread_create(&th[i], NULL, hx_rank_main, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
-    int f = atomic_exchange(&hx_fails, 0);
+    int f = hp_test_failures - fails_before;
     char sizes[96] = "";
     for (int c = 0; c < cells; c++)
         snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s", c ? ", " : "", hx_cell_names[c]);
@@ -550,7 +534,7 @@ static void *hx_shared_main(void *arg) {
 static int hx_run_shared(hp_comm_world *w, int64_t c, const char *config) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
-    int R = hp_comm_ranks_per_supernode(w), n = hp_comm_world_size(w);
+    int R = hp_comm_ranks_per_supernode(w), n = hp_comm_world_size(w), fails_before = hp_test_failures;
     void *bufs[64], *sends[64];
     pthread_t th[64];
     hx_sjob jobs[64];
@@ -563,7 +547,7 @@ static int hx_run_shared(hp_comm_world *w, int64_t c, const char *config) {
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < count; i += R) free(bufs[i / R]);
     for (int i = 0; i < count; i++) free(sends[i]);
-    int f = atomic_exchange(&hx_fails, 0);
+    int f = hp_test_failures - fails_before;
     printf("comm grid: %-34s | shared outputs: all_gather (out of place, in place), all_reduce, broadcast | "
            "%lld elements per shard | {f32, bf16} | %d failure(s)\n",
            config, (long long)c, f);
