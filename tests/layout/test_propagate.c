@@ -7,25 +7,11 @@
 #include "layout/propagate.h"
 #include "ops/ops.h"
 #include "testutil.h"
+#include "layout_check.h"
 
 /* The layout room's tests link only the rooms below layout, so the GPT-2
  * builder is compiled in here. */
 #include "models/gpt2.h"
-
-static hp_mesh mesh(const char *text) {
-    hp_mesh m;
-    memset(&m, 0, sizeof m);
-    CHECK_OK(hp_mesh_parse(&m, text));
-    return m;
-}
-
-static int is(const hp_layout *l, const char *want, const hp_mesh *m) {
-    char buf[160];
-    hp_layout_str(buf, sizeof buf, l, m);
-    if (strcmp(buf, want) == 0) return 1;
-    fprintf(stderr, "  layout %s, expected %s\n", buf, want);
-    return 0;
-}
 
 typedef struct {
     hp_graph *g;
@@ -304,12 +290,6 @@ static void test_errors(void) {
 /* An operator without a rule runs on Replicate inputs and is reported; the
  * zero gradient of an unused parameter takes the parameter's layout; the
  * loss seed is Replicate. */
-static hp_status same_shape(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
-    os[0] = g->vals[n->in[0]].shape;
-    od[0] = HP_F32;
-    return HP_OK;
-}
-static const hp_opdef mystery = {.name = "mystery", .nout = 1, .infer = same_shape};
 
 static void test_notes_and_consts(void) {
     hp_mesh m = mesh("tp=2");

@@ -7,28 +7,7 @@
 #include "layout/rules.h"
 #include "ops/ops.h"
 #include "testutil.h"
-
-static hp_mesh mesh(const char *text) {
-    hp_mesh m;
-    memset(&m, 0, sizeof m);
-    CHECK_OK(hp_mesh_parse(&m, text));
-    return m;
-}
-
-static hp_layout L(const char *text, const hp_mesh *m) {
-    hp_layout l = hp_layout_replicated(m);
-    CHECK_OK(hp_layout_parse(&l, text, m));
-    return l;
-}
-
-/* Does `l` print as `want`? Prints both when not. */
-static int is(const hp_layout *l, const char *want, const hp_mesh *m) {
-    char buf[160];
-    hp_layout_str(buf, sizeof buf, l, m);
-    if (strcmp(buf, want) == 0) return 1;
-    fprintf(stderr, "  layout %s, expected %s\n", buf, want);
-    return 0;
-}
+#include "layout_check.h"
 
 static int last_node(const hp_graph *g) { return g->nnodes - 1; }
 
@@ -366,12 +345,6 @@ static void test_embedding_xent(void) {
 }
 
 /* An operator the rules do not know: gathered, run replicated, reported. */
-static hp_status same_shape(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
-    os[0] = g->vals[n->in[0]].shape;
-    od[0] = HP_F32;
-    return HP_OK;
-}
-static const hp_opdef mystery = {.name = "mystery", .nout = 1, .infer = same_shape};
 
 static void test_unknown_op(void) {
     hp_mesh m = mesh("tp=2");
