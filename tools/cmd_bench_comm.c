@@ -17,29 +17,21 @@
  * inter-supernode bytes; fused against separate calls between 2 emulated
  * supernodes whose link has a network's cost (25 GB/s, 5 us per message);
  * with mpirun, Open MPI (out of place and MPI_IN_PLACE) and hyperpar over MPI
- * (one rank per process) on the same sizes. Every figure is the median of K runs (--repeat, default 1); every
- * row carries the 1-minute load average read when the run started.
+ * (one rank per process) on the same sizes. Every figure is the median of K
+ * runs (--repeat, default 1); every row carries the 1-minute load average
+ * read when the run started. The timing itself is bench_comm_time.c.
  * --bind cores (the default) pins global rank g's thread, and MPI process p's
  * main thread (Open MPI's own collectives), to the (g or p mod n)-th of the n
  * CPUs the process may use, as `mpirun --bind-to core` does for one rank per
  * process: unpinned, two busy ranks are at times scheduled on one core. */
 #include <mpi.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_comm_time.h"
 #include "comm/comm.h"
 #include "core/timing.h"
-
-/* How every measurement runs: median of `repeat` runs; threads pinned to
- * the CPUs in `cpus` (NULL: not pinned). */
-typedef struct {
-    int repeat;
-    const cpu_set_t *cpus;
-} bc_cfg;
 
 typedef struct {
     FILE *json;
@@ -70,215 +62,6 @@ static void bc_row(bc_out *o, const char *coll, const char *impl, const char *ti
                 extra ? extra : "");
         o->nrows++;
     }
-}
-
-/* Pins the calling thread to the (idx mod n)-th of the n CPUs in allowed
- * (the CPUs the process may use, read before any thread was pinned; NULL:
- * no pinning). */
-static void bc_pin(const cpu_set_t *allowed, int idx) {
-    if (!allowed) return;
-    int n = CPU_COUNT(allowed);
-    if (n < 1) return;
-    for (int c = 0, k = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, allowed)) continue;
-        if (k++ != idx % n) continue;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(c, &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-        return;
-    }
-}
-
-/* ---- hyperpar: every hosted rank on its own thread ---- */
-
-typedef struct {
-    hp_comm_world *w;
-    int rank;
-    hp_comm_kind kind;
-    int64_t bytes; /* nccl-tests size: all-reduce buffer, reduce-scatter input, all-gather output */
-    int iters, fused;
-    int inplace;   /* all-gather: the shard already sits at its place in the output */
-    float *shared; /* all-gather / all-reduce output shared by the supernode, or NULL */
-    const cpu_set_t *cpus; /* pin the rank's thread to one of these (--bind cores), or NULL */
-    double sec;
-    int64_t inter_bytes;
-    hp_status st;
-} bc_job;
-
-static void *bc_rank(void *arg) {
-    bc_job *j = arg;
-    bc_pin(j->cpus, j->rank);
-    hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
-    hp_comm_group *g = hp_comm_world_group(j->w);
-    int n = hp_comm_world_size(j->w);
-    int64_t total = j->bytes / 4, shard = total / n;
-    float *a = malloc((size_t)j->bytes + 64), *b = j->shared ? j->shared : malloc((size_t)j->bytes + 64);
-    if (!a || !b) {
-        j->st = hp_errorf("bench comm: out of memory for %lld bytes", (long long)j->bytes);
-        free(a);
-        if (!j->shared) free(b);
-        return NULL;
-    }
-    for (int64_t i = 0; i < total; i++) a[i] = 1.0f;
-    if (!j->shared)
-        for (int64_t i = 0; i < total; i++) b[i] = 1.0f;
-    else /* each rank writes only its own part of the shared buffer */
-        for (int64_t i = (int64_t)j->rank * shard; i < (int64_t)(j->rank + 1) * shard; i++) b[i] = 1.0f;
-    hp_comm_tensor ts[100];
-    hp_comm_args args = {j->kind, HP_F32, HP_COMM_SUM, 0, ts, 1, NULL, NULL};
-    if (j->fused) { /* 100 tensors of 4 KiB */
-        int64_t per = j->kind == HP_COMM_ALL_REDUCE ? 1024 : 1024 / n; /* 4 KiB tensors */
-        for (int i = 0; i < 100; i++) ts[i] = (hp_comm_tensor){b + 1024 * i, a + 1024 * i, per};
-        args.nt = 100;
-    } else if (j->kind == HP_COMM_ALL_REDUCE) {
-        ts[0] = (hp_comm_tensor){b, a, total};
-    } else if (j->kind == HP_COMM_REDUCE_SCATTER) {
-        ts[0] = (hp_comm_tensor){b, a, shard};
-    } else {
-        ts[0] = (hp_comm_tensor){b, j->inplace ? b + (int64_t)j->rank * shard : a, shard};
-    }
-    hp_status st = HP_OK;
-    for (int it = 0; it < 2 && !st; it++) st = hp_comm_run(r, g, &args);
-    if (!st) st = hp_comm_barrier(r, g);
-    hp_comm_rank_reset_stats(hp_comm_world_rank(j->w, j->rank));
-    double t0 = hp_now();
-    for (int it = 0; it < j->iters && !st; it++) {
-        if (j->fused < 0) { /* 100 separate calls */
-            hp_comm_args one = args;
-            one.nt = 1;
-            for (int i = 0; i < 100 && !st; i++) {
-                one.t = &ts[i];
-                st = hp_comm_run(r, g, &one);
-            }
-        } else {
-            st = hp_comm_run(r, g, &args);
-        }
-    }
-    if (!st) st = hp_comm_barrier(r, g);
-    j->sec = (hp_now() - t0) / j->iters;
-    int64_t msgs;
-    hp_comm_rank_stats(r, &j->inter_bytes, &msgs);
-    j->inter_bytes /= j->iters;
-    j->st = st;
-    free(a);
-    if (!j->shared) free(b);
-    return NULL;
-}
-
-/* Seconds per call on the first hosted rank (-1 on error, printed). */
-static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                           int64_t *inter_bytes, int shared, int inplace, const cpu_set_t *cpus) {
-    int first, count;
-    hp_comm_hosted_ranks(w, &first, &count);
-    float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
-    bc_job *jobs = calloc((size_t)count, sizeof *jobs);
-    pthread_t *th = calloc((size_t)count, sizeof *th);
-    for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, cpus, 0, 0, HP_OK};
-        pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
-    }
-    for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
-    double sec = jobs[0].sec;
-    if (inter_bytes) *inter_bytes = jobs[0].inter_bytes;
-    for (int i = 0; i < count; i++)
-        if (jobs[i].st) {
-            fprintf(stderr, "bench comm: %s\n", hp_status_msg(jobs[i].st));
-            hp_status_free(jobs[i].st);
-            sec = -1;
-        }
-    free(jobs);
-    free(th);
-    free(sh);
-    return sec;
-}
-
-/* The median over `repeat` runs of bc_hyperpar1 (runs[] gets each run's time). */
-static double bc_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                          int64_t *inter_bytes, int shared, int inplace, const bc_cfg *cfg, double *runs) {
-    double v[64];
-    int repeat = cfg->repeat > 64 ? 64 : cfg->repeat;
-    for (int k = 0; k < repeat; k++) {
-        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace, cfg->cpus);
-        if (v[k] < 0) return -1;
-        if (runs) runs[k] = v[k];
-    }
-    return hp_median(v, repeat);
-}
-
-/* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
-
-/* One Open MPI call on `total` elements at a and b (shard per process). */
-static void bc_mpi_call(hp_comm_kind kind, float *a, float *b, int64_t total, int64_t shard, int inplace) {
-    if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (inplace) MPI_Allgather(MPI_IN_PLACE, 0, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
-    else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
-}
-
-/* Seconds per call (sep100: per 100 separate calls on 4 KiB tensors). */
-static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int sep100) {
-    int n, me;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    int64_t total = bytes / 4, shard = total / n;
-    float *a = malloc((size_t)bytes + 64), *b = malloc((size_t)bytes + 64);
-    for (int64_t i = 0; i < total; i++) a[i] = b[i] = 1.0f;
-    double t0 = 0;
-    for (int it = -2; it < iters; it++) {
-        if (it == 0) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            t0 = hp_now();
-        }
-        if (!sep100) {
-            bc_mpi_call(kind, a, b, total, shard, inplace);
-            continue;
-        }
-        int64_t t4 = 1024, s4 = kind == HP_COMM_ALL_REDUCE ? t4 : t4 / n; /* as hyperpar's 4 KiB tensors */
-        for (int i = 0; i < 100; i++) bc_mpi_call(kind, a + 1024 * i, b + 1024 * i, t4, s4, 0);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    double sec = (hp_now() - t0) / iters;
-    free(a);
-    free(b);
-    return sec;
-}
-
-static double bc_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int sep100, int repeat) {
-    double v[64];
-    if (repeat > 64) repeat = 64;
-    for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace, sep100);
-    return hp_median(v, repeat);
-}
-
-/* Other processes wait here without spinning while process 0 measures alone. */
-static void bc_idle_wait(void) {
-    MPI_Request q;
-    MPI_Ibarrier(MPI_COMM_WORLD, &q);
-    int done = 0;
-    while (!done) {
-        MPI_Test(&q, &done, MPI_STATUS_IGNORE);
-        if (!done) {
-            struct timespec ts = {0, 2000000};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
-
-static double bc_memcpy(int64_t bytes, int iters) {
-    char *a = malloc((size_t)bytes), *b = malloc((size_t)bytes);
-    memset(a, 1, (size_t)bytes);
-    memset(b, 2, (size_t)bytes);
-    memcpy(b, a, (size_t)bytes);
-    double t0 = hp_now();
-    for (int i = 0; i < iters; i++) {
-        memcpy(b, a, (size_t)bytes);
-        a[i % bytes] ^= b[(i * 7) % bytes]; /* keeps the copies */
-    }
-    double sec = (hp_now() - t0) / iters;
-    free(a);
-    free(b);
-    return sec;
 }
 
 static int bc_iters(int64_t bytes, int base) {
@@ -344,8 +127,8 @@ static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, in
                      const bc_cfg *cfg, const char *prefix) {
     int repeat = cfg->repeat;
     double sr[64], fr[64];
-    double sep = bc_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, shared, 0, cfg, sr);
-    double fus = bc_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, shared, 0, cfg, fr);
+    double sep = hp_bcomm_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, shared, 0, cfg, sr);
+    double fus = hp_bcomm_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, shared, 0, cfg, fr);
     if (sep < 0 || fus < 0) return;
     char ex[512], name[64], t1[64], t2[64];
     bc_speedups(ex, sizeof ex, sep / fus, sr, fr, repeat < 64 ? repeat : 64);
@@ -405,7 +188,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     cpu_set_t allowed;
     if (bind && sched_getaffinity(0, sizeof allowed, &allowed)) bind = 0;
     const bc_cfg cfg_v = {repeat, bind ? &allowed : NULL}, *cfg = &cfg_v;
-    bc_pin(cfg->cpus, me); /* this process's main thread: Open MPI's own collectives, memcpy */
+    hp_bcomm_pin(cfg->cpus, me); /* this process's main thread: Open MPI's own collectives, memcpy */
     bc_out out = {NULL, 0, iters, bc_load1()};
     if (me == 0 && json) {
         out.json = fopen(json, "w");
@@ -424,7 +207,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         int64_t mb = (int64_t)64 << 20;
         if (bc_has(sections, "memcpy")) {
             double v[64];
-            for (int k = 0; k < repeat; k++) v[k] = bc_memcpy(mb, 10);
+            for (int k = 0; k < repeat; k++) v[k] = hp_bcomm_memcpy(mb, 10);
             bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, hp_median(v, repeat), 1, NULL);
         }
         hp_comm_world *w;
@@ -439,21 +222,21 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             if (bc_has(sections, "supernode"))
                 for (int k = 0; k < 3; k++)
                     for (int s = 0; s < nsz; s++) {
-                        double sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, cfg, NULL);
+                        double sec = hp_bcomm_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, cfg, NULL);
                         if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         else rc = 1;
                         if (kinds[k] != HP_COMM_ALL_GATHER) continue;
-                        sec = bc_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, cfg, NULL);
+                        sec = hp_bcomm_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, cfg, NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d, in place", R);
                         if (sec > 0) bc_row(&out, "all_gather", "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d", R);
                     }
             if (bc_has(sections, "shared"))
                 for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
-                    double sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, cfg, NULL);
+                    double sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, cfg, NULL);
                     if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                     /* every shard already in place in the shared buffer: synchronisation only */
-                    sec = bc_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, cfg, NULL);
+                    sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, cfg, NULL);
                     if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
                 }
             if (bc_has(sections, "fused")) /* 100 tensors of 4 KiB: separate calls, then one fused call */
@@ -472,7 +255,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 continue;
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
-            double sec = bc_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, cfg, NULL);
+            double sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, cfg, NULL);
             char tier[96], ex[96];
             snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", emu[c][0], emu[c][1], bw);
             snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
@@ -493,9 +276,9 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 hp_comm_world_destroy(w);
             }
         }
-        if (launched) bc_idle_wait();
+        if (launched) hp_bcomm_idle_wait();
     } else {
-        bc_idle_wait();
+        hp_bcomm_idle_wait();
     }
     if (launched && np > 1 && bc_has(sections, "mpi")) {
         /* Open MPI against hyperpar over MPI, np processes x 1 rank */
@@ -512,12 +295,12 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         for (int k = 0; k < 3; k++)
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
-                double ms = bc_mpi(kinds[k], sz[s], it, 0, 0, repeat);
-                double hs = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, cfg, NULL);
+                double ms = hp_bcomm_mpi(kinds[k], sz[s], it, 0, 0, repeat);
+                double hs = hp_bcomm_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, cfg, NULL);
                 double mi = -1, hi = -1;
                 if (kinds[k] == HP_COMM_ALL_GATHER) {
-                    mi = bc_mpi(kinds[k], sz[s], it, 1, 0, repeat);
-                    hi = bc_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, cfg, NULL);
+                    mi = hp_bcomm_mpi(kinds[k], sz[s], it, 1, 0, repeat);
+                    hi = hp_bcomm_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, cfg, NULL);
                 }
                 if (me == 0) {
                     double bf = bc_busfactor(kinds[k], np);
@@ -528,15 +311,15 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 }
             }
         for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB across processes */
-            double ms = bc_mpi(kinds[k], 100 * 4096, iters, 0, 1, repeat);
+            double ms = hp_bcomm_mpi(kinds[k], 100 * 4096, iters, 0, 1, repeat);
             if (me == 0) {
                 char name[64];
                 snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
                 bc_row(&out, name, "mpi", "100 separate calls", np, 100 * 4096.0, ms, bc_busfactor(kinds[k], np), NULL);
                 bc_fused(&out, w, kinds[k], np, iters, 0, cfg, "MPI, ");
             } else { /* the same calls, unreported */
-                bc_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, cfg, NULL);
-                bc_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, cfg, NULL);
+                hp_bcomm_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, cfg, NULL);
+                hp_bcomm_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, cfg, NULL);
             }
         }
         hp_comm_world_destroy(w);
