@@ -127,12 +127,29 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
     return HP_OK;
 }
 
+/* The flag column of --help: "--name TYPE". */
+static int usage_left(char *buf, size_t n, const hp_opt *o) {
+    const char *t = o->type == OPT_STR ? " STR" : o->type == OPT_FLOAT ? " X" : o->type == OPT_FLAG ? "" : " N";
+    return snprintf(buf, n, "--%s%s", o->name, t);
+}
+
+/* Descriptions start in one column, sized to the longest flag up to
+ * USAGE_MAX_LEFT; a longer flag gets a line of its own. */
+enum { USAGE_MAX_LEFT = 28 };
+
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary) {
     printf("usage: hyperpar %s [--config FILE] [flags]\n%s\n\nflags (a config file takes the same names as keys; flags override it):\n", cmd, summary);
+    char left[128];
+    int width = 0;
     for (int i = 0; i < nopts; i++) {
-        const char *t = opts[i].type == OPT_STR ? "STR" : opts[i].type == OPT_FLOAT ? "X"
-                        : opts[i].type == OPT_FLAG ? "" : "N";
-        printf("  --%s %-6s %s\n", opts[i].name, t, opts[i].help);
+        int w = usage_left(left, sizeof left, &opts[i]);
+        if (w > width && w <= USAGE_MAX_LEFT) width = w;
+    }
+    for (int i = 0; i < nopts; i++) {
+        if (usage_left(left, sizeof left, &opts[i]) > width)
+            printf("  %s\n  %-*s  %s\n", left, width, "", opts[i].help);
+        else
+            printf("  %-*s  %s\n", width, left, opts[i].help);
     }
 }
 

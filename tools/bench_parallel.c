@@ -20,6 +20,7 @@
 #include "child.h"
 #include "session.h"
 #include "core/timing.h"
+#include "models/gpt2_plan.h"
 
 typedef struct {
     double tok_s, step_ms, compute_ms, comm_ms, opt_ms, other_ms;

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "models/gpt2_plan.h"
+
 
 
 

@@ -57,12 +57,4 @@ hp_status hp_plan_layout_of(hp_layout *out, const hp_plan *p, const char *name, 
 char *hp_plan_str(char *buf, size_t n, const hp_plan *p);
 size_t hp_plan_str_size(const hp_plan *p);
 
-/* GPT-2 with data and Megatron-style tensor parallelism on mesh
- * "dp=DP,tp=TP": tokens and targets S(0)@dp; heads of the fused QKV
- * (weight [3,C,C], bias [3,C]) S(1)@tp; MLP-up weight [4C,C] and bias S(0)@tp
- * (column parallel); attention and MLP output weights S(1)@tp (row parallel,
- * biases R); wte [Vp,C] S(0)@tp (vocabulary-parallel embedding and LM head);
- * everything else R. */
-hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp);
-
 #endif

@@ -3,7 +3,9 @@
 # threads; across 2 MPI processes, where pieces travel to rank 0); the files
 # are the single-process layout (whole tensors), so another plan or world size
 # resumes them (losses within 1e-4 of the uninterrupted run); frozen settings
-# are still enforced.
+# are still enforced. --threads is explicit on every run compared bit for bit:
+# the bits of a run depend on its threads per rank (with 2 rank threads,
+# --threads 2 gives each 1, as --threads 1 gives each of 2 MPI processes).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 # Open MPI's plugins leak and are unloaded before LeakSanitizer can name them
@@ -15,19 +17,19 @@ small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 20 --val-ev
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
 # header FILE: the safetensors header (names, dtypes, shapes, offsets)
 header() { head -c $((8 + $(od -An -t u8 -N8 "$1"))) "$1"; }
-# stop_resume NAME LAUNCH... -- PLAN...: full run vs --stop-at 8 + --resume, bit for bit
+# stop_resume NAME THREADS LAUNCH... -- PLAN...: full run vs --stop-at 8 + --resume, bit for bit
 stop_resume() {
-  local name="$1"; shift
+  local name="$1" threads="$2"; shift 2
   local launch=() plan=()
   while [ "$1" != "--" ]; do launch+=("$1"); shift; done
   shift; plan=("$@")
-  "${launch[@]}" "$HP" train $small "${plan[@]}" --metrics "$name-full.jsonl" >"$name.log" 2>&1 || fail "$name: full run failed: $(tail -2 "$name.log")"
-  "${launch[@]}" "$HP" train $small "${plan[@]}" --metrics "$name-part.jsonl" --ckpt-dir "$name-ck" --stop-at 8 >"$name.log" 2>&1 || fail "$name: first half failed: $(tail -2 "$name.log")"
+  "${launch[@]}" "$HP" train $small --threads "$threads" "${plan[@]}" --metrics "$name-full.jsonl" >"$name.log" 2>&1 || fail "$name: full run failed: $(tail -2 "$name.log")"
+  "${launch[@]}" "$HP" train $small --threads "$threads" "${plan[@]}" --metrics "$name-part.jsonl" --ckpt-dir "$name-ck" --stop-at 8 >"$name.log" 2>&1 || fail "$name: first half failed: $(tail -2 "$name.log")"
   for f in model.safetensors optim.safetensors state.json; do [ -f "$name-ck/step_000008/$f" ] || fail "$name: $f missing"; done
   [ -f "$name-ck/latest" ] || fail "$name: no latest pointer"
   ls "$name-ck" | grep -q tmp && fail "$name: temporary checkpoint left behind"
   cp -r "$name-ck" "$name-ck8" # the resumed run checkpoints at its end into the same run directory
-  "${launch[@]}" "$HP" train --resume "$name-ck" --metrics "$name-part.jsonl" >"$name.log" 2>&1 || fail "$name: resume failed: $(tail -2 "$name.log")"
+  "${launch[@]}" "$HP" train --resume "$name-ck" --threads "$threads" --metrics "$name-part.jsonl" >"$name.log" 2>&1 || fail "$name: resume failed: $(tail -2 "$name.log")"
   grep -q "resumed at step 8" "$name.log" || fail "$name: did not resume at step 8"
   [ "$(losses "$name-full.jsonl" | wc -l)" -eq 20 ] || fail "$name: full run has $(losses "$name-full.jsonl" | wc -l) steps"
   diff <(losses "$name-full.jsonl") <(losses "$name-part.jsonl") >/dev/null || fail "$name: resumed losses differ"
@@ -35,15 +37,15 @@ stop_resume() {
 }
 # (a) rank threads, (b) 2 MPI processes (2 rank threads each; rank 0's process holds every piece),
 # and 2 MPI processes of 1 rank each under TP=2 (half of every matrix is sent to rank 0)
-stop_resume thr -- --dp 2 --tp 2
-stop_resume mpi "${MPI[@]}" -- --dp 2 --tp 2
+stop_resume thr 2 -- --dp 2 --tp 2
+stop_resume mpi 2 "${MPI[@]}" -- --dp 2 --tp 2
 # (one thread per rank, as the threads run below has: kernels may split work
 # differently for another thread count, and some BLAS kernels then round differently)
-stop_resume mtp "${MPI[@]}" -- --tp 2 --threads 1
-stop_resume tp -- --tp 2
+stop_resume mtp 1 "${MPI[@]}" -- --tp 2
+stop_resume tp 2 -- --tp 2
 # (d) the files are the single-process layout: same tensor names, shapes and order as a 1-rank checkpoint
-"$HP" train $small --ckpt-dir one-ck --stop-at 8 --metrics one-part.jsonl >/dev/null 2>&1 || fail "1-rank run failed"
-"$HP" train $small --metrics one-full.jsonl >/dev/null 2>&1 || fail "1-rank full run failed"
+"$HP" train $small --threads 2 --ckpt-dir one-ck --stop-at 8 --metrics one-part.jsonl >/dev/null 2>&1 || fail "1-rank run failed"
+"$HP" train $small --threads 2 --metrics one-full.jsonl >/dev/null 2>&1 || fail "1-rank full run failed"
 for f in model optim; do
   for run in thr mpi mtp; do
     cmp -s <(header one-ck/step_000008/$f.safetensors) <(header $run-ck8/step_000008/$f.safetensors) || fail "$run: $f.safetensors is not the 1-rank layout"

@@ -1,14 +1,14 @@
 # A run interrupted by --stop-at and resumed gives the same losses, bit for bit,
 # as the uninterrupted run (AdamW and Muon); checkpoints are complete directories.
 . "$(dirname "$0")/lib.sh"
-small="--layers 2 --heads 2 --channels 64 --batch 4 --seq 64 --steps 24 --val-every 12 --warmup 4"
+small="--layers 2 --heads 2 --channels 64 --batch 4 --seq 64 --steps 24 --val-every 12 --warmup 4 --threads 2"
 for opt in adamw muon; do
   "$HP" train $small --optimizer $opt --metrics full.jsonl >/dev/null 2>&1 || fail "$opt: full run failed"
   "$HP" train $small --optimizer $opt --metrics part.jsonl --ckpt-dir ck --stop-at 10 >/dev/null 2>&1 || fail "$opt: first half failed"
   [ -f ck/step_000010/model.safetensors ] && [ -f ck/step_000010/optim.safetensors ] && [ -f ck/step_000010/state.json ] || fail "$opt: checkpoint files missing"
   [ -f ck/latest ] || fail "$opt: no latest pointer"
   ls ck | grep -q tmp && fail "$opt: temporary checkpoint left behind"
-  "$HP" train --resume ck --metrics part.jsonl >/dev/null 2>&1 || fail "$opt: resume failed"
+  "$HP" train --resume ck --threads 2 --metrics part.jsonl >/dev/null 2>&1 || fail "$opt: resume failed"
   [ "$(losses full.jsonl | wc -l)" -eq 24 ] || fail "$opt: full run has $(losses full.jsonl | wc -l) steps"
   if ! diff <(losses full.jsonl) <(losses part.jsonl) >/dev/null; then fail "$opt: resumed losses differ"; fi
   expect_error "differs from the checkpoint" "$HP" train --resume ck --batch 8

@@ -5,7 +5,7 @@
 # processes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
-small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 2"
+small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 2 --threads 2"
 "$HP" train $small --dp 2 --tp 2 --validate --metrics val.jsonl >log.txt 2>&1 || fail "validated run failed: $(tail -2 log.txt)"
 grep -qE '^validation: [0-9]+ operators checked, every layout and value agrees' log.txt || fail "no validation summary: $(head -3 log.txt)"
 ops=$(sed -n 's/^validation: \([0-9]*\) operators checked.*/\1/p' log.txt)

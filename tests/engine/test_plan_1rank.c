@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "layout/plan.h"
+#include "models/gpt2_plan.h"
 #include "parallel/compile.h"
 #include "runtime/dist.h"
 #include "runtime/program.h"

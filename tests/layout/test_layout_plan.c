@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "layout/plan.h"
+#include "models/gpt2_plan.h"
 #include "testutil.h"
 
 /* The layout of `name` printed in text form ("" on error). */

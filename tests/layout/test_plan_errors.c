@@ -14,6 +14,7 @@
 /* The layout room's tests link only the rooms below layout, so the GPT-2
  * builder is compiled in here. */
 #include "models/gpt2.h"
+#include "models/gpt2_plan.h"
 
 typedef struct {
     hp_graph *g;

@@ -1,0 +1,36 @@
+/* models/gpt2_plan: GPT-2's data x tensor parallel plan (gpt2_plan.h). */
+#include "models/gpt2_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp) {
+    memset(out, 0, sizeof *out);
+    if (dp < 1) return hp_errorf("gpt2 plan: dp must be >= 1 (got %d)", dp);
+    if (tp < 1) return hp_errorf("gpt2 plan: tp must be >= 1 (got %d)", tp);
+    char text[64];
+    snprintf(text, sizeof text, "dp=%d,tp=%d", dp, tp);
+    hp_mesh m;
+    HP_TRY(hp_mesh_parse(&m, text));
+    hp_plan_init(out, &m);
+    static const char *const rules[][3] = {
+        {"input", "tokens", "S(0)@dp"},
+        {"input", "targets", "S(0)@dp"},
+        {"param", "h.*.attn.qkv.weight", "S(1)@tp"},  /* [3, C, C]: heads (column parallel) */
+        {"param", "h.*.attn.qkv.bias", "S(1)@tp"},    /* [3, C] */
+        {"param", "h.*.attn.proj.weight", "S(1)@tp"}, /* [C, C]: row parallel (bias R) */
+        {"param", "h.*.mlp.fc.weight", "S(0)@tp"},    /* [4C, C]: column parallel */
+        {"param", "h.*.mlp.fc.bias", "S(0)@tp"},      /* [4C] */
+        {"param", "h.*.mlp.proj.weight", "S(1)@tp"},  /* [C, 4C]: row parallel (bias R) */
+        {"param", "wte", "S(0)@tp"},                  /* [Vp, C]: vocabulary parallel */
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        hp_status st = rules[i][0][0] == 'i' ? hp_plan_add_input_str(out, rules[i][1], rules[i][2])
+                                             : hp_plan_add_param_str(out, rules[i][1], rules[i][2]);
+        if (st) {
+            hp_plan_free(out);
+            return st;
+        }
+    }
+    return HP_OK;
+}

@@ -1,0 +1,17 @@
+/* models/gpt2_plan: GPT-2's default sharding plan (the model owns its plan).
+ * The plan file format and the hp_plan C API it is built with live in
+ * layout/plan.h; this file only says how GPT-2's tensors are laid out. */
+#ifndef HP_MODELS_GPT2_PLAN_H
+#define HP_MODELS_GPT2_PLAN_H
+
+#include "layout/plan.h"
+
+/* GPT-2 with data and Megatron-style tensor parallelism on mesh
+ * "dp=DP,tp=TP": tokens and targets S(0)@dp; heads of the fused QKV
+ * (weight [3,C,C], bias [3,C]) S(1)@tp; MLP-up weight [4C,C] and bias S(0)@tp
+ * (column parallel); attention and MLP output weights S(1)@tp (row parallel,
+ * biases R); wte [Vp,C] S(0)@tp (vocabulary-parallel embedding and LM head);
+ * everything else R. */
+hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp);
+
+#endif
