@@ -1,24 +1,25 @@
 /* bench_step: where one training step of GPT-2 spends its time, operator by
- * operator. Builds the model for a configuration, compiles it as the trainer
- * does, then runs the nodes of the compiled program one at a time (the same
- * tensors, in the same order as hp_program_run) with a clock around each, and
- * the optimizer (clip + AdamW) after them. Prints per operator kind: calls per
- * step, median ms per step, share of the step and GFLOP/s. Not a test.
- * With a fourth argument "nodes", also every linear node of the first layer
- * and of the head on its own (GFLOP/s per GEMM shape).
+ * operator. Builds the model for a configuration, compiles it with hp_compile
+ * as the trainer does (one rank, the optimizer phase included), then runs the
+ * program's three phases with a step hook that reads the clock around every
+ * step (the same tensors, in the same order as a plain hp_program_run).
+ * Prints per operator kind and phase: calls per step, median ms per step,
+ * share of the step and GFLOP/s. Not a test. With a fourth argument "nodes",
+ * also every linear node of the first layer and of the head on its own
+ * (GFLOP/s per GEMM shape).
  * Usage: bench_step [small|gpt2-124m] [steps] [threads] [nodes] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/autodiff.h"
 #include "core/rng.h"
+#include "core/timing.h"
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
 #include "ops/ops.h"
-#include "core/timing.h"
-#include "optim/optimizer.h"
+#include "optim/phase.h"
+#include "parallel/compile.h"
 #include "runtime/params.h"
 #include "runtime/program.h"
 
@@ -35,6 +36,22 @@ typedef struct {
     double flops;
     double *t; /* [steps] seconds per step */
 } row;
+
+typedef struct {
+    const hp_graph *g;
+    row *rows;
+    int *rowof;
+    double *node_t;
+    int s, steps;
+} timing;
+
+static void time_step(void *ctx, const hp_node *n, double t0, double t1) {
+    timing *tm = ctx;
+    if (tm->s < 0) return;
+    int i = (int)(n - tm->g->nodes);
+    tm->rows[tm->rowof[i]].t[tm->s] += t1 - t0;
+    tm->node_t[(size_t)i * (size_t)tm->steps + (size_t)tm->s] = t1 - t0;
+}
 
 int main(int argc, char **argv) {
     const char *cfg = argc > 1 ? argv[1] : "small";
@@ -56,25 +73,21 @@ int main(int argc, char **argv) {
     hp_gpt2_io io;
     die(hp_graph_create(&g));
     die(hp_gpt2_build(g, &io, &m, B, T));
-    die(hp_autodiff(g, io.loss, &hp_op_add));
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    hp_compiled cc;
+    hp_compile_opts co = {.train = 1, .optim = &oc, .max_norm = 1.0f};
+    die(hp_compile(&cc, g, NULL, 0, &co));
+    const hp_graph *lg = cc.rg.g;
     hp_param_store ps;
-    die(hp_param_store_create(&ps, g));
+    die(hp_param_store_create(&ps, lg));
     hp_pool *pool;
     die(hp_pool_create(&pool, threads));
     hp_program *prog;
-    die(hp_program_create(&prog, g, &ps, pool));
+    die(hp_program_create_ordered(&prog, lg, cc.sched.order, cc.sched.n, &cc.mem, &ps, pool, &cc.rg.ctx));
     float **ptrs = malloc(sizeof(float *) * (size_t)ps.n);
     for (int i = 0; i < ps.n; i++) ptrs[i] = hp_param_ptr(&ps, i);
     die(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])ps.name, ps.shape, ps.n, &m, 1));
-    hp_opt_param *op = calloc((size_t)ps.n, sizeof *op);
-    float *grads = hp_program_grads(prog);
-    for (int i = 0; i < ps.n; i++)
-        op[i] = (hp_opt_param){.name = ps.name[i], .param = ptrs[i], .grad = grads + ps.offset[i],
-                               .shape = ps.shape[i], .hidden_matrix = ps.hidden_matrix[i]};
-    hp_optim_config oc;
-    hp_optim_config_default(&oc);
-    hp_optimizer *opt;
-    die(hp_optimizer_create(&opt, &oc, op, ps.n, pool));
     int32_t *tok = hp_program_data(prog, io.tokens), *tgt = hp_program_data(prog, io.targets);
     hp_rng rng;
     hp_rng_seed(&rng, 5);
@@ -82,61 +95,29 @@ int main(int argc, char **argv) {
         tok[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)m.V);
         tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)m.V);
     }
-
-    /* The executor's steps, rebuilt from the graph and the program's storage. */
-    size_t scratch = 0;
-    for (int i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].op->scratch) {
-            size_t s = g->nodes[i].op->scratch(g, &g->nodes[i], threads);
-            if (s > scratch) scratch = s;
-        }
-    hp_status err = HP_OK;
-    hp_kctx k = {pool, calloc(scratch + 1, sizeof(float)), NULL, &err};
-    hp_tensor(*tin)[HP_MAX_IN] = calloc((size_t)g->nnodes, sizeof *tin);
-    hp_tensor(*tout)[HP_MAX_OUT] = calloc((size_t)g->nnodes, sizeof *tout);
-    int *rowof = malloc(sizeof(int) * (size_t)g->nnodes);
-    row *rows = calloc((size_t)g->nnodes + 2, sizeof *rows);
+    int *rowof = malloc(sizeof(int) * (size_t)lg->nnodes);
+    row *rows = calloc((size_t)lg->nnodes + 2, sizeof *rows);
     int nrows = 0;
-    for (int i = 0; i < g->nnodes; i++) {
-        const hp_node *n = &g->nodes[i];
-        for (int j = 0; j < n->nin; j++) {
-            const hp_value *v = &g->vals[n->in[j]];
-            tin[i][j] = (hp_tensor){v->dtype, v->shape, hp_program_data(prog, n->in[j])};
-        }
-        for (int j = 0; j < n->nout; j++)
-            if (n->out[j] >= 0) {
-                const hp_value *v = &g->vals[n->out[j]];
-                tout[i][j] = (hp_tensor){v->dtype, v->shape, hp_program_data(prog, n->out[j])};
-            }
+    for (int i = 0; i < lg->nnodes; i++) {
+        const hp_node *n = &lg->nodes[i];
         int r = 0;
         while (r < nrows && !(rows[r].op == n->op && rows[r].phase == (int)n->phase)) r++;
         if (r == nrows) rows[nrows++] = (row){n->op, (int)n->phase, 0, 0, calloc((size_t)steps, sizeof(double))};
         rows[r].calls++;
-        rows[r].flops += n->op->flops ? n->op->flops(g, n) : 0;
+        rows[r].flops += n->op->flops ? n->op->flops(lg, n) : 0;
         rowof[i] = r;
     }
-    int r_clip = nrows++, r_adam = nrows++;
-    rows[r_clip] = (row){NULL, 2, 1, 0, calloc((size_t)steps, sizeof(double))};
-    rows[r_adam] = (row){NULL, 3, 1, 0, calloc((size_t)steps, sizeof(double))};
     double *total = calloc((size_t)steps, sizeof(double));
-    double *node_t = calloc((size_t)g->nnodes * (size_t)steps, sizeof(double));
+    double *node_t = calloc((size_t)lg->nnodes * (size_t)steps, sizeof(double));
+    timing tm = {lg, rows, rowof, node_t, -1, steps};
+    hp_program_set_hook(prog, time_step, &tm);
     for (int s = -2; s < steps; s++) {
+        tm.s = s;
+        hp_optim_phase_lrs(hp_program_data(prog, cc.optim.lr), &oc, 1e-4f);
+        *(int32_t *)hp_program_data(prog, cc.optim.step) = s + 3;
         double t0 = hp_now();
-        for (int ph = 0; ph < 2; ph++)
-            for (int i = 0; i < g->nnodes; i++) {
-                const hp_node *n = &g->nodes[i];
-                if ((int)n->phase != ph) continue;
-                double a = hp_now();
-                n->op->run(&k, n, tin[i], tout[i]);
-                double dt = hp_now() - a;
-                if (s >= 0) rows[rowof[i]].t[s] += dt, node_t[(size_t)i * (size_t)steps + (size_t)s] = dt;
-            }
-        double a = hp_now();
-        hp_optimizer_clip_grads(opt, 1.0f);
-        double b = hp_now();
-        hp_optimizer_step(opt, 1e-4f);
-        double c = hp_now();
-        if (s >= 0) rows[r_clip].t[s] = b - a, rows[r_adam].t[s] = c - b, total[s] = c - t0;
+        for (int ph = 0; ph < HP_NPHASES; ph++) die(hp_program_run(prog, (hp_phase)ph));
+        if (s >= 0) total[s] = hp_now() - t0;
     }
     double step = hp_median(total, steps);
     printf("bench_step %s B=%d T=%d threads=%d: median step %.2f ms, %.0f tok/s, loss %.4f\n", cfg, B, T, threads,
@@ -147,26 +128,24 @@ int main(int argc, char **argv) {
         double t = hp_median(rows[r].t, steps);
         sum += t;
         char nm[64];
-        if (rows[r].op)
-            snprintf(nm, sizeof nm, "%s%s", rows[r].op->name, rows[r].phase ? " (bwd)" : "");
-        else
-            snprintf(nm, sizeof nm, "%s", rows[r].phase == 2 ? "optimizer clip" : "optimizer step");
+        snprintf(nm, sizeof nm, "%s%s", rows[r].op->name,
+                 rows[r].phase == HP_PHASE_BWD ? " (bwd)" : rows[r].phase == HP_PHASE_OPT ? " (opt)" : "");
         printf("%-22s %5d %10.3f %6.1f%% %9.1f\n", nm, rows[r].calls, t * 1e3, 100 * t / step,
                rows[r].flops > 0 ? rows[r].flops / t * 1e-9 : 0.0);
     }
     printf("%-22s %5s %10.3f %6.1f%%\n", "sum of medians", "", sum * 1e3, 100 * sum / step);
-    for (int i = 0; per_node && i < g->nnodes; i++) {
-        const hp_node *n = &g->nodes[i];
+    for (int i = 0; per_node && i < lg->nnodes; i++) {
+        const hp_node *n = &lg->nodes[i];
         int lin = n->op == &hp_op_linear || n->op == &hp_op_linear_bwd;
         if (!lin || !(strstr(n->name, "h.0.") || strstr(n->name, "head"))) continue;
         double *t = node_t + (size_t)i * (size_t)steps;
-        double med = hp_median(t, steps), f = n->op->flops ? n->op->flops(g, n) : 0;
+        double med = hp_median(t, steps), f = n->op->flops ? n->op->flops(lg, n) : 0;
         printf("  %-48s %8.3f ms %7.1f GFLOP/s\n", n->name, med * 1e3, f / med * 1e-9);
     }
     for (int r = 0; r < nrows; r++) free(rows[r].t);
-    free(rows), free(rowof), free(node_t), free(tin), free(tout), free(total), free(k.scratch), free(op), free(ptrs);
-    hp_optimizer_destroy(opt);
+    free(rows), free(rowof), free(node_t), free(total), free(ptrs);
     hp_program_destroy(prog);
+    hp_compiled_free(&cc);
     hp_pool_destroy(pool);
     hp_param_store_free(&ps);
     hp_graph_destroy(g);

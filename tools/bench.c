@@ -42,11 +42,10 @@ typedef struct {
 
 static void run_config(bench_result *r, const bench_config *c, int threads, int steps) {
     hp_session s;
-    hp_status st = hp_session_create(&s, &c->m, c->B, c->T, threads, 1);
     hp_optim_config oc;
     hp_optim_config_default(&oc);
+    hp_status st = hp_session_create(&s, &c->m, c->B, c->T, threads, 1, &oc);
     if (!st) st = hp_session_init_params(&s, 1);
-    if (!st) st = hp_session_add_optimizer(&s, &oc);
     if (st) {
         snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
         hp_status_free(st);
@@ -74,9 +73,16 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
             return;
         }
         double t2 = hp_now();
-        hp_optimizer_clip_grads(s.opt, 1.0f);
-        hp_optimizer_step(s.opt, 1e-4f);
+        hp_session_set_step(&s, &oc, 1e-4f, i + 2);
+        st = hp_program_run(s.prog, HP_PHASE_OPT);
         double t3 = hp_now();
+        if (st) {
+            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+            hp_status_free(st);
+            free(f);
+            hp_session_destroy(&s);
+            return;
+        }
         if (i >= 0) f[i] = t1 - t0, b[i] = t2 - t1, o[i] = t3 - t2, t[i] = t3 - t0;
     }
     const hp_program_info *info = hp_program_get_info(s.prog);

@@ -15,7 +15,7 @@
 #include "args.h"
 #include "commands.h"
 #include "core/rng.h"
-#include "dist_session.h"
+#include "runtime/dist.h"
 #include "progress.h"
 #include "child.h"
 #include "session.h"
@@ -38,22 +38,29 @@ static const pconfig pconfigs[] = {
 };
 
 typedef struct {
-    hp_dist_session *s;
+    hp_dist *d;
+    hp_gpt2_io io;
+    const hp_optim_config *oc;
     const int32_t *tok, *tgt;
-    hp_optimizer **opt;
+    long step;
     double prof[64][2];
     double opt_s[64];
 } pstep;
 
+/* One training step on a rank; the optimizer phase is timed apart. */
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     pstep *c = c_;
-    hp_dist_scatter_value(c->s->d, r, c->s->io.tokens, hp_program_data(r->prog, r->rg.map[c->s->io.tokens]), c->tok);
-    hp_dist_scatter_value(c->s->d, r, c->s->io.targets, hp_program_data(r->prog, r->rg.map[c->s->io.targets]), c->tgt);
+    hp_dist_scatter_value(c->d, r, c->io.tokens, hp_dist_value(r, c->io.tokens), c->tok);
+    hp_dist_scatter_value(c->d, r, c->io.targets, hp_dist_value(r, c->io.targets), c->tgt);
+    hp_optim_phase_lrs(hp_program_data(r->prog, r->c.optim.lr), c->oc, 1e-4f);
+    *(int32_t *)hp_program_data(r->prog, r->c.optim.step) = (int32_t)(c->step + 1);
     HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
     HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    double *prof = c->prof[r->local_index], saved[2] = {prof[0], prof[1]};
     double t0 = hp_now();
-    hp_optimizer_step(c->opt[r->local_index], 1e-4f);
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
     c->opt_s[r->local_index] += hp_now() - t0;
+    prof[0] = saved[0], prof[1] = saved[1]; /* the optimizer is its own column */
     return HP_OK;
 }
 
@@ -66,65 +73,48 @@ static void fill_batch(int32_t *tok, int32_t *tgt, int n, int V) {
     }
 }
 
-static hp_status run_engine(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
-    hp_session s;
-    HP_TRY(hp_session_create(&s, m, B, T, threads, 1));
-    hp_optim_config oc;
-    hp_optim_config_default(&oc);
-    hp_status st = hp_session_init_params(&s, 1);
-    if (!st) st = hp_session_add_optimizer(&s, &oc);
-    double *t = calloc((size_t)steps * 4, sizeof *t), *k = t + steps, *o = k + steps, *ot = o + steps, prof[2];
-    if (!st) fill_batch(hp_session_tokens(&s), hp_session_targets(&s), B * T, m->V);
-    for (int i = -2; i < steps && !st; i++) {
-        prof[0] = prof[1] = 0;
-        hp_program_profile(s.prog, prof);
-        double t0 = hp_now();
-        st = hp_program_run(s.prog, HP_PHASE_FWD);
-        if (!st) st = hp_program_run(s.prog, HP_PHASE_BWD);
-        double t1 = hp_now();
-        hp_optimizer_step(s.opt, 1e-4f);
-        double t2 = hp_now();
-        if (i >= 0) t[i] = t2 - t0, k[i] = prof[0], o[i] = t2 - t1, ot[i] = t[i] - k[i] - o[i];
-    }
-    if (!st) {
-        double step = hp_median(t, steps);
-        *r = (prow){B * T / step, step * 1e3, hp_median(k, steps) * 1e3, 0, hp_median(o, steps) * 1e3, hp_median(ot, steps) * 1e3, 1, ""};
-    }
-    free(t);
-    hp_session_destroy(&s);
-    return st;
-}
-
+/* The GPT-2 step under a plan (NULL: the plain engine, one rank), profiled. */
 static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps, int dp, int tp) {
     hp_plan plan;
-    HP_TRY(hp_plan_gpt2_dp_tp(&plan, dp, tp));
-    hp_dist_session s;
-    hp_status st = hp_dist_session_create(&s, m, &plan, B, T, threads, 300);
-    if (!st) st = hp_dist_session_init_params(&s, 1, NULL);
-    int nr = st ? 0 : hp_dist_nranks(s.d);
-    pstep *c = calloc(1, sizeof *c);
-    hp_optimizer **opt = calloc((size_t)(nr ? nr : 1), sizeof *opt);
-    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
+    int have_plan = dp > 0;
+    if (have_plan) HP_TRY(hp_plan_gpt2_dp_tp(&plan, dp, tp));
+    hp_gpt2_config mc = *m;
+    hp_graph *g = NULL;
+    hp_comm_world *w = NULL;
+    hp_dist *d = NULL;
     hp_optim_config oc;
     hp_optim_config_default(&oc);
-    for (int i = 0; i < nr && !st; i++) {
-        hp_dist_rank *rk = hp_dist_rank_at(s.d, i);
-        hp_opt_param *p = calloc((size_t)rk->ps.n, sizeof *p);
-        for (int k = 0; k < rk->ps.n; k++)
-            p[k] = (hp_opt_param){rk->ps.name[k], hp_param_ptr(&rk->ps, k), hp_program_grads(rk->prog) + rk->ps.offset[k],
-                                  rk->ps.shape[k], rk->ps.hidden_matrix[k]};
-        st = hp_optimizer_create(&opt[i], &oc, p, rk->ps.n, rk->pool);
-        free(p);
-        hp_program_profile(rk->prog, c->prof[i]);
-    }
-    fill_batch(tok, tgt, B * T, m->V);
-    *c = (pstep){&s, tok, tgt, opt, {{0}}, {0}};
-    for (int i = 0; i < nr; i++) hp_program_profile(hp_dist_rank_at(s.d, i)->prog, c->prof[i]);
+    pstep *c = calloc(1, sizeof *c);
+    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
     double *t = calloc((size_t)steps * 5, sizeof *t), *k = t + steps, *cm = k + steps, *o = cm + steps, *ot = o + steps;
+    hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("out of memory");
+    if (!st) st = hp_graph_create(&g);
+    if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
+    if (!st) st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
+    if (!st) {
+        hp_dist_config dc = {.model = g, .plan = have_plan ? &plan : NULL, .world = w,
+                             .threads_per_rank = hp_dist_threads_per_rank(w, threads)};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = 1}};
+        st = hp_dist_create(&d, &dc);
+    }
+    if (!st) {
+        hp_session init; /* GPT-2 initialisation of a whole model, scattered */
+        st = hp_session_create(&init, &mc, 1, 1, 1, 0, NULL);
+        if (!st) st = hp_session_init_params(&init, 1);
+        if (!st) st = hp_dist_scatter_params(d, &init.ps);
+        hp_session_destroy(&init);
+    }
+    int nr = st ? 0 : hp_dist_nranks(d);
+    if (!st) {
+        fill_batch(tok, tgt, B * T, m->V);
+        c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
+        for (int i = 0; i < nr; i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
+    }
     for (int i = -2; i < steps && !st; i++) {
         c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
+        c->step = i + 2;
         double t0 = hp_now();
-        st = hp_dist_run(s.d, rank_step, c);
+        st = hp_dist_run(d, rank_step, c);
         double dt = hp_now() - t0;
         if (i >= 0) {
             t[i] = dt, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
@@ -136,9 +126,11 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
         *r = (prow){B * T / step, step * 1e3, hp_median(k, steps) * 1e3, hp_median(cm, steps) * 1e3, hp_median(o, steps) * 1e3,
                     hp_median(ot, steps) * 1e3, 1, ""};
     }
-    for (int i = 0; i < nr; i++) hp_optimizer_destroy(opt[i]);
-    free(opt), free(tok), free(tgt), free(t), free(c);
-    hp_dist_session_destroy(&s);
+    free(tok), free(tgt), free(t), free(c);
+    hp_dist_destroy(d);
+    hp_comm_world_destroy(w);
+    hp_graph_destroy(g);
+    if (have_plan) hp_plan_free(&plan);
     return st;
 }
 
@@ -151,8 +143,7 @@ typedef struct {
 static void child_row(void *result, void *ctx) {
     row_args *a = ctx;
     prow *r = result;
-    hp_status st = a->pc->dp ? run_plan(r, a->m, a->B, a->T, a->threads, a->steps, a->pc->dp, a->pc->tp)
-                             : run_engine(r, a->m, a->B, a->T, a->threads, a->steps);
+    hp_status st = run_plan(r, a->m, a->B, a->T, a->threads, a->steps, a->pc->dp, a->pc->tp);
     if (st) {
         snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
         hp_status_free(st);

@@ -18,7 +18,9 @@ hp_status hp_train_state_json(char **out, long step, const hp_gpt2_config *m, co
     hp_jw_object_begin(&w);
     for (int i = 0; i < ntab; i++) {
         char buf[600];
-        if (!strcmp(tab[i].name, "resume") || !strcmp(tab[i].name, "init") || !strcmp(tab[i].name, "stop-at")) continue;
+        if (!strcmp(tab[i].name, "resume") || !strcmp(tab[i].name, "init") || !strcmp(tab[i].name, "stop-at") ||
+            !strcmp(tab[i].name, "trace") || !strcmp(tab[i].name, "trace-steps"))
+            continue;
         hp_args_format(buf, sizeof buf, &tab[i]);
         hp_jw_key(&w, tab[i].name), hp_jw_string(&w, buf);
     }

@@ -15,7 +15,7 @@ static hp_status reexport_llmc(const char *in, const char *out) {
     hp_session s;
     memset(&s, 0, sizeof s);
     HP_TRY(hp_llmc_model_config(&m, in));
-    hp_status st = hp_session_create(&s, &m, 1, 1, 1, 0);
+    hp_status st = hp_session_create(&s, &m, 1, 1, 1, 0, NULL);
     if (!st) st = hp_session_import_llmc(&s, in);
     if (!st) st = hp_session_export_llmc(&s, out);
     if (!st) printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m.L, m.NH, m.C, m.V, m.Vp, m.maxT);
@@ -45,8 +45,8 @@ static hp_status export_llmc(const char *ckpt, const char *init, const char *out
     hp_session s;
     memset(&s, 0, sizeof s);
     st = hp_ckpt_model_config(&m, &ck, ckpt);
-    if (!st) st = hp_session_create(&s, &m, 1, 1, 1, 0);
-    if (!st) st = hp_session_load(&s, &ck, 0);
+    if (!st) st = hp_session_create(&s, &m, 1, 1, 1, 0, NULL);
+    if (!st) st = hp_session_load(&s, &ck);
     if (!st) st = hp_session_export_llmc(&s, out);
     if (!st) printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m.L, m.NH, m.C, m.V, m.Vp, m.maxT);
     hp_ckpt_close(&ck);

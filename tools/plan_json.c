@@ -36,12 +36,12 @@ static void json_rank(hp_jw *w, const planner *p, const rank_report *r) {
         int v = p->listed[k];
         const hp_value *val = &g->vals[v];
         hp_shape loc;
-        hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
+        hp_local_shape(&loc, NULL, &val->shape, &p->prop->val[v], m, r->rank);
         hp_jw_object_begin(w);
         jw_str(w, "name", val->name);
         jw_str(w, "kind", hp_planner_kind_name(val->kind));
         jw_shape(w, "shape", &val->shape);
-        jw_str(w, "layout", hp_layout_str(b, sizeof b, &p->prop.val[v], m));
+        jw_str(w, "layout", hp_layout_str(b, sizeof b, &p->prop->val[v], m));
         jw_shape(w, "local_shape", &loc);
         hp_jw_object_end(w);
     }
@@ -64,7 +64,7 @@ static void json_rank(hp_jw *w, const planner *p, const rank_report *r) {
     hp_jw_array_end(w);
     hp_jw_key(w, "totals");
     hp_jw_array_begin(w);
-    for (int ph = 0; ph < 2; ph++)
+    for (int ph = 0; ph < HP_NPHASES; ph++)
         for (int k = 0; k < NKINDS; k++) {
             if (!r->count[ph][k]) continue;
             hp_jw_object_begin(w);
@@ -121,13 +121,22 @@ hp_status hp_planner_write_json(const planner *p, const char *path) {
     }
     jw_str(&w, "plan", hp_plan_str(pt, pn, &p->plan));
     free(pt);
+    hp_jw_key(&w, "passes");
+    hp_jw_array_begin(&w);
+    for (int i = 0; i < p->r[0].cc.npasses; i++) {
+        hp_jw_object_begin(&w);
+        jw_str(&w, "name", p->r[0].cc.passes[i].name);
+        jw_str(&w, "note", p->r[0].cc.passes[i].note);
+        hp_jw_object_end(&w);
+    }
+    hp_jw_array_end(&w);
     hp_jw_key(&w, "ranks");
     hp_jw_array_begin(&w);
     for (int i = 0; i < p->nr; i++) json_rank(&w, p, &p->r[i]);
     hp_jw_array_end(&w);
     hp_jw_key(&w, "notes");
     hp_jw_array_begin(&w);
-    for (int i = 0; i < p->prop.nnotes; i++) hp_jw_string(&w, p->prop.notes[i]);
+    for (int i = 0; i < p->prop->nnotes; i++) hp_jw_string(&w, p->prop->notes[i]);
     hp_jw_array_end(&w);
     hp_jw_object_end(&w);
     char *text;

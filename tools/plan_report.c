@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autodiff.h"
-#include "core/memplan.h"
 #include "ops/ops.h"
 #include "parallel/redistribute.h"
 #include "plan_report.h"
@@ -35,7 +33,7 @@ const char *hp_planner_kind_name(hp_vkind k) {
     }
 }
 
-const char *hp_planner_phase_name(hp_phase p) { return p == HP_PHASE_BWD ? "bwd" : "fwd"; }
+const char *hp_planner_phase_name(hp_phase p) { return p == HP_PHASE_OPT ? "opt" : p == HP_PHASE_BWD ? "bwd" : "fwd"; }
 
 void hp_planner_group_str(char *buf, size_t n, const hp_mesh *m, int axis, int rank) {
     int ranks[256], idx;
@@ -70,7 +68,7 @@ static hp_status add_coll(rank_report *r, const coll *c) {
 }
 
 static hp_status gather_colls(rank_report *r, const hp_mesh *m) {
-    const hp_graph *lg = r->rg.g;
+    const hp_graph *lg = r->cc.rg.g;
     for (int i = 0; i < lg->nnodes; i++) {
         const hp_node *n = &lg->nodes[i];
         coll c;
@@ -79,8 +77,8 @@ static hp_status gather_colls(rank_report *r, const hp_mesh *m) {
         snprintf(c.where, sizeof c.where, "%s", n->name);
         char *suffix = strstr(c.where, ".redistribute");
         if (suffix && suffix[13] == 0) *suffix = 0;
-        if (n->op == &hp_op_redistribute) {
-            const hp_redist *p = &r->rg.ctx.plans[n->a.i[0]];
+        if (n->op == &hp_op_redistribute || n->op == &hp_op_redistribute_start) {
+            const hp_redist *p = &r->cc.rg.ctx.plans[n->a.i[0]];
             hp_redist_str(c.steps, sizeof c.steps, p);
             c.bytes = p->bytes;
             size_t u = 0;
@@ -108,6 +106,14 @@ static hp_status gather_colls(rank_report *r, const hp_mesh *m) {
             hp_planner_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             r->count[c.phase][HP_RD_ALL_GATHER]++;
             r->bytes[c.phase][HP_RD_ALL_GATHER] += c.bytes;
+        } else if (n->op == &hp_op_sumsq_combine) {
+            int w = hp_mesh_size(m);
+            c.bytes = 8.0 * (w - 1);
+            c.comm = 1;
+            snprintf(c.steps, sizeof c.steps, "all-gather(world) %.0f B (gradient norm)", c.bytes);
+            snprintf(c.groups, sizeof c.groups, "world[0..%d]", w - 1);
+            r->count[c.phase][HP_RD_ALL_GATHER]++;
+            r->bytes[c.phase][HP_RD_ALL_GATHER] += c.bytes;
         } else {
             continue;
         }
@@ -118,33 +124,26 @@ static hp_status gather_colls(rank_report *r, const hp_mesh *m) {
 
 static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
 
-/* Memory of the rank's program, as runtime/program would lay it out. */
+/* Memory of the rank's program, as runtime/program lays it out (the arena
+ * from the compile's memory pass). */
 static hp_status gather_memory(rank_report *r, const planner *p) {
-    const hp_graph *lg = r->rg.g;
+    const hp_graph *lg = r->cc.rg.g;
     mem *m = &r->m;
-    int adamw = strcmp(p->po.o.optimizer, "muon") != 0;
     for (int v = 0; v < lg->nvals; v++) {
         const hp_value *val = &lg->vals[v];
         double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
         if (val->kind == HP_V_PARAM) {
             m->params += b;
             m->grads += val->grad >= 0 ? b : 0;
-            m->optim += (adamw || !val->hidden_matrix) ? 2 * b : b; /* AdamW m, v; Muon momentum */
+        } else if (val->kind == HP_V_STATE) {
+            m->optim += b; /* AdamW m, v; Muon momentum */
         } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
             continue; /* in the gradient buffer */
         } else if (val->persistent) {
             m->inputs += b;
         }
     }
-    int *order = malloc(sizeof(int) * (size_t)(lg->nnodes ? lg->nnodes : 1));
-    if (!order) return hp_errorf("out of memory");
-    for (int i = 0; i < lg->nnodes; i++) order[i] = i;
-    hp_memplan mp;
-    hp_status st = hp_memplan_build(&mp, lg, order, lg->nnodes);
-    free(order);
-    if (st) return st;
-    m->arena = (double)mp.arena_bytes;
-    hp_memplan_free(&mp);
+    m->arena = (double)r->cc.mem.arena_bytes;
     int n = hp_mesh_size(&p->plan.mesh), threads = p->po.o.threads / n > 0 ? p->po.o.threads / n : 1;
     size_t op_scratch = 0, rd_scratch = 0;
     for (int i = 0; i < lg->nnodes; i++) {
@@ -152,8 +151,8 @@ static hp_status gather_memory(rank_report *r, const planner *p) {
         size_t s = nd->op->scratch ? nd->op->scratch(lg, nd, threads) : 0;
         if (s > op_scratch) op_scratch = s;
     }
-    for (int i = 0; i < r->rg.ctx.nplans; i++) {
-        size_t s = hp_redistribute_scratch(&r->rg.ctx.plans[i], &p->plan.mesh);
+    for (int i = 0; i < r->cc.rg.ctx.nplans; i++) {
+        size_t s = hp_redistribute_scratch(&r->cc.rg.ctx.plans[i], &p->plan.mesh);
         if (s > rd_scratch) rd_scratch = s;
     }
     m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
@@ -189,43 +188,36 @@ hp_status hp_planner_build(planner *p) {
     int n = hp_mesh_size(&p->plan.mesh);
     if (po->world == 0) po->world = n;
     HP_TRY(check_opts(po, n, &p->plan.mesh));
-    HP_TRY(hp_graph_create(&p->g));
-    HP_TRY(hp_gpt2_build(p->g, &p->io, &p->mc, o->batch, o->seq));
-    HP_TRY(hp_autodiff(p->g, p->io.loss, &hp_op_add));
-    p->layouts = calloc((size_t)p->g->nvals, sizeof *p->layouts);
-    p->fixed = calloc((size_t)p->g->nvals, 1);
-    if (!p->layouts || !p->fixed) return hp_errorf("out of memory");
-    HP_TRY(hp_dist_layouts_from_plan(p->layouts, p->fixed, &p->plan, p->g));
-    HP_TRY(hp_propagate(&p->prop, p->g, &p->plan.mesh, p->layouts, p->fixed));
-    p->have_prop = 1;
-    p->listed = malloc(sizeof(int) * (size_t)p->g->nvals);
-    if (!p->listed) return hp_errorf("out of memory");
-    for (int pass = 0; pass < 3; pass++)
-        for (int v = 0; v < p->g->nvals; v++)
-            if (listed(&p->g->vals[v], pass, po->all)) p->listed[p->nlisted++] = v;
+    HP_TRY(hp_graph_create(&p->model));
+    HP_TRY(hp_gpt2_build(p->model, &p->io, &p->mc, o->batch, o->seq));
+    HP_TRY(hp_train_optim_config(&p->oc, o));
+    hp_compile_opts co = {.train = 1, .optim = &p->oc, .max_norm = o->grad_clip, .schedule = hp_train_schedule(o)};
     p->nr = po->all_ranks ? n : 1;
     p->r = calloc((size_t)p->nr, sizeof *p->r);
     if (!p->r) return hp_errorf("out of memory");
     for (int i = 0; i < p->nr; i++) {
         rank_report *r = &p->r[i];
         r->rank = po->all_ranks ? i : po->rank;
-        HP_TRY(hp_compile_rank(&r->rg, p->g, &p->prop, &p->plan.mesh, r->rank));
+        HP_TRY(hp_compile(&r->cc, p->model, &p->plan, r->rank, &co));
+        if (i == 0) p->g = r->cc.global, p->prop = &r->cc.prop;
         HP_TRY(gather_colls(r, &p->plan.mesh));
         HP_TRY(gather_memory(r, p));
     }
+    p->listed = malloc(sizeof(int) * (size_t)p->g->nvals);
+    if (!p->listed) return hp_errorf("out of memory");
+    for (int pass = 0; pass < 3; pass++)
+        for (int v = 0; v < p->g->nvals; v++)
+            if (listed(&p->g->vals[v], pass, po->all)) p->listed[p->nlisted++] = v;
     return HP_OK;
 }
 
 void hp_planner_destroy(planner *p) {
     for (int i = 0; i < p->nr && p->r; i++) {
-        hp_rank_graph_free(&p->r[i].rg);
+        hp_compiled_free(&p->r[i].cc);
         free(p->r[i].c);
     }
     free(p->r);
-    if (p->have_prop) hp_propagation_free(&p->prop);
-    free(p->layouts);
-    free(p->fixed);
     free(p->listed);
-    hp_graph_destroy(p->g);
+    hp_graph_destroy(p->model);
     if (p->have_plan) hp_plan_free(&p->plan);
 }

@@ -37,11 +37,11 @@ typedef struct {
 
 typedef struct {
     int rank;
-    hp_rank_graph rg;
+    hp_compiled cc; /* the rank's compile (cc.rg: its local graph) */
     coll *c;
     int nc, capc;
-    int count[2][NKINDS];
-    double bytes[2][NKINDS];
+    int count[HP_NPHASES][NKINDS];
+    double bytes[HP_NPHASES][NKINDS];
     mem m;
 } rank_report;
 
@@ -50,12 +50,11 @@ typedef struct {
     hp_gpt2_config mc;
     hp_plan plan;
     int have_plan;
-    hp_graph *g;
+    hp_graph *model; /* the forward model graph */
     hp_gpt2_io io;
-    hp_layout *layouts;
-    unsigned char *fixed;
-    hp_propagation prop;
-    int have_prop;
+    hp_optim_config oc;
+    const hp_graph *g; /* the differentiated global graph (rank report 0's compile) */
+    const hp_propagation *prop;
     rank_report *r;
     int nr;
     int *listed; /* the values the reports list, in order: inputs, parameters, (--all) the rest */

@@ -22,7 +22,7 @@ static void print_tensors(const planner *p, const rank_report *r) {
     for (int k = 0; k < p->nlisted; k++) {
         int v = p->listed[k];
         int a = (int)strlen(g->vals[v].name), s = (int)strlen(shape_str(b1, sizeof b1, &g->vals[v].shape));
-        int l = (int)strlen(hp_layout_str(b2, sizeof b2, &p->prop.val[v], m));
+        int l = (int)strlen(hp_layout_str(b2, sizeof b2, &p->prop->val[v], m));
         wn = a > wn ? a : wn, ws = s > ws ? s : ws, wl = l > wl ? l : wl;
     }
     printf("\ntensors (local shapes on rank %d)\n  %-6s %-*s  %-*s  %-*s  %s\n", r->rank, "kind", wn, "name", ws,
@@ -31,10 +31,10 @@ static void print_tensors(const planner *p, const rank_report *r) {
         int v = p->listed[k];
         const hp_value *val = &g->vals[v];
         hp_shape loc;
-        hp_local_shape(&loc, NULL, &val->shape, &p->prop.val[v], m, r->rank);
+        hp_local_shape(&loc, NULL, &val->shape, &p->prop->val[v], m, r->rank);
         char b3[160];
         printf("  %-6s %-*s  %-*s  %-*s  %s\n", hp_planner_kind_name(val->kind), wn, val->name, ws,
-               shape_str(b1, sizeof b1, &val->shape), wl, hp_layout_str(b2, sizeof b2, &p->prop.val[v], m),
+               shape_str(b1, sizeof b1, &val->shape), wl, hp_layout_str(b2, sizeof b2, &p->prop->val[v], m),
                shape_str(b3, sizeof b3, &loc));
     }
 }
@@ -62,7 +62,7 @@ static void print_colls(const planner *p, const rank_report *r) {
         printf("  + %d local conversions (slices, Partial from Replicate: no communication; --all lists them)\n", local);
     printf("\ntotals (rank %d; collective steps, and local steps that send nothing)\n  %-5s %-15s %6s %12s\n",
            r->rank, "phase", "kind", "count", "bytes");
-    for (int ph = 0; ph < 2; ph++) {
+    for (int ph = 0; ph < HP_NPHASES; ph++) {
         int n = 0;
         double sum = 0;
         for (int k = 0; k < NKINDS; k++) {
@@ -111,6 +111,9 @@ void hp_planner_print_text(const planner *p) {
     printf("model: GPT-2 L=%d NH=%d C=%d V=%d (Vp %d) maxT=%d, %.2fM parameters; batch %d x %d tokens\n", p->mc.L,
            p->mc.NH, p->mc.C, p->mc.V, p->mc.Vp, p->mc.maxT, (double)hp_gpt2_num_params(&p->mc) / 1e6, o->batch,
            o->seq);
+    printf("\npasses (hp_compile, rank %d)\n", p->r[0].rank);
+    for (int i = 0; i < p->r[0].cc.npasses; i++)
+        printf("  %-10s %s\n", p->r[0].cc.passes[i].name, p->r[0].cc.passes[i].note);
     for (int i = 0; i < p->nr; i++) {
         if (p->nr > 1) printf("\n==== rank %d ====\n", p->r[i].rank);
         print_tensors(p, &p->r[i]);
@@ -118,6 +121,6 @@ void hp_planner_print_text(const planner *p) {
     }
     print_memory(p);
     printf("\nnotes\n");
-    if (!p->prop.nnotes) printf("  (none: every operator has a sharding rule)\n");
-    for (int i = 0; i < p->prop.nnotes; i++) printf("  %s\n", p->prop.notes[i]);
+    if (!p->prop->nnotes) printf("  (none: every operator has a sharding rule)\n");
+    for (int i = 0; i < p->prop->nnotes; i++) printf("  %s\n", p->prop->notes[i]);
 }

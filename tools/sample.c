@@ -58,8 +58,8 @@ static hp_status sample(const sample_opts *o) {
     memset(&s, 0, sizeof s);
     st = hp_ckpt_model_config(&m, &ck, dir);
     int T = m.maxT;
-    if (!st) st = hp_session_create(&s, &m, 1, T, o->threads, 0);
-    if (!st) st = hp_session_load(&s, &ck, 0);
+    if (!st) st = hp_session_create(&s, &m, 1, T, o->threads, 0, NULL);
+    if (!st) st = hp_session_load(&s, &ck);
     hp_ckpt_close(&ck);
     free(dir);
     if (st) {

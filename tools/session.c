@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/autodiff.h"
 #include "io/ckpt.h"
 #include "io/llmc.h"
 #include "kernels/kernels.h"
 #include "ops/ops.h"
 
-hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, int T, int threads, int train) {
+hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, int T, int threads, int train,
+                            const hp_optim_config *oc) {
     memset(s, 0, sizeof *s);
     s->model = *model;
     s->B = B;
@@ -20,47 +20,30 @@ hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, i
     HP_TRY(hp_graph_create(&s->g));
     hp_status st = hp_gpt2_build(s->g, &s->io, &s->model, B, T);
     if (!st && !train) s->g->vals[s->io.logits].persistent = 1; /* read after forward */
-    if (!st && train) st = hp_autodiff(s->g, s->io.loss, &hp_op_add);
-    if (!st) st = hp_param_store_create(&s->ps, s->g);
+    hp_compile_opts co = {.train = train, .optim = train ? oc : NULL, .max_norm = 1.0f};
+    if (!st) st = hp_compile(&s->c, s->g, NULL, 0, &co);
+    if (!st) st = hp_param_store_create(&s->ps, s->c.rg.g);
     if (!st) st = hp_pool_create(&s->pool, threads);
-    if (!st) st = hp_program_create(&s->prog, s->g, &s->ps, s->pool);
+    if (!st)
+        st = hp_program_create_ordered(&s->prog, s->c.rg.g, s->c.sched.order, s->c.sched.n, &s->c.mem, &s->ps, s->pool,
+                                       &s->c.rg.ctx);
     if (st) hp_session_destroy(s);
     return st;
 }
 
-hp_status hp_session_add_eval(hp_session *s, int eval_B, int eval_T) {
-    HP_TRY(hp_graph_create(&s->eval_g));
-    HP_TRY(hp_gpt2_build(s->eval_g, &s->eval_io, &s->model, eval_B, eval_T));
-    s->eval_g->vals[s->eval_io.logits].persistent = 1;
-    return hp_program_create(&s->eval_prog, s->eval_g, &s->ps, s->pool);
-}
-
-hp_status hp_session_add_optimizer(hp_session *s, const hp_optim_config *cfg) {
-    float *grads = hp_program_grads(s->prog);
-    if (!grads) return hp_errorf("session: the program has no backward pass");
-    hp_opt_param *p = calloc((size_t)s->ps.n, sizeof *p);
-    if (!p) return hp_errorf("session: out of memory");
-    for (int i = 0; i < s->ps.n; i++) {
-        p[i].name = s->ps.name[i];
-        p[i].param = hp_param_ptr(&s->ps, i);
-        p[i].grad = grads + s->ps.offset[i];
-        p[i].shape = s->ps.shape[i];
-        p[i].hidden_matrix = s->ps.hidden_matrix[i];
-    }
-    hp_status st = hp_optimizer_create(&s->opt, cfg, p, s->ps.n, s->pool);
-    free(p);
-    return st;
-}
-
 void hp_session_destroy(hp_session *s) {
-    hp_optimizer_destroy(s->opt);
-    hp_program_destroy(s->eval_prog);
     hp_program_destroy(s->prog);
     hp_pool_destroy(s->pool);
     hp_param_store_free(&s->ps);
-    hp_graph_destroy(s->eval_g);
+    hp_compiled_free(&s->c);
     hp_graph_destroy(s->g);
     memset(s, 0, sizeof *s);
+}
+
+void hp_session_set_step(hp_session *s, const hp_optim_config *oc, float lr, long step) {
+    if (!s->c.has_optim) return;
+    hp_optim_phase_lrs(hp_program_data(s->prog, s->c.optim.lr), oc, lr);
+    *(int32_t *)hp_program_data(s->prog, s->c.optim.step) = (int32_t)(step + 1);
 }
 
 static void param_ptrs(const hp_session *s, float **ptrs) {
@@ -102,40 +85,9 @@ hp_status hp_gpt2_config_from_json(hp_gpt2_config *c, const hp_json *obj) {
     return hp_gpt2_config_check(c);
 }
 
-hp_status hp_session_save(const hp_session *s, const char *dir, const char *state_json) {
-    int nw = s->ps.n, no = s->opt ? hp_optimizer_state_count(s->opt) : 0;
-    hp_named_tensor *w = calloc((size_t)nw + 1, sizeof *w), *o = calloc((size_t)no + 1, sizeof *o);
-    if (!w || !o) {
-        free(w), free(o);
-        return hp_errorf("checkpoint %s: out of memory", dir);
-    }
-    for (int i = 0; i < nw; i++)
-        w[i] = (hp_named_tensor){s->ps.name[i], HP_F32, s->ps.shape[i], hp_param_ptr(&s->ps, i)};
-    for (int k = 0; k < no; k++) {
-        const char *name;
-        float *data;
-        hp_shape shape;
-        hp_optimizer_state_get(s->opt, k, &name, &data, &shape);
-        o[k] = (hp_named_tensor){name, HP_F32, shape, data};
-    }
-    hp_status st = hp_ckpt_save(dir, w, nw, o, no, state_json);
-    if (!st) st = hp_ckpt_set_latest(dir);
-    free(w), free(o);
-    return st;
-}
-
-hp_status hp_session_load(hp_session *s, const hp_ckpt *ck, int with_optim) {
+hp_status hp_session_load(hp_session *s, const hp_ckpt *ck) {
     for (int i = 0; i < s->ps.n; i++)
         HP_TRY(hp_safetensors_read_into(ck->model, s->ps.name[i], HP_F32, &s->ps.shape[i], hp_param_ptr(&s->ps, i)));
-    if (!with_optim || !s->opt) return HP_OK;
-    int no = hp_optimizer_state_count(s->opt);
-    for (int k = 0; k < no; k++) {
-        const char *name;
-        float *data;
-        hp_shape shape;
-        hp_optimizer_state_get(s->opt, k, &name, &data, &shape);
-        HP_TRY(hp_safetensors_read_into(ck->optim, name, HP_F32, &shape, data));
-    }
     return HP_OK;
 }
 

@@ -1,7 +1,8 @@
-/* tools/session: one single-process model run: the GPT-2 graph for B x T,
- * differentiated, compiled onto a pool, its parameters and (optionally) an
- * optimizer; and the checkpoint glue that saves and restores all of it. Used
- * by train, bench, sample and export. */
+/* tools/session: one single-process GPT-2 program for B x T, compiled by
+ * hp_compile (differentiated, with the optimizer phase when given one) onto a
+ * pool, with its parameters; llm.c import/export and checkpoint loading of
+ * the weights. Used by bench, sample and export (training goes through
+ * runtime/trainer). */
 #ifndef HP_TOOLS_SESSION_H
 #define HP_TOOLS_SESSION_H
 
@@ -11,31 +12,29 @@
 #include "io/json.h"
 #include "models/gpt2.h"
 #include "optim/optimizer.h"
+#include "parallel/compile.h"
 #include "runtime/params.h"
 #include "runtime/program.h"
 
 typedef struct {
     hp_gpt2_config model;
     int B, T;
-    hp_graph *g;
-    hp_gpt2_io io;
+    hp_graph *g;     /* the model graph (forward) */
+    hp_gpt2_io io;   /* its values (the same ids in the program's graph) */
+    hp_compiled c;
     hp_param_store ps;
     hp_pool *pool;
     hp_program *prog;
-    hp_optimizer *opt;
-    /* forward-only graph and program (evaluation, sampling), sharing ps */
-    hp_graph *eval_g;
-    hp_gpt2_io eval_io;
-    hp_program *eval_prog;
 } hp_session;
 
-/* Builds graph + program on `threads` threads: with backward when `train`,
- * else forward only with the logits kept after the step. */
-hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, int T, int threads, int train);
-/* Adds a forward-only program for eval_B x eval_T (logits kept). */
-hp_status hp_session_add_eval(hp_session *s, int eval_B, int eval_T);
-hp_status hp_session_add_optimizer(hp_session *s, const hp_optim_config *cfg);
+/* Builds and compiles the program on `threads` threads: with backward (and
+ * the optimizer phase when oc is given, clipping at 1) when `train`, else
+ * forward only with the logits kept after the step. */
+hp_status hp_session_create(hp_session *s, const hp_gpt2_config *model, int B, int T, int threads, int train,
+                            const hp_optim_config *oc);
 void hp_session_destroy(hp_session *s);
+/* This step's learning rate and step number (from 0) for the optimizer phase. */
+void hp_session_set_step(hp_session *s, const hp_optim_config *oc, float lr, long step);
 
 /* GPT-2 initialisation of the parameters from a seed. */
 hp_status hp_session_init_params(hp_session *s, uint64_t seed);
@@ -48,11 +47,8 @@ int32_t *hp_session_targets(const hp_session *s);
 void hp_gpt2_config_to_json(hp_jw *w, const hp_gpt2_config *c);
 hp_status hp_gpt2_config_from_json(hp_gpt2_config *c, const hp_json *obj);
 
-/* Weights (and optimizer state when the session has one) into a checkpoint
- * directory, with the caller's extra state (JSON object text). */
-hp_status hp_session_save(const hp_session *s, const char *dir, const char *state_json);
-/* Loads weights (and optimizer state when with_optim) from an opened checkpoint. */
-hp_status hp_session_load(hp_session *s, const hp_ckpt *ck, int with_optim);
+/* Loads the weights from an opened checkpoint. */
+hp_status hp_session_load(hp_session *s, const hp_ckpt *ck);
 /* Reads a checkpoint's model shape (state.json "model") without loading it. */
 hp_status hp_ckpt_model_config(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir);
 

@@ -1,6 +1,7 @@
-/* tools/train: `hyperpar train` — the single-process training loop: data,
- * forward/backward program, clipping, schedule, optimizer, validation,
- * metrics, checkpoints and bit-exact resume. */
+/* tools/train: `hyperpar train` — the options (flags, config file, a
+ * checkpoint's settings on --resume), the model and its initialisation, then
+ * the library's one trainer (runtime/trainer: one rank, rank-threads or MPI
+ * processes) with this file printing its events. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,9 @@
 #include "io/data.h"
 #include "optim/schedule.h"
 #include "progress.h"
+#include "io/llmc.h"
+#include "runtime/trainer.h"
 #include "session.h"
-#include "dist_train.h"
 #include "train_opts.h"
 
 /* Settings that must not change on resume (the rest may, e.g. --steps, and
@@ -31,23 +33,6 @@ static void replace_inherited_plan(train_opts *o, const char *saved_plan, int sa
     if (o->plan[0] && plan_now && !dp_tp_now) o->dp = 1, o->tp = 1;
 }
 
-static float evaluate(hp_session *s, hp_data *val, long nsteps, hp_status *err) {
-    hp_data_rewind(val);
-    double sum = 0;
-    int32_t *tok = hp_program_data(s->eval_prog, s->eval_io.tokens);
-    int32_t *tgt = hp_program_data(s->eval_prog, s->eval_io.targets);
-    for (long i = 0; i < nsteps; i++) {
-        hp_status st = hp_data_next(val, tok, tgt);
-        if (!st) st = hp_program_run(s->eval_prog, HP_PHASE_FWD);
-        if (st) {
-            *err = st;
-            return 0;
-        }
-        sum += ((float *)hp_program_data(s->eval_prog, s->eval_io.loss))[0];
-    }
-    return (float)(sum / (double)nsteps);
-}
-
 /* Resolves --resume: a checkpoint directory, or a run directory with 'latest'. */
 static hp_status resume_dir(char **out, const char *path) {
     char probe[1100];
@@ -62,16 +47,21 @@ static hp_status resume_dir(char **out, const char *path) {
 
 typedef struct {
     train_opts o;
-    hp_opt tab[64];
+    hp_opt tab[72];
     int ntab;
-    hp_session s;
+    hp_gpt2_config m;
+    hp_graph *g;
+    hp_gpt2_io io;
+    hp_plan plan;
+    int have_plan;
     hp_data *train, *val;
-    FILE *metrics;
     hp_ckpt ck;
     int have_ck;
     char *ck_dir; /* the checkpoint directory resumed from */
     long start_step;
-    int finished; /* setup did all there was to do (--help, a distributed run) */
+    int finished; /* setup did all there was to do (--help) */
+    hp_progress pg;
+    hp_trainer *tr;
 } trainer;
 
 static hp_status setup(trainer *t, int argc, char **argv) {
@@ -151,107 +141,121 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         HP_TRY(hp_llmc_model_config(&m, o->init));
     }
     HP_TRY(hp_train_check(o));
+    HP_TRY(hp_gpt2_config_check(&m));
+    t->m = m;
     if (hp_train_is_distributed(o)) {
-        t->finished = 1;
-        hp_dist_train_ctx ctx = {t->tab, t->ntab, t->have_ck ? &t->ck : NULL, t->ck_dir, t->start_step,
-                                 t->have_ck ? &m : NULL};
-        return hp_train_distributed(o, &ctx);
+        HP_TRY(hp_train_plan(&t->plan, o));
+        t->have_plan = 1;
+    } else if (o->validate) {
+        printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }
-    if (o->validate) printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
-    HP_TRY(hp_session_create(&t->s, &m, o->batch, o->seq, o->threads, 1));
-    HP_TRY(hp_session_add_eval(&t->s, o->batch, o->seq));
-    hp_optim_config oc;
-    HP_TRY(hp_train_optim_config(&oc, o));
-    HP_TRY(hp_session_add_optimizer(&t->s, &oc));
-    HP_TRY(hp_train_open_data(&t->train, o, &t->s.model, 0));
-    HP_TRY(hp_train_open_data(&t->val, o, &t->s.model, 1));
+    HP_TRY(hp_graph_create(&t->g));
+    HP_TRY(hp_gpt2_build(t->g, &t->io, &t->m, o->batch, o->seq));
+    HP_TRY(hp_train_open_data(&t->train, o, &t->m, 0));
+    HP_TRY(hp_train_open_data(&t->val, o, &t->m, 1));
     if (t->have_ck) {
-        HP_TRY(hp_session_load(&t->s, &t->ck, 1));
-        hp_optimizer_set_step(t->s.opt, t->start_step);
         const hp_json *dj = hp_json_get(t->ck.state, "data");
         hp_data_state ds;
         hp_status e = dj ? hp_data_state_from_json(&ds, dj) : hp_errorf("missing key 'data'");
         if (!e) e = hp_data_set_state(t->train, &ds);
-        if (e) return hp_error_wrap(e, "%s/state.json: data", o->resume);
-    } else if (o->init[0]) {
-        HP_TRY(hp_session_import_llmc(&t->s, o->init));
-    } else {
-        HP_TRY(hp_session_init_params(&t->s, o->seed));
-    }
-    if (o->metrics[0]) {
-        t->metrics = fopen(o->metrics, t->have_ck ? "a" : "w");
-        if (!t->metrics) return hp_errorf("%s: cannot open the metrics file for writing", o->metrics);
+        if (e) return hp_error_wrap(e, "%s/state.json: data", t->ck_dir);
     }
     return HP_OK;
 }
 
-static hp_status save_checkpoint(trainer *t, long step, hp_progress *pg) {
-    char dir[1100], *js = NULL;
-    snprintf(dir, sizeof dir, "%s/step_%06ld", t->o.ckpt_dir, step);
-    hp_data_state ds;
-    hp_data_get_state(t->train, &ds);
-    HP_TRY(hp_train_state_json(&js, step, &t->s.model, &ds, t->tab, t->ntab));
-    hp_status st = hp_session_save(&t->s, dir, js);
-    free(js);
-    if (!st) hp_progress_note(pg, "checkpoint: %s", dir);
+/* The initial weights of a fresh run: GPT-2's initialisation, or an llm.c file. */
+static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
+                              int n) {
+    trainer *t = ctx;
+    if (!t->o.init[0]) return hp_gpt2_init(ptrs, names, shapes, n, &t->m, t->o.seed);
+    hp_llmc_header h;
+    float *flat = NULL;
+    HP_TRY(hp_llmc_read(&h, &flat, t->o.init));
+    hp_llmc_header want = {t->m.maxT, t->m.V, t->m.L, t->m.NH, t->m.C, t->m.Vp};
+    hp_status st = memcmp(&h, &want, sizeof h) == 0
+                       ? hp_gpt2_llmc_copy(flat, ptrs, names, shapes, n, &t->m, 0)
+                       : hp_errorf("%s: model shape (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d) differs from the run's",
+                                   t->o.init, h.L, h.NH, h.C, h.V, h.Vp, h.maxT);
+    free(flat);
     return st;
+}
+
+static hp_status state_json(void *ctx, char **out, long step, const hp_data_state *ds) {
+    trainer *t = ctx;
+    return hp_train_state_json(out, step, &t->m, ds, t->tab, t->ntab);
+}
+
+static void on_event(void *ctx, const hp_train_event *e) {
+    trainer *t = ctx;
+    const train_opts *o = &t->o;
+    hp_progress *pg = &t->pg;
+    switch (e->kind) {
+    case HP_TRAIN_START:
+        if (!t->have_plan)
+            hp_progress_note(pg, "model: L=%d NH=%d C=%d V=%d (Vp %d) maxT=%d, %.2fM parameters; B=%d T=%d, %d threads, %s",
+                             t->m.L, t->m.NH, t->m.C, t->m.V, t->m.Vp, t->m.maxT, e->nparams / 1e6, o->batch, o->seq,
+                             o->threads, o->optimizer);
+        else
+            hp_progress_note(pg, "model: L=%d NH=%d C=%d V=%d, %.2fM parameters; B=%d T=%d; mesh %s (%d ranks, %d here), %s",
+                             t->m.L, t->m.NH, t->m.C, t->m.V, e->nparams / 1e6, o->batch, o->seq, e->mesh, e->ranks,
+                             e->ranks_here, o->optimizer);
+        if (e->start_step) hp_progress_note(pg, "resumed at step %ld", e->start_step);
+        break;
+    case HP_TRAIN_VALIDATED: {
+        const hp_validate_report *rep = e->vrep;
+        hp_progress_note(pg, "validation: %d operators checked, every layout and value agrees (%d redistributions, %d "
+                             "values; loss %.6f, 1 rank %.6f)",
+                         rep->nops, rep->nredist, rep->nvalues, (double)rep->loss, (double)rep->ref_loss);
+        hp_progress_note(pg, "validation: gradient equivalence against 1 rank (max relative error per parameter):");
+        for (int i = 0; i < rep->ngrads; i++)
+            hp_progress_note(pg, "  %-28s %-20s %.3g", rep->grads[i].name, rep->grads[i].layout, rep->grads[i].rel_err);
+        hp_progress_note(pg, "validation: worst gradient relative error %.3g (%s)", rep->worst,
+                         rep->worst_index >= 0 ? rep->grads[rep->worst_index].name : "-");
+        break;
+    }
+    case HP_TRAIN_STEP:
+        hp_progress_step(pg, e->step, e->loss, e->tokens_per_s, e->step_ms, e->lr, e->eta_s);
+        break;
+    case HP_TRAIN_VAL: hp_progress_note(pg, "step %ld: val loss %.4f", e->step, (double)e->val_loss); break;
+    case HP_TRAIN_CKPT: hp_progress_note(pg, "checkpoint: %s", e->dir); break;
+    case HP_TRAIN_STOPPED: hp_progress_note(pg, "stopped at step %ld of %ld (--stop-at)", e->step, o->steps); break;
+    case HP_TRAIN_DONE:
+        hp_progress_done(pg);
+        if (e->steps_done)
+            printf("trained %ld steps in %.1f s (%.0f tok/s)\n", e->steps_done, e->seconds, e->tokens_per_s);
+        break;
+    }
 }
 
 static hp_status run(trainer *t) {
     train_opts *o = &t->o;
-    hp_session *s = &t->s;
-    hp_lr_schedule sched = {.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
-    HP_TRY(hp_lr_kind_parse(&sched, o->schedule));
-    HP_TRY(hp_lr_schedule_check(&sched));
-    hp_progress pg;
-    hp_progress_init(&pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));
-    long nparams = (long)hp_gpt2_num_params(&s->model);
-    hp_progress_note(&pg, "model: L=%d NH=%d C=%d V=%d (Vp %d) maxT=%d, %.2fM parameters; B=%d T=%d, %d threads, %s",
-                     s->model.L, s->model.NH, s->model.C, s->model.V, s->model.Vp, s->model.maxT, nparams / 1e6,
-                     o->batch, o->seq, o->threads, o->optimizer);
-    if (t->start_step) hp_progress_note(&pg, "resumed at step %ld", t->start_step);
-    double tokens = (double)o->batch * o->seq, t_start = hp_now(), done_time = 0;
-    long done = 0;
-    for (long step = t->start_step; step < o->steps; step++) {
-        double t0 = hp_now();
-        HP_TRY(hp_data_next(t->train, hp_session_tokens(s), hp_session_targets(s)));
-        HP_TRY(hp_program_run(s->prog, HP_PHASE_FWD));
-        HP_TRY(hp_program_run(s->prog, HP_PHASE_BWD));
-        float norm = hp_optimizer_clip_grads(s->opt, o->grad_clip);
-        float lr = hp_lr_at(&sched, step, o->steps);
-        hp_optimizer_step(s->opt, lr);
-        double dt = hp_now() - t0;
-        float loss = hp_session_loss(s);
-        done++;
-        done_time += dt;
-        double eta = (double)(o->steps - step - 1) * done_time / (double)done;
-        hp_progress_step(&pg, step + 1, loss, tokens / dt, dt * 1e3, lr, eta);
-        if (t->metrics) {
-            fprintf(t->metrics, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.1f, \"step_ms\": %.3f}\n",
-                    step + 1, (double)loss, (double)lr, (double)norm, tokens / dt, dt * 1e3);
-            fflush(t->metrics);
-        }
-        int last = step + 1 == o->steps, stop = o->stop_at > 0 && step + 1 >= o->stop_at;
-        if ((o->val_every > 0 && (step + 1) % o->val_every == 0) || last) {
-            hp_status err = HP_OK;
-            float vl = evaluate(s, t->val, o->val_steps, &err);
-            if (err) return err;
-            hp_progress_note(&pg, "step %ld: val loss %.4f", step + 1, (double)vl);
-            if (t->metrics) {
-                fprintf(t->metrics, "{\"step\": %ld, \"val_loss\": %.9g}\n", step + 1, (double)vl);
-                fflush(t->metrics);
-            }
-        }
-        if (o->ckpt_dir[0] && ((o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || last || stop))
-            HP_TRY(save_checkpoint(t, step + 1, &pg));
-        if (stop) {
-            hp_progress_note(&pg, "stopped at step %ld of %ld (--stop-at)", step + 1, o->steps);
-            break;
-        }
-    }
-    hp_progress_done(&pg);
-    if (done) printf("trained %ld steps in %.1f s (%.0f tok/s)\n", done, hp_now() - t_start, tokens * (double)done / done_time);
-    return HP_OK;
+    hp_trainer_config c;
+    memset(&c, 0, sizeof c);
+    c.model = t->g;
+    c.tokens = t->io.tokens, c.targets = t->io.targets;
+    c.init = init_weights, c.init_ctx = t;
+    c.plan = t->have_plan ? &t->plan : NULL;
+    c.threads = o->threads;
+    c.comm_timeout = o->comm_timeout;
+    c.validate = o->validate && t->have_plan;
+    c.schedule = hp_train_schedule(o);
+    HP_TRY(hp_train_optim_config(&c.optim, o));
+    c.grad_clip = o->grad_clip;
+    c.lr = (hp_lr_schedule){.lr = o->lr, .warmup_steps = o->warmup, .min_lr_frac = o->min_lr_frac};
+    HP_TRY(hp_lr_kind_parse(&c.lr, o->schedule));
+    HP_TRY(hp_lr_schedule_check(&c.lr));
+    c.steps = o->steps, c.stop_at = o->stop_at;
+    c.train = t->train, c.val = t->val;
+    c.val_every = o->val_every, c.val_steps = o->val_steps;
+    c.metrics = o->metrics;
+    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every;
+    c.resume = t->have_ck ? &t->ck : NULL, c.start_step = t->start_step;
+    c.state_json = state_json, c.state_ctx = t;
+    c.on_event = on_event, c.event_ctx = t;
+    c.trace = o->trace, c.trace_steps = o->trace_steps;
+    hp_progress_init(&t->pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));
+    HP_TRY(hp_trainer_create(&t->tr, &c));
+    return hp_trainer_run(t->tr);
 }
 
 int hp_cmd_train(int argc, char **argv) {
@@ -261,15 +265,17 @@ int hp_cmd_train(int argc, char **argv) {
     if (!st && !t->finished) st = run(t);
     int rc = 0;
     if (st) {
+        hp_progress_done(&t->pg);
         hp_cli_error(st);
         rc = 1;
     }
-    if (t->metrics) fclose(t->metrics);
+    hp_trainer_destroy(t->tr);
     if (t->have_ck) hp_ckpt_close(&t->ck);
     free(t->ck_dir);
     hp_data_close(t->train);
     hp_data_close(t->val);
-    hp_session_destroy(&t->s);
+    hp_graph_destroy(t->g);
+    if (t->have_plan) hp_plan_free(&t->plan);
     free(t);
     return rc;
 }

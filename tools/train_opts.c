@@ -28,6 +28,8 @@ void hp_train_defaults(train_opts *o) {
     o->val_every = 100, o->val_steps = 10, o->log_every = 10;
     o->dp = 1, o->tp = 1;
     o->comm_timeout = 300;
+    snprintf(o->overlap, sizeof o->overlap, "on");
+    o->trace_steps = 1;
 }
 
 #define OPT(n, t, f, h) {n, t, &o->f, sizeof o->f, h}
@@ -79,6 +81,9 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("tp", OPT_INT, tp, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
+        OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
+        OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json"),
+        OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
     };
     int n = (int)(sizeof tab / sizeof tab[0]);
     if (t) memcpy(t, tab, sizeof tab);
@@ -100,6 +105,9 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar train: give --plan or --dp/--tp, not both");
     if (!(o->comm_timeout > 0)) return hp_errorf("hyperpar train: --comm-timeout must be > 0");
+    if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off"))
+        return hp_errorf("hyperpar train: --overlap must be on or off, got '%s'", o->overlap);
+    if (o->trace_steps < 1) return hp_errorf("hyperpar train: --trace-steps must be >= 1, got %ld", o->trace_steps);
     return HP_OK;
 }
 
@@ -137,4 +145,9 @@ int hp_train_is_distributed(const train_opts *o) { return o->plan[0] || o->dp > 
 hp_status hp_train_plan(hp_plan *out, const train_opts *o) {
     if (o->plan[0]) return hp_plan_load(out, o->plan);
     return hp_plan_gpt2_dp_tp(out, o->dp, o->tp);
+}
+
+hp_schedule_opts hp_train_schedule(const train_opts *o) {
+    hp_schedule_opts s = {.overlap = strcmp(o->overlap, "off") != 0, .max_inflight = 4};
+    return s;
 }

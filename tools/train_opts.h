@@ -39,6 +39,10 @@ typedef struct {
     int dp, tp;
     int validate;
     float comm_timeout;
+    char overlap[8];
+    /* tracing */
+    char trace[512];
+    long trace_steps;
 } train_opts;
 
 void hp_train_defaults(train_opts *o);
@@ -52,5 +56,8 @@ hp_status hp_train_open_data(hp_data **d, const train_opts *o, const hp_gpt2_con
 int hp_train_is_distributed(const train_opts *o);
 /* The run's sharding plan: --plan FILE, else GPT-2 DP x TP from --dp/--tp. */
 hp_status hp_train_plan(hp_plan *out, const train_opts *o);
+/* The schedule options (--overlap). */
+#include "parallel/schedule.h"
+hp_schedule_opts hp_train_schedule(const train_opts *o);
 
 #endif

@@ -21,6 +21,8 @@ void hp_graph_destroy(hp_graph *g) {
     hp_status_free(g->err);
     free(g->vals);
     free(g->nodes);
+    free(g->xin);
+    free(g->blob);
     free(g);
 }
 
@@ -66,7 +68,9 @@ int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, c
     v->producer = -1;
     v->grad = -1;
     v->grad_of = -1;
-    v->persistent = kind == HP_V_INPUT || kind == HP_V_PARAM || kind == HP_V_CONST;
+    v->state_of = -1;
+    v->init = -1;
+    v->persistent = kind == HP_V_INPUT || kind == HP_V_PARAM || kind == HP_V_CONST || kind == HP_V_STATE;
     snprintf(v->name, sizeof v->name, "%s", name ? name : "");
     return id;
 }
@@ -214,4 +218,79 @@ int hp_graph_find(const hp_graph *g, const char *name) {
     for (int i = 0; i < g->nvals; i++)
         if (strcmp(g->vals[i].name, name) == 0) return i;
     return -1;
+}
+
+int hp_graph_node_list(hp_graph *g, const hp_opdef *op, const int *in, int nin, const int *xin, int nxin,
+                       const int *out, int nout, const hp_attrs *a, hp_phase phase) {
+    if (g->err) return -1;
+    if (g->nxin + nxin > g->capxin) {
+        int cap = g->capxin ? g->capxin : 64;
+        while (cap < g->nxin + nxin) cap *= 2;
+        int *x = realloc(g->xin, (size_t)cap * sizeof *x);
+        if (!x) {
+            hp_graph_fail(g, hp_errorf("graph: out of memory"));
+            return -1;
+        }
+        g->xin = x;
+        g->capxin = cap;
+    }
+    int id = hp_graph_node_into(g, op, in, nin, out, nout, a, phase, -1);
+    if (id < 0) return -1;
+    g->nodes[id].xin_at = g->nxin;
+    g->nodes[id].nxin = nxin;
+    for (int k = 0; k < nxin; k++) g->xin[g->nxin++] = xin[k];
+    return id;
+}
+
+hp_status hp_graph_clone(hp_graph **out, const hp_graph *g) {
+    *out = NULL;
+    if (g->err) return hp_errorf("graph: cannot copy a graph with an error: %s", hp_status_msg(g->err));
+    hp_graph *c = calloc(1, sizeof *c);
+    if (!c) return hp_errorf("graph: out of memory");
+    *c = *g;
+    c->err = HP_OK;
+    c->vals = malloc(sizeof *c->vals * (size_t)(g->capv ? g->capv : 1));
+    c->nodes = malloc(sizeof *c->nodes * (size_t)(g->capn ? g->capn : 1));
+    c->xin = malloc(sizeof *c->xin * (size_t)(g->capxin ? g->capxin : 1));
+    c->blob = malloc((size_t)(g->capblob ? g->capblob : 1));
+    if (!c->vals || !c->nodes || !c->xin || !c->blob) {
+        hp_graph_destroy(c);
+        return hp_errorf("graph: out of memory");
+    }
+    if (g->nvals) memcpy(c->vals, g->vals, sizeof *c->vals * (size_t)g->nvals);
+    if (g->nnodes) memcpy(c->nodes, g->nodes, sizeof *c->nodes * (size_t)g->nnodes);
+    if (g->nxin) memcpy(c->xin, g->xin, sizeof *c->xin * (size_t)g->nxin);
+    if (g->nblob) memcpy(c->blob, g->blob, (size_t)g->nblob);
+    *out = c;
+    return HP_OK;
+}
+
+long hp_graph_blob(hp_graph *g, const void *data, size_t bytes) {
+    if (g->err) return -1;
+    long at = (g->nblob + 15) / 16 * 16;
+    if (at + (long)bytes > g->capblob) {
+        long cap = g->capblob ? g->capblob : 256;
+        while (cap < at + (long)bytes) cap *= 2;
+        char *b = realloc(g->blob, (size_t)cap);
+        if (!b) {
+            hp_graph_fail(g, hp_errorf("graph: out of memory"));
+            return -1;
+        }
+        g->blob = b;
+        g->capblob = cap;
+    }
+    memcpy(g->blob + at, data, bytes);
+    g->nblob = at + (long)bytes;
+    return at;
+}
+
+int hp_graph_const(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape, const void *data) {
+    if (g->err || !check_shape(g, "constant", name, shape)) return -1;
+    long at = hp_graph_blob(g, data, (size_t)hp_shape_numel(&shape) * hp_dtype_size(dtype));
+    int id = at < 0 ? -1 : hp_graph_value(g, HP_V_CONST, dtype, shape, name);
+    if (id >= 0) {
+        g->vals[id].init = at;
+        g->vals[id].no_grad = 1;
+    }
+    return id;
 }

@@ -21,9 +21,12 @@ typedef enum {
     HP_V_ACT,    /* forward activation */
     HP_V_GRAD,   /* gradient of an activation */
     HP_V_CONST,  /* a constant set once (the seed gradient of the loss) */
+    HP_V_STATE,  /* optimizer state of a parameter (moments), persistent; state_of names it */
 } hp_vkind;
 
-typedef enum { HP_PHASE_FWD = 0, HP_PHASE_BWD = 1 } hp_phase;
+/* The three phases of a training step, run in this order. */
+typedef enum { HP_PHASE_FWD = 0, HP_PHASE_BWD = 1, HP_PHASE_OPT = 2 } hp_phase;
+#define HP_NPHASES 3
 
 typedef struct {
     hp_dtype dtype;
@@ -33,9 +36,11 @@ typedef struct {
     int producer;      /* node that writes it, -1 for inputs, params, consts */
     int grad;          /* value holding d(loss)/d(this), -1 if none */
     int grad_of;       /* for gradients: the value it is the gradient of, else -1 */
+    int state_of;      /* for optimizer state: the parameter it belongs to, else -1 */
     int persistent;    /* kept for the whole step (params, their grads, inputs, loss) */
     int hidden_matrix; /* params: a 2-D hidden weight (Muon's by default) */
     int no_grad;       /* never differentiated (indices, saved statistics) */
+    long init;         /* constants: blob offset of the initial bytes, or -1 (zeros) */
     int requires_grad; /* set by autodiff: depends on a parameter */
 } hp_value;
 
@@ -55,6 +60,7 @@ typedef struct {
     hp_attrs a;
     hp_phase phase;
     int fwd_node; /* backward nodes: the forward node they differentiate, else -1 */
+    int xin_at, nxin; /* extra inputs (optimizer nodes over many tensors): g->xin[xin_at ..+ nxin) */
     char name[HP_NAME_LEN];
 } hp_node;
 
@@ -67,6 +73,10 @@ typedef struct hp_graph {
     char scope[HP_NAME_LEN]; /* name prefix for nodes being built */
     int loss;               /* value id of the scalar loss, -1 until set */
     int loss_seed;          /* constant 1.0 seeding backward, -1 until autodiff */
+    int *xin;               /* the nodes' extra input lists */
+    int nxin, capxin;
+    char *blob;             /* plain data of nodes and constants (hp_graph_blob) */
+    long nblob, capblob;
 } hp_graph;
 
 hp_status hp_graph_create(hp_graph **out);
@@ -93,6 +103,25 @@ int hp_graph_node(hp_graph *g, int *outs, const struct hp_opdef *op, const int *
 int hp_graph_node_into(hp_graph *g, const struct hp_opdef *op, const int *in, int nin,
                        const int *out, int nout, const hp_attrs *a, hp_phase phase,
                        int fwd_node);
+
+/* A node with extra inputs beyond HP_MAX_IN (xin[0..nxin), after in[0..nin)):
+ * a kernel sees all nin + nxin tensors in its input array, in that order. */
+int hp_graph_node_list(hp_graph *g, const struct hp_opdef *op, const int *in, int nin, const int *xin, int nxin,
+                       const int *out, int nout, const hp_attrs *a, hp_phase phase);
+/* Every input of a node, extra inputs included: count and the k-th. */
+static inline int hp_node_nin_all(const hp_node *n) { return n->nin + n->nxin; }
+static inline int hp_node_input(const hp_graph *g, const hp_node *n, int k) {
+    return k < n->nin ? n->in[k] : g->xin[n->xin_at + k - n->nin];
+}
+/* Plain data kept by the graph (a node's configuration, a constant's initial
+ * bytes), 16-byte aligned; returns its offset, or -1 once the graph has an
+ * error. Kernels read it through hp_kctx.graph. */
+long hp_graph_blob(hp_graph *g, const void *data, size_t bytes);
+static inline const void *hp_graph_blob_at(const hp_graph *g, long at) { return g->blob + at; }
+/* A constant whose initial value is data (numel x dtype bytes). */
+int hp_graph_const(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape, const void *data);
+/* A deep copy of g (values, nodes, lists); g must have no error. */
+hp_status hp_graph_clone(hp_graph **out, const hp_graph *g);
 
 static inline hp_value *hp_val(const hp_graph *g, int id) { return &g->vals[id]; }
 static inline int64_t hp_val_numel(const hp_graph *g, int id) {

@@ -44,8 +44,8 @@ hp_status hp_memplan_build(hp_memplan *out, const hp_graph *g, const int *order,
             if (first[v] < 0) first[v] = pos;
             if (last[v] < pos) last[v] = pos;
         }
-        for (int k = 0; k < n->nin; k++) {
-            int v = n->in[k];
+        for (int k = 0; k < hp_node_nin_all(n); k++) {
+            int v = hp_node_input(g, n, k);
             if (first[v] < 0) first[v] = pos;
             last[v] = pos;
         }

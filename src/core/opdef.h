@@ -14,6 +14,7 @@
  * layer) and the slot where they report an error (the program stops at the
  * first one). */
 typedef struct {
+    const hp_graph *graph; /* the graph the program runs (node blobs) */
     hp_pool *pool;
     float *scratch; /* hp_opdef.scratch() floats, shared by all nodes */
     void *rank;     /* parallel layer's per-rank context, NULL on one rank */

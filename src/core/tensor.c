@@ -7,6 +7,7 @@ size_t hp_dtype_size(hp_dtype t) {
     case HP_F32: return 4;
     case HP_BF16: return 2;
     case HP_I32: return 4;
+    case HP_F64: return 8;
     }
     return 0;
 }
@@ -16,6 +17,7 @@ const char *hp_dtype_name(hp_dtype t) {
     case HP_F32: return "f32";
     case HP_BF16: return "bf16";
     case HP_I32: return "i32";
+    case HP_F64: return "f64";
     }
     return "?";
 }

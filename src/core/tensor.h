@@ -10,7 +10,7 @@
 
 #define HP_MAX_DIMS 4
 
-typedef enum { HP_F32 = 0, HP_BF16 = 1, HP_I32 = 2 } hp_dtype;
+typedef enum { HP_F32 = 0, HP_BF16 = 1, HP_I32 = 2, HP_F64 = 3 } hp_dtype;
 
 typedef struct {
     int ndim;

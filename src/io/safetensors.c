@@ -32,6 +32,7 @@ static const char *st_dtype_name(hp_dtype t) {
     case HP_F32: return "F32";
     case HP_BF16: return "BF16";
     case HP_I32: return "I32";
+    case HP_F64: return "F64";
     }
     return NULL;
 }

@@ -10,7 +10,6 @@ void hp_propagation_free(hp_propagation *p) {
     if (!p) return;
     free(p->val);
     free(p->need);
-    free(p->parallel_xent_axis);
     free(p->notes);
     memset(p, 0, sizeof *p);
 }
@@ -85,7 +84,6 @@ static hp_status walk(hp_propagation *p, unsigned char *known, const hp_graph *g
             p->val[n->out[j]] = st.out[j];
             known[n->out[j]] = 1;
         }
-        p->parallel_xent_axis[i] = st.parallel_xent_axis;
         p->comm_bytes += st.cost;
         if (st.no_rule) add_note(p, n, g->nnodes);
     }
@@ -103,12 +101,11 @@ hp_status hp_propagate(hp_propagation *out, const hp_graph *g, const hp_mesh *m,
     memset(&p, 0, sizeof p);
     p.val = calloc(nv, sizeof *p.val);
     p.need = calloc(nn, sizeof *p.need);
-    p.parallel_xent_axis = calloc(nn, sizeof *p.parallel_xent_axis);
     p.notes = calloc(nn, sizeof *p.notes);
     unsigned char *known = calloc(nv, 1);
     int *blockers = calloc(nv, sizeof *blockers);
     hp_status s = HP_OK;
-    if (!p.val || !p.need || !p.parallel_xent_axis || !p.notes || !known || !blockers)
+    if (!p.val || !p.need || !p.notes || !known || !blockers)
         s = hp_errorf("propagate: out of memory");
     if (!s) s = seed_layouts(&p, known, g, m, fixed, is_fixed);
     if (!s) {

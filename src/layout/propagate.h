@@ -27,8 +27,6 @@
 typedef struct {
     hp_layout *val;                /* [g->nvals] layout each value is produced in */
     hp_layout (*need)[HP_MAX_IN];  /* [g->nnodes][HP_MAX_IN] layout each node consumes */
-    int *parallel_xent_axis;       /* [g->nnodes] -1, or the mesh axis of a
-                                    * vocabulary-parallel cross-entropy */
     double comm_bytes;             /* bytes per rank of all redistributions (estimate) */
     int nnotes;                    /* notes for `hyperpar plan` (operators without a rule) */
     char (*notes)[HP_NOTE_LEN];

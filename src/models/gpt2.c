@@ -70,6 +70,7 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
     if (hp_graph_status(g)) return hp_errorf("gpt2: %s", hp_status_msg(hp_graph_status(g)));
     g->vals[io->loss].persistent = 1;
     g->vals[io->losses].persistent = 1;
+    g->loss = io->loss; /* what training differentiates */
     return HP_OK;
 }
 

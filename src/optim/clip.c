@@ -13,7 +13,7 @@ size_t hp_clip_scratch(const long *sizes, int count) {
 }
 
 typedef struct {
-    float *const *grads;
+    const float *const *grads;
     const long *sizes;
     int count;
     long nblocks;
@@ -34,12 +34,13 @@ static void clip_task(void *ctx, int tid, int nthreads) {
         for (long j = (b > first ? b - first : 0); j < nb && first + j < e; j++) {
             long lo = j * HP_CLIP_BLOCK;
             long hi = lo + HP_CLIP_BLOCK < c->sizes[k] ? lo + HP_CLIP_BLOCK : c->sizes[k];
-            float *g = c->grads[k];
+            const float *g = c->grads[k];
             if (!c->apply) {
                 c->partials[first + j] = hp_sumsq_span(g + lo, hi - lo);
             } else {
                 const float s = c->scale;
-                for (long i = lo; i < hi; i++) g[i] *= s;
+                float *w = (float *)g; /* the clip_grad_norm caller passed writable buffers */
+                for (long i = lo; i < hi; i++) w[i] *= s;
             }
         }
         first += nb;
@@ -48,11 +49,23 @@ static void clip_task(void *ctx, int tid, int nthreads) {
 
 double hp_grad_global_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
                            int count) {
+    return sqrt(hp_grad_sumsq_weighted(pool, (const float *const *)grads, NULL, scratch, sizes, count));
+}
+
+double hp_grad_sumsq_weighted(hp_pool *pool, const float *const *grads, const float *weights, double *scratch,
+                              const long *sizes, int count) {
     clip_ctx c = {grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 0, 0.0f};
     hp_pool_run(pool, clip_task, &c);
     double ss = 0.0;
-    for (long j = 0; j < c.nblocks; j++) ss += scratch[j];
-    return sqrt(ss);
+    long j = 0;
+    for (int k = 0; k < count; k++) {
+        long nb = blocks_of(sizes[k]);
+        if (!weights)
+            for (long e = j + nb; j < e; j++) ss += scratch[j];
+        else
+            for (long e = j + nb; j < e; j++) ss += (double)weights[k] * scratch[j];
+    }
+    return ss;
 }
 
 float hp_clip_scale(double norm, float max_norm) {
@@ -64,7 +77,7 @@ float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, con
                         int count, float max_norm) {
     double norm = hp_grad_global_norm(pool, grads, scratch, sizes, count);
     if (max_norm > 0.0f && norm > (double)max_norm) {
-        clip_ctx c = {grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 1,
+        clip_ctx c = {(const float *const *)grads, sizes, count, (long)hp_clip_scratch(sizes, count), scratch, 1,
                       hp_clip_scale(norm, max_norm)};
         hp_pool_run(pool, clip_task, &c);
     }

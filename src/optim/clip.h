@@ -28,5 +28,10 @@ float hp_clip_grad_norm(hp_pool *pool, float *const *grads, double *scratch, con
 double hp_grad_global_norm(hp_pool *pool, float *const *grads, double *scratch, const long *sizes,
                            int count);
 float hp_clip_scale(double norm, float max_norm);
+/* The sum of squares (no square root) with tensor k's block sums multiplied by
+ * weights[k] (NULL: 1) as they are added, in tensor-then-block order; for
+ * distributed ranks that count a replicated piece by 1 / its replica count. */
+double hp_grad_sumsq_weighted(hp_pool *pool, const float *const *grads, const float *weights, double *scratch,
+                              const long *sizes, int count);
 
 #endif

@@ -92,7 +92,7 @@ void hp_optim_config_default(hp_optim_config *cfg) {
 
 static int finite_in(float x, float lo, float hi_excl) { return isfinite(x) && x >= lo && x < hi_excl; }
 
-static hp_status check_config(const hp_optim_config *c) {
+hp_status hp_optim_config_check(const hp_optim_config *c) {
     if (c->kind != HP_OPT_ADAMW && c->kind != HP_OPT_MUON)
         return hp_errorf("optimizer: unknown optimizer kind %d", (int)c->kind);
     if (!finite_in(c->lr, 0.0f, INFINITY))
@@ -297,7 +297,7 @@ static hp_status build(hp_optimizer *o, const hp_opt_param *params, const hp_opt
 hp_status hp_optimizer_create(hp_optimizer **out, const hp_optim_config *cfg,
                               const hp_opt_param *params, int nparams, hp_pool *pool) {
     *out = NULL;
-    HP_TRY(check_config(cfg));
+    HP_TRY(hp_optim_config_check(cfg));
     HP_TRY(check_params(params, nparams));
     hp_opt_kind *kinds = malloc(((size_t)nparams + 1) * sizeof *kinds);
     if (!kinds) return hp_errorf("optimizer: out of memory");

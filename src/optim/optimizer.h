@@ -56,6 +56,8 @@ typedef struct {
  * muon_lr 0.02, muon_beta 0.95, muon wd 0, ema momentum with Nesterov, keller
  * scale, quintic Newton-Schulz; no overrides. */
 void hp_optim_config_default(hp_optim_config *cfg);
+/* Checks every field; errors name it. */
+hp_status hp_optim_config_check(const hp_optim_config *cfg);
 
 typedef struct hp_optimizer hp_optimizer;
 

@@ -29,14 +29,28 @@ hp_status hp_rank_ctx_alloc(hp_rank_ctx *c) {
     if (!c->scratch) return hp_errorf("rank %d: cannot allocate %zu MB of redistribution scratch", c->rank, need * 4 >> 20);
     memset(c->scratch, 0, sizeof(float) * (need ? need : 1));
     c->scratch_floats = need;
+    int ns = c->nslots > 0 ? c->nslots : 1, nw = c->world_size > 0 ? c->world_size : 1;
+    c->reqs = calloc((size_t)ns, sizeof *c->reqs);
+    c->args = calloc((size_t)ns, sizeof *c->args);
+    c->tens = calloc((size_t)ns, sizeof *c->tens);
+    c->gathered = calloc((size_t)nw, sizeof *c->gathered);
+    if (!c->reqs || !c->args || !c->tens || !c->gathered) return hp_errorf("rank %d: out of memory", c->rank);
     return HP_OK;
 }
 
 void hp_rank_ctx_free(hp_rank_ctx *c) {
     free(c->plans);
     free(c->scratch);
+    free(c->reqs);
+    free(c->args);
+    free(c->tens);
+    free(c->gathered);
     c->plans = NULL;
     c->scratch = NULL;
+    c->reqs = NULL;
+    c->args = NULL;
+    c->tens = NULL;
+    c->gathered = NULL;
     c->nplans = c->capplans = 0;
 }
 
@@ -69,3 +83,60 @@ static double all_gather_bytes(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_mesh_all_gather = {.name = "all_gather", .nout = 1, .communicates = 1, .run = all_gather_run,
                                         .bytes = all_gather_bytes};
+
+/* ---- start / wait ---- */
+
+int hp_redist_plan_async(const hp_redist *plan) {
+    return plan->nsteps == 1 && plan->step[0].kind == HP_RD_ALL_REDUCE &&
+           (plan->step[0].op == HP_PARTIAL_SUM || plan->step[0].op == HP_PARTIAL_AVG);
+}
+
+static void redistribute_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_rank_ctx *c = k->rank;
+    const hp_redist *plan = &c->plans[n->a.i[0]];
+    int slot = (int)n->a.i[1];
+    c->reqs[slot] = NULL;
+    if (!hp_redist_plan_async(plan)) {
+        redistribute_run(k, n, in, out);
+        return;
+    }
+    const hp_redist_step *s = &plan->step[0];
+    c->tens[slot] = (hp_comm_tensor){out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
+    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = HP_F32,
+                                   .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM,
+                                   .t = &c->tens[slot], .nt = 1};
+    hp_status st = hp_comm_start(&c->reqs[slot], c->comm, hp_mesh_comm_group(c->mc, s->axis, c->rank), &c->args[slot]);
+    if (st) *k->err = st;
+}
+
+static void redistribute_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    hp_rank_ctx *c = k->rank;
+    int slot = (int)n->a.i[1];
+    hp_status st = hp_comm_wait(c->reqs[slot]);
+    c->reqs[slot] = NULL;
+    if (st) *k->err = st;
+}
+
+const hp_opdef hp_op_redistribute_start = {.name = "redistribute_start", .nout = 1, .communicates = 1,
+                                           .run = redistribute_start_run, .bytes = redistribute_bytes};
+const hp_opdef hp_op_redistribute_wait = {.name = "redistribute_wait", .nout = 0, .communicates = 1,
+                                          .run = redistribute_wait_run};
+
+/* ---- the optimizer norm's sum over ranks ---- */
+
+static void sumsq_combine_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_rank_ctx *c = k->rank;
+    hp_status st = hp_comm_all_gather(c->comm, c->world_group, c->gathered, in[0].data, 2, NULL, HP_F32);
+    if (st) {
+        *k->err = st;
+        return;
+    }
+    float total = (float)c->gathered[0];
+    for (int r = 1; r < c->world_size; r++) total += (float)c->gathered[r];
+    *(double *)out[0].data = (double)total;
+}
+
+const hp_opdef hp_op_sumsq_combine = {.name = "sumsq_combine", .nout = 1, .communicates = 1,
+                                      .run = sumsq_combine_run};

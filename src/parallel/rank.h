@@ -21,18 +21,40 @@ typedef struct {
     int nplans, capplans;
     float *scratch; /* owned: the largest scratch any plan needs */
     size_t scratch_floats;
+    hp_comm_group *world_group; /* every rank (the optimizer's norm) */
+    int world_size;
+    /* collectives in flight (start/wait node pairs; the schedule pass numbers
+     * the slots): per slot the request and the call's arguments */
+    int nslots;
+    hp_comm_req **reqs;
+    hp_comm_args *args;
+    hp_comm_tensor *tens;
+    double *gathered; /* [world_size]: the optimizer norm's partials */
 } hp_rank_ctx;
 
 /* Adds a plan; returns its index (-1 when out of memory). */
 int hp_rank_ctx_add_plan(hp_rank_ctx *c, const hp_redist *plan);
-/* Allocates the scratch the plans need (once, after compiling). */
+/* Allocates the scratch the plans and slots need (once, after compiling and
+ * after world_size and nslots are set). */
 hp_status hp_rank_ctx_alloc(hp_rank_ctx *c);
 void hp_rank_ctx_free(hp_rank_ctx *c);
 
 /* Communicating operators of per-rank programs (parallel/comm_ops.c).
  * redistribute: in (x) -> out (x in another layout); i[0] = plan index.
- * all_gather: in (x[...]) -> out [k, ...] (the k members' x along mesh axis i[0]). */
+ * redistribute_start / redistribute_wait: the same split in two (i[1] = slot):
+ *   the start (in x, out y) begins it, the wait (in y, x; no output) completes
+ *   it; between them x must not change and y is not ready. A plan that is one
+ *   all-reduce (sum or avg) runs asynchronously on the comm layer; any other
+ *   plan runs whole in the start and its wait returns at once.
+ * all_gather: in (x[...]) -> out [k, ...] (the k members' x along mesh axis i[0]).
+ * sumsq_combine: in f64 [1] (a rank's partial sum of squares) -> out f64 [1]:
+ *   the partials of every rank, gathered bytewise, rounded to fp32 and added in
+ *   rank order in fp32 (the order and precision the pre-compiled trainer's
+ *   all-reduce used, so its runs are reproduced bit for bit). */
 #include "core/opdef.h"
 extern const hp_opdef hp_op_redistribute, hp_op_mesh_all_gather;
+extern const hp_opdef hp_op_redistribute_start, hp_op_redistribute_wait, hp_op_sumsq_combine;
+/* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
+int hp_redist_plan_async(const hp_redist *plan);
 
 #endif

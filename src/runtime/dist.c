@@ -8,7 +8,7 @@
 
 struct hp_dist {
     hp_dist_config cfg;
-    hp_propagation prop;
+    hp_mesh mesh;
     hp_mesh_comm *mc;
     hp_pool *ranks_pool; /* one thread per hosted rank */
     int n;
@@ -20,22 +20,27 @@ static void destroy_rank(hp_dist_rank *r) {
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
-    hp_rank_graph_free(&r->rg);
+    hp_compiled_free(&r->c);
 }
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
     *out = NULL;
+    hp_mesh mesh;
+    if (cfg->plan)
+        mesh = cfg->plan->mesh;
+    else
+        HP_TRY(hp_mesh_parse(&mesh, "dp=1"));
     int world = hp_comm_world_size(cfg->world);
-    if (hp_mesh_size(&cfg->mesh) != world) {
+    if (hp_mesh_size(&mesh) != world) {
         char mb[128];
-        return hp_errorf("mesh '%s' has %d ranks but the world has %d", hp_mesh_str(mb, sizeof mb, &cfg->mesh),
-                         hp_mesh_size(&cfg->mesh), world);
+        return hp_errorf("mesh '%s' has %d ranks but the world has %d", hp_mesh_str(mb, sizeof mb, &mesh),
+                         hp_mesh_size(&mesh), world);
     }
     hp_dist *d = calloc(1, sizeof *d);
     if (!d) return hp_errorf("dist: out of memory");
     d->cfg = *cfg;
-    hp_status st = hp_propagate(&d->prop, cfg->g, &d->cfg.mesh, cfg->layouts, cfg->fixed);
-    if (!st) st = hp_mesh_comm_create(&d->mc, cfg->world, &d->cfg.mesh);
+    d->mesh = mesh;
+    hp_status st = hp_mesh_comm_create(&d->mc, cfg->world, &d->mesh);
     int first = 0;
     hp_comm_hosted_ranks(cfg->world, &first, &d->n);
     if (!st) {
@@ -48,15 +53,20 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         hp_dist_rank *r = &d->r[i];
         r->rank = first + i;
         r->local_index = i;
-        st = hp_compile_rank(&r->rg, cfg->g, &d->prop, &d->cfg.mesh, r->rank);
+        st = hp_compile(&r->c, cfg->model, cfg->plan, r->rank, &cfg->compile);
         if (st) break;
-        r->rg.ctx.comm = hp_comm_world_rank(cfg->world, r->rank);
-        r->rg.ctx.mc = d->mc;
-        r->rg.ctx.mesh = &d->cfg.mesh;
-        st = hp_rank_ctx_alloc(&r->rg.ctx);
-        if (!st) st = hp_param_store_create(&r->ps, r->rg.g);
+        hp_rank_ctx *ctx = &r->c.rg.ctx;
+        ctx->comm = hp_comm_world_rank(cfg->world, r->rank);
+        ctx->mc = d->mc;
+        ctx->mesh = &r->c.mesh;
+        ctx->world_group = hp_comm_world_group(cfg->world);
+        ctx->world_size = world;
+        st = hp_rank_ctx_alloc(ctx);
+        if (!st) st = hp_param_store_create(&r->ps, r->c.rg.g);
         if (!st) st = hp_pool_create(&r->pool, cfg->threads_per_rank > 0 ? cfg->threads_per_rank : 1);
-        if (!st) st = hp_program_create_rank(&r->prog, r->rg.g, &r->ps, r->pool, &r->rg.ctx);
+        if (!st)
+            st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
+                                           r->pool, ctx);
     }
     if (st) {
         hp_dist_destroy(d);
@@ -73,15 +83,21 @@ void hp_dist_destroy(hp_dist *d) {
     free(d->st);
     hp_pool_destroy(d->ranks_pool);
     hp_mesh_comm_destroy(d->mc);
-    hp_propagation_free(&d->prop);
     free(d);
 }
 
 int hp_dist_nranks(const hp_dist *d) { return d->n; }
 hp_dist_rank *hp_dist_rank_at(hp_dist *d, int i) { return &d->r[i]; }
-const hp_propagation *hp_dist_propagation(const hp_dist *d) { return &d->prop; }
-const hp_mesh *hp_dist_mesh(const hp_dist *d) { return &d->cfg.mesh; }
+const hp_graph *hp_dist_global(const hp_dist *d) { return d->r[0].c.global; }
+const hp_propagation *hp_dist_propagation(const hp_dist *d) { return &d->r[0].c.prop; }
+const hp_mesh *hp_dist_mesh(const hp_dist *d) { return &d->mesh; }
 hp_comm_world *hp_dist_world(const hp_dist *d) { return d->cfg.world; }
+int hp_dist_lead(const hp_dist *d) { return d->r[0].rank == 0; }
+
+void *hp_dist_value(hp_dist_rank *r, int v) {
+    int lv = r->c.rg.map[v];
+    return lv >= 0 ? hp_program_data(r->prog, lv) : NULL;
+}
 
 typedef struct {
     hp_dist *d;
@@ -111,14 +127,14 @@ hp_status hp_dist_run(hp_dist *d, hp_dist_fn fn, void *ctx) {
 
 static void piece_of(hp_dist *d, hp_dist_rank *r, int v, hp_shape *local, int64_t *off) {
     memset(off, 0, sizeof(int64_t) * HP_MAX_DIMS);
-    hp_local_shape(local, off, &d->cfg.g->vals[v].shape, &d->prop.val[v], &d->cfg.mesh, r->rank);
+    hp_local_shape(local, off, &hp_dist_global(d)->vals[v].shape, &hp_dist_propagation(d)->val[v], &d->mesh, r->rank);
 }
 
 void hp_dist_scatter_value(hp_dist *d, hp_dist_rank *r, int v, void *dst_local, const void *src_global) {
     hp_shape local;
     int64_t off[HP_MAX_DIMS];
     piece_of(d, r, v, &local, off);
-    const hp_value *gv = &d->cfg.g->vals[v];
+    const hp_value *gv = &hp_dist_global(d)->vals[v];
     hp_piece_extract(dst_local, src_global, hp_dtype_size(gv->dtype), &gv->shape, &local, off);
 }
 
@@ -126,12 +142,12 @@ void hp_dist_insert_value(hp_dist *d, hp_dist_rank *r, int v, void *dst_global, 
     hp_shape local;
     int64_t off[HP_MAX_DIMS];
     piece_of(d, r, v, &local, off);
-    const hp_value *gv = &d->cfg.g->vals[v];
+    const hp_value *gv = &hp_dist_global(d)->vals[v];
     hp_piece_insert(dst_global, src_local, hp_dtype_size(gv->dtype), &gv->shape, &local, off);
 }
 
 hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
-    const hp_graph *g = d->cfg.g;
+    const hp_graph *g = hp_dist_global(d);
     for (int i = 0; i < d->n; i++) {
         hp_dist_rank *r = &d->r[i];
         for (int k = 0; k < r->ps.n; k++) {
@@ -144,15 +160,24 @@ hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
     return HP_OK;
 }
 
-hp_status hp_dist_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, const hp_plan *p, const hp_graph *g) {
-    for (int v = 0; v < g->nvals; v++) {
-        const hp_value *val = &g->vals[v];
-        fixed[v] = 0;
-        layouts[v] = hp_layout_replicated(&p->mesh);
-        if (val->kind != HP_V_PARAM && val->kind != HP_V_INPUT) continue;
-        HP_TRY(hp_plan_layout_of(&layouts[v], p, val->name, val->kind == HP_V_INPUT, val->shape.ndim));
-        layouts[v] = hp_layout_canonical(&layouts[v], &p->mesh); /* size-1 axes: nothing to shard */
-        fixed[v] = 1;
+hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s) {
+    *out = NULL;
+    int n = plan ? hp_mesh_size(&plan->mesh) : 1, nprocs = 1;
+    hp_comm_opts co;
+    hp_comm_opts_default(&co);
+    if (plan) {
+        const char *env = getenv("OMPI_COMM_WORLD_SIZE");
+        if (env) nprocs = atoi(env) > 0 ? atoi(env) : 1;
+        if (n % nprocs) return hp_errorf("the plan's %d ranks cannot be spread over %d processes", n, nprocs);
+    } else {
+        co.mpi = 0; /* one rank: no MPI */
     }
-    return HP_OK;
+    co.ranks_per_supernode = n / nprocs;
+    if (timeout_s > 0) co.timeout_s = timeout_s;
+    return hp_comm_world_create(out, &co);
+}
+
+int hp_dist_threads_per_rank(const hp_comm_world *w, int threads) {
+    int per = threads / hp_comm_ranks_per_supernode(w);
+    return per > 0 ? per : 1;
 }

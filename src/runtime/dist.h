@@ -1,16 +1,17 @@
-/* runtime/dist: a distributed program in this process — the mesh's ranks that
- * this process hosts, each a thread with its own compute pool, compiled local
- * graph, program and parameter pieces. The global graph (differentiated) and a
- * layout for every parameter and input are compiled once, at creation:
- * propagation, then one local program per hosted rank (production mode).
- * hp_dist_run calls a function on every hosted rank's thread at once; the
- * steps of training (data, forward, backward, optimizer) happen inside it. */
+/* runtime/dist: a compiled model in this process — the mesh's ranks that this
+ * process hosts, each a thread with its own compute pool, compiled program
+ * (parallel/compile: hp_compile per rank), parameter pieces and optimizer
+ * state. One rank (no plan) is the same thing with one rank-thread, which is
+ * the caller's own thread. hp_dist_run calls a function on every hosted rank's
+ * thread at once; the steps of training (data, forward, backward, optimizer)
+ * happen inside it (runtime/trainer drives it). */
 #ifndef HP_RUNTIME_DIST_H
 #define HP_RUNTIME_DIST_H
 
 #include "comm/comm.h"
 #include "core/graph.h"
 #include "layout/layout.h"
+#include "layout/plan.h"
 #include "layout/propagate.h"
 #include "parallel/compile.h"
 #include "parallel/mesh_comm.h"
@@ -20,7 +21,7 @@
 typedef struct {
     int rank;            /* global (mesh) rank */
     int local_index;     /* among the ranks of this process */
-    hp_rank_graph rg;    /* local graph and its communication plans */
+    hp_compiled c;       /* the rank's compiled program (c.rg: its local graph) */
     hp_param_store ps;   /* local parameter pieces */
     hp_pool *pool;
     hp_program *prog;
@@ -30,27 +31,31 @@ typedef struct {
 typedef struct hp_dist hp_dist;
 
 typedef struct {
-    const hp_graph *g;          /* global graph, differentiated; must outlive the dist */
-    hp_mesh mesh;
-    const hp_layout *layouts;   /* [g->nvals]: layouts of the fixed values */
-    const unsigned char *fixed; /* [g->nvals]: parameters and inputs given by the plan */
+    const hp_graph *model;      /* forward graph (loss set to train); copied by the compile */
+    const hp_plan *plan;        /* NULL: one rank */
     hp_comm_world *world;       /* the collective layer, sized to the mesh */
     int threads_per_rank;
+    hp_compile_opts compile;
 } hp_dist_config;
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg);
-
-/* The fixed layouts of g's parameters and inputs from a plan (layouts and
- * fixed are [g->nvals]); errors name the plan rule and the tensor. */
-#include "layout/plan.h"
-hp_status hp_dist_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, const hp_plan *p, const hp_graph *g);
+/* The comm world a plan needs in this process: under mpirun one supernode per
+ * process, the mesh's ranks spread evenly; without a plan one rank and no MPI.
+ * timeout_s <= 0: the default. */
+hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s);
+/* A process's compute threads shared out among the ranks it hosts (>= 1). */
+int hp_dist_threads_per_rank(const hp_comm_world *w, int threads);
 void hp_dist_destroy(hp_dist *d);
 
 int hp_dist_nranks(const hp_dist *d); /* hosted here */
 hp_dist_rank *hp_dist_rank_at(hp_dist *d, int i);
+/* The differentiated global graph and its layouts (the same on every rank). */
+const hp_graph *hp_dist_global(const hp_dist *d);
 const hp_propagation *hp_dist_propagation(const hp_dist *d);
 const hp_mesh *hp_dist_mesh(const hp_dist *d);
 hp_comm_world *hp_dist_world(const hp_dist *d);
+/* 1 when this process hosts global rank 0 (it prints, writes metrics and checkpoints). */
+int hp_dist_lead(const hp_dist *d);
 
 /* Runs fn(rank, ctx) on every hosted rank's thread and waits; returns the
  * first error (by local rank order). */
@@ -63,5 +68,7 @@ void hp_dist_scatter_value(hp_dist *d, hp_dist_rank *r, int v, void *dst_local, 
 void hp_dist_insert_value(hp_dist *d, hp_dist_rank *r, int v, void *dst_global, const void *src_local);
 /* Fills every rank's parameter pieces from a whole-model store (same names). */
 hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global);
+/* The rank's buffer of global value v as produced (NULL if it has none). */
+void *hp_dist_value(hp_dist_rank *r, int v);
 
 #endif

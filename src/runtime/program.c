@@ -10,7 +10,7 @@
 
 typedef struct {
     const hp_node *node;
-    hp_tensor in[HP_MAX_IN];
+    hp_tensor *in; /* nin + nxin tensors, in p->ins */
     hp_tensor out[HP_MAX_OUT];
 } step;
 
@@ -21,8 +21,11 @@ struct hp_program {
     hp_kctx kctx;
     hp_status err; /* kctx.err points here */
     double *prof;  /* [2] compute, communication seconds; NULL: off */
-    step *steps[2];
-    int nsteps[2];
+    hp_step_hook hook;
+    void *hook_ctx;
+    step *steps[HP_NPHASES];
+    int nsteps[HP_NPHASES];
+    hp_tensor *ins; /* every step's input tensors */
     void **ptr;     /* per value */
     char *arena;
     float *grads;
@@ -37,11 +40,16 @@ static size_t value_bytes(const hp_graph *g, int v) {
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
 hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool) {
-    return hp_program_create_rank(out, g, ps, pool, NULL);
+    return hp_program_create_ordered(out, g, NULL, 0, NULL, ps, pool, NULL);
 }
 
 hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool,
                                  void *rank_ctx) {
+    return hp_program_create_ordered(out, g, NULL, 0, NULL, ps, pool, rank_ctx);
+}
+
+hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const int *order_in, int norder,
+                                    const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
     *out = NULL;
     if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
     HP_TRY(hp_param_store_check(ps, g));
@@ -58,9 +66,27 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
         st = hp_errorf("program: out of memory");
         goto fail;
     }
-    for (int i = 0; i < g->nnodes; i++) order[i] = i;
-    st = hp_memplan_build(&plan, g, order, g->nnodes);
-    if (st) goto fail;
+    if (!order_in) norder = g->nnodes;
+    for (int i = 0; i < norder; i++) order[i] = order_in ? order_in[i] : i;
+    for (int i = 1; i < norder; i++)
+        if (g->nodes[order[i]].phase < g->nodes[order[i - 1]].phase) {
+            st = hp_errorf("program: step %d ('%s') runs in an earlier phase than the step before it", i,
+                           g->nodes[order[i]].name);
+            goto fail;
+        }
+    if (mem) {
+        plan.offset = malloc(sizeof(size_t) * (size_t)(g->nvals ? g->nvals : 1));
+        if (!plan.offset) {
+            st = hp_errorf("program: out of memory");
+            goto fail;
+        }
+        memcpy(plan.offset, mem->offset, sizeof(size_t) * (size_t)g->nvals);
+        plan.arena_bytes = mem->arena_bytes;
+        plan.naive_bytes = mem->naive_bytes;
+    } else {
+        st = hp_memplan_build(&plan, g, order, norder);
+        if (st) goto fail;
+    }
     p->info.arena_bytes = plan.arena_bytes;
     p->info.naive_bytes = plan.naive_bytes;
 
@@ -112,6 +138,9 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
         }
     }
     if (g->loss_seed >= 0) ((float *)p->ptr[g->loss_seed])[0] = 1.0f;
+    for (int v = 0; v < g->nvals; v++)
+        if (g->vals[v].init >= 0 && p->ptr[v])
+            memcpy(p->ptr[v], hp_graph_blob_at(g, g->vals[v].init), value_bytes(g, v));
 
     /* Scratch: the largest any node needs. */
     size_t scratch = 0;
@@ -123,6 +152,7 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
             if (s > scratch) scratch = s;
         }
     }
+    p->kctx.graph = g;
     p->kctx.pool = pool;
     p->kctx.rank = rank_ctx;
     p->kctx.err = &p->err;
@@ -133,21 +163,31 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
     }
     p->info.scratch_bytes = scratch * sizeof(float);
 
-    /* Steps, with every tensor resolved. */
-    for (int ph = 0; ph < 2; ph++) {
-        p->steps[ph] = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof(step));
+    /* Steps in the given order, with every tensor resolved. */
+    size_t nins = 0;
+    for (int i = 0; i < norder; i++) nins += (size_t)hp_node_nin_all(&g->nodes[order[i]]);
+    p->ins = calloc(nins ? nins : 1, sizeof *p->ins);
+    if (!p->ins) {
+        st = hp_errorf("program: out of memory");
+        goto fail;
+    }
+    for (int ph = 0; ph < HP_NPHASES; ph++) {
+        p->steps[ph] = calloc((size_t)(norder ? norder : 1), sizeof(step));
         if (!p->steps[ph]) {
             st = hp_errorf("program: out of memory");
             goto fail;
         }
     }
-    for (int i = 0; i < g->nnodes; i++) {
-        const hp_node *n = &g->nodes[i];
-        int ph = n->phase == HP_PHASE_BWD;
+    hp_tensor *next_in = p->ins;
+    for (int i = 0; i < norder; i++) {
+        const hp_node *n = &g->nodes[order[i]];
+        int ph = n->phase;
         step *s = &p->steps[ph][p->nsteps[ph]++];
         s->node = n;
-        for (int k = 0; k < n->nin; k++) {
-            int v = n->in[k];
+        s->in = next_in;
+        next_in += hp_node_nin_all(n);
+        for (int k = 0; k < hp_node_nin_all(n); k++) {
+            int v = hp_node_input(g, n, k);
             s->in[k] = (hp_tensor){g->vals[v].dtype, g->vals[v].shape, p->ptr[v]};
         }
         for (int k = 0; k < n->nout; k++) {
@@ -157,8 +197,7 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
         if (n->op->flops) p->info.flops[ph] += n->op->flops(g, n);
         if (n->op->bytes) p->info.bytes[ph] += n->op->bytes(g, n);
     }
-    p->info.nsteps[0] = p->nsteps[0];
-    p->info.nsteps[1] = p->nsteps[1];
+    for (int ph = 0; ph < HP_NPHASES; ph++) p->info.nsteps[ph] = p->nsteps[ph];
     hp_memplan_free(&plan);
     free(order);
     *out = p;
@@ -172,8 +211,8 @@ fail:
 
 void hp_program_destroy(hp_program *p) {
     if (!p) return;
-    free(p->steps[0]);
-    free(p->steps[1]);
+    for (int ph = 0; ph < HP_NPHASES; ph++) free(p->steps[ph]);
+    free(p->ins);
     free(p->ptr);
     free(p->arena);
     free(p->grads);
@@ -184,34 +223,40 @@ void hp_program_destroy(hp_program *p) {
 }
 
 hp_status hp_program_run(hp_program *p, hp_phase phase) {
-    return hp_program_run_range(p, phase, 0, p->nsteps[phase == HP_PHASE_BWD]);
+    return hp_program_run_range(p, phase, 0, p->nsteps[phase]);
 }
 
-int hp_program_num_steps(const hp_program *p, hp_phase phase) { return p->nsteps[phase == HP_PHASE_BWD]; }
+int hp_program_num_steps(const hp_program *p, hp_phase phase) { return p->nsteps[phase]; }
 
-const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i) {
-    return p->steps[phase == HP_PHASE_BWD][i].node;
-}
+const hp_node *hp_program_step_node(const hp_program *p, hp_phase phase, int i) { return p->steps[phase][i].node; }
 
 void hp_program_profile(hp_program *p, double *acc) { p->prof = acc; }
 
-static hp_status run_profiled(hp_program *p, int ph, int begin, int end) {
+void hp_program_set_hook(hp_program *p, hp_step_hook hook, void *ctx) {
+    p->hook = hook;
+    p->hook_ctx = ctx;
+}
+
+/* The slow path: profiling or a step hook (tracing) is on. */
+static hp_status run_observed(hp_program *p, int ph, int begin, int end) {
     step *s = p->steps[ph];
     for (int i = begin; i < end; i++) {
         double t0 = hp_now();
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
-        p->prof[s[i].node->op->communicates ? 1 : 0] += hp_now() - t0;
+        double t1 = hp_now();
+        if (p->prof) p->prof[s[i].node->op->communicates ? 1 : 0] += t1 - t0;
+        if (p->hook) p->hook(p->hook_ctx, s[i].node, t0, t1);
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }
     return HP_OK;
 }
 
 hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end) {
-    int ph = phase == HP_PHASE_BWD;
+    int ph = phase;
     step *s = p->steps[ph];
     if (p->err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->err));
     if (end > p->nsteps[ph]) end = p->nsteps[ph];
-    if (p->prof) return run_profiled(p, ph, begin, end);
+    if (p->prof || p->hook) return run_observed(p, ph, begin, end);
     for (int i = begin, n = end; i < n; i++) {
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));

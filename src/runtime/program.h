@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "core/graph.h"
+#include "core/memplan.h"
 #include "core/opdef.h"
 #include "core/pool.h"
 #include "runtime/params.h"
@@ -17,25 +18,31 @@
 typedef struct hp_program hp_program;
 
 typedef struct {
-    double flops[2];      /* per phase (forward, backward) */
-    double bytes[2];
+    double flops[HP_NPHASES]; /* per phase (forward, backward, optimizer) */
+    double bytes[HP_NPHASES];
     size_t arena_bytes;   /* planned activation/gradient arena */
     size_t naive_bytes;   /* one buffer per value, for comparison */
     size_t scratch_bytes;
     size_t grad_bytes;
     size_t input_bytes;
-    int nsteps[2];
+    int nsteps[HP_NPHASES];
 } hp_program_info;
 
-/* Compiles g for a rank that runs on `pool`, with parameters in ps. */
+/* Compiles g for a rank that runs on `pool`, with parameters in ps; steps in
+ * node order, the arena planned for that order. */
 hp_status hp_program_create(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool);
 /* The same for one rank of a distributed program: rank_ctx is handed to
  * communicating operators (hp_kctx.rank). */
 hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_store *ps, hp_pool *pool,
                                  void *rank_ctx);
+/* The general form (parallel/compile's output): steps in order[0..norder) (node
+ * ids; NULL: node order), phases in order; the arena as mem lays it out (NULL:
+ * planned here for that order). mem must have been planned for the same order. */
+hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const int *order, int norder,
+                                    const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
-/* Runs the forward (HP_PHASE_FWD) or backward (HP_PHASE_BWD) steps. An
+/* Runs the steps of one phase (forward, backward or optimizer). An
  * operator that fails (a collective that timed out) stops the phase; its
  * error is returned (and the program must not be run again). */
 hp_status hp_program_run(hp_program *p, hp_phase phase);
@@ -44,6 +51,10 @@ hp_status hp_program_run(hp_program *p, hp_phase phase);
  * seconds added to acc[0] (computation) or acc[1] (communicating operators).
  * NULL turns it off (the default: no clock is read). */
 void hp_program_profile(hp_program *p, double *acc);
+/* Tracing: when set, hook(ctx, node, t0, t1) is called after every step with
+ * its start and end times (hp_now seconds). NULL turns it off. */
+typedef void (*hp_step_hook)(void *ctx, const hp_node *n, double t0, double t1);
+void hp_program_set_hook(hp_program *p, hp_step_hook hook, void *ctx);
 
 /* Step by step (the validation executor): the number of steps of a phase,
  * the node of step i, and running steps [begin, end) of a phase. */

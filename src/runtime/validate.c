@@ -42,6 +42,7 @@ static double elem_at(const hp_tensor *t, int64_t i) {
     case HP_F32: return ((const float *)t->data)[i];
     case HP_BF16: return hp_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case HP_I32: return ((const int32_t *)t->data)[i];
+    case HP_F64: return ((const double *)t->data)[i];
     }
     return 0;
 }
@@ -270,15 +271,15 @@ static hp_status check_structure(hp_validator *v) {
     const hp_dist_rank *r0 = hp_dist_rank_at(v->d, 0);
     for (int i = 1; i < v->n; i++) {
         const hp_dist_rank *r = hp_dist_rank_at(v->d, i);
-        int same = r->rg.g->nnodes == r0->rg.g->nnodes && r->rg.g->nvals == r0->rg.g->nvals;
-        for (int k = 0; same && k < r0->rg.g->nnodes; k++)
-            same = r->rg.g->nodes[k].op == r0->rg.g->nodes[k].op && r->rg.node_of[k] == r0->rg.node_of[k];
+        int same = r->c.rg.g->nnodes == r0->c.rg.g->nnodes && r->c.rg.g->nvals == r0->c.rg.g->nvals;
+        for (int k = 0; same && k < r0->c.rg.g->nnodes; k++)
+            same = r->c.rg.g->nodes[k].op == r0->c.rg.g->nodes[k].op && r->c.rg.node_of[k] == r0->c.rg.node_of[k];
         for (int ph = 0; same && ph < 2; ph++) {
             int ns = hp_program_num_steps(r0->prog, (hp_phase)ph);
             same = hp_program_num_steps(r->prog, (hp_phase)ph) == ns;
             for (int j = 0; same && j < ns; j++)
-                same = hp_program_step_node(r->prog, (hp_phase)ph, j) - r->rg.g->nodes ==
-                       hp_program_step_node(r0->prog, (hp_phase)ph, j) - r0->rg.g->nodes;
+                same = hp_program_step_node(r->prog, (hp_phase)ph, j) - r->c.rg.g->nodes ==
+                       hp_program_step_node(r0->prog, (hp_phase)ph, j) - r0->c.rg.g->nodes;
         }
         if (!same)
             return hp_errorf("validation: the programs of ranks 0 and %d differ in structure; lockstep checks need the "
@@ -291,18 +292,18 @@ static hp_status check_structure(hp_validator *v) {
 /* What each local value stands for: the global value and its layout. */
 static void stand_for(hp_validator *v) {
     const hp_dist_rank *r0 = hp_dist_rank_at(v->d, 0);
-    const hp_graph *lg = r0->rg.g;
+    const hp_graph *lg = r0->c.rg.g;
     for (int lv = 0; lv < lg->nvals; lv++) {
-        v->sf_v[lv] = r0->rg.global_of[lv];
+        v->sf_v[lv] = r0->c.rg.global_of[lv];
         if (v->sf_v[lv] >= 0) v->sf_l[lv] = v->prop->val[v->sf_v[lv]];
     }
     for (int i = 0; i < lg->nnodes; i++) {
         const hp_node *n = &lg->nodes[i];
         if (n->op != &hp_op_redistribute || n->out[0] < 0) continue;
         int src = n->in[0], dst = n->out[0];
-        if (v->sf_v[src] < 0 || n->a.i[0] < 0 || n->a.i[0] >= r0->rg.ctx.nplans) continue;
+        if (v->sf_v[src] < 0 || n->a.i[0] < 0 || n->a.i[0] >= r0->c.rg.ctx.nplans) continue;
         v->sf_v[dst] = v->sf_v[src];
-        v->sf_l[dst] = r0->rg.ctx.plans[n->a.i[0]].to;
+        v->sf_l[dst] = r0->c.rg.ctx.plans[n->a.i[0]].to;
     }
 }
 
@@ -315,7 +316,7 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
         return hp_errorf("validation mode needs all ranks in one process (this process hosts %d of %d ranks); run "
                          "--validate without mpirun",
                          count, hp_comm_world_size(w));
-    if (hp_dist_rank_at(cfg->d, 0)->rg.nglobal != cfg->g->nvals)
+    if (hp_dist_rank_at(cfg->d, 0)->c.rg.nglobal != cfg->g->nvals)
         return hp_errorf("validation: the graph is not the one the distributed program was compiled from");
     hp_validator *v = calloc(1, sizeof *v);
     if (!v) return hp_errorf("validation: out of memory");
@@ -326,7 +327,7 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     v->n = count;
     v->atol = cfg->atol > 0 ? cfg->atol : HP_VALIDATE_ATOL;
     v->rtol = cfg->rtol > 0 ? cfg->rtol : HP_VALIDATE_RTOL;
-    v->nlocal = hp_dist_rank_at(cfg->d, 0)->rg.g->nvals;
+    v->nlocal = hp_dist_rank_at(cfg->d, 0)->c.rg.g->nvals;
     v->first_use = malloc(sizeof(int) * (size_t)(v->g->nvals + 1));
     v->sf_v = malloc(sizeof(int) * (size_t)(v->nlocal + 1));
     v->sf_l = calloc((size_t)v->nlocal + 1, sizeof *v->sf_l);
@@ -389,8 +390,8 @@ static hp_status check_leaves(hp_validator *v) {
         const hp_layout *l = &v->prop->val[gv];
         for (int r = 0; r < v->n; r++) {
             hp_dist_rank *R = hp_dist_rank_at(v->d, r);
-            int lv = R->rg.map[gv];
-            v->t[r] = (hp_tensor){R->rg.g->vals[lv].dtype, R->rg.g->vals[lv].shape, hp_program_data(R->prog, lv)};
+            int lv = R->c.rg.map[gv];
+            v->t[r] = (hp_tensor){R->c.rg.g->vals[lv].dtype, R->c.rg.g->vals[lv].shape, hp_program_data(R->prog, lv)};
         }
         HP_TRY(check_shapes(v, user_of(v, gv), 0, gv, l));
         HP_TRY(check_replicas(v, user_of(v, gv), 0, gv, l));
@@ -424,11 +425,11 @@ static void fill_views(hp_validator *v, hp_phase ph, int j) {
         hp_validate_view *w = &v->views[r];
         memset(w, 0, sizeof *w);
         const hp_node *n = hp_program_step_node(R->prog, ph, j);
-        const hp_graph *lg = R->rg.g;
+        const hp_graph *lg = R->c.rg.g;
         w->rank = R->rank;
         w->local = lg;
         w->node = n;
-        w->global_node = R->rg.node_of[n - lg->nodes];
+        w->global_node = R->c.rg.node_of[n - lg->nodes];
         for (int k = 0; k < n->nin; k++) {
             const hp_value *lv = &lg->vals[n->in[k]];
             w->in[k] = (hp_tensor){lv->dtype, lv->shape, hp_program_data(R->prog, n->in[k])};
@@ -499,7 +500,7 @@ static hp_status run_phase(hp_validator *v, hp_phase ph, hp_validate_report *rep
     int loss_node = v->g->vals[v->g->loss].producer;
     for (int j = 0; j < nsteps; j++) {
         const hp_node *ln = hp_program_step_node(r0->prog, ph, j);
-        int gi = r0->rg.node_of[ln - r0->rg.g->nodes];
+        int gi = r0->c.rg.node_of[ln - r0->c.rg.g->nodes];
         /* the reference catches up to (and runs) global node gi, once */
         while (gi >= 0 && !v->ran[gi] && cursor < nref) {
             int at = (int)(hp_program_step_node(v->ref, ph, cursor) - v->g->nodes);
@@ -533,7 +534,7 @@ hp_status hp_validate_step(hp_validator *v, hp_validate_report *rep) {
     HP_TRY(run_phase(v, HP_PHASE_BWD, rep));
     for (int i = 0; i < v->g->nnodes; i++) rep->nunchecked += !v->seen[i];
     hp_dist_rank *r0 = hp_dist_rank_at(v->d, 0);
-    rep->loss = ((const float *)hp_program_data(r0->prog, r0->rg.loss))[0];
+    rep->loss = ((const float *)hp_program_data(r0->prog, r0->c.rg.loss))[0];
     v->stepped = 1;
     return HP_OK;
 }

@@ -20,7 +20,7 @@ typedef struct {
 
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     step_ctx *c = c_;
-    const hp_rank_graph *rg = &r->rg;
+    const hp_rank_graph *rg = &r->c.rg;
     hp_dist_scatter_value(c->d, r, c->tok_v, hp_program_data(r->prog, rg->map[c->tok_v]), c->tokens);
     hp_dist_scatter_value(c->d, r, c->tgt_v, hp_program_data(r->prog, rg->map[c->tgt_v]), c->targets);
     HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
@@ -58,9 +58,6 @@ int main(void) {
         int dp = cfgs[ci][0], tp = cfgs[ci][1], n = dp * tp;
         hp_plan plan;
         CHECK_OK(hp_plan_gpt2_dp_tp(&plan, dp, tp));
-        hp_layout *layouts = calloc((size_t)g->nvals, sizeof *layouts);
-        unsigned char *fixed = calloc((size_t)g->nvals, 1);
-        CHECK_OK(hp_dist_layouts_from_plan(layouts, fixed, &plan, g));
         hp_comm_opts co;
         hp_comm_opts_default(&co);
         co.ranks_per_supernode = n;
@@ -68,8 +65,8 @@ int main(void) {
         co.timeout_s = 60;
         hp_comm_world *world;
         CHECK_OK(hp_comm_world_create(&world, &co));
-        hp_dist_config dc = {.g = g, .mesh = plan.mesh, .layouts = layouts, .fixed = fixed, .world = world,
-                             .threads_per_rank = 1};
+        hp_dist_config dc = {.model = g, .plan = &plan, .world = world, .threads_per_rank = 1,
+                             .compile = {.train = 1}};
         hp_dist *d = NULL;
         CHECK_OK(hp_dist_create(&d, &dc));
         if (!d) return hp_test_finish("test_dist_grad");
@@ -83,7 +80,7 @@ int main(void) {
         int mismatch_replicas = 0;
         for (int ri = 0; ri < hp_dist_nranks(d); ri++) {
             hp_dist_rank *r = hp_dist_rank_at(d, ri);
-            float loss = ((float *)hp_program_data(r->prog, r->rg.loss))[0];
+            float loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
             CHECK_NEAR(loss, ref_loss, 1e-6 * fabs(ref_loss));
             for (int k = 0; k < r->ps.n; k++) {
                 int gi = hp_param_store_find(&ps, r->ps.name[k]);
@@ -123,12 +120,11 @@ int main(void) {
             worst = fmax(worst, rel);
         }
         printf("dp=%d tp=%d: loss %.7f (1 rank %.7f), worst gradient relative error %.3g\n", dp, tp,
-               ((float *)hp_program_data(hp_dist_rank_at(d, 0)->prog, hp_dist_rank_at(d, 0)->rg.loss))[0], ref_loss,
+               ((float *)hp_program_data(hp_dist_rank_at(d, 0)->prog, hp_dist_rank_at(d, 0)->c.rg.loss))[0], ref_loss,
                worst);
         free(got), free(seen);
         hp_dist_destroy(d);
         hp_comm_world_destroy(world);
-        free(layouts), free(fixed);
         hp_plan_free(&plan);
     }
     hp_program_destroy(ref);

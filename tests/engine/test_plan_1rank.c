@@ -19,11 +19,11 @@ int main(void) {
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 1, 1));
     hp_layout *layouts = calloc((size_t)f.g->nvals, sizeof *layouts);
     unsigned char *fixed = calloc((size_t)f.g->nvals, 1);
-    CHECK_OK(hp_dist_layouts_from_plan(layouts, fixed, &plan, f.g));
+    CHECK_OK(hp_layouts_from_plan(layouts, fixed, &plan, f.g));
     hp_propagation prop;
     CHECK_OK(hp_propagate(&prop, f.g, &plan.mesh, layouts, fixed));
     hp_rank_graph rg;
-    CHECK_OK(hp_compile_rank(&rg, f.g, &prop, &plan.mesh, 0));
+    CHECK_OK(hp_lower_rank(&rg, f.g, &prop, &plan.mesh, 0));
     CHECK(rg.nredist[0] == 0 && rg.nredist[1] == 0);
     CHECK(rg.g->nnodes == f.g->nnodes);
     for (int i = 0; i < f.g->nnodes && i < rg.g->nnodes; i++) {

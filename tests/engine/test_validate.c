@@ -53,24 +53,21 @@ static void model_build(model *m) {
 static int setup_create(setup *s, const model *m, int dp, int tp) {
     memset(s, 0, sizeof *s);
     CHECK_OK(hp_plan_gpt2_dp_tp(&s->plan, dp, tp));
-    s->layouts = calloc((size_t)m->g->nvals, sizeof *s->layouts);
-    s->fixed = calloc((size_t)m->g->nvals, 1);
-    CHECK_OK(hp_dist_layouts_from_plan(s->layouts, s->fixed, &s->plan, m->g));
     hp_comm_opts co;
     hp_comm_opts_default(&co);
     co.ranks_per_supernode = dp * tp;
     co.mpi = 0;
     co.timeout_s = 60;
     CHECK_OK(hp_comm_world_create(&s->world, &co));
-    hp_dist_config dc = {.g = m->g, .mesh = s->plan.mesh, .layouts = s->layouts, .fixed = s->fixed,
-                         .world = s->world, .threads_per_rank = 1};
+    hp_dist_config dc = {.model = m->g, .plan = &s->plan, .world = s->world, .threads_per_rank = 1,
+                         .compile = {.train = 1}};
     CHECK_OK(hp_dist_create(&s->d, &dc));
     if (!s->d) return 0;
     CHECK_OK(hp_dist_scatter_params(s->d, &m->ps));
     for (int i = 0; i < hp_dist_nranks(s->d); i++) {
         hp_dist_rank *r = hp_dist_rank_at(s->d, i);
-        hp_dist_scatter_value(s->d, r, m->io.tokens, hp_program_data(r->prog, r->rg.map[m->io.tokens]), m->tokens);
-        hp_dist_scatter_value(s->d, r, m->io.targets, hp_program_data(r->prog, r->rg.map[m->io.targets]), m->targets);
+        hp_dist_scatter_value(s->d, r, m->io.tokens, hp_program_data(r->prog, r->c.rg.map[m->io.tokens]), m->tokens);
+        hp_dist_scatter_value(s->d, r, m->io.targets, hp_program_data(r->prog, r->c.rg.map[m->io.targets]), m->targets);
     }
     return 1;
 }

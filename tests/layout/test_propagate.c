@@ -127,6 +127,20 @@ static int count_comm(const hp_propagation *p, const hp_graph *g, const hp_mesh 
 }
 
 /* ---- (a) all Replicate ---- */
+/* The mesh axis over which node i runs a vocabulary-parallel cross-entropy
+ * (its logits / probabilities consumed split on the vocabulary dim), or -1:
+ * what the lowering pass reads from the propagation to pick the parallel form. */
+static int xent_axis(const hp_propagation *p, const hp_graph *g, int i) {
+    const hp_node *n = &g->nodes[i];
+    int k = n->op == &hp_op_xent ? 0 : n->op == &hp_op_xent_bwd ? 1 : -1;
+    if (k < 0) return -1;
+    const hp_layout *l = &p->need[i][k];
+    int last = g->vals[n->in[k]].shape.ndim - 1;
+    for (int a = 0; a < l->ndim; a++)
+        if (l->p[a].kind == HP_SHARD && l->p[a].dim == last) return a;
+    return -1;
+}
+
 static void test_replicated(const model *md) {
     hp_mesh m = mesh("dp=2");
     plan pl = make_plan(md->g, &m, -1, -1);
@@ -136,7 +150,7 @@ static void test_replicated(const model *md) {
     for (int v = 0; v < md->g->nvals; v++) bad += !hp_layout_is_replicated(&p.val[v]);
     CHECK(bad == 0);
     for (int i = 0; i < md->g->nnodes; i++) {
-        CHECK(p.parallel_xent_axis[i] == -1);
+        CHECK(xent_axis(&p, md->g, i) == -1);
         for (int k = 0; k < md->g->nodes[i].nin; k++) CHECK(!hp_propagation_redistributes(&p, md->g, i, k));
     }
     CHECK(p.comm_bytes == 0 && p.nnotes == 0);
@@ -229,10 +243,10 @@ static void check_megatron(const model *md, const hp_mesh *m, int dp_axis, int t
     /* the LM head: vocabulary-parallel logits and cross-entropy */
     CHECK(is(&p.val[md->io.logits], W("S(2)"), m));
     int xe = consumer(g, &hp_op_xent, md->io.logits);
-    CHECK(p.parallel_xent_axis[xe] == tp_axis);
+    CHECK(xent_axis(&p, g, xe) == tp_axis);
     CHECK(is(&p.val[md->io.loss], WL("R"), m));
     int nflag = 0;
-    for (int i = 0; i < g->nnodes; i++) nflag += p.parallel_xent_axis[i] >= 0;
+    for (int i = 0; i < g->nnodes; i++) nflag += xent_axis(&p, g, i) >= 0;
     CHECK(nflag == 2); /* the cross-entropy and its backward */
     /* whole model: one more all-reduce each way (embedding output forward, the
      * final layernorm's input gradient backward). The accumulating embedding

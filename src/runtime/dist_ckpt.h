@@ -1,4 +1,4 @@
-/* tools/dist_ckpt: checkpoints of distributed training runs, in exactly the
+/* runtime/dist_ckpt: checkpoints of training runs (one rank or many), in exactly the
  * single-process layout (io/ckpt.h; model.safetensors with whole tensors
  * named like the graph's parameters, optim.safetensors with whole
  * "adamw.m.<param>" etc.), so that any world size and any plan, or one rank,
@@ -9,26 +9,24 @@
  * hosted by rank 0's process when there is one, else the lowest rank holding
  * it. Owners in rank 0's process insert their pieces directly; owners in
  * other processes (mpirun) send them to rank 0, one piece at a time through
- * one reused buffer. An optimizer state tensor has its parameter's shape, so
- * its pieces are the parameter's.
+ * one reused buffer. An optimizer state tensor (a value of the program, tied
+ * to its parameter by state_of) has its parameter's layout, so its pieces are
+ * the parameter's.
  *
  * Loading: every process reads the whole tensors one at a time into one
  * reused buffer and scatters its hosted ranks' pieces (the checkpoint
  * directory must be readable by every process). */
-#ifndef HP_TOOLS_DIST_CKPT_H
-#define HP_TOOLS_DIST_CKPT_H
+#ifndef HP_RUNTIME_DIST_CKPT_H
+#define HP_RUNTIME_DIST_CKPT_H
 
 #include "io/ckpt.h"
-#include "optim/optimizer.h"
 #include "runtime/dist.h"
 
 typedef struct hp_dist_ckpt hp_dist_ckpt;
 
-/* g: d's global graph. opts: [hp_dist_nranks(d)], the optimizer of each hosted
- * rank (by local index) over that rank's parameter pieces; borrowed, like d
- * and g, for the object's lifetime. Computes piece ownership; allocates the
- * whole-tensor buffers of rank 0's process on the first save. */
-hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d, const hp_graph *g, hp_optimizer *const *opts);
+/* d is borrowed for the object's lifetime. Computes piece ownership;
+ * allocates the whole-tensor buffers of rank 0's process on the first save. */
+hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d);
 void hp_dist_ckpt_destroy(hp_dist_ckpt *c);
 
 /* Writes every parameter and optimizer state tensor whole into checkpoint
@@ -37,10 +35,9 @@ void hp_dist_ckpt_destroy(hp_dist_ckpt *c);
  * communicates); all return an error when rank 0's process failed to write. */
 hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json);
 
-/* Fills every hosted rank's parameter pieces and optimizer state from the
- * whole tensors of an opened checkpoint (any world size or plan wrote it) and
- * sets each optimizer's step counter to step. Errors name the file and
- * tensor. */
-hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, long step);
+/* Fills every hosted rank's parameter pieces and (with_state) optimizer state
+ * from the whole tensors of an opened checkpoint (any world size or plan wrote
+ * it). Errors name the file and tensor. */
+hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state);
 
 #endif

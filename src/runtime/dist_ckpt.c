@@ -1,4 +1,4 @@
-#include "dist_ckpt.h"
+#include "runtime/dist_ckpt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 typedef struct {
     char *name;     /* as stored: the parameter's name, or "adamw.m.<param>" etc. */
     int v;          /* global graph value of the (underlying) parameter */
+    int ls;         /* states: the value in the local graphs (the same in every rank's) */
     int is_state;   /* 0: model.safetensors; 1: optim.safetensors */
     hp_shape shape; /* global */
     size_t off;     /* floats into the whole buffer of its file (rank 0's process) */
@@ -23,13 +24,12 @@ struct hp_dist_ckpt {
     hp_dist *d;
     const hp_graph *g;
     hp_comm_world *w;
-    hp_optimizer **opts; /* [nh] */
     int nh, world;
     int lead;      /* 1: this process hosts rank 0 (it assembles and writes) */
     int multiproc; /* 1: ranks live in more than one process */
     int ne, np;    /* entries; the first np are parameters */
     entry *e;
-    int *lk;             /* [ne][nh]: index in the hosted rank's param store or optimizer state list */
+    int *lk;             /* [ne][nh]: index in the hosted rank's param store, or its state value */
     unsigned char *own;  /* [ne][world]: 1 when that rank delivers its piece */
     int remote;          /* 1: some owner lives outside rank 0's process */
     size_t model_floats, state_floats;
@@ -67,66 +67,48 @@ static int same_shape(const hp_shape *a, const hp_shape *b) {
 /* The hosted rank's buffer for entry i. */
 static float *local_ptr(const hp_dist_ckpt *c, int i, int local_index) {
     int k = c->lk[(size_t)i * (size_t)c->nh + (size_t)local_index];
-    if (!c->e[i].is_state) return hp_param_ptr(&hp_dist_rank_at(c->d, local_index)->ps, k);
-    float *data;
-    hp_optimizer_state_get(c->opts[local_index], k, NULL, &data, NULL);
-    return data;
+    hp_dist_rank *r = hp_dist_rank_at(c->d, local_index);
+    if (!c->e[i].is_state) return hp_param_ptr(&r->ps, k);
+    return hp_program_data(r->prog, k);
 }
 
 static float *whole_ptr(const hp_dist_ckpt *c, const entry *e) {
     return (e->is_state ? c->whole_state : c->whole_model) + e->off;
 }
 
-/* The global parameter whose state this is: the longest parameter name that
- * ends the state name after a '.'; -1 if none. */
-static int param_of_state(const hp_graph *g, const int *ids, int np, const char *state) {
-    int best = -1;
-    size_t best_len = 0, sl = strlen(state);
-    for (int i = 0; i < np; i++) {
-        const char *pn = g->vals[ids[i]].name;
-        size_t pl = strlen(pn);
-        if (pl < sl && pl > best_len && state[sl - pl - 1] == '.' && !strcmp(state + sl - pl, pn))
-            best = i, best_len = pl;
-    }
-    return best;
-}
-
 /* The entry list: parameters in graph order, then optimizer states grouped by
- * parameter in the same order (the single-process files' order). */
+ * parameter in the same order, each parameter's in the order the optimizer
+ * phase made them (m, then v): the single-process files' order. States are
+ * found by the parameter they belong to (state_of), in rank 0's local graph. */
 static hp_status list_entries(hp_dist_ckpt *c) {
     const hp_graph *g = c->g;
-    int np = hp_graph_params(g, NULL, 0);
-    hp_optimizer *o0 = c->opts[0];
-    int ns = hp_optimizer_state_count(o0);
-    int *ids = malloc(sizeof(int) * (size_t)(np + 1)), *sp = malloc(sizeof(int) * (size_t)(ns + 1));
+    const hp_rank_graph *rg = &hp_dist_rank_at(c->d, 0)->c.rg;
+    const hp_graph *lg = rg->g;
+    int np = hp_graph_params(g, NULL, 0), ns = 0;
+    for (int v = 0; v < lg->nvals; v++) ns += lg->vals[v].kind == HP_V_STATE;
+    int *ids = malloc(sizeof(int) * (size_t)(np + 1));
     c->e = calloc((size_t)(np + ns + 1), sizeof *c->e);
-    if (!ids || !sp || !c->e) {
-        free(ids), free(sp);
+    if (!ids || !c->e) {
+        free(ids);
         return hp_errorf("checkpoint: out of memory");
     }
     hp_graph_params(g, ids, np);
-    hp_status st = HP_OK;
-    for (int k = 0; k < ns && !st; k++) {
-        const char *name;
-        hp_optimizer_state_get(o0, k, &name, NULL, NULL);
-        sp[k] = param_of_state(g, ids, np, name);
-        if (sp[k] < 0) st = hp_errorf("checkpoint: optimizer state '%s' belongs to no parameter of the model", name);
-    }
-    for (int i = 0; i < np && !st; i++) {
+    for (int i = 0; i < np; i++) {
         const hp_value *v = &g->vals[ids[i]];
-        c->e[c->ne++] = (entry){strdup(v->name), ids[i], 0, v->shape, 0};
+        c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, v->shape, 0};
     }
     c->np = c->ne;
-    for (int i = 0; i < np && !st; i++)
-        for (int k = 0; k < ns; k++) {
-            if (sp[k] != i) continue;
-            const char *name;
-            hp_optimizer_state_get(o0, k, &name, NULL, NULL);
-            c->e[c->ne++] = (entry){strdup(name), ids[i], 1, g->vals[ids[i]].shape, 0};
-        }
+    for (int i = 0; i < np; i++) {
+        int lp = rg->map[ids[i]];
+        for (int v = 0; v < lg->nvals; v++)
+            if (lg->vals[v].kind == HP_V_STATE && lg->vals[v].state_of == lp)
+                c->e[c->ne++] = (entry){strdup(lg->vals[v].name), ids[i], v, 1, g->vals[ids[i]].shape, 0};
+    }
+    hp_status st = c->ne == np + ns ? HP_OK
+                                    : hp_errorf("checkpoint: %d optimizer states belong to no parameter", np + ns - c->ne);
     for (int i = 0; i < c->ne && !st; i++)
         if (!c->e[i].name) st = hp_errorf("checkpoint: out of memory");
-    free(ids), free(sp);
+    free(ids);
     return st;
 }
 
@@ -134,11 +116,7 @@ static hp_status list_entries(hp_dist_ckpt *c) {
 static hp_status find_local(hp_dist_ckpt *c) {
     for (int li = 0; li < c->nh; li++) {
         hp_dist_rank *r = hp_dist_rank_at(c->d, li);
-        hp_optimizer *o = c->opts[li];
-        int ns = hp_optimizer_state_count(o);
-        if (ns != c->ne - c->np)
-            return hp_errorf("checkpoint: rank %d has %d optimizer state tensors, rank %d has %d", r->rank, ns,
-                             hp_dist_rank_at(c->d, 0)->rank, c->ne - c->np);
+        const hp_graph *lg = r->c.rg.g;
         for (int i = 0; i < c->ne; i++) {
             const entry *e = &c->e[i];
             piece p;
@@ -148,12 +126,10 @@ static hp_status find_local(hp_dist_ckpt *c) {
             if (!e->is_state) {
                 k = hp_param_store_find(&r->ps, e->name);
                 if (k >= 0) have = r->ps.shape[k];
-            } else {
-                for (int j = 0; j < ns && k < 0; j++) {
-                    const char *name;
-                    hp_optimizer_state_get(o, j, &name, NULL, &have);
-                    if (!strcmp(name, e->name)) k = j;
-                }
+            } else if (e->ls < lg->nvals && lg->vals[e->ls].kind == HP_V_STATE &&
+                       lg->vals[e->ls].state_of == r->c.rg.map[e->v]) {
+                k = e->ls;
+                have = lg->vals[k].shape;
             }
             if (k < 0) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
             if (!same_shape(&have, &p.shape))
@@ -204,21 +180,16 @@ static hp_status assign_owners(hp_dist_ckpt *c) {
     return st;
 }
 
-hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d, const hp_graph *g, hp_optimizer *const *opts) {
+hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     *out = NULL;
     hp_dist_ckpt *c = calloc(1, sizeof *c);
     if (!c) return hp_errorf("checkpoint: out of memory");
-    c->d = d, c->g = g, c->w = hp_dist_world(d);
+    c->d = d, c->g = hp_dist_global(d), c->w = hp_dist_world(d);
     c->nh = hp_dist_nranks(d);
     c->world = hp_comm_world_size(c->w);
     c->multiproc = hp_comm_uses_mpi(c->w) && hp_comm_supernodes(c->w) > 1;
     c->lead = hp_comm_world_rank(c->w, 0) != NULL;
-    c->opts = malloc(sizeof *c->opts * (size_t)c->nh);
-    hp_status st = c->opts && c->nh > 0 ? HP_OK : hp_errorf("checkpoint: out of memory");
-    if (!st) {
-        memcpy(c->opts, opts, sizeof *c->opts * (size_t)c->nh);
-        st = list_entries(c);
-    }
+    hp_status st = c->nh > 0 ? list_entries(c) : hp_errorf("checkpoint: this process hosts no rank");
     if (!st) {
         c->lk = calloc((size_t)c->ne * (size_t)c->nh + 1, sizeof *c->lk);
         c->own = calloc((size_t)c->ne * (size_t)c->world + 1, 1);
@@ -239,7 +210,7 @@ void hp_dist_ckpt_destroy(hp_dist_ckpt *c) {
     if (!c) return;
     for (int i = 0; i < c->ne; i++) free(c->e[i].name);
     free(c->e);
-    free(c->lk), free(c->own), free(c->nt), free(c->opts);
+    free(c->lk), free(c->own), free(c->nt);
     free(c->whole_model), free(c->whole_state), free(c->stage);
     free(c);
 }
@@ -248,7 +219,7 @@ void hp_dist_ckpt_destroy(hp_dist_ckpt *c) {
 static hp_status save_rank(hp_dist_rank *r, void *c_) {
     hp_dist_ckpt *c = c_;
     hp_comm_group *wg = hp_comm_world_group(c->w);
-    hp_comm_rank *cr = r->rg.ctx.comm;
+    hp_comm_rank *cr = r->c.rg.ctx.comm;
     int in_lead = is_lead_host(c, r->rank);
     for (int i = 0; i < c->ne; i++) {
         const entry *e = &c->e[i];
@@ -280,7 +251,7 @@ static hp_status save_rank(hp_dist_rank *r, void *c_) {
 static hp_status agree_rank(hp_dist_rank *r, void *c_) {
     hp_dist_ckpt *c = c_;
     float mine = r->local_index == 0 && c->failed ? 1.0f : 0.0f, total = 0;
-    HP_TRY(hp_comm_all_reduce(r->rg.ctx.comm, hp_comm_world_group(c->w), &total, &mine, 1, HP_F32, HP_COMM_SUM));
+    HP_TRY(hp_comm_all_reduce(r->c.rg.ctx.comm, hp_comm_world_group(c->w), &total, &mine, 1, HP_F32, HP_COMM_SUM));
     if (total > 0 && !c->failed) return hp_errorf("checkpoint %s: another process failed to save it", c->dir);
     return HP_OK;
 }
@@ -325,7 +296,7 @@ hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_
     return agree(c, st, dir);
 }
 
-hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, long step) {
+hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state) {
     int64_t most = 1;
     for (int i = 0; i < c->ne; i++)
         if (hp_shape_numel(&c->e[i].shape) > most) most = hp_shape_numel(&c->e[i].shape);
@@ -334,11 +305,11 @@ hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, long step) {
     hp_status st = HP_OK;
     for (int i = 0; i < c->ne && !st; i++) {
         const entry *e = &c->e[i];
+        if (e->is_state && !with_state) continue;
         st = hp_safetensors_read_into(e->is_state ? ck->optim : ck->model, e->name, HP_F32, &e->shape, buf);
         for (int li = 0; li < c->nh && !st; li++)
             hp_dist_scatter_value(c->d, hp_dist_rank_at(c->d, li), e->v, local_ptr(c, i, li), buf);
     }
     free(buf);
-    for (int li = 0; li < c->nh && !st; li++) hp_optimizer_set_step(c->opts[li], step);
     return st;
 }

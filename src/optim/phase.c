@@ -1,0 +1,293 @@
+/* optim/phase: the optimizer phase's nodes and their kernels (see the header). */
+#include "optim/phase.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/muon.h"
+#include "optim/newton_schulz.h"
+
+/* Default cfg.muon_batch_floats (as the optimizer object). */
+#define MUON_CHUNK_FLOATS (1L << 22)
+
+typedef struct {
+    float max_norm, beta1, beta2, eps, wd;
+    int decay_vectors;
+} adamw_cfg;
+
+typedef struct {
+    float max_norm, beta, wd, scale;
+    int momentum, nesterov;
+    long rows, cols, chunk, nmats;
+    hp_ns_config ns;
+} muon_cfg;
+
+static size_t round8(size_t n) { return (n + 7) / 8 * 8; }
+
+/* ---- grad_sumsq: in[0] weights f32 [n], in[1 + k] gradient k; out[0] f64 [1] ---- */
+
+static long blocks_of(long n) { return (n + HP_CLIP_BLOCK - 1) / HP_CLIP_BLOCK; }
+
+static size_t sumsq_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    size_t blocks = 0;
+    for (int k = 0; k < n->nxin; k++) blocks += (size_t)blocks_of((long)hp_val_numel(g, g->xin[n->xin_at + k]));
+    /* doubles of block sums, grad pointers, sizes (8 bytes each), in floats */
+    return 2 * (blocks + 2 * (size_t)n->nxin) + 2;
+}
+
+static void sumsq_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    int cnt = n->nxin;
+    long blocks = 0;
+    for (int i = 0; i < cnt; i++) blocks += blocks_of((long)hp_shape_numel(&in[1 + i].shape));
+    double *partials = (double *)(void *)k->scratch;
+    const float **grads = (const float **)(void *)(partials + blocks);
+    long *sizes = (long *)(void *)(grads + cnt);
+    for (int i = 0; i < cnt; i++) {
+        grads[i] = in[1 + i].data;
+        sizes[i] = (long)hp_shape_numel(&in[1 + i].shape);
+    }
+    *(double *)out[0].data =
+        hp_grad_sumsq_weighted(k->pool, grads, (const float *)in[0].data, partials, sizes, cnt);
+}
+
+const hp_opdef hp_op_grad_sumsq = {.name = "grad_sumsq", .nout = 1, .run = sumsq_run, .scratch = sumsq_scratch};
+
+/* ---- adamw_update: in[0] sumsq f64, in[1] lr f32 [2], in[2] step i32 [1],
+ * then (param, grad, m, v) per tensor ---- */
+
+static size_t adamw_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)g, (void)nt;
+    return (sizeof(hp_adamw_tensor) * (size_t)(n->nxin / 4 + 1) + 3) / 4;
+}
+
+static void adamw_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)out;
+    const adamw_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    int cnt = n->nxin / 4;
+    hp_adamw_tensor *t = (hp_adamw_tensor *)(void *)k->scratch;
+    long total = 0;
+    for (int i = 0; i < cnt; i++) {
+        const hp_tensor *x = &in[3 + 4 * i];
+        long numel = (long)hp_shape_numel(&x[0].shape);
+        float wd = (c->decay_vectors || x[0].shape.ndim >= 2) ? c->wd : 0.0f;
+        t[i] = (hp_adamw_tensor){x[0].data, x[2].data, x[3].data, x[1].data, numel, wd};
+        total += numel;
+    }
+    double ss = *(const double *)in[0].data;
+    float scale = hp_clip_scale(sqrt(ss), c->max_norm);
+    const float *lr = in[1].data;
+    long step = *(const int32_t *)in[2].data;
+    hp_adamw_hparams hp = {c->beta1, c->beta2, c->eps};
+    hp_adamw_update_many_scaled(k->pool, t, cnt, total, lr[0], &hp, step, scale);
+}
+
+const hp_opdef hp_op_adamw_update = {.name = "adamw_update", .nout = 0, .run = adamw_run, .scratch = adamw_scratch};
+
+/* ---- muon_update: in[0..2] as adamw, then (param, grad, m) per tensor, every
+ * tensor made of rows x cols matrices ---- */
+
+static size_t muon_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    const muon_cfg *c = hp_graph_blob_at(g, (long)n->a.i[0]);
+    size_t u = (size_t)(c->chunk * c->rows * c->cols);
+    return round8(u) + hp_newton_schulz_batched_scratch(c->chunk, c->rows, c->cols);
+}
+
+static long mats_of(const hp_shape *s) { return s->ndim == 3 ? s->d[0] : 1; }
+
+static void muon_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)out;
+    const muon_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    long per = c->rows * c->cols;
+    float *u = k->scratch, *ns = k->scratch + round8((size_t)(c->chunk * per));
+    float scale = hp_clip_scale(sqrt(*(const double *)in[0].data), c->max_norm);
+    float lr = ((const float *)in[1].data)[1];
+    int pi = 0;  /* tensor of the next matrix */
+    long pj = 0; /* its matrix index */
+    for (long a = 0; a < c->nmats; a += c->chunk) {
+        long cnt = c->nmats - a < c->chunk ? c->nmats - a : c->chunk;
+        int qi = pi;
+        long qj = pj;
+        for (long q = 0; q < cnt; q++) {
+            const hp_tensor *x = &in[3 + 3 * qi];
+            hp_muon_momentum_update_scaled(k->pool, u + q * per, (float *)x[2].data + qj * per,
+                                           (const float *)x[1].data + qj * per, per, c->beta,
+                                           (hp_muon_momentum)c->momentum, c->nesterov, scale);
+            if (++qj == mats_of(&x[0].shape)) qi++, qj = 0;
+        }
+        hp_newton_schulz_batched(k->pool, u, u, ns, cnt, c->rows, c->cols, &c->ns);
+        for (long q = 0; q < cnt; q++) {
+            const hp_tensor *x = &in[3 + 3 * pi];
+            hp_muon_apply(k->pool, (float *)x[0].data + pj * per, u + q * per, per, lr, c->wd, c->scale);
+            if (++pj == mats_of(&x[0].shape)) pi++, pj = 0;
+        }
+    }
+}
+
+const hp_opdef hp_op_muon_update = {.name = "muon_update", .nout = 0, .run = muon_run, .scratch = muon_scratch};
+
+/* ---- emitting ---- */
+
+hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n) {
+    memset(io, 0, sizeof *io);
+    io->lr = hp_graph_value(g, HP_V_INPUT, HP_F32, hp_shape1(2), "opt.lr");
+    io->step = hp_graph_value(g, HP_V_INPUT, HP_I32, hp_shape1(1), "opt.step");
+    io->sumsq_local = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq.local");
+    float *w = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    int *grads = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!w || !grads) {
+        free(w), free(grads);
+        return hp_errorf("optimizer phase: out of memory");
+    }
+    for (int k = 0; k < n; k++) {
+        w[k] = 1.0f / (float)params[k].replicas;
+        grads[k] = params[k].grad;
+    }
+    int wv = hp_graph_const(g, "opt.clip_weights", HP_F32, hp_shape1(n ? n : 1), w);
+    if (wv >= 0) hp_graph_node_list(g, &hp_op_grad_sumsq, &wv, 1, grads, n, &io->sumsq_local, 1, NULL, HP_PHASE_OPT);
+    free(w), free(grads);
+    if (io->sumsq_local >= 0) g->vals[io->sumsq_local].persistent = 1; /* read after the step (the norm) */
+    io->sumsq = io->sumsq_local;
+    return hp_graph_status(g);
+}
+
+void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr) {
+    double ratio = cfg->lr > 0.0f ? (double)cfg->muon_lr / (double)cfg->lr : 0.0;
+    out[0] = lr;
+    out[1] = (float)((double)lr * ratio);
+}
+
+static int state_value(hp_graph *g, int param, const char *prefix) {
+    char nm[HP_NAME_LEN];
+    snprintf(nm, sizeof nm, "%s%.*s", prefix, (int)(HP_NAME_LEN - 1 - strlen(prefix)), g->vals[param].name);
+    int v = hp_graph_value(g, HP_V_STATE, HP_F32, g->vals[param].shape, nm);
+    if (v >= 0) {
+        g->vals[v].state_of = param;
+        g->vals[v].no_grad = 1;
+    }
+    return v;
+}
+
+static int by_muon_group(const void *x, const void *y) {
+    const long *a = x, *b = y; /* (-size, rows, order) */
+    for (int k = 0; k < 3; k++)
+        if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return 0;
+}
+
+static hp_status emit_muon(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
+                           const hp_optim_phase_param *params, const hp_opt_kind *kinds, int n) {
+    long *keys = malloc(sizeof(long) * 3 * (size_t)(n ? n : 1));
+    int *xin = malloc(sizeof(int) * 3 * (size_t)(n ? n : 1));
+    if (!keys || !xin) {
+        free(keys), free(xin);
+        return hp_errorf("optimizer phase: out of memory");
+    }
+    int nm = 0;
+    for (int k = 0; k < n; k++) {
+        if (kinds[k] != HP_OPT_MUON) continue;
+        const hp_shape *s = &g->vals[params[k].param].shape;
+        long rows = s->d[s->ndim - 2], cols = s->d[s->ndim - 1];
+        keys[3 * nm] = -rows * cols;
+        keys[3 * nm + 1] = rows;
+        keys[3 * nm + 2] = k;
+        nm++;
+    }
+    qsort(keys, (size_t)nm, 3 * sizeof(long), by_muon_group);
+    for (int a = 0; a < nm && !hp_graph_status(g);) {
+        const hp_shape *s0 = &g->vals[params[keys[3 * a + 2]].param].shape;
+        muon_cfg c;
+        memset(&c, 0, sizeof c);
+        c.rows = s0->d[s0->ndim - 2];
+        c.cols = s0->d[s0->ndim - 1];
+        int b = a, nx = 0;
+        for (; b < nm; b++) {
+            int k = (int)keys[3 * b + 2];
+            const hp_shape *s = &g->vals[params[k].param].shape;
+            if (s->d[s->ndim - 2] != c.rows || s->d[s->ndim - 1] != c.cols) break;
+            c.nmats += mats_of(s);
+            xin[nx++] = params[k].param;
+            xin[nx++] = params[k].grad;
+            xin[nx++] = state_value(g, params[k].param, "muon.m.");
+            io->nstates++;
+        }
+        long cap = cfg->muon_batch_floats > 0 ? cfg->muon_batch_floats : MUON_CHUNK_FLOATS;
+        c.chunk = cap / (c.rows * c.cols);
+        if (c.chunk < 1) c.chunk = 1;
+        if (c.chunk > c.nmats) c.chunk = c.nmats;
+        c.max_norm = max_norm;
+        c.beta = cfg->muon_beta;
+        c.wd = cfg->muon_weight_decay;
+        c.scale = hp_muon_scale(cfg->muon_scale, c.rows, c.cols);
+        c.momentum = cfg->muon_momentum;
+        c.nesterov = cfg->muon_nesterov;
+        c.ns = cfg->ns;
+        hp_attrs at;
+        memset(&at, 0, sizeof at);
+        at.i[0] = hp_graph_blob(g, &c, sizeof c);
+        int in[3] = {io->sumsq, io->lr, io->step};
+        int node = hp_graph_node_list(g, &hp_op_muon_update, in, 3, xin, nx, NULL, 0, &at, HP_PHASE_OPT);
+        if (node >= 0)
+            snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_update[%ldx%ld]x%ld", c.rows, c.cols, c.nmats);
+        io->nmuon_groups++;
+        a = b;
+    }
+    free(keys), free(xin);
+    return hp_graph_status(g);
+}
+
+hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
+                                 const hp_optim_phase_param *params, int n) {
+    HP_TRY(hp_optim_config_check(cfg));
+    hp_opt_param *op = calloc((size_t)(n ? n : 1), sizeof *op);
+    hp_opt_kind *kinds = calloc((size_t)(n ? n : 1), sizeof *kinds);
+    int *xin = malloc(sizeof(int) * 4 * (size_t)(n ? n : 1));
+    hp_status st = op && kinds && xin ? HP_OK : hp_errorf("optimizer phase: out of memory");
+    float dummy = 0;
+    for (int k = 0; !st && k < n; k++) {
+        const hp_value *p = &g->vals[params[k].param];
+        op[k] = (hp_opt_param){p->name, &dummy, &dummy, p->shape, p->hidden_matrix};
+    }
+    if (!st) st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
+    int nmuon = 0;
+    for (int k = 0; !st && k < n; k++) {
+        if (kinds[k] != HP_OPT_MUON) continue;
+        nmuon++;
+        if (params[k].sharded)
+            st = hp_errorf("optimizer: Muon on the sharded matrix '%s' needs distributed Muon (not built yet); use "
+                           "--optimizer adamw or --adamw-params '%s'",
+                           g->vals[params[k].param].name, g->vals[params[k].param].name);
+    }
+    if (!st && nmuon > 0 && !(cfg->lr > 0.0f))
+        st = hp_errorf("lr: must be > 0 when Muon is used (Muon's lr follows the schedule of lr, scaled by muon_lr "
+                       "/ lr), got %g",
+                       (double)cfg->lr);
+    int nx = 0;
+    for (int k = 0; !st && k < n; k++) {
+        if (kinds[k] != HP_OPT_ADAMW) continue;
+        xin[nx++] = params[k].param;
+        xin[nx++] = params[k].grad;
+        xin[nx++] = state_value(g, params[k].param, "adamw.m.");
+        xin[nx++] = state_value(g, params[k].param, "adamw.v.");
+        io->nadamw++;
+        io->nstates += 2;
+    }
+    if (!st && nx > 0) {
+        adamw_cfg c = {max_norm, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, cfg->decay_vectors};
+        hp_attrs at;
+        memset(&at, 0, sizeof at);
+        at.i[0] = hp_graph_blob(g, &c, sizeof c);
+        int in[3] = {io->sumsq, io->lr, io->step};
+        int node = hp_graph_node_list(g, &hp_op_adamw_update, in, 3, xin, nx, NULL, 0, &at, HP_PHASE_OPT);
+        if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "adamw_update[%d tensors]", io->nadamw);
+        st = hp_graph_status(g);
+    }
+    if (!st) st = emit_muon(io, g, cfg, max_norm, params, kinds, n);
+    free(op), free(kinds), free(xin);
+    return st;
+}

@@ -1,0 +1,59 @@
+/* optim/phase: the optimizer phase of a compiled training step, as graph
+ * nodes (phase HP_PHASE_OPT) over a rank's local graph:
+ *
+ *   grad_sumsq   this rank's sum of squares of every gradient, in double,
+ *                over fixed blocks in tensor-then-block order (independent of
+ *                the pool size), each tensor weighted by 1 / (ranks holding the
+ *                same piece), so the global sum counts every element once;
+ *   [combine]    the sum over ranks (a communicating node the caller adds:
+ *                parallel/optim_phase); on one rank the local sum is global;
+ *   adamw_update every AdamW parameter in one node: clipping (max_norm over
+ *                the global norm) fused into the update, moments m and v;
+ *   muon_update  one node per matrix shape (rows, cols): momentum, batched
+ *                Newton-Schulz in chunks, the scaled update (bit-identical to
+ *                the optimizer object, optim/optimizer.h).
+ *
+ * The optimizer state tensors are values of the graph (kind HP_V_STATE,
+ * persistent, state_of = their parameter, named "adamw.m.<param>",
+ * "adamw.v.<param>", "muon.m.<param>": the checkpoint names), so they are
+ * planned, laid out and checkpointed like parameters. Per step the caller sets
+ * two inputs: `lr` (f32 [2]: AdamW's and Muon's learning rate, see
+ * hp_optim_phase_lrs) and `step` (i32 [1]: the step number t >= 1 AdamW's bias
+ * correction uses). Update nodes update their parameters and states in place
+ * (they are listed as inputs; the nodes have no outputs). */
+#ifndef HP_OPTIM_PHASE_H
+#define HP_OPTIM_PHASE_H
+
+#include "core/graph.h"
+#include "core/opdef.h"
+#include "optim/optimizer.h"
+
+typedef struct {
+    int param, grad; /* value ids in the graph */
+    int replicas;    /* ranks holding the same piece (>= 1) */
+    int sharded;     /* the piece is a shard of a larger tensor */
+} hp_optim_phase_param;
+
+typedef struct {
+    int lr, step;    /* per-step inputs (see above) */
+    int sumsq_local; /* f64 [1]: this rank's weighted sum of squares */
+    int sumsq;       /* f64 [1]: the global sum the updates read (the caller may
+                      * replace it by a combined value before the updates) */
+    int nadamw, nmuon_groups, nstates;
+} hp_optim_phase_io;
+
+/* Emits the per-step inputs and the grad_sumsq node over params[n]. */
+hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n);
+/* Routes every parameter (optim/route.h, by name and shape), emits the state
+ * values and the update nodes reading io->sumsq. Errors: the configuration's,
+ * the routing's, and Muon on a sharded matrix (distributed Muon is not built). */
+hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
+                                 const hp_optim_phase_param *params, int n);
+
+/* This step's learning rates from AdamW's scheduled lr: out[0] = lr, out[1] =
+ * lr * muon_lr / cfg.lr (the optimizer object's rule). */
+void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr);
+
+extern const hp_opdef hp_op_grad_sumsq, hp_op_adamw_update, hp_op_muon_update;
+
+#endif

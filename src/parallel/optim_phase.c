@@ -1,0 +1,47 @@
+/* parallel/optim_phase: the optimizer-phase pass (see the header). */
+#include "parallel/optim_phase.h"
+
+#include <stdlib.h>
+
+#include "parallel/rank.h"
+
+hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
+                            const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
+                            float max_norm) {
+    hp_graph *g = rg->g;
+    int np = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    hp_optim_phase_param *pp = malloc(sizeof *pp * (size_t)(np ? np : 1));
+    if (!ids || !pp) {
+        free(ids), free(pp);
+        return hp_errorf("optimizer phase: out of memory");
+    }
+    hp_graph_params(g, ids, np);
+    int n = 0;
+    for (int k = 0; k < np; k++) {
+        int p = ids[k], gp = rg->global_of[p];
+        if (g->vals[p].grad < 0 || gp < 0) continue; /* not trained */
+        const hp_layout *l = &prop->val[gp];
+        int replicas = 1, sharded = 0;
+        for (int a = 0; a < l->ndim; a++) {
+            if (l->p[a].kind == HP_REPLICATE) replicas *= m->size[a];
+            if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1;
+        }
+        pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded};
+    }
+    (void)global;
+    hp_status st = hp_optim_phase_norm(io, g, pp, n);
+    if (!st && hp_mesh_size(m) > 1) {
+        int sum = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq");
+        int node = hp_graph_node_into(g, &hp_op_sumsq_combine, &io->sumsq_local, 1, &sum, 1, NULL, HP_PHASE_OPT, -1);
+        if (node >= 0) {
+            g->vals[sum].persistent = 1;
+            io->sumsq = sum;
+        }
+        st = hp_graph_status(g);
+    }
+    if (!st) st = hp_optim_phase_updates(io, g, cfg, max_norm, pp, n);
+    if (!st) st = hp_rank_graph_sync_nodes(rg);
+    free(ids), free(pp);
+    return st;
+}

@@ -1,0 +1,32 @@
+/* parallel/schedule: the schedule pass of hp_compile — the explicit step order
+ * of a rank's program. Phases run in order (forward, backward, optimizer);
+ * inside a phase nodes keep their dependency order (creation order). With
+ * overlap on, every parameter gradient's reduction (a backward redistribution
+ * that is one all-reduce) is split into a start, placed where the gradient is
+ * complete, and a wait, placed as late as possible: before the first step that
+ * reads the reduced gradient, when a new start would exceed max_inflight
+ * collectives in flight (the oldest is waited first), or at the end of the
+ * backward phase. Waits come in start order. The memory plan (a later pass)
+ * follows this order, so a buffer that an in-flight collective reads or
+ * writes stays live until its wait. */
+#ifndef HP_PARALLEL_SCHEDULE_H
+#define HP_PARALLEL_SCHEDULE_H
+
+#include "parallel/lower.h"
+
+typedef struct {
+    int overlap;      /* 1: gradient reductions start early, wait late */
+    int max_inflight; /* collectives in flight at once per rank (>= 1; 0 = 4) */
+} hp_schedule_opts;
+
+typedef struct {
+    int *order;                 /* node ids of rg->g in execution order */
+    int n;
+    int begin[HP_NPHASES + 1];  /* order[begin[ph] .. begin[ph + 1]) is phase ph */
+    int nsplit;                 /* collectives split into start and wait */
+} hp_schedule;
+
+hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedule_opts *o);
+void hp_schedule_free(hp_schedule *s);
+
+#endif

@@ -1,0 +1,339 @@
+/* runtime/trainer: the one training loop (see the header). */
+#include "runtime/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timing.h"
+#include "parallel/rank.h"
+#include "runtime/dist_ckpt.h"
+#include "runtime/trace.h"
+
+typedef struct {
+    hp_trace *trace;
+    const hp_graph *g;
+    double start[64]; /* per collective slot: when its start ran */
+    int track[64];
+    const char *phase_name[HP_NPHASES];
+} rank_trace;
+
+typedef struct {
+    float loss;
+    double sumsq;
+    rank_trace tr;
+} rank_state;
+
+struct hp_trainer {
+    hp_trainer_config cfg;
+    hp_comm_world *world;
+    hp_dist *d;
+    hp_dist_ckpt *ck;
+    rank_state *rs;
+    int32_t *tokens, *targets;
+    FILE *metrics;
+    int lead;
+    /* per step, read by the rank threads */
+    float lrs[2];
+    int32_t step_t;
+    int eval, validated, tracing;
+};
+
+/* ---- tracing: the program's step hook ---- */
+
+static void trace_hook(void *ctx, const hp_node *n, double t0, double t1) {
+    rank_trace *rt = ctx;
+    const char *ph = rt->phase_name[n->phase];
+    double bytes = n->op->bytes ? n->op->bytes(rt->g, n) : 0;
+    if (n->op == &hp_op_redistribute_start) {
+        int s = (int)n->a.i[1] & 63;
+        rt->start[s] = t0;
+        rt->track[s] = hp_trace_comm_track_begin(rt->trace);
+        hp_trace_event(rt->trace, n->name, ph, HP_TRACE_COMPUTE, t0, t1, 0);
+    } else if (n->op == &hp_op_redistribute_wait) {
+        int s = (int)n->a.i[1] & 63;
+        hp_trace_event(rt->trace, n->name, ph, rt->track[s], rt->start[s], t1, (int64_t)bytes);
+        hp_trace_comm_track_end(rt->trace, rt->track[s]);
+    } else if (n->op->communicates) {
+        int tr = hp_trace_comm_track_begin(rt->trace);
+        hp_trace_event(rt->trace, n->name, ph, tr, t0, t1, (int64_t)bytes);
+        hp_trace_comm_track_end(rt->trace, tr);
+    } else {
+        hp_trace_event(rt->trace, n->name, ph, HP_TRACE_COMPUTE, t0, t1, 0);
+    }
+}
+
+/* ---- the step on one rank ---- */
+
+static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
+    hp_trainer *t = c_;
+    hp_dist_scatter_value(t->d, r, t->cfg.tokens, hp_dist_value(r, t->cfg.tokens), t->tokens);
+    hp_dist_scatter_value(t->d, r, t->cfg.targets, hp_dist_value(r, t->cfg.targets), t->targets);
+    return HP_OK;
+}
+
+static hp_status rank_step(hp_dist_rank *r, void *c_) {
+    hp_trainer *t = c_;
+    rank_state *rs = r->user;
+    hp_program_set_hook(r->prog, t->tracing ? trace_hook : NULL, &rs->tr);
+    if (!t->validated) {
+        HP_TRY(rank_inputs(r, c_));
+        HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    }
+    rs->loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
+    if (t->eval) return HP_OK;
+    const hp_optim_phase_io *io = &r->c.optim;
+    memcpy(hp_program_data(r->prog, io->lr), t->lrs, sizeof t->lrs);
+    *(int32_t *)hp_program_data(r->prog, io->step) = t->step_t;
+    if (!t->validated) HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
+    rs->sumsq = *(const double *)hp_program_data(r->prog, io->sumsq);
+    return HP_OK;
+}
+
+static void emit(hp_trainer *t, hp_train_event *e) {
+    if (t->lead && t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, e);
+}
+
+/* ---- set-up ---- */
+
+static hp_status init_params(hp_trainer *t) {
+    hp_param_store whole;
+    HP_TRY(hp_param_store_create(&whole, t->cfg.model));
+    float **ptrs = malloc(sizeof(float *) * (size_t)(whole.n ? whole.n : 1));
+    hp_status st = ptrs ? HP_OK : hp_errorf("trainer: out of memory");
+    if (!st) {
+        for (int i = 0; i < whole.n; i++) ptrs[i] = hp_param_ptr(&whole, i);
+        st = t->cfg.init ? t->cfg.init(t->cfg.init_ctx, ptrs, (const char(*)[HP_NAME_LEN])whole.name, whole.shape,
+                                       whole.n)
+                         : HP_OK;
+    }
+    if (!st) st = hp_dist_scatter_params(t->d, &whole);
+    free(ptrs);
+    hp_param_store_free(&whole);
+    return st;
+}
+
+hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
+    *out = NULL;
+    hp_trainer *t = calloc(1, sizeof *t);
+    if (!t) return hp_errorf("trainer: out of memory");
+    t->cfg = *cfg;
+    hp_status st = hp_dist_world_create(&t->world, cfg->plan, cfg->comm_timeout);
+    if (!st) {
+        hp_dist_config dc = {.model = cfg->model, .plan = cfg->plan, .world = t->world,
+                             .threads_per_rank = hp_dist_threads_per_rank(t->world, cfg->threads)};
+        dc.compile.train = 1;
+        dc.compile.optim = &t->cfg.optim;
+        dc.compile.max_norm = cfg->grad_clip;
+        dc.compile.schedule = cfg->schedule;
+        if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
+        st = hp_dist_create(&t->d, &dc);
+    }
+    if (!st) {
+        t->lead = hp_dist_lead(t->d);
+        int nr = hp_dist_nranks(t->d);
+        t->rs = calloc((size_t)nr, sizeof *t->rs);
+        if (!t->rs) st = hp_errorf("trainer: out of memory");
+        for (int i = 0; i < nr && !st; i++) {
+            hp_dist_rank *r = hp_dist_rank_at(t->d, i);
+            r->user = &t->rs[i];
+            rank_trace *rt = &t->rs[i].tr;
+            rt->g = r->c.rg.g;
+            rt->phase_name[0] = "fwd", rt->phase_name[1] = "bwd", rt->phase_name[2] = "opt";
+            if (cfg->trace && cfg->trace[0]) {
+                long steps = cfg->trace_steps > 0 ? cfg->trace_steps : 1;
+                size_t cap = (size_t)steps * (size_t)(r->c.sched.n + 8) + 64;
+                int tracks = r->c.rg.ctx.nslots + 2;
+                st = hp_trace_create(&rt->trace, r->rank, tracks < 64 ? tracks : 64, cap);
+            }
+        }
+        if (!st && cfg->trace && cfg->trace[0] && nr > 1) {
+            double origin = hp_trace_origin(t->rs[0].tr.trace);
+            for (int i = 1; i < nr; i++) hp_trace_set_origin(t->rs[i].tr.trace, origin);
+        }
+    }
+    if (!st) {
+        const hp_value *tv = &cfg->model->vals[cfg->tokens];
+        size_t n = (size_t)hp_shape_numel(&tv->shape);
+        t->tokens = calloc(n, sizeof(int32_t));
+        t->targets = calloc(n, sizeof(int32_t));
+        if (!t->tokens || !t->targets) st = hp_errorf("trainer: out of memory");
+    }
+    if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
+    if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
+    if (!st && t->lead && cfg->metrics && cfg->metrics[0]) {
+        t->metrics = fopen(cfg->metrics, cfg->resume ? "a" : "w");
+        if (!t->metrics) st = hp_errorf("%s: cannot open the metrics file for writing", cfg->metrics);
+    }
+    if (st) {
+        hp_trainer_destroy(t);
+        return st;
+    }
+    *out = t;
+    return HP_OK;
+}
+
+void hp_trainer_destroy(hp_trainer *t) {
+    if (!t) return;
+    if (t->metrics) fclose(t->metrics);
+    hp_dist_ckpt_destroy(t->ck);
+    if (t->rs && t->d)
+        for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].tr.trace);
+    free(t->rs);
+    hp_dist_destroy(t->d);
+    hp_comm_world_destroy(t->world);
+    free(t->tokens), free(t->targets);
+    free(t);
+}
+
+hp_dist *hp_trainer_dist(hp_trainer *t) { return t->d; }
+
+/* ---- the loop ---- */
+
+static hp_status train_step(hp_trainer *t, long step, float lr) {
+    hp_optim_phase_lrs(t->lrs, &t->cfg.optim, lr);
+    t->step_t = (int32_t)(step + 1);
+    t->eval = 0;
+    return hp_dist_run(t->d, rank_step, t);
+}
+
+hp_status hp_trainer_step(hp_trainer *t, const int32_t *tokens, const int32_t *targets, long step, float lr,
+                          float *loss, float *grad_norm) {
+    size_t n = (size_t)hp_shape_numel(&t->cfg.model->vals[t->cfg.tokens].shape);
+    memcpy(t->tokens, tokens, n * sizeof(int32_t));
+    memcpy(t->targets, targets, n * sizeof(int32_t));
+    HP_TRY(train_step(t, step, lr));
+    if (loss) *loss = t->rs[0].loss;
+    if (grad_norm) *grad_norm = (float)sqrt(t->rs[0].sumsq);
+    return HP_OK;
+}
+
+static hp_status validate_step(hp_trainer *t) {
+    HP_TRY(hp_dist_run(t->d, rank_inputs, t));
+    hp_validator *v;
+    hp_validate_config vc = {.g = hp_dist_global(t->d), .d = t->d, .threads = t->cfg.threads};
+    HP_TRY(hp_validate_create(&v, &vc));
+    hp_validate_report rep = {0};
+    hp_status st = hp_validate_step(v, &rep);
+    if (!st) st = hp_validate_gradients(v, &rep);
+    if (!st) {
+        hp_train_event e = {.kind = HP_TRAIN_VALIDATED, .step = 1, .vrep = &rep};
+        emit(t, &e);
+    }
+    hp_validate_report_free(&rep);
+    hp_validate_destroy(v);
+    t->validated = !st;
+    return st;
+}
+
+static hp_status evaluate(hp_trainer *t, float *out) {
+    hp_data_rewind(t->cfg.val);
+    double sum = 0;
+    t->eval = 1;
+    for (long i = 0; i < t->cfg.val_steps; i++) {
+        HP_TRY(hp_data_next(t->cfg.val, t->tokens, t->targets));
+        HP_TRY(hp_dist_run(t->d, rank_step, t));
+        sum += t->rs[0].loss;
+    }
+    t->eval = 0;
+    *out = (float)(sum / (double)t->cfg.val_steps);
+    return HP_OK;
+}
+
+static hp_status save(hp_trainer *t, long step) {
+    char dir[1100], *js = NULL;
+    snprintf(dir, sizeof dir, "%s/step_%06ld", t->cfg.ckpt_dir, step);
+    if (t->lead && t->cfg.state_json) {
+        hp_data_state ds;
+        hp_data_get_state(t->cfg.train, &ds);
+        HP_TRY(t->cfg.state_json(t->cfg.state_ctx, &js, step, &ds));
+    }
+    hp_status st = hp_dist_ckpt_save(t->ck, dir, js ? js : "{}");
+    free(js);
+    if (!st) {
+        hp_train_event e = {.kind = HP_TRAIN_CKPT, .step = step, .dir = dir};
+        emit(t, &e);
+    }
+    return st;
+}
+
+static hp_status write_traces(hp_trainer *t) {
+    for (int i = 0; i < hp_dist_nranks(t->d); i++)
+        if (t->rs[i].tr.trace) HP_TRY(hp_trace_write(t->rs[i].tr.trace, t->cfg.trace));
+    return HP_OK;
+}
+
+hp_status hp_trainer_run(hp_trainer *t) {
+    const hp_trainer_config *c = &t->cfg;
+    long start = c->resume ? c->start_step : 0;
+    char mb[128];
+    const hp_graph *g = hp_dist_global(t->d);
+    long nparams = 0;
+    for (int v = 0; v < g->nvals; v++)
+        if (g->vals[v].kind == HP_V_PARAM) nparams += (long)hp_val_numel(g, v);
+    hp_train_event se = {.kind = HP_TRAIN_START, .nparams = nparams, .ranks = hp_mesh_size(hp_dist_mesh(t->d)),
+                         .ranks_here = hp_dist_nranks(t->d),
+                         .mesh = hp_mesh_str(mb, sizeof mb, hp_dist_mesh(t->d)), .start_step = start};
+    emit(t, &se);
+    double tokens = (double)hp_shape_numel(&c->model->vals[c->tokens].shape);
+    double t_start = hp_now(), done_time = 0;
+    long done = 0, traced = 0, trace_steps = c->trace_steps > 0 ? c->trace_steps : 1;
+    int trace_on = c->trace && c->trace[0];
+    hp_status st = HP_OK;
+    for (long step = start; step < c->steps && !st; step++) {
+        double t0 = hp_now();
+        st = hp_data_next(c->train, t->tokens, t->targets);
+        if (st) break;
+        float lr = hp_lr_at(&c->lr, step, c->steps);
+        if (step == start && c->validate) st = validate_step(t);
+        t->tracing = trace_on && traced < trace_steps;
+        if (!st) st = train_step(t, step, lr);
+        t->validated = 0;
+        if (t->tracing && ++traced == trace_steps && !st) st = write_traces(t);
+        t->tracing = 0;
+        if (st) break;
+        double dt = hp_now() - t0;
+        done++;
+        done_time += dt;
+        float loss = t->rs[0].loss, norm = (float)sqrt(t->rs[0].sumsq);
+        hp_train_event e = {.kind = HP_TRAIN_STEP, .step = step + 1, .loss = loss, .lr = lr, .grad_norm = norm,
+                            .tokens_per_s = tokens / dt, .step_ms = dt * 1e3,
+                            .eta_s = (double)(c->steps - step - 1) * done_time / (double)done};
+        emit(t, &e);
+        if (t->metrics) {
+            fprintf(t->metrics,
+                    "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.1f, "
+                    "\"step_ms\": %.3f}\n",
+                    step + 1, (double)loss, (double)lr, (double)norm, tokens / dt, dt * 1e3);
+            fflush(t->metrics);
+        }
+        int last = step + 1 == c->steps, stop = c->stop_at > 0 && step + 1 >= c->stop_at;
+        if (c->val && ((c->val_every > 0 && (step + 1) % c->val_every == 0) || last)) {
+            float vl = 0;
+            st = evaluate(t, &vl);
+            if (st) break;
+            hp_train_event ve = {.kind = HP_TRAIN_VAL, .step = step + 1, .val_loss = vl};
+            emit(t, &ve);
+            if (t->metrics) {
+                fprintf(t->metrics, "{\"step\": %ld, \"val_loss\": %.9g}\n", step + 1, (double)vl);
+                fflush(t->metrics);
+            }
+        }
+        if (c->ckpt_dir && c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last || stop))
+            st = save(t, step + 1);
+        if (!st && stop) {
+            hp_train_event pe = {.kind = HP_TRAIN_STOPPED, .step = step + 1};
+            emit(t, &pe);
+            break;
+        }
+    }
+    if (!st && trace_on && traced > 0 && traced < trace_steps) st = write_traces(t);
+    if (!st) {
+        hp_train_event de = {.kind = HP_TRAIN_DONE, .steps_done = done, .seconds = hp_now() - t_start,
+                             .tokens_per_s = done_time > 0 ? tokens * (double)done / done_time : 0};
+        emit(t, &de);
+    }
+    return st;
+}

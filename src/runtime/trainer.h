@@ -1,0 +1,106 @@
+/* runtime/trainer: the one training loop — for one rank, for rank-threads in
+ * this process and for MPI processes alike. Per step: the next batch (every
+ * process reads the same stream and scatters its ranks' pieces), then every
+ * hosted rank runs its compiled program's three phases (forward, backward,
+ * optimizer: clipping and the AdamW/Muon updates are nodes of the program).
+ * Around the steps: validation on a held-out stream every val_every steps and
+ * at the end, metrics as JSON lines, checkpoints every ckpt_every steps, at
+ * the end and at stop_at (runtime/dist_ckpt: whole tensors, any plan
+ * resumes them), resume bit for bit, and the first step through the
+ * validation executor when asked. What is printed is the caller's: the
+ * trainer reports events (the lead process only) through a callback. */
+#ifndef HP_RUNTIME_TRAINER_H
+#define HP_RUNTIME_TRAINER_H
+
+#include <stdio.h>
+
+#include "io/ckpt.h"
+#include "io/data.h"
+#include "layout/plan.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "runtime/dist.h"
+#include "runtime/validate.h"
+
+typedef enum {
+    HP_TRAIN_START,     /* the run is set up (model summary fields) */
+    HP_TRAIN_VALIDATED, /* the validation executor checked step 1 (vrep) */
+    HP_TRAIN_STEP,      /* a step finished */
+    HP_TRAIN_VAL,       /* a validation pass finished (val_loss) */
+    HP_TRAIN_CKPT,      /* a checkpoint was written (dir) */
+    HP_TRAIN_STOPPED,   /* stop_at reached before steps */
+    HP_TRAIN_DONE       /* the loop ended (steps done, seconds) */
+} hp_train_event_kind;
+
+typedef struct {
+    hp_train_event_kind kind;
+    long step; /* 1-based: the step just done */
+    float loss, lr, grad_norm, val_loss;
+    double tokens_per_s, step_ms, eta_s, seconds;
+    long steps_done;
+    const char *dir;
+    const hp_validate_report *vrep;
+    /* HP_TRAIN_START */
+    long nparams;
+    int ranks, ranks_here;
+    const char *mesh;
+    long start_step;
+} hp_train_event;
+
+typedef struct {
+    /* the model: a forward graph with its loss (graph->loss) and inputs */
+    const hp_graph *model;
+    int tokens, targets; /* i32 input values [B, T] */
+    /* Fills a whole model's parameters (a fresh run): ptrs/names/shapes [n]. */
+    hp_status (*init)(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes, int n);
+    void *init_ctx;
+    /* distribution */
+    const hp_plan *plan;    /* NULL: one rank */
+    int threads;            /* compute threads of this process, shared out among its ranks */
+    double comm_timeout;    /* seconds */
+    int validate;           /* 1: step 1 through the validation executor */
+    hp_schedule_opts schedule;
+    /* optimization */
+    hp_optim_config optim;
+    float grad_clip;        /* <= 0: off */
+    hp_lr_schedule lr;
+    long steps, stop_at;    /* stop_at 0: none */
+    /* data (borrowed) */
+    hp_data *train, *val;
+    long val_every, val_steps;
+    /* outputs */
+    const char *metrics;    /* JSON lines file ("" or NULL: none), appended on resume */
+    const char *ckpt_dir;   /* "" or NULL: no checkpoints */
+    long ckpt_every;
+    /* resume (borrowed): an opened checkpoint and its step, or NULL */
+    const hp_ckpt *resume;
+    long start_step;
+    /* The checkpoint's state.json text at `step` (lead process only; *out malloc'd). */
+    hp_status (*state_json)(void *ctx, char **out, long step, const hp_data_state *ds);
+    void *state_ctx;
+    /* Events (lead process only). */
+    void (*on_event)(void *ctx, const hp_train_event *e);
+    void *event_ctx;
+    const char *trace;      /* "" or NULL: no trace; else PREFIX for PREFIX.rankN.json */
+    long trace_steps;       /* steps traced (from the first); 0 = 1 */
+} hp_trainer_config;
+
+typedef struct hp_trainer hp_trainer;
+
+/* Compiles the model for every rank this process hosts, initialises or loads
+ * the parameters and optimizer state; errors (plans, shapes, checkpoints,
+ * files) before any step. */
+hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg);
+/* Runs steps start_step .. steps (or stop_at). */
+hp_status hp_trainer_run(hp_trainer *t);
+void hp_trainer_destroy(hp_trainer *t);
+
+/* The compiled model (ranks of this process). */
+hp_dist *hp_trainer_dist(hp_trainer *t);
+/* Runs one training step on the batch tokens/targets ([B, T] each, whole) and
+ * returns the loss and gradient norm (benchmarks, tests); lr is this step's
+ * AdamW lr, step the 0-based step number. */
+hp_status hp_trainer_step(hp_trainer *t, const int32_t *tokens, const int32_t *targets, long step, float lr,
+                          float *loss, float *grad_norm);
+
+#endif
