@@ -1,8 +1,13 @@
 /* The steady-state training step allocates nothing: after a warm-up step, a
  * step of data loading, forward, backward, clipping and the optimizer (AdamW,
  * then Muon) makes no call to malloc, calloc, realloc, aligned_alloc or
- * posix_memalign (the linker routes them through the counters below). */
+ * posix_memalign (the linker routes them through the counters below). The
+ * same for the compiled step of the trainer (runtime/trainer: the optimizer
+ * phase inside the program) on one rank (AdamW, Muon) and on DP=2 x TP=2 rank
+ * threads with the gradient reductions overlapped (collectives started and
+ * waited on the comm layer's threads). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fixture.h"
 #include "io/data.h"
@@ -10,7 +15,9 @@
 #include "models/gpt2.h"
 #include "ops/ops.h"
 #include "optim/optimizer.h"
+#include "models/gpt2_plan.h"
 #include "runtime/program.h"
+#include "runtime/trainer.h"
 #include "testutil.h"
 
 static long n_allocs = 0;
@@ -26,6 +33,50 @@ void *__wrap_aligned_alloc(size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1
 int __wrap_posix_memalign(void **p, size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_posix_memalign(p, a, n); }
 
 static long allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }
+
+static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
+                           int n) {
+    return hp_gpt2_init(ptrs, names, shapes, n, ctx, 5);
+}
+
+/* Trainer steps (1 rank or a plan): steps after the first allocate nothing. */
+static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T) {
+    hp_trainer_config c;
+    memset(&c, 0, sizeof c);
+    c.model = f->g;
+    c.tokens = f->io.tokens, c.targets = f->io.targets;
+    hp_gpt2_config mc = f->c;
+    c.init = init_gpt2, c.init_ctx = &mc;
+    c.plan = plan;
+    c.threads = plan ? hp_mesh_size(&plan->mesh) : 2;
+    c.comm_timeout = 60;
+    c.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
+    hp_optim_config_default(&c.optim);
+    c.optim.kind = kind;
+    c.grad_clip = 1.0f;
+    c.steps = 6;
+    hp_trainer *t = NULL;
+    CHECK_OK(hp_trainer_create(&t, &c));
+    if (!t) return;
+    int32_t tok[64], tgt[64];
+    float first = 0, last = 0;
+    for (int step = 0; step < 6; step++) {
+        for (int i = 0; i < B * T; i++) tok[i] = (i * 7) % 256, tgt[i] = (i * 13 + 5) % 256; /* one batch: the loss must fall */
+        long a0 = allocs();
+        float loss = 0, norm = 0;
+        CHECK_OK(hp_trainer_step(t, tok, tgt, step, 1e-3f, &loss, &norm));
+        long made = allocs() - a0;
+        if (step > 0 && made != 0)
+            fprintf(stderr, "trainer (%s, optimizer %d) step %d: %ld allocations\n", plan ? "plan" : "1 rank",
+                    (int)kind, step, made);
+        if (step > 0) CHECK(made == 0);
+        CHECK(isfinite(loss) && isfinite(norm) && norm > 0);
+        if (step == 0) first = loss;
+        last = loss;
+    }
+    CHECK(last < first); /* it trains */
+    hp_trainer_destroy(t);
+}
 
 int main(void) {
     hp_kernels_init();
@@ -79,6 +130,12 @@ int main(void) {
         hp_optimizer_destroy(opt);
     }
     hp_data_close(data);
+    trainer_steps(&f, NULL, HP_OPT_ADAMW, B, T);
+    trainer_steps(&f, NULL, HP_OPT_MUON, B, T);
+    hp_plan plan;
+    CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
+    trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T);
+    hp_plan_free(&plan);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);
     fixture_free(&f);
