@@ -20,6 +20,7 @@
 #include "peak.h"
 #include "progress.h"
 #include "child.h"
+#include "runtime/trace_hook.h"
 #include "session.h"
 #include "core/timing.h"
 
@@ -40,7 +41,9 @@ typedef struct {
     char err[256];
 } bench_result;
 
-static void run_config(bench_result *r, const bench_config *c, int threads, int steps) {
+/* trace_prefix (--trace, "" for none): every timed step of configuration c
+ * recorded, written as PREFIX.<config>.rank0.json. */
+static void run_config(bench_result *r, const bench_config *c, int threads, int steps, const char *trace_prefix) {
     hp_session s;
     hp_optim_config oc;
     hp_optim_config_default(&oc);
@@ -60,7 +63,20 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
     }
     double *f = malloc(sizeof(double) * (size_t)steps * 4);
     double *b = f + steps, *o = b + steps, *t = o + steps;
+    hp_trace *tr = NULL;
+    hp_trace_hook hook;
+    if (trace_prefix && trace_prefix[0]) {
+        st = hp_trace_create(&tr, 0, 2, (size_t)steps * (size_t)(s.c.sched.n + 4) + 16);
+        if (st) {
+            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+            hp_status_free(st);
+            free(f);
+            hp_session_destroy(&s);
+            return;
+        }
+    }
     for (int i = -2; i < steps; i++) { /* two warm-up steps */
+        if (tr && i == 0) hp_trace_hook_attach(&hook, s.prog, s.c.rg.g, tr);
         double t0 = hp_now();
         st = hp_program_run(s.prog, HP_PHASE_FWD);
         double t1 = hp_now();
@@ -85,6 +101,19 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
         }
         if (i >= 0) f[i] = t1 - t0, b[i] = t2 - t1, o[i] = t3 - t2, t[i] = t3 - t0;
     }
+    if (tr) {
+        char prefix[700];
+        snprintf(prefix, sizeof prefix, "%s.%s", trace_prefix, c->name);
+        st = hp_trace_write(tr, prefix);
+        hp_trace_destroy(tr);
+        if (st) {
+            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+            hp_status_free(st);
+            free(f);
+            hp_session_destroy(&s);
+            return;
+        }
+    }
     const hp_program_info *info = hp_program_get_info(s.prog);
     double step = hp_median(t, steps);
     r->fwd_ms = hp_median(f, steps) * 1e3;
@@ -104,28 +133,30 @@ static void run_config(bench_result *r, const bench_config *c, int threads, int 
 typedef struct {
     const bench_config *c;
     int threads, steps;
+    const char *trace;
 } child_args;
 
 static void child_run(void *result, void *ctx) {
     child_args *a = ctx;
-    run_config(result, a->c, a->threads, a->steps);
+    run_config(result, a->c, a->threads, a->steps, a->trace);
 }
 
 /* Runs one configuration in a child so that its peak RSS is its own. */
-static void run_isolated(bench_result *r, const bench_config *c, int threads, int steps) {
-    child_args a = {c, threads, steps};
+static void run_isolated(bench_result *r, const bench_config *c, int threads, int steps, const char *trace) {
+    child_args a = {c, threads, steps, trace};
     if (hp_run_in_child(r, sizeof *r, child_run, &a) != 0)
         snprintf(r->err, sizeof r->err, "the benchmark process failed");
 }
 
 int hp_cmd_bench(int argc, char **argv) {
-    char which[64] = "all", json[512] = "";
+    char which[64] = "all", json[512] = "", trace[512] = "";
     int threads = 2, steps = 0;
     hp_opt tab[] = {
         {"model", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
         {"threads", OPT_INT, &threads, 0, "compute threads"},
         {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
+        {"trace", OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 2, "bench");
@@ -179,7 +210,7 @@ int hp_cmd_bench(int argc, char **argv) {
         const bench_config *c = &configs[i];
         if (strcmp(which, "all") && strcmp(which, c->name)) continue;
         bench_result r;
-        run_isolated(&r, c, threads, steps > 0 ? steps : c->steps);
+        run_isolated(&r, c, threads, steps > 0 ? steps : c->steps, trace);
         if (!r.ok) {
             fprintf(stderr, "hyperpar: bench %s: %s\n", c->name, r.err);
             rc = 1;

@@ -138,5 +138,11 @@ static void sumsq_combine_run(const hp_kctx *k, const hp_node *n, const hp_tenso
     *(double *)out[0].data = (double)total;
 }
 
+/* i[0] = the world size: each rank sends its 8 bytes to every other */
+static double sumsq_combine_bytes(const hp_graph *g, const hp_node *n) {
+    (void)g;
+    return 8.0 * (double)(n->a.i[0] - 1);
+}
+
 const hp_opdef hp_op_sumsq_combine = {.name = "sumsq_combine", .nout = 1, .communicates = 1,
-                                      .run = sumsq_combine_run};
+                                      .run = sumsq_combine_run, .bytes = sumsq_combine_bytes};

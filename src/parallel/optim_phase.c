@@ -33,7 +33,8 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
     hp_status st = hp_optim_phase_norm(io, g, pp, n);
     if (!st && hp_mesh_size(m) > 1) {
         int sum = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq");
-        int node = hp_graph_node_into(g, &hp_op_sumsq_combine, &io->sumsq_local, 1, &sum, 1, NULL, HP_PHASE_OPT, -1);
+        hp_attrs a = {{hp_mesh_size(m)}, {0}};
+        int node = hp_graph_node_into(g, &hp_op_sumsq_combine, &io->sumsq_local, 1, &sum, 1, &a, HP_PHASE_OPT, -1);
         if (node >= 0) {
             g->vals[sum].persistent = 1;
             io->sumsq = sum;

@@ -7,22 +7,14 @@
 #include <string.h>
 
 #include "core/timing.h"
-#include "parallel/rank.h"
 #include "runtime/dist_ckpt.h"
-#include "runtime/trace.h"
-
-typedef struct {
-    hp_trace *trace;
-    const hp_graph *g;
-    double start[64]; /* per collective slot: when its start ran */
-    int track[64];
-    const char *phase_name[HP_NPHASES];
-} rank_trace;
+#include "runtime/trace_hook.h"
 
 typedef struct {
     float loss;
     double sumsq;
-    rank_trace tr;
+    hp_trace *trace;
+    hp_trace_hook hook;
 } rank_state;
 
 struct hp_trainer {
@@ -40,30 +32,6 @@ struct hp_trainer {
     int eval, validated, tracing;
 };
 
-/* ---- tracing: the program's step hook ---- */
-
-static void trace_hook(void *ctx, const hp_node *n, double t0, double t1) {
-    rank_trace *rt = ctx;
-    const char *ph = rt->phase_name[n->phase];
-    double bytes = n->op->bytes ? n->op->bytes(rt->g, n) : 0;
-    if (n->op == &hp_op_redistribute_start) {
-        int s = (int)n->a.i[1] & 63;
-        rt->start[s] = t0;
-        rt->track[s] = hp_trace_comm_track_begin(rt->trace);
-        hp_trace_event(rt->trace, n->name, ph, HP_TRACE_COMPUTE, t0, t1, 0);
-    } else if (n->op == &hp_op_redistribute_wait) {
-        int s = (int)n->a.i[1] & 63;
-        hp_trace_event(rt->trace, n->name, ph, rt->track[s], rt->start[s], t1, (int64_t)bytes);
-        hp_trace_comm_track_end(rt->trace, rt->track[s]);
-    } else if (n->op->communicates) {
-        int tr = hp_trace_comm_track_begin(rt->trace);
-        hp_trace_event(rt->trace, n->name, ph, tr, t0, t1, (int64_t)bytes);
-        hp_trace_comm_track_end(rt->trace, tr);
-    } else {
-        hp_trace_event(rt->trace, n->name, ph, HP_TRACE_COMPUTE, t0, t1, 0);
-    }
-}
-
 /* ---- the step on one rank ---- */
 
 static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
@@ -76,7 +44,10 @@ static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     hp_trainer *t = c_;
     rank_state *rs = r->user;
-    hp_program_set_hook(r->prog, t->tracing ? trace_hook : NULL, &rs->tr);
+    if (t->tracing)
+        hp_trace_hook_attach(&rs->hook, r->prog, r->c.rg.g, rs->trace);
+    else
+        hp_trace_hook_detach(r->prog);
     if (!t->validated) {
         HP_TRY(rank_inputs(r, c_));
         HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
@@ -139,19 +110,16 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         for (int i = 0; i < nr && !st; i++) {
             hp_dist_rank *r = hp_dist_rank_at(t->d, i);
             r->user = &t->rs[i];
-            rank_trace *rt = &t->rs[i].tr;
-            rt->g = r->c.rg.g;
-            rt->phase_name[0] = "fwd", rt->phase_name[1] = "bwd", rt->phase_name[2] = "opt";
             if (cfg->trace && cfg->trace[0]) {
                 long steps = cfg->trace_steps > 0 ? cfg->trace_steps : 1;
                 size_t cap = (size_t)steps * (size_t)(r->c.sched.n + 8) + 64;
                 int tracks = r->c.rg.ctx.nslots + 2;
-                st = hp_trace_create(&rt->trace, r->rank, tracks < 64 ? tracks : 64, cap);
+                st = hp_trace_create(&t->rs[i].trace, r->rank, tracks < 64 ? tracks : 64, cap);
             }
         }
-        if (!st && cfg->trace && cfg->trace[0] && nr > 1) {
-            double origin = hp_trace_origin(t->rs[0].tr.trace);
-            for (int i = 1; i < nr; i++) hp_trace_set_origin(t->rs[i].tr.trace, origin);
+        if (!st && cfg->trace && cfg->trace[0] && nr > 1) { /* the process's ranks share one time origin */
+            double origin = hp_trace_origin(t->rs[0].trace);
+            for (int i = 1; i < nr; i++) hp_trace_set_origin(t->rs[i].trace, origin);
         }
     }
     if (!st) {
@@ -180,7 +148,7 @@ void hp_trainer_destroy(hp_trainer *t) {
     if (t->metrics) fclose(t->metrics);
     hp_dist_ckpt_destroy(t->ck);
     if (t->rs && t->d)
-        for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].tr.trace);
+        for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].trace);
     free(t->rs);
     hp_dist_destroy(t->d);
     hp_comm_world_destroy(t->world);
@@ -261,7 +229,7 @@ static hp_status save(hp_trainer *t, long step) {
 
 static hp_status write_traces(hp_trainer *t) {
     for (int i = 0; i < hp_dist_nranks(t->d); i++)
-        if (t->rs[i].tr.trace) HP_TRY(hp_trace_write(t->rs[i].tr.trace, t->cfg.trace));
+        if (t->rs[i].trace) HP_TRY(hp_trace_write(t->rs[i].trace, t->cfg.trace));
     return HP_OK;
 }
 
