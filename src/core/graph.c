@@ -97,15 +97,13 @@ int hp_graph_input(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape
     return id;
 }
 
-int hp_graph_param(hp_graph *g, const char *name, hp_shape shape, int hidden_matrix) {
+int hp_graph_param(hp_graph *g, const char *name, hp_shape shape) {
     if (g->err || !check_shape(g, "parameter", name, shape)) return -1;
     if (hp_graph_find(g, name) >= 0) {
         hp_graph_fail(g, hp_errorf("graph: parameter '%s' defined twice", name));
         return -1;
     }
-    int id = hp_graph_value(g, HP_V_PARAM, HP_F32, shape, name);
-    if (id >= 0) g->vals[id].hidden_matrix = hidden_matrix;
-    return id;
+    return hp_graph_value(g, HP_V_PARAM, HP_F32, shape, name);
 }
 
 static int push_node(hp_graph *g) {

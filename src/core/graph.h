@@ -38,7 +38,6 @@ typedef struct {
     int grad_of;       /* for gradients: the value it is the gradient of, else -1 */
     int state_of;      /* for optimizer state: the parameter it belongs to, else -1 */
     int persistent;    /* kept for the whole step (params, their grads, inputs, loss) */
-    int hidden_matrix; /* params: a 2-D hidden weight (Muon's by default) */
     int no_grad;       /* never differentiated (indices, saved statistics) */
     long init;         /* constants: blob offset of the initial bytes, or -1 (zeros) */
     int requires_grad; /* set by autodiff: depends on a parameter */
@@ -90,7 +89,7 @@ void hp_graph_fail(hp_graph *g, hp_status err);
 void hp_graph_scope(hp_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int hp_graph_input(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape);
-int hp_graph_param(hp_graph *g, const char *name, hp_shape shape, int hidden_matrix);
+int hp_graph_param(hp_graph *g, const char *name, hp_shape shape);
 /* A new value (used by passes and op rules); returns its id or -1 on error. */
 int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, const char *name);
 

@@ -32,20 +32,20 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
     char nm[HP_NAME_LEN];
     io->tokens = hp_graph_input(g, "tokens", HP_I32, hp_shape2(B, T));
     io->targets = hp_graph_input(g, "targets", HP_I32, hp_shape2(B, T));
-    int wte = hp_graph_param(g, "wte", hp_shape2(c->Vp, C), 0);
-    int wpe = hp_graph_param(g, "wpe", hp_shape2(c->maxT, C), 0);
+    int wte = hp_graph_param(g, "wte", hp_shape2(c->Vp, C));
+    int wpe = hp_graph_param(g, "wpe", hp_shape2(c->maxT, C));
     hp_graph_scope(g, "embed");
     int x = hp_embedding(g, io->tokens, wte);
     x = hp_add_pos(g, x, wpe);
     for (int l = 0; l < c->L; l++) {
-#define P(suffix, shape, hidden) (snprintf(nm, sizeof nm, "h.%d.%s", l, suffix), hp_graph_param(g, nm, shape, hidden))
-        int ln1w = P("ln1.weight", hp_shape1(C), 0), ln1b = P("ln1.bias", hp_shape1(C), 0);
+#define P(suffix, shape) (snprintf(nm, sizeof nm, "h.%d.%s", l, suffix), hp_graph_param(g, nm, shape))
+        int ln1w = P("ln1.weight", hp_shape1(C)), ln1b = P("ln1.bias", hp_shape1(C));
         /* fused QKV as [3, C, C]: q, k, v each shardable by heads (dim 1) */
-        int qkvw = P("attn.qkv.weight", hp_shape3(3, C, C), 1), qkvb = P("attn.qkv.bias", hp_shape2(3, C), 0);
-        int prw = P("attn.proj.weight", hp_shape2(C, C), 1), prb = P("attn.proj.bias", hp_shape1(C), 0);
-        int ln2w = P("ln2.weight", hp_shape1(C), 0), ln2b = P("ln2.bias", hp_shape1(C), 0);
-        int fcw = P("mlp.fc.weight", hp_shape2(4 * C, C), 1), fcb = P("mlp.fc.bias", hp_shape1(4 * C), 0);
-        int fpw = P("mlp.proj.weight", hp_shape2(C, 4 * C), 1), fpb = P("mlp.proj.bias", hp_shape1(C), 0);
+        int qkvw = P("attn.qkv.weight", hp_shape3(3, C, C)), qkvb = P("attn.qkv.bias", hp_shape2(3, C));
+        int prw = P("attn.proj.weight", hp_shape2(C, C)), prb = P("attn.proj.bias", hp_shape1(C));
+        int ln2w = P("ln2.weight", hp_shape1(C)), ln2b = P("ln2.bias", hp_shape1(C));
+        int fcw = P("mlp.fc.weight", hp_shape2(4 * C, C)), fcb = P("mlp.fc.bias", hp_shape1(4 * C));
+        int fpw = P("mlp.proj.weight", hp_shape2(C, 4 * C)), fpb = P("mlp.proj.bias", hp_shape1(C));
 #undef P
         hp_graph_scope(g, "h.%d.attn", l);
         int h = hp_layernorm(g, x, ln1w, ln1b, 1e-5f);
@@ -60,8 +60,8 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
         h = hp_linear(g, h, fpw, fpb);
         x = hp_add(g, x, h);
     }
-    int lnfw = hp_graph_param(g, "lnf.weight", hp_shape1(C), 0);
-    int lnfb = hp_graph_param(g, "lnf.bias", hp_shape1(C), 0);
+    int lnfw = hp_graph_param(g, "lnf.weight", hp_shape1(C));
+    int lnfb = hp_graph_param(g, "lnf.bias", hp_shape1(C));
     hp_graph_scope(g, "head");
     x = hp_layernorm(g, x, lnfw, lnfb, 1e-5f);
     io->logits = hp_linear(g, x, wte, -1);

@@ -251,7 +251,7 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
     float dummy = 0;
     for (int k = 0; !st && k < n; k++) {
         const hp_value *p = &g->vals[params[k].param];
-        op[k] = (hp_opt_param){p->name, &dummy, &dummy, p->shape, p->hidden_matrix};
+        op[k] = (hp_opt_param){p->name, &dummy, &dummy, p->shape, hp_optim_hidden_matrix(p->name, &p->shape)};
     }
     if (!st) st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
     int nmuon = 0;

@@ -18,6 +18,14 @@ hp_status hp_opt_kind_parse(hp_opt_kind *out, const char *name) {
 
 const char *hp_opt_kind_name(hp_opt_kind k) { return k == HP_OPT_MUON ? "muon" : "adamw"; }
 
+int hp_optim_hidden_matrix(const char *name, const hp_shape *shape) {
+    if (shape->ndim < 2 || shape->ndim > 3) return 0;
+    size_t n = strlen(name);
+    if (n >= 4 && !strcmp(name + n - 4, "bias")) return 0;
+    if (!strcmp(name, "wte") || !strcmp(name, "wpe") || strstr(name, "embed") || strstr(name, "lm_head")) return 0;
+    return 1;
+}
+
 #define MAX_PATTERN 256
 
 /* Calls visit(pattern) for each non-empty, space-trimmed entry of a

@@ -24,6 +24,12 @@ typedef struct {
     int hidden_matrix; /* 2-D hidden weight: Muon's by default */
 } hp_opt_param;
 
+/* The default Muon rule, by shape and name (the graph carries no optimizer
+ * marks): a hidden matrix is a parameter of 2 or 3 dims that is neither a
+ * bias (name ending in "bias") nor an embedding table or output head (names
+ * "wte", "wpe", or containing "embed" or "lm_head"). */
+int hp_optim_hidden_matrix(const char *name, const hp_shape *shape);
+
 /* "adamw" or "muon"; an unknown name is an error naming the field `optimizer`. */
 hp_status hp_opt_kind_parse(hp_opt_kind *out, const char *name);
 const char *hp_opt_kind_name(hp_opt_kind k);

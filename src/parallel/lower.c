@@ -51,7 +51,6 @@ static int new_local(cstate *c, int v, const hp_layout *l, hp_vkind kind, const 
     int id = hp_graph_value(c->out->g, kind, gv->dtype, local, nm);
     if (id >= 0) {
         hp_value *lv = &c->out->g->vals[id];
-        lv->hidden_matrix = gv->hidden_matrix;
         lv->no_grad = gv->no_grad;
         lv->persistent = gv->persistent || kind == HP_V_PARAM || kind == HP_V_INPUT || kind == HP_V_CONST ||
                          kind == HP_V_STATE;

@@ -1,5 +1,7 @@
 #include "runtime/params.h"
 
+#include "optim/route.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@ hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
         const hp_value *v = &g->vals[ids[i]];
         memcpy(ps->name[i], v->name, HP_NAME_LEN);
         ps->shape[i] = v->shape;
-        ps->hidden_matrix[i] = v->hidden_matrix;
+        ps->hidden_matrix[i] = hp_optim_hidden_matrix(v->name, &v->shape);
         ps->offset[i] = off;
         off += ((size_t)hp_shape_numel(&v->shape) + 15) / 16 * 16;
     }

@@ -14,7 +14,7 @@ typedef struct {
     int n;            /* number of parameter tensors */
     char (*name)[HP_NAME_LEN];
     hp_shape *shape;
-    int *hidden_matrix;
+    int *hidden_matrix; /* optim's default Muon rule (by shape and name) */
     size_t *offset;   /* floats into data */
     float *data;      /* total floats, zero-initialised */
     size_t total;

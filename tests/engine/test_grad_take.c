@@ -25,8 +25,8 @@ static void toy_build(toy *t, int tied) {
     hp_graph *g = t->g;
     t->ids = hp_graph_input(g, "ids", HP_I32, hp_shape1(N));
     t->targets = hp_graph_input(g, "targets", HP_I32, hp_shape1(N));
-    t->w = hp_graph_param(g, "w", hp_shape2(R, C), 0);
-    t->head = tied ? t->w : hp_graph_param(g, "head", hp_shape2(R, C), 0);
+    t->w = hp_graph_param(g, "w", hp_shape2(R, C));
+    t->head = tied ? t->w : hp_graph_param(g, "head", hp_shape2(R, C));
     int x = hp_embedding(g, t->ids, t->w);
     int logits = hp_linear(g, x, t->head, -1);
     t->loss = hp_xent(g, logits, t->targets, R, NULL);

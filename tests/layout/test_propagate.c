@@ -329,7 +329,7 @@ static void test_notes_and_consts(void) {
     CHECK_OK(hp_graph_create(&g));
     x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
     int t = hp_graph_input(g, "t", HP_I32, hp_shape2(2, 4));
-    int w = hp_graph_param(g, "w", hp_shape2(8, 16), 1), unused = hp_graph_param(g, "unused", hp_shape1(6), 0);
+    int w = hp_graph_param(g, "w", hp_shape2(8, 16)), unused = hp_graph_param(g, "unused", hp_shape1(6));
     int loss = hp_xent(g, hp_linear(g, x, w, -1), t, 8, NULL);
     CHECK_OK(hp_autodiff(g, loss, &hp_op_add));
     hp_layout *fx = calloc((size_t)g->nvals, sizeof *fx);

@@ -25,7 +25,7 @@ static void test_linear(void) {
     hp_graph *g;
     CHECK_OK(hp_graph_create(&g));
     int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    int w = hp_graph_param(g, "w", hp_shape2(64, 16), 1), b = hp_graph_param(g, "b", hp_shape1(64), 0);
+    int w = hp_graph_param(g, "w", hp_shape2(64, 16)), b = hp_graph_param(g, "b", hp_shape1(64));
     hp_linear(g, x, w, b);
     hp_strategy st;
     /* batch split */
@@ -63,8 +63,8 @@ static void test_linear(void) {
     hp_mesh m2 = mesh("dp=2,tp=2");
     CHECK_OK(hp_graph_create(&g));
     x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    w = hp_graph_param(g, "w", hp_shape3(3, 16, 16), 1);
-    b = hp_graph_param(g, "b", hp_shape2(3, 16), 0);
+    w = hp_graph_param(g, "w", hp_shape3(3, 16, 16));
+    b = hp_graph_param(g, "b", hp_shape2(3, 16));
     hp_linear(g, x, w, b);
     CHECK_OK(rule(&st, g, &m2, "S(0)@dp,R@tp", "R@dp,S(1)@tp", "R@dp,S(1)@tp"));
     CHECK(is(&st.out[0], "S(0)@dp,S(3)@tp", &m2) && st.cost == 0);
@@ -80,7 +80,7 @@ static void test_partial_penalty(void) {
     for (int gelu_consumer = 0; gelu_consumer < 2; gelu_consumer++) {
         CHECK_OK(hp_graph_create(&g));
         int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-        int w = hp_graph_param(g, "w", hp_shape2(64, 16), 1);
+        int w = hp_graph_param(g, "w", hp_shape2(64, 16));
         int y = hp_linear(g, x, w, -1);
         int lin = last_node(g);
         if (gelu_consumer)
@@ -135,7 +135,7 @@ static void test_linear_bwd(void) {
     CHECK_OK(hp_graph_create(&g));
     int dy = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape3(2, 4, 64), "dy");
     int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    int w = hp_graph_param(g, "w", hp_shape2(64, 16), 1);
+    int w = hp_graph_param(g, "w", hp_shape2(64, 16));
     int dx = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape3(2, 4, 16), "dx");
     int dw = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape2(64, 16), "dw");
     int db = hp_graph_value(g, HP_V_GRAD, HP_F32, hp_shape1(64), "db");
@@ -166,7 +166,7 @@ static void test_norm_pointwise(void) {
     hp_graph *g;
     CHECK_OK(hp_graph_create(&g));
     int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    int w = hp_graph_param(g, "w", hp_shape1(16), 0), b = hp_graph_param(g, "b", hp_shape1(16), 0);
+    int w = hp_graph_param(g, "w", hp_shape1(16)), b = hp_graph_param(g, "b", hp_shape1(16));
     hp_layernorm(g, x, w, b, 1e-5f);
     int ln = last_node(g);
     hp_strategy st;
@@ -264,7 +264,7 @@ static void test_embedding_xent(void) {
     hp_graph *g;
     CHECK_OK(hp_graph_create(&g));
     int ids = hp_graph_input(g, "ids", HP_I32, hp_shape2(2, 4));
-    int tab = hp_graph_param(g, "tab", hp_shape2(128, 16), 0);
+    int tab = hp_graph_param(g, "tab", hp_shape2(128, 16));
     int e = hp_embedding(g, ids, tab);
     int emb = last_node(g);
     hp_strategy st;
@@ -296,7 +296,7 @@ static void test_embedding_xent(void) {
     CHECK(is(&st.out[0], "P(sum)@tp", &m) && st.cost == 0);
 
     /* add_pos and its backward */
-    int pos = hp_graph_param(g, "pos", hp_shape2(8, 16), 0);
+    int pos = hp_graph_param(g, "pos", hp_shape2(8, 16));
     int xp = hp_add_pos(g, e, pos);
     CHECK_OK(rule(&st, g, &m, "S(2)@tp", "S(1)@tp", NULL));
     CHECK(is(&st.out[0], "S(2)@tp", &m));
@@ -399,7 +399,7 @@ static void test_param_moves(void) {
     hp_strategy st;
     CHECK_OK(hp_graph_create(&g));
     int x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    int w = hp_graph_param(g, "w", hp_shape2(64, 16), 1), b = hp_graph_param(g, "b", hp_shape1(64), 0);
+    int w = hp_graph_param(g, "w", hp_shape2(64, 16)), b = hp_graph_param(g, "b", hp_shape1(64));
     hp_graph_scope(g, "fc");
     hp_linear(g, x, w, b);
     /* weight on its contraction dim, bias on its rows: the bias would have to
@@ -422,7 +422,7 @@ static void test_param_moves(void) {
      * gathering the weight would cost less, the input is gathered instead */
     CHECK_OK(hp_graph_create(&g));
     x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    w = hp_graph_param(g, "w", hp_shape2(4, 16), 1);
+    w = hp_graph_param(g, "w", hp_shape2(4, 16));
     hp_linear(g, x, w, -1);
     CHECK_OK(rule(&st, g, &m, "S(0)@tp", "S(0)@tp", NULL));
     CHECK(is(&st.in[0], "R@tp", &m) && is(&st.in[1], "S(0)@tp", &m) && is(&st.out[0], "S(2)@tp", &m));
@@ -431,7 +431,7 @@ static void test_param_moves(void) {
 
     /* an operator without a rule cannot gather a split parameter */
     CHECK_OK(hp_graph_create(&g));
-    w = hp_graph_param(g, "w", hp_shape2(4, 16), 1);
+    w = hp_graph_param(g, "w", hp_shape2(4, 16));
     hp_graph_node(g, NULL, &mystery, &w, 1, NULL);
     CHECK_ERR(rule(&st, g, &m, "S(1)@tp", NULL, NULL),
               "mystery: operator 'mystery' has no sharding rule and runs on Replicate inputs, but parameter 'w' is "
@@ -445,7 +445,7 @@ static void test_param_moves(void) {
     hp_mesh m2 = mesh("dp=2,tp=2");
     CHECK_OK(hp_graph_create(&g));
     x = hp_graph_input(g, "x", HP_F32, hp_shape3(2, 4, 16));
-    w = hp_graph_param(g, "w", hp_shape2(8, 16), 1);
+    w = hp_graph_param(g, "w", hp_shape2(8, 16));
     hp_linear(g, x, w, -1);
     CHECK_ERR(rule(&st, g, &m2, "S(2)@dp,R@tp", "R@dp,S(1)@tp", NULL),
               "linear: parameter 'w' is R@dp,S(1)@tp where the operator needs S(1)@dp,S(1)@tp, which takes "
