@@ -11,6 +11,7 @@
 #include "io/ckpt.h"
 #include "io/json.h"
 #include "models/gpt2.h"
+#include "models/gpt2_config.h"
 #include "optim/optimizer.h"
 #include "parallel/compile.h"
 #include "runtime/params.h"
@@ -43,19 +44,12 @@ float hp_session_loss(const hp_session *s);
 int32_t *hp_session_tokens(const hp_session *s);
 int32_t *hp_session_targets(const hp_session *s);
 
-/* The model shape as a JSON object and back (checkpoint state). */
-void hp_gpt2_config_to_json(hp_jw *w, const hp_gpt2_config *c);
-hp_status hp_gpt2_config_from_json(hp_gpt2_config *c, const hp_json *obj);
 
 /* Loads the weights from an opened checkpoint. */
 hp_status hp_session_load(hp_session *s, const hp_ckpt *ck);
-/* Reads a checkpoint's model shape (state.json "model") without loading it. */
-hp_status hp_ckpt_model_config(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir);
 
 /* llm.c checkpoint import/export of the session's weights. */
 hp_status hp_session_import_llmc(hp_session *s, const char *path);
 hp_status hp_session_export_llmc(const hp_session *s, const char *path);
-/* Reads an llm.c file's model shape. */
-hp_status hp_llmc_model_config(hp_gpt2_config *c, const char *path);
 
 #endif
