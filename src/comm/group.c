@@ -86,12 +86,17 @@ hp_status hp_comm_group_create(hp_comm_group **out, hp_comm_world *w, const int 
         pos++;
     }
     free(cnt);
-    /* each hosted member's lane: the next of its rank's lanes, round-robin */
+    /* each hosted member's lane: the one with the fewest live groups of its rank */
     for (int i = 0; i < n; i++)
         if (ranks[i] >= w->first && ranks[i] < w->first + w->nhosted) {
             hp_comm_rank *r = &w->ranks[ranks[i] - w->first];
-            g->lane[i] = r->ngroups++ % HP_COMM_LANES;
+            int best = 0;
+            for (int l = 1; l < HP_COMM_LANES; l++)
+                if (r->lane_groups[l] < r->lane_groups[best]) best = l;
+            g->lane[i] = best;
+            r->lane_groups[best]++;
         }
+    g->lanes_taken = 1;
     *out = g;
     return HP_OK;
 fail:
@@ -102,6 +107,10 @@ fail:
 
 void hp_comm_group_destroy(hp_comm_group *g) {
     if (!g) return;
+    hp_comm_world *w = g->w;
+    for (int i = 0; g->lanes_taken && i < g->n; i++)
+        if (g->ranks[i] >= w->first && g->ranks[i] < w->first + w->nhosted)
+            w->ranks[g->ranks[i] - w->first].lane_groups[g->lane[i]]--;
     for (int p = 0; g->sng && p < g->k; p++) free(g->sng[p].slots);
     for (int p = 0; g->sn_members && p < g->k; p++) free(g->sn_members[p]);
     free(g->sng);

@@ -63,6 +63,7 @@ struct hp_comm_group {
     int *sn_n;      /* members per involved supernode */
     int **sn_members;     /* [pos][j] member index */
     int *lane;            /* member -> its lane on its rank (hosted members) */
+    int lanes_taken;      /* the hosted members' lanes are counted in their ranks */
     hp_comm_sngroup *sng; /* [pos], slots allocated only where hosted */
     atomic_int failed;
     pthread_mutex_t fail_mu;
@@ -96,9 +97,10 @@ struct hp_comm_req {
 };
 
 /* Communication lanes per rank. Each group a rank belongs to gets a lane on
- * that rank (round-robin in creation order, so up to HP_COMM_LANES groups
- * per rank each have their own); a lane runs its calls one at a time in the
- * order they were started, on its own thread (started on first use). */
+ * that rank when it is created: the lane with the fewest live groups of the
+ * rank (the lowest on a tie), so up to HP_COMM_LANES live groups per rank
+ * each have their own. A lane runs its calls one at a time in the order
+ * they were started, on its own thread (started on first use). */
 #define HP_COMM_LANES 8
 
 typedef struct {
@@ -124,7 +126,7 @@ struct hp_comm_rank {
     pthread_cond_t done_cv; /* a started call finished */
     hp_comm_req *spare;     /* finished handles, reused by the next starts */
     int stop;
-    int ngroups; /* groups given a lane on this rank so far */
+    int lane_groups[HP_COMM_LANES]; /* live groups of this rank on each lane */
     hp_comm_lane lanes[HP_COMM_LANES];
 };
 

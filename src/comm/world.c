@@ -121,10 +121,10 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
 
 void hp_comm_world_destroy(hp_comm_world *w) {
     if (!w) return;
+    hp_comm_group_destroy(w->world_group); /* gives its lanes back to the ranks */
     if (w->ranks)
         for (int i = 0; i < w->nhosted; i++) rank_fini(&w->ranks[i]);
     free(w->ranks);
-    hp_comm_group_destroy(w->world_group);
     if (w->use_mpi) {
         if (w->comm != MPI_COMM_NULL && w->comm) MPI_Comm_free(&w->comm);
         if (w->mpi_inited_here) MPI_Finalize();
