@@ -63,7 +63,7 @@ static hp_status all_to_all(ctx *c, const hp_comm_args *a) {
     const hp_comm_tensor *t = &a->t[0];
     size_t esz = c->esz;
     int n = g->n, me = c->me;
-    int64_t *offs = hp_coll_grow(&c->r->ptrs, &c->r->ptrs_cap, sizeof(int64_t) * 2 * (size_t)(n + 1));
+    int64_t *offs = hp_coll_grow(&c->s->ptrs, &c->s->ptrs_cap, sizeof(int64_t) * 2 * (size_t)(n + 1));
     if (!offs) return hp_coll_fail(c, "out of memory");
     int64_t *soff = offs, *roff = offs + n + 1;
     soff[0] = roff[0] = 0;
@@ -162,10 +162,11 @@ static hp_status check_args(ctx *c, const hp_comm_args *a) {
     return HP_OK;
 }
 
-hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) {
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
     ctx c;
     memset(&c, 0, sizeof c);
     c.r = r;
+    c.s = s;
     c.g = g;
     c.what = kind_name(a->kind);
     c.me = hp_comm_group_index(g, r->rank);
@@ -220,7 +221,7 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a)
 
     /* pointer arrays for the fused tensors: [src][dst] */
     size_t noffs = (size_t)(g->n > nt ? g->n : nt) + 1;
-    void **pp = hp_coll_grow(&r->ptrs, &r->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * noffs);
+    void **pp = hp_coll_grow(&s->ptrs, &s->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * noffs);
     if (!pp) return hp_coll_fail(&c, "out of memory");
     const void **src = (const void **)pp;
     void **dst = pp + nt;

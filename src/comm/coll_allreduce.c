@@ -199,7 +199,7 @@ hp_status hp_coll_all_reduce(ctx *c, const fvec *v, float div) {
     int64_t N = v->pre[v->nt];
     int stream = (size_t)N * esz >= HP_COMM_STREAM_BYTES;
     int64_t lo = chunk_at(N, n, me), hi = chunk_at(N, n, me + 1), mine = hi - lo;
-    void **d = (void **)hp_coll_grow(&c->r->ptrs2, &c->r->ptrs2_cap,
+    void **d = (void **)hp_coll_grow(&c->s->ptrs2, &c->s->ptrs2_cap,
                                      sizeof(void *) * (size_t)c->L + 2 * sizeof(int) * (size_t)n);
     if (!d) return hp_coll_fail(c, "out of memory");
     if (k == 2) return all_reduce_pair(c, v, div, d, (int *)(d + c->L), (int *)(d + c->L) + n);

@@ -1,9 +1,11 @@
 /* comm/coll_base: what every collective leans on: reporting a failure (and
  * breaking the group so that its peers stop waiting), the supernode barrier,
- * waiting for and withdrawing link requests, and the per-rank scratch. */
+ * waiting for and withdrawing link requests, and the executor's scratch
+ * (grown once per lane or rank thread, then reused). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm/coll_impl.h"
 
@@ -104,7 +106,7 @@ void hp_coll_cancel_all(ctx *c, hp_comm_lreq *q, int n) {
 }
 
 
-/* ---- scratch ---- */
+/* ---- scratch (hp_comm_scratch: one per executor) ---- */
 
 void *hp_coll_grow(void **p, size_t *cap, size_t need) {
     if (need <= *cap) return *p;
@@ -119,11 +121,19 @@ void *hp_coll_grow(void **p, size_t *cap, size_t need) {
 }
 
 hp_status hp_coll_scratch(ctx *c, void **out, size_t bytes) {
-    *out = hp_coll_grow(&c->r->scratch, &c->r->scratch_cap, bytes ? bytes : 64);
+    *out = hp_coll_grow(&c->s->buf, &c->s->cap, bytes ? bytes : 64);
     return *out ? HP_OK : hp_coll_fail(c, "out of memory for %zu bytes of scratch", bytes);
 }
 
+void hp_comm_scratch_free(hp_comm_scratch *s) {
+    free(s->buf);
+    free(s->ptrs);
+    free(s->ptrs2);
+    free(s->lreqs);
+    memset(s, 0, sizeof *s);
+}
+
 hp_status hp_coll_lreqs(ctx *c, hp_comm_lreq **out, size_t n) {
-    *out = hp_coll_grow((void **)&c->r->lreqs, &c->r->lreqs_cap, (n ? n : 1) * sizeof(hp_comm_lreq));
+    *out = hp_coll_grow((void **)&c->s->lreqs, &c->s->lreqs_cap, (n ? n : 1) * sizeof(hp_comm_lreq));
     return *out ? HP_OK : hp_coll_fail(c, "out of memory for requests");
 }

@@ -13,6 +13,7 @@
 
 typedef struct {
     hp_comm_rank *r;
+    hp_comm_scratch *s; /* the executor's scratch */
     hp_comm_group *g;
     const char *what;
     int me, T, L, myl;

@@ -11,8 +11,9 @@
  * Use: create the world once per process; take a rank handle per hosted rank
  * (hp_comm_world_rank) and give each to its own thread; every thread calls
  * the collectives with its own handle. Groups are created once per process,
- * by one thread, in the same order on every process, before ranks use them.
- * Every member of a group calls the group's collectives in the same order.
+ * by one thread, in the same order on every process, before ranks use them,
+ * and destroyed (with no call in flight) before the world. Every member of
+ * a group calls the group's collectives in the same order.
  *
  * Counts are in elements of the dtype (HP_F32 or HP_BF16; bf16 is summed in
  * fp32 and rounded once per tier). Member indices are positions in the
@@ -26,7 +27,26 @@
  * supernode, then across; all-gather = across, then within; all-reduce = the
  * two in sequence. A collective that waits longer than the world's timeout
  * returns an error naming the collective, the group and the missing rank; the
- * group is then broken (later calls fail at once). */
+ * group is then broken (later calls fail at once).
+ *
+ * Concurrency. A rank handle is used by one thread at a time (its own); it
+ * may have any number of started calls in flight (hp_comm_start), waited in
+ * any order (hp_comm_wait; hp_comm_test checks without blocking). Each group
+ * a rank belongs to is given one of the rank's 8 lanes when it is created
+ * (the lane with the fewest live groups of that rank); a lane is a
+ * communication thread that runs its calls one at a time, in start order,
+ * and drives MPI progress while the rank computes. So:
+ *  - calls on one group run in the order the rank started (or ran) them, on
+ *    every member; every member must issue a group's calls in the same order;
+ *  - calls on different groups progress concurrently, so members may issue
+ *    them in different orders (rank 0: TP then DP, rank 1: DP then TP) and
+ *    may wait on one while another is still in flight, as long as the rank
+ *    belongs to at most 8 groups at a time (beyond, groups that share a lane
+ *    are ordered by the start order on that rank, as one group);
+ *  - hp_comm_run runs a call on the calling thread when its group's lane has
+ *    nothing pending (concurrently with other lanes), else after the calls
+ *    started before it on that lane.
+ * The deadline of a started call runs from the moment its lane begins it. */
 #ifndef HP_COMM_COMM_H
 #define HP_COMM_COMM_H
 
@@ -125,10 +145,14 @@ typedef struct {
 
 /* Runs a collective on the calling rank and returns when it is done. */
 hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
-/* Starts a collective on the rank's communication thread; the buffers and the
- * arrays in *a must stay valid until hp_comm_wait (a itself is copied).
- * Calls on one rank run in the order they were started. */
+/* Starts a collective on the lane of g on this rank (see Concurrency above);
+ * the buffers and the arrays in *a must stay valid until hp_comm_wait (a
+ * itself is copied). Calls on one group run in the order they were started. */
 hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+/* Sets *done to 1 when the started collective has finished, 0 otherwise,
+ * without blocking; the handle stays valid and hp_comm_wait then returns its
+ * status at once. A NULL handle is done. */
+hp_status hp_comm_test(hp_comm_req *req, int *done);
 /* Waits for a started collective, returns its status and frees the handle. */
 hp_status hp_comm_wait(hp_comm_req *req);
 

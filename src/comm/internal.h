@@ -1,5 +1,7 @@
 /* comm/internal: the structures shared by the files of the comm room (world,
- * groups, rank handles, link requests). Not for use outside src/comm. */
+ * groups, rank handles and their lanes, executor scratch, link requests) and
+ * the prototypes one file of the room gives the others. Not for use outside
+ * src/comm. */
 #ifndef HP_COMM_INTERNAL_H
 #define HP_COMM_INTERNAL_H
 
@@ -60,41 +62,72 @@ struct hp_comm_group {
     int *sn_list;   /* ascending supernode ids */
     int *sn_n;      /* members per involved supernode */
     int **sn_members;     /* [pos][j] member index */
+    int *lane;            /* member -> its lane on its rank (hosted members) */
+    int lanes_taken;      /* the hosted members' lanes are counted in their ranks */
     hp_comm_sngroup *sng; /* [pos], slots allocated only where hosted */
     atomic_int failed;
     pthread_mutex_t fail_mu;
     char fail_msg[400];
 };
 
-struct hp_comm_req {
-    struct hp_comm_req *next;
-    hp_comm_rank *r;
-    hp_comm_group *g;
-    hp_comm_args a;
-    hp_status st;
-    int done;
-};
-
-struct hp_comm_rank {
-    hp_comm_world *w;
-    int rank, sn, local;
-    int64_t tx_free_ns, rx_free_ns; /* link model of this rank's inter-supernode port */
-    int64_t inter_bytes, inter_msgs;
-    void *scratch;
-    size_t scratch_cap;
-    void *ptrs;
+/* The grown-once buffers of one executor of collectives (a lane, or the
+ * rank's own thread): a collective uses them from its start to its return,
+ * and an executor runs one collective at a time, so calls in flight at once
+ * never share scratch. Grown on demand and kept: no allocation per call
+ * once warm. */
+typedef struct {
+    void *buf; /* packed partials, inboxes */
+    size_t cap;
+    void *ptrs; /* pointer and offset arrays of a fused call */
     size_t ptrs_cap;
     void *ptrs2; /* all-reduce: distinct local outputs, handled chunks */
     size_t ptrs2_cap;
     hp_comm_lreq *lreqs;
     size_t lreqs_cap;
-    /* asynchronous calls: a communication thread per rank, started on first use */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    hp_comm_req *qhead, *qtail;
-    hp_comm_req *spare; /* finished handles, reused by the next starts */
-    int inflight, stop, has_thread;
+} hp_comm_scratch;
+
+struct hp_comm_req {
+    struct hp_comm_req *next;
+    hp_comm_rank *r;
+    hp_comm_group *g;
+    hp_comm_args a;
+    int lane;
+    hp_status st;
+    int done;
+};
+
+/* Communication lanes per rank. Each group a rank belongs to gets a lane on
+ * that rank when it is created: the lane with the fewest live groups of the
+ * rank (the lowest on a tie), so up to HP_COMM_LANES live groups per rank
+ * each have their own. A lane runs its calls one at a time in the order
+ * they were started, on its own thread (started on first use). */
+#define HP_COMM_LANES 8
+
+typedef struct {
+    hp_comm_rank *r;
+    pthread_cond_t cv;          /* work queued, or stop (under the rank's mu) */
+    hp_comm_req *qhead, *qtail; /* started, not yet running */
+    int pending;                /* queued + running */
+    int has_thread;
     pthread_t thread;
+    hp_comm_scratch s;
+} hp_comm_lane;
+
+struct hp_comm_rank {
+    hp_comm_world *w;
+    int rank, sn, local;
+    /* link model of this rank's inter-supernode port; every lane posts on it */
+    pthread_mutex_t port_mu;
+    int64_t tx_free_ns, rx_free_ns;
+    atomic_llong inter_bytes, inter_msgs;
+    hp_comm_scratch own; /* calls run on the rank's own thread (hp_comm_run) */
+    /* asynchronous calls (progress.c) */
+    pthread_mutex_t mu;
+    pthread_cond_t done_cv; /* a started call finished */
+    hp_comm_req *spare;     /* finished handles, reused by the next starts */
+    int stop;
+    int lane_groups[HP_COMM_LANES]; /* live groups of this rank on each lane */
+    hp_comm_lane lanes[HP_COMM_LANES];
 };
 
 struct hp_comm_world {
@@ -124,7 +157,14 @@ void hp_comm_link_cancel(hp_comm_rank *r, hp_comm_lreq *q);
 void hp_comm_mbox_init(hp_comm_mbox *m);
 void hp_comm_mbox_destroy(hp_comm_mbox *m);
 
-/* Collectives (coll.c), run on the calling thread. */
-hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+/* Collectives (coll.c), run on the calling thread with the executor's scratch. */
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a);
+/* Frees an executor's scratch (coll_base.c). */
+void hp_comm_scratch_free(hp_comm_scratch *s);
+
+/* Asynchronous progress (progress.c): a rank's lanes are set up with the
+ * rank and stopped (after draining their queues) before it goes. */
+void hp_comm_progress_init(hp_comm_rank *r);
+void hp_comm_progress_fini(hp_comm_rank *r);
 
 #endif

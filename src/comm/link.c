@@ -1,7 +1,8 @@
 /* comm/link: point-to-point messages between ranks. Inside a supernode and on
  * the emulated inter-supernode tier a mailbox matches sends with receives and
- * moves the data with one copy; between MPI processes the rank's own thread
- * drives MPI_Isend/Irecv (MPI_THREAD_MULTIPLE). Inter-supernode messages pass
+ * moves the data with one copy; between MPI processes the thread running the
+ * call (the rank's own, or one of its lanes) drives MPI_Isend/Irecv
+ * (MPI_THREAD_MULTIPLE). Inter-supernode messages pass
  * a link model (bandwidth and latency per rank port) that delays completion. */
 #include <sched.h>
 #include <string.h>
@@ -52,14 +53,17 @@ static void mbox_post(hp_comm_mbox *m, hp_comm_lreq *q) {
     finish(rv);
 }
 
-/* Applies the link model to an inter-supernode message on this rank's port. */
+/* Applies the link model to an inter-supernode message on this rank's port
+ * (shared by the rank's lanes, so taken under its lock). */
 static void throttle(hp_comm_rank *r, hp_comm_lreq *q, int64_t *port_free) {
     hp_comm_world *w = r->w;
     if (w->bw_bytes_per_ns <= 0 && w->lat_ns <= 0) return;
+    int64_t xfer = w->bw_bytes_per_ns > 0 ? (int64_t)((double)q->bytes / w->bw_bytes_per_ns) : 0;
+    pthread_mutex_lock(&r->port_mu);
     int64_t now = hp_comm_now_ns();
     int64_t start = *port_free > now ? *port_free : now;
-    int64_t xfer = w->bw_bytes_per_ns > 0 ? (int64_t)((double)q->bytes / w->bw_bytes_per_ns) : 0;
     *port_free = start + xfer;
+    pthread_mutex_unlock(&r->port_mu);
     q->ready_ns = start + xfer + (int64_t)w->lat_ns;
 }
 
@@ -78,8 +82,8 @@ static hp_status post(hp_comm_rank *r, hp_comm_lreq *q, int is_send, int peer, i
     if (cross) {
         throttle(r, q, is_send ? &r->tx_free_ns : &r->rx_free_ns);
         if (is_send) {
-            r->inter_bytes += (int64_t)bytes;
-            r->inter_msgs++;
+            atomic_fetch_add_explicit(&r->inter_bytes, (long long)bytes, memory_order_relaxed);
+            atomic_fetch_add_explicit(&r->inter_msgs, 1, memory_order_relaxed);
         }
     }
     if (!(cross && w->use_mpi)) {

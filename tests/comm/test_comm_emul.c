@@ -1,12 +1,14 @@
 /* Two tiers in one process: 2 emulated supernodes x 1 and x 2 ranks run the
  * whole grid of harness.h (64 MiB included unless HP_TEST_BIG=0), 3 x 2 every
  * cell below 64 MiB; a reordered group, a group with unequal members per
- * supernode, shared outputs and a throttled link give the same values. The
+ * supernode, shared outputs and a throttled link give the same values, and
+ * so do several calls in flight per rank (concur.h: 2 x 1 and 2 x 2, where
+ * the rows are the supernodes and the columns cross them). The
  * link emulator's byte counts match the two-tier formula (2 (S-1)/S * N / R
  * per rank for an all-reduce of N bytes) and its delays are at least the
  * model's. */
 #include "comm/sync.h"
-#include "harness.h"
+#include "concur.h"
 
 static hp_comm_world *make(int S, int R, double bw, double lat) {
     hp_comm_opts o;
@@ -91,6 +93,7 @@ int main(void) {
         hx_grid(w, hp_comm_world_group(w), &pool, c, 1, name);
         snprintf(name, sizeof name, "emulated %d x %d", S, R);
         hx_run_shared(w, 999, name);
+        hx_concurrency(w, name);
         if (R == 2) {
             int rev[6];
             for (int i = 0; i < n; i++) rev[i] = n - 1 - i;

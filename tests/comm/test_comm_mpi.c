@@ -2,14 +2,15 @@
  * 2 x 2 ranks) the whole grid of harness.h (every collective x sizes {0, 1, 7,
  * uneven, 1 MiB, 64 MiB} x {fp32, bf16}; 64 MiB unless HP_TEST_BIG=0) runs
  * across processes and threads against the plain reference, then shared
- * outputs and a reordered group. Run plainly (no mpirun) it is one supernode
+ * outputs, a reordered group and several calls in flight per rank
+ * (concur.h: 2 x 1, and 2 x 2 with the columns across the processes). Run plainly (no mpirun) it is one supernode
  * and touches no MPI.
  *   test_comm_mpi [--ranks R] [--cells K] [--hang]   (--cells: the first K size cells)
  * --hang: supernode 1 never enters the collective; supernode 0 must fail with
  * the timeout error naming the missing rank and exit non-zero. */
 #include <unistd.h>
 
-#include "harness.h"
+#include "concur.h"
 
 int main(int argc, char **argv) {
     hp_comm_opts o;
@@ -77,6 +78,7 @@ int main(int argc, char **argv) {
     if (cells < HX_NCELLS) printf("comm grid: cells from %s on skipped (--cells or HP_TEST_BIG=0)\n", hx_cell_names[cells]);
     snprintf(name, sizeof name, "%s %d x %d", hp_comm_uses_mpi(w) ? "MPI" : "threads", S, count);
     hx_run_shared(w, 555, name);
+    hx_concurrency(w, name);
     if (n >= 2) {
         int rev[64];
         for (int i = 0; i < n; i++) rev[i] = n - 1 - i;

@@ -2,10 +2,12 @@
  * whole grid (harness.h: every collective x sizes {0, 1, 7, uneven, 1 MiB,
  * 64 MiB} x {fp32, bf16} against the plain reference, random reductions bit-
  * identical run to run), fused and asynchronous calls, supernode-shared
- * outputs (in-place shared all-gather included), and a reordered subgroup.
+ * outputs (in-place shared all-gather included), a reordered subgroup, and
+ * several calls in flight per rank (concur.h: on 1 x 2 and 1 x 4 two groups
+ * whose calls only complete when they progress concurrently).
  * HP_TEST_BIG=0 leaves out the 64 MiB cell. Bad options and groups get
  * one-line errors naming the field. */
-#include "harness.h"
+#include "concur.h"
 
 static hp_comm_world *make(int R) {
     hp_comm_opts o;
@@ -34,6 +36,7 @@ int main(void) {
         hx_grid(w, hp_comm_world_group(w), &pool, cells, 1, cfg);
         snprintf(cfg, sizeof cfg, "threads 1 x %d", R);
         hx_run_shared(w, 1001, cfg);
+        hx_concurrency(w, cfg);
         if (R >= 3) { /* a subgroup in another order */
             int ranks[3] = {R - 1, 0, 1};
             hp_comm_group *g;

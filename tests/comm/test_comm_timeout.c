@@ -2,7 +2,8 @@
  * every surviving rank gets an error naming the collective, the group and the
  * missing rank, and the group then refuses further calls at once. Covers the
  * thread tier (a missing peer at the supernode barrier) and the emulated
- * inter-supernode tier (a missing peer in another supernode). */
+ * inter-supernode tier (a missing peer in another supernode), for calls run
+ * on the rank's thread and for calls started on its lanes. */
 #include <pthread.h>
 
 #include "comm/comm.h"
@@ -12,6 +13,7 @@ typedef struct {
     hp_comm_world *w;
     int rank, absent;
     hp_comm_kind kind;
+    int async; /* the call is started (hp_comm_start) and waited */
     char msg[512], msg2[512];
     int ok;
 } job;
@@ -25,7 +27,14 @@ static void *rank_main(void *arg) {
     hp_comm_tensor t = {out, buf, 8};
     hp_comm_args a = {j->kind, HP_F32, HP_COMM_SUM, 0, &t, 1, NULL, NULL};
     if (j->kind == HP_COMM_ALL_REDUCE) t.recv = buf;
-    hp_status st = hp_comm_run(r, g, &a);
+    hp_status st;
+    if (j->async) {
+        hp_comm_req *q = NULL;
+        st = hp_comm_start(&q, r, g, &a);
+        if (!st) st = hp_comm_wait(q);
+    } else {
+        st = hp_comm_run(r, g, &a);
+    }
     j->ok = st == HP_OK;
     snprintf(j->msg, sizeof j->msg, "%s", hp_status_msg(st));
     hp_status_free(st);
@@ -35,7 +44,7 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kname) {
+static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kname, int async) {
     hp_comm_opts o;
     hp_comm_opts_default(&o);
     o.ranks_per_supernode = R;
@@ -51,7 +60,7 @@ static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kn
     char want[64];
     snprintf(want, sizeof want, "rank %d", absent);
     for (int i = 0; i < n; i++) {
-        jobs[i] = (job){w, i, absent, kind, "", "", 0};
+        jobs[i] = (job){w, i, absent, kind, async, "", "", 0};
         pthread_create(&th[i], NULL, rank_main, &jobs[i]);
     }
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
@@ -65,16 +74,20 @@ static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kn
         CHECK(strstr(j->msg, want) != NULL);
         CHECK(strstr(j->msg2, "broken") != NULL);
         if (!strstr(j->msg, want) || !strstr(j->msg, kname))
-            fprintf(stderr, "S=%d R=%d rank %d: unexpected error: %s\n", S, R, i, j->msg);
+            fprintf(stderr, "S=%d R=%d rank %d%s: unexpected error: %s\n", S, R, i, async ? " (started)" : "", j->msg);
     }
     hp_comm_world_destroy(w);
 }
 
 int main(void) {
-    scenario(1, 3, 2, HP_COMM_ALL_REDUCE, "all_reduce");       /* thread tier */
-    scenario(1, 2, 0, HP_COMM_ALL_GATHER, "all_gather");
-    scenario(2, 1, 1, HP_COMM_ALL_GATHER, "all_gather");       /* across supernodes */
-    scenario(2, 2, 3, HP_COMM_REDUCE_SCATTER, "reduce_scatter"); /* both tiers */
-    scenario(2, 2, 3, HP_COMM_ALL_REDUCE, "all_reduce");
+    scenario(1, 3, 2, HP_COMM_ALL_REDUCE, "all_reduce", 0);       /* thread tier */
+    scenario(1, 2, 0, HP_COMM_ALL_GATHER, "all_gather", 0);
+    scenario(2, 1, 1, HP_COMM_ALL_GATHER, "all_gather", 0);       /* across supernodes */
+    scenario(2, 2, 3, HP_COMM_REDUCE_SCATTER, "reduce_scatter", 0); /* both tiers */
+    scenario(2, 2, 3, HP_COMM_ALL_REDUCE, "all_reduce", 0);
+    /* started calls (run on the rank's lanes) report the same */
+    scenario(1, 3, 2, HP_COMM_ALL_REDUCE, "all_reduce", 1);
+    scenario(2, 1, 1, HP_COMM_ALL_GATHER, "all_gather", 1);
+    scenario(2, 2, 3, HP_COMM_REDUCE_SCATTER, "reduce_scatter", 1);
     return hp_test_finish("test_comm_timeout");
 }
