@@ -74,7 +74,8 @@ static void fill_batch(int32_t *tok, int32_t *tgt, int n, int V) {
 }
 
 /* The GPT-2 step under a plan (NULL: the plain engine, one rank), profiled. */
-static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps, int dp, int tp) {
+static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int threads, int steps, int dp, int tp,
+                          int overlap) {
     hp_plan plan;
     int have_plan = dp > 0;
     if (have_plan) HP_TRY(hp_plan_gpt2_dp_tp(&plan, dp, tp));
@@ -94,7 +95,7 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
     if (!st) {
         hp_dist_config dc = {.model = g, .plan = have_plan ? &plan : NULL, .world = w,
                              .threads_per_rank = hp_dist_threads_per_rank(w, threads)};
-        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = 1}};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = overlap}};
         st = hp_dist_create(&d, &dc);
     }
     if (!st) {
@@ -137,34 +138,36 @@ static hp_status run_plan(prow *r, const hp_gpt2_config *m, int B, int T, int th
 typedef struct {
     const pconfig *pc;
     const hp_gpt2_config *m;
-    int B, T, threads, steps;
+    int B, T, threads, steps, overlap;
 } row_args;
 
 static void child_row(void *result, void *ctx) {
     row_args *a = ctx;
     prow *r = result;
-    hp_status st = run_plan(r, a->m, a->B, a->T, a->threads, a->steps, a->pc->dp, a->pc->tp);
+    hp_status st = run_plan(r, a->m, a->B, a->T, a->threads, a->steps, a->pc->dp, a->pc->tp, a->overlap);
     if (st) {
         snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
         hp_status_free(st);
     }
 }
 
-static void run_row(prow *r, const pconfig *pc, const hp_gpt2_config *m, int B, int T, int threads, int steps) {
-    row_args a = {pc, m, B, T, threads, steps};
+static void run_row(prow *r, const pconfig *pc, const hp_gpt2_config *m, int B, int T, int threads, int steps,
+                    int overlap) {
+    row_args a = {pc, m, B, T, threads, steps, overlap};
     if (hp_run_in_child(r, sizeof *r, child_row, &a) != 0) snprintf(r->err, sizeof r->err, "the benchmark process failed");
 }
 
 int hp_cmd_bench_parallel(int argc, char **argv) {
-    char model[32] = "small", json[512] = "";
+    char model[32] = "small", json[512] = "", overlap[8] = "on";
     int threads = 2, steps = 20;
     hp_opt tab[] = {
         {"model", OPT_STR, model, sizeof model, "small | gpt2-124m"},
         {"threads", OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
         {"steps", OPT_INT, &steps, 0, "timed steps"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
+        {"overlap", OPT_STR, overlap, sizeof overlap, "on | off: gradient all-reduces overlapped with the backward"},
     };
-    int help = 0, ntab = 4;
+    int help = 0, ntab = 5;
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 1, "bench parallel");
     if (!st && help) {
         hp_args_usage(tab, ntab, "bench parallel", "Step time of GPT-2 through sharding plans on rank threads.");
@@ -175,6 +178,8 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
     if (!st && !strcmp(model, "gpt2-124m")) m = (hp_gpt2_config){12, 12, 768, 50257, 0, 1024}, B = 4, T = 256;
     else if (!st && strcmp(model, "small")) st = hp_errorf("hyperpar bench parallel: --model '%s' is not small or gpt2-124m", model);
     if (!st && (steps < 1 || threads < 1)) st = hp_errorf("hyperpar bench parallel: --steps and --threads must be >= 1");
+    if (!st && strcmp(overlap, "on") && strcmp(overlap, "off"))
+        st = hp_errorf("hyperpar bench parallel: --overlap must be on or off, got '%s'", overlap);
     if (st) {
         hp_cli_error(st);
         return 1;
@@ -184,14 +189,14 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
         fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
         return 1;
     }
-    printf("%s, B=%d T=%d, %d threads in all, median of %d steps\n", model, B, T, threads, steps);
+    printf("%s, B=%d T=%d, %d threads in all, median of %d steps, overlap %s\n", model, B, T, threads, steps, overlap);
     printf("%-12s %9s %9s %10s %9s %8s %8s %7s\n", "config", "tok/s", "step ms", "compute ms", "comm ms", "opt ms",
            "other ms", "other%");
     if (jf) fputs("[\n", jf);
     int rc = 0;
     for (size_t i = 0; i < sizeof pconfigs / sizeof pconfigs[0]; i++) {
         prow r;
-        run_row(&r, &pconfigs[i], &m, B, T, threads, steps);
+        run_row(&r, &pconfigs[i], &m, B, T, threads, steps, !strcmp(overlap, "on"));
         if (!r.ok) {
             fprintf(stderr, "hyperpar: bench parallel %s: %s\n", pconfigs[i].name, r.err);
             rc = 1;
