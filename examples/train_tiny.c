@@ -8,7 +8,7 @@
  * Run: ./train_tiny [TEXT_FILE [STEPS [DP TP]]]
  *   (default /usr/share/common-licenses/GPL-3, 30 steps, one rank; DP x TP > 1
  *   trains the same model with GPT-2's data x tensor parallel plan, one thread
- *   per rank) */
+ *   per rank; under mpirun -np N the ranks are spread over N processes) */
 #include <hyperpar/hyperpar.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     hp_shard_plan *plan = NULL;
     hp_train *t = NULL;
     losses l = {0, 0, 0};
+    int lead = 1;
     hp_status st = hp_model_gpt2(&m, &mc, 4, 32); /* B = 4, T = 32 */
     if (!st && dp * tp > 1) st = hp_shard_plan_gpt2(&plan, dp, tp);
     if (!st) {
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
         st = hp_train_create(&t, &tc);
     }
     if (!st) st = hp_train_run(t);
+    if (t) lead = hp_train_is_lead(t);
     hp_train_free(t);
     hp_shard_plan_free(plan);
     hp_model_free(m);
@@ -70,6 +72,7 @@ int main(int argc, char **argv) {
         hp_status_free(st);
         return 1;
     }
+    if (!lead) return 0; /* under mpirun: the process hosting rank 0 reports */
     int fell = l.steps > 1 && l.last < l.first;
     printf("train_tiny: loss %.4f -> %.4f over %ld steps: %s\n", (double)l.first, (double)l.last, l.steps,
            fell ? "falls" : "does NOT fall");

@@ -294,6 +294,9 @@ hp_status hp_train_run(hp_train *t);
 hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm);
 /* Steps done so far (the resumed step included). */
 long hp_train_steps_done(const hp_train *t);
+/* 1 when this process hosts rank 0: it alone gets events and writes metrics
+ * and checkpoints (under mpirun the other processes get none). */
+int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
 
 /* ---- checkpoints -------------------------------------------------------- */

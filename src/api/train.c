@@ -8,6 +8,7 @@
 #include "api/ckpt_state.h"
 #include "io/llmc.h"
 #include "optim/schedule.h"
+#include "runtime/dist.h"
 #include "runtime/trainer.h"
 
 struct hp_train {
@@ -237,6 +238,7 @@ hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm) {
 }
 
 long hp_train_steps_done(const hp_train *t) { return t->done; }
+int hp_train_is_lead(const hp_train *t) { return hp_dist_lead(hp_trainer_dist(t->tr)); }
 
 void hp_train_free(hp_train *t) {
     if (!t) return;

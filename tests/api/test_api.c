@@ -181,6 +181,7 @@ static void test_run_equals_step(void) {
     hp_train *t = NULL;
     if (OK(hp_train_create(&t, &c)) && OK(hp_train_run(t))) {
         CHECK(hp_train_steps_done(t) == NSTEPS);
+        CHECK(hp_train_is_lead(t) == 1);
         ERR(hp_train_step(t, NULL, NULL), "hp_train_step");
     }
     hp_train_free(t);
