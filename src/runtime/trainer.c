@@ -20,6 +20,7 @@ typedef struct {
 struct hp_trainer {
     hp_trainer_config cfg;
     hp_comm_world *world;
+    int own_world;
     hp_dist *d;
     hp_dist_ckpt *ck;
     rank_state *rs;
@@ -91,7 +92,11 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     hp_trainer *t = calloc(1, sizeof *t);
     if (!t) return hp_errorf("trainer: out of memory");
     t->cfg = *cfg;
-    hp_status st = hp_dist_world_create(&t->world, cfg->plan, cfg->comm_timeout);
+    hp_status st = HP_OK;
+    if (cfg->world)
+        t->world = cfg->world;
+    else
+        st = hp_dist_world_create(&t->world, cfg->plan, cfg->comm_timeout), t->own_world = 1;
     if (!st) {
         hp_dist_config dc = {.model = cfg->model, .plan = cfg->plan, .world = t->world,
                              .threads_per_rank = hp_dist_threads_per_rank(t->world, cfg->threads)};
@@ -151,7 +156,7 @@ void hp_trainer_destroy(hp_trainer *t) {
         for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].trace);
     free(t->rs);
     hp_dist_destroy(t->d);
-    hp_comm_world_destroy(t->world);
+    if (t->own_world) hp_comm_world_destroy(t->world);
     free(t->tokens), free(t->targets);
     free(t);
 }

@@ -56,6 +56,7 @@ typedef struct {
     void *init_ctx;
     /* distribution */
     const hp_plan *plan;    /* NULL: one rank */
+    hp_comm_world *world;   /* borrowed, sized to the mesh; NULL: the one the plan needs (hp_dist_world_create) */
     int threads;            /* compute threads of this process, shared out among its ranks */
     double comm_timeout;    /* seconds */
     int validate;           /* 1: step 1 through the validation executor */

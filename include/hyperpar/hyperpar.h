@@ -1,0 +1,312 @@
+/* hyperpar/hyperpar.h: the public C API of hyperpar — every exported name in
+ * one header. It needs only the C library: compile with -I<prefix>/include and
+ * link with `pkg-config --libs hyperpar` (or CMake's hyperpar::hyperpar).
+ *
+ * A short tutorial
+ * ================
+ *
+ * 1. Build a model. A model is a forward graph for batches of B x T tokens
+ *    (global shapes), with its parameters named like GPT-2's (wte, wpe,
+ *    h.<l>.attn.qkv.weight, ...; see `hyperpar plan`):
+ *
+ *        hp_model_config mc = {.layers = 2, .heads = 4, .channels = 64,
+ *                              .vocab = 256, .max_seq = 32};
+ *        hp_model *m;
+ *        hp_status st = hp_model_gpt2(&m, &mc, 4, 32);   // B = 4, T = 32
+ *
+ * 2. Write or load a sharding plan: a device mesh and the layouts of the
+ *    parameters and inputs (everything else follows by propagation). Without
+ *    one the model trains on one rank. GPT-2's own plan is data x tensor
+ *    parallel; a plan file says the same in text:
+ *
+ *        hp_shard_plan *p;
+ *        st = hp_shard_plan_gpt2(&p, 2, 2);              // mesh dp=2,tp=2
+ *        st = hp_shard_plan_load(&p, "gpt2_dp2.plan");   // or from a file:
+ *            //   mesh: dp=2
+ *            //   input tokens: S(0)@dp
+ *            //   input targets: S(0)@dp
+ *
+ * 3. Compile and train. hp_train_create compiles the model for every rank this
+ *    process hosts (ranks are threads; under mpirun, one supernode of threads
+ *    per process), initialises the weights (or loads a checkpoint) and opens
+ *    the data; every error (plan, shapes, files) comes back before any step.
+ *    hp_train_run runs the loop: validation, metrics, checkpoints, events.
+ *
+ *        hp_train_config tc;
+ *        hp_train_config_default(&tc, m);
+ *        tc.plan = p;                 // NULL: one rank
+ *        tc.data = "/usr/share/common-licenses/GPL-3";   // text, or token shards
+ *        tc.steps = 30;
+ *        hp_train *t;
+ *        st = hp_train_create(&t, &tc);
+ *        if (!st) st = hp_train_run(t);
+ *
+ * 4. Save and resume. With ckpt_dir set, checkpoints are written every
+ *    ckpt_every steps and at the end (ckpt_dir/step_NNNNNN, and
+ *    ckpt_dir/latest naming the newest). They hold whole tensors, so any plan
+ *    resumes them: set resume to a checkpoint or to the ckpt_dir, and the run
+ *    continues bit for bit. hp_export_llmc writes a checkpoint's weights in the
+ *    llm.c format.
+ *
+ * Errors: every fallible function returns an hp_status: HP_OK (NULL) on
+ * success, else an error with a one-line message naming the file, field or
+ * tensor at fault. The caller owns it: print hp_status_msg, then
+ * hp_status_free. Handles are freed by their _free function (NULL is fine).
+ *
+ * A complete program (examples/train_tiny.c is the same, with checks):
+ *
+ *     #include <stdio.h>
+ *     #include <hyperpar/hyperpar.h>
+ *
+ *     static void on_event(void *ctx, const hp_event *e) {
+ *         (void)ctx;
+ *         if (e->kind == HP_EVENT_STEP) printf("step %ld loss %.4f\n", e->step, e->loss);
+ *     }
+ *
+ *     int main(void) {
+ *         hp_model_config mc = {.layers = 2, .heads = 4, .channels = 64, .vocab = 256, .max_seq = 32};
+ *         hp_model *m = NULL;
+ *         hp_train *t = NULL;
+ *         hp_status st = hp_model_gpt2(&m, &mc, 4, 32);
+ *         if (!st) {
+ *             hp_train_config tc;
+ *             hp_train_config_default(&tc, m);
+ *             tc.data = "/usr/share/common-licenses/GPL-3";
+ *             tc.steps = 30;
+ *             tc.warmup_steps = 0;
+ *             tc.on_event = on_event;
+ *             st = hp_train_create(&t, &tc);
+ *         }
+ *         if (!st) st = hp_train_run(t);
+ *         hp_train_free(t);
+ *         hp_model_free(m);
+ *         if (st) {
+ *             fprintf(stderr, "error: %s\n", hp_status_msg(st));
+ *             hp_status_free(st);
+ *             return 1;
+ *         }
+ *         return 0;
+ *     }
+ *
+ * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
+ *
+ * Contents: version; status; model; sharding plans; the comm world;
+ * training; checkpoints. */
+#ifndef HYPERPAR_HYPERPAR_H
+#define HYPERPAR_HYPERPAR_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ------------------------------------------------------------ */
+
+#define HP_VERSION_MAJOR 0
+#define HP_VERSION_MINOR 1
+#define HP_VERSION_PATCH 0
+
+/* The library's version, "MAJOR.MINOR.PATCH" (may differ from the header's
+ * macros when linking an older or newer library). */
+const char *hp_version(void);
+
+/* ---- status ------------------------------------------------------------- */
+
+/* HP_OK (NULL) means success; anything else is an error the caller owns. The
+ * library's internal status type is this same type. */
+typedef struct hp_error *hp_status;
+#ifndef HP_OK
+#define HP_OK ((hp_status)0)
+#endif
+
+/* The error's one-line message ("ok" for HP_OK); valid until freed. */
+const char *hp_status_msg(hp_status s);
+void hp_status_free(hp_status s);
+
+/* ---- model -------------------------------------------------------------- */
+
+/* GPT-2 (the llm.c / PyTorch definition; the LM head tied to wte). */
+typedef struct {
+    int layers;   /* transformer blocks (L) */
+    int heads;    /* attention heads (NH); channels % heads == 0 */
+    int channels; /* model width (C) */
+    int vocab;    /* vocabulary size (V; 256 for raw text); padded to 128 inside */
+    int max_seq;  /* position table length (maxT); >= T */
+} hp_model_config;
+
+typedef struct hp_model hp_model;
+
+/* The forward graph of GPT-2 for batches of B x T tokens. */
+hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T);
+void hp_model_free(hp_model *m);
+/* Parameters (floats), the padded vocabulary rows included (llm.c's count). */
+long hp_model_num_params(const hp_model *m);
+int hp_model_batch(const hp_model *m); /* B */
+int hp_model_seq(const hp_model *m);   /* T */
+
+/* ---- sharding plans ----------------------------------------------------- */
+
+/* A mesh and the layouts of parameters and inputs. File format (one entry a
+ * line, '#' comments; first matching glob wins; unmatched names Replicate):
+ *     mesh: dp=2,tp=2
+ *     input tokens: S(0)@dp
+ *     param h.*.attn.qkv.weight: S(1)@tp */
+typedef struct hp_shard_plan hp_shard_plan;
+
+/* Reads a plan file; errors read `PATH:LINE: problem`. */
+hp_status hp_shard_plan_load(hp_shard_plan **out, const char *path);
+/* Parses plan text; `name` stands for the file in errors. */
+hp_status hp_shard_plan_parse(hp_shard_plan **out, const char *text, const char *name);
+/* GPT-2's data x tensor (Megatron-style) parallel plan on mesh dp=DP,tp=TP. */
+hp_status hp_shard_plan_gpt2(hp_shard_plan **out, int dp, int tp);
+void hp_shard_plan_free(hp_shard_plan *p);
+/* Ranks of the mesh. */
+int hp_shard_plan_ranks(const hp_shard_plan *p);
+/* The mesh ("dp=2,tp=2") and the whole plan in the file format (it parses
+ * back to the same plan); both owned by the plan. */
+const char *hp_shard_plan_mesh(const hp_shard_plan *p);
+const char *hp_shard_plan_text(const hp_shard_plan *p);
+
+/* ---- the comm world ----------------------------------------------------- */
+
+/* A world is S supernodes x R ranks. Ranks of one supernode are threads of
+ * one process sharing memory; supernodes are MPI processes under mpirun, or
+ * are emulated in one process (supernodes > 1) over a link that can be
+ * throttled. A trainer makes the world its plan needs when given none. */
+typedef struct {
+    int ranks_per_supernode; /* R >= 1 */
+    int supernodes;          /* emulated supernodes without MPI; 0 = 1 (or the MPI size) */
+    int mpi;                 /* -1: when started by mpirun; 0: never; 1: required */
+    double timeout_s;        /* a collective waiting longer fails, naming the missing rank */
+    double inter_bw_gbps;    /* inter-supernode bandwidth per rank (GB/s); 0 = unthrottled */
+    double inter_latency_us; /* inter-supernode latency per message */
+} hp_world_options;
+
+typedef struct hp_world hp_world;
+
+/* Defaults: 1 rank per supernode, MPI when started by mpirun, timeout 300 s. */
+void hp_world_options_default(hp_world_options *o);
+/* MPI is initialised here when needed (and finalised by hp_world_free). */
+hp_status hp_world_create(hp_world **out, const hp_world_options *o);
+void hp_world_free(hp_world *w);
+int hp_world_size(const hp_world *w);       /* ranks in all */
+int hp_world_supernodes(const hp_world *w);
+int hp_world_uses_mpi(const hp_world *w);
+/* The global ranks this process hosts: [*first, *first + *count). */
+void hp_world_hosted_ranks(const hp_world *w, int *first, int *count);
+
+/* ---- training ----------------------------------------------------------- */
+
+typedef enum {
+    HP_OPTIMIZER_ADAMW = 0, /* every parameter by AdamW */
+    HP_OPTIMIZER_MUON = 1   /* hidden matrices by Muon, the rest (embeddings, norms, biases) by AdamW */
+} hp_optimizer_type;
+
+/* Learning-rate schedules (llm.c's): a linear warmup to lr over warmup_steps,
+ * then cosine or linear decay to min_lr_frac * lr at the last step; constant
+ * has no warmup. */
+typedef enum { HP_SCHEDULE_COSINE = 0, HP_SCHEDULE_LINEAR = 1, HP_SCHEDULE_CONSTANT = 2 } hp_schedule_type;
+
+typedef enum {
+    HP_EVENT_START,     /* the run is set up: nparams, ranks, ranks_here, mesh, start_step */
+    HP_EVENT_VALIDATED, /* validation mode checked step 1: checked_ops, worst_grad_error */
+    HP_EVENT_STEP,      /* a step finished: step, loss, lr, grad_norm, tokens_per_s, step_ms, eta_s */
+    HP_EVENT_VAL,       /* a validation pass finished: step, val_loss */
+    HP_EVENT_CKPT,      /* a checkpoint was written: step, dir */
+    HP_EVENT_STOPPED,   /* stop_at reached: step */
+    HP_EVENT_DONE       /* the loop ended: steps_done, seconds, tokens_per_s */
+} hp_event_kind;
+
+/* What a running trainer reports (from the process hosting rank 0 only). The
+ * pointers are valid during the callback. */
+typedef struct {
+    hp_event_kind kind;
+    long step; /* 1-based: the step just done */
+    float loss, lr, grad_norm, val_loss;
+    double tokens_per_s, step_ms, eta_s, seconds;
+    long steps_done;
+    const char *dir;
+    long nparams;
+    int ranks, ranks_here;
+    const char *mesh;
+    long start_step;
+    int checked_ops;
+    double worst_grad_error;
+} hp_event;
+
+typedef struct {
+    /* the model and its distribution */
+    const hp_model *model;      /* required (borrowed) */
+    const hp_shard_plan *plan;  /* NULL: one rank (borrowed) */
+    hp_world *world;            /* NULL: the one the plan needs (borrowed); its size must be the mesh's */
+    double comm_timeout_s;      /* the world made here: a collective waiting longer fails; 0: 300 */
+    int threads;                /* compute threads of this process, shared out among its ranks (>= 1) */
+    int overlap;                /* 1: gradient reductions start early and wait late */
+    int validate;               /* 1: step 1 through the validation executor (needs a plan) */
+    /* optimization */
+    hp_optimizer_type optimizer;
+    float lr;                   /* AdamW peak lr */
+    float beta1, beta2, eps, weight_decay;
+    float muon_lr, muon_beta, muon_weight_decay;
+    hp_schedule_type schedule;
+    long warmup_steps;
+    float min_lr_frac;
+    float grad_clip;            /* global-norm clipping; 0: off */
+    long steps;                 /* optimizer steps in the run */
+    long stop_at;               /* stop (with a checkpoint) after this step; 0: none */
+    uint64_t seed;              /* initialisation and data order */
+    const char *init_llmc;      /* NULL: GPT-2 initialisation; else start from these llm.c weights */
+    /* data: llm.c token shards (a file or a glob) or text read as bytes */
+    const char *data;
+    const char *val_data;       /* NULL: the last val_fraction of data */
+    float val_fraction;         /* 0: validate on the training data */
+    int shuffle;                /* 1: seeded random order of B*T windows per epoch */
+    long val_every;             /* validate every N steps (0: only at the end) */
+    long val_steps;             /* batches per validation; 0: no validation */
+    /* outputs */
+    const char *metrics;        /* NULL: none; else one JSON object per line (appended on resume) */
+    const char *ckpt_dir;       /* NULL: no checkpoints */
+    long ckpt_every;            /* 0: only at the end (and at stop_at) */
+    const char *resume;         /* NULL: a fresh run; else a checkpoint directory or a ckpt_dir with 'latest' */
+    const char *trace;          /* NULL: none; else PREFIX for Chrome traces PREFIX.rankN.json */
+    long trace_steps;           /* steps traced from the first (>= 1) */
+    void (*on_event)(void *ctx, const hp_event *e);
+    void *event_ctx;
+} hp_train_config;
+
+/* The defaults (those of `hyperpar train`): 1 thread, overlap on, AdamW lr
+ * 1e-3, betas 0.9/0.95, eps 1e-8, no weight decay; Muon lr 0.02, beta 0.95;
+ * cosine with 20 warmup steps down to 0.1 lr; grad clip 1; 300 steps; seed
+ * 1337; val_fraction 0.1, val_every 100, val_steps 10; no outputs. */
+void hp_train_config_default(hp_train_config *c, const hp_model *model);
+
+typedef struct hp_train hp_train;
+
+/* Compiles, initialises or resumes, opens the data and outputs; the config
+ * and its strings are copied (model, plan and world are borrowed). */
+hp_status hp_train_create(hp_train **out, const hp_train_config *c);
+/* Runs the loop from the first step (or the resumed one) to steps. */
+hp_status hp_train_run(hp_train *t);
+/* One training step on the next batch, at the schedule's lr, for a loop of
+ * one's own (no events, validation or checkpoints); loss and grad_norm may
+ * be NULL. A trainer runs either hp_train_run or hp_train_step, not both. */
+hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm);
+/* Steps done so far (the resumed step included). */
+long hp_train_steps_done(const hp_train *t);
+/* 1 when this process hosts rank 0: it alone gets events and writes metrics
+ * and checkpoints (under mpirun the other processes get none). */
+int hp_train_is_lead(const hp_train *t);
+void hp_train_free(hp_train *t);
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+/* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
+ * with 'latest') as an llm.c GPT-2 file (fp32), atomically. */
+hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,101 @@
+/* api/ckpt_state: checkpoint state.json of API runs (see the header). */
+#include "api/ckpt_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/json.h"
+
+hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer) {
+    const hp_gpt2_config *c = &m->cfg;
+    hp_jw w;
+    hp_jw_init(&w);
+    hp_jw_object_begin(&w);
+    hp_jw_key(&w, "format"), hp_jw_string(&w, "hyperpar-train-1");
+    hp_jw_key(&w, "step"), hp_jw_int(&w, step);
+    hp_jw_key(&w, "model");
+    hp_jw_object_begin(&w);
+    hp_jw_key(&w, "L"), hp_jw_int(&w, c->L);
+    hp_jw_key(&w, "NH"), hp_jw_int(&w, c->NH);
+    hp_jw_key(&w, "C"), hp_jw_int(&w, c->C);
+    hp_jw_key(&w, "V"), hp_jw_int(&w, c->V);
+    hp_jw_key(&w, "Vp"), hp_jw_int(&w, c->Vp);
+    hp_jw_key(&w, "maxT"), hp_jw_int(&w, c->maxT);
+    hp_jw_object_end(&w);
+    hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
+    hp_jw_key(&w, "batch"), hp_jw_int(&w, m->B);
+    hp_jw_key(&w, "seq"), hp_jw_int(&w, m->T);
+    hp_jw_key(&w, "optimizer"), hp_jw_string(&w, optimizer);
+    hp_jw_object_end(&w);
+    size_t len;
+    return hp_jw_finish(out, &len, &w);
+}
+
+hp_status hp_api_ckpt_dir(char **dir, const char *path) {
+    char probe[1100];
+    struct stat st;
+    snprintf(probe, sizeof probe, "%s/%s", path, HP_CKPT_STATE);
+    if (stat(probe, &st) == 0) {
+        *dir = strdup(path);
+        return *dir ? HP_OK : hp_errorf("%s: out of memory", path);
+    }
+    return hp_ckpt_get_latest(dir, path);
+}
+
+hp_status hp_api_ckpt_model(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir) {
+    const hp_json *m = hp_json_get(ck->state, "model");
+    if (!m) return hp_errorf("%s/state.json: missing key 'model'", dir);
+    const char *keys[6] = {"L", "NH", "C", "V", "Vp", "maxT"};
+    int v[6];
+    for (int i = 0; i < 6; i++) {
+        int64_t x;
+        hp_status st = hp_json_get_int(&x, m, keys[i]);
+        if (st) return hp_error_wrap(st, "%s/state.json: model", dir);
+        if (x < 1 || x > (1 << 30))
+            return hp_errorf("%s/state.json: model: key '%s': %lld is out of range", dir, keys[i], (long long)x);
+        v[i] = (int)x;
+    }
+    *c = (hp_gpt2_config){v[0], v[1], v[2], v[3], v[4], v[5]};
+    hp_status st = hp_gpt2_config_check(c);
+    return st ? hp_error_wrap(st, "%s/state.json: model", dir) : HP_OK;
+}
+
+/* Optional integer key `key` must equal `want` when present. */
+static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, long want) {
+    if (!hp_json_get(ck->state, key)) return HP_OK;
+    int64_t x;
+    hp_status st = hp_json_get_int(&x, ck->state, key);
+    if (st) return hp_error_wrap(st, "%s/state.json", dir);
+    if (x != want)
+        return hp_errorf("%s/state.json: %s %lld differs from the run's %ld", dir, key, (long long)x, want);
+    return HP_OK;
+}
+
+hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
+                             hp_data *train) {
+    hp_gpt2_config c;
+    HP_TRY(hp_api_ckpt_model(&c, ck, dir));
+    const hp_gpt2_config *r = &m->cfg;
+    if (c.L != r->L || c.NH != r->NH || c.C != r->C || c.V != r->V || c.Vp != r->Vp || c.maxT != r->maxT)
+        return hp_errorf("%s/state.json: model (L=%d NH=%d C=%d V=%d maxT=%d) differs from the run's (L=%d NH=%d C=%d "
+                         "V=%d maxT=%d)",
+                         dir, c.L, c.NH, c.C, c.V, c.maxT, r->L, r->NH, r->C, r->V, r->maxT);
+    HP_TRY(check_int(ck, dir, "batch", m->B));
+    HP_TRY(check_int(ck, dir, "seq", m->T));
+    const hp_json *o = hp_json_get(ck->state, "optimizer");
+    if (o && (o->type != HP_JSON_STRING || strcmp(o->str, optimizer)))
+        return hp_errorf("%s/state.json: optimizer '%s' differs from the run's '%s'", dir,
+                         o->type == HP_JSON_STRING ? o->str : "?", optimizer);
+    int64_t s;
+    hp_status st = hp_json_get_int(&s, ck->state, "step");
+    if (st) return hp_error_wrap(st, "%s/state.json", dir);
+    if (s < 0) return hp_errorf("%s/state.json: step %lld is negative", dir, (long long)s);
+    *step = (long)s;
+    const hp_json *dj = hp_json_get(ck->state, "data");
+    hp_data_state ds;
+    st = dj ? hp_data_state_from_json(&ds, dj) : hp_errorf("missing key 'data'");
+    if (!st) st = hp_data_set_state(train, &ds);
+    return st ? hp_error_wrap(st, "%s/state.json: data", dir) : HP_OK;
+}

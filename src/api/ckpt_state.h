@@ -1,0 +1,25 @@
+/* api/ckpt_state: the state.json of checkpoints written through the API —
+ * "format", "step", "model" (GPT-2 shape, as `hyperpar train` writes it, so
+ * `hyperpar export` reads both), "data" (the training stream's position),
+ * "batch", "seq" and "optimizer" — and reading it back on resume, where the
+ * model, batch shape and optimizer must match the run's. */
+#ifndef HP_API_CKPT_STATE_H
+#define HP_API_CKPT_STATE_H
+
+#include "api/api.h"
+#include "io/ckpt.h"
+#include "io/data.h"
+
+/* *out: the JSON text (malloc'd). */
+hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer);
+/* The checkpoint directory of `path`: itself when it holds state.json, else
+ * the one its 'latest' names (*dir malloc'd). */
+hp_status hp_api_ckpt_dir(char **dir, const char *path);
+/* The model shape in an opened checkpoint's state.json (dir: for errors). */
+hp_status hp_api_ckpt_model(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir);
+/* Checks an opened checkpoint against the run (model, batch, seq,
+ * optimizer), reads its step and sets the training stream's position. */
+hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
+                             hp_data *train);
+
+#endif

@@ -1,0 +1,58 @@
+/* api/plan: hp_shard_plan, a sharding plan (layout/plan) read from a file or
+ * text, or GPT-2's own (models/gpt2_plan), with its mesh and file text. */
+#include <stdlib.h>
+
+#include "api/api.h"
+#include "models/gpt2_plan.h"
+
+/* Wraps a loaded plan p (taken over) into *out with its mesh and text. */
+static hp_status wrap(hp_shard_plan **out, hp_plan *p) {
+    hp_shard_plan *sp = calloc(1, sizeof *sp);
+    size_t n = hp_plan_str_size(p);
+    char *text = malloc(n);
+    if (!sp || !text) {
+        free(sp), free(text);
+        hp_plan_free(p);
+        return hp_errorf("hyperpar: out of memory for a plan");
+    }
+    sp->plan = *p;
+    sp->text = hp_plan_str(text, n, p);
+    hp_mesh_str(sp->mesh, sizeof sp->mesh, &p->mesh);
+    *out = sp;
+    return HP_OK;
+}
+
+hp_status hp_shard_plan_load(hp_shard_plan **out, const char *path) {
+    *out = NULL;
+    if (!path) return hp_errorf("hp_shard_plan_load: path is NULL");
+    hp_plan p;
+    HP_TRY(hp_plan_load(&p, path));
+    return wrap(out, &p);
+}
+
+hp_status hp_shard_plan_parse(hp_shard_plan **out, const char *text, const char *name) {
+    *out = NULL;
+    if (!text) return hp_errorf("hp_shard_plan_parse: text is NULL");
+    hp_plan p;
+    HP_TRY(hp_plan_parse(&p, text, name ? name : "plan"));
+    return wrap(out, &p);
+}
+
+hp_status hp_shard_plan_gpt2(hp_shard_plan **out, int dp, int tp) {
+    *out = NULL;
+    if (dp < 1 || tp < 1) return hp_errorf("hp_shard_plan_gpt2: dp and tp must be >= 1, got dp=%d tp=%d", dp, tp);
+    hp_plan p;
+    HP_TRY(hp_plan_gpt2_dp_tp(&p, dp, tp));
+    return wrap(out, &p);
+}
+
+void hp_shard_plan_free(hp_shard_plan *p) {
+    if (!p) return;
+    hp_plan_free(&p->plan);
+    free(p->text);
+    free(p);
+}
+
+int hp_shard_plan_ranks(const hp_shard_plan *p) { return hp_mesh_size(&p->plan.mesh); }
+const char *hp_shard_plan_mesh(const hp_shard_plan *p) { return p->mesh; }
+const char *hp_shard_plan_text(const hp_shard_plan *p) { return p->text; }

@@ -1,0 +1,253 @@
+/* api/train: hp_train, the public trainer — converts hp_train_config to the
+ * library's one trainer (runtime/trainer), opens the data streams, the
+ * checkpoint to resume and the initial weights, and turns the trainer's
+ * events into hp_event. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/ckpt_state.h"
+#include "io/llmc.h"
+#include "optim/schedule.h"
+#include "runtime/dist.h"
+#include "runtime/trainer.h"
+
+struct hp_train {
+    hp_train_config cfg; /* the strings point at the copies below */
+    char *data, *val_data, *metrics, *ckpt_dir, *trace, *init_llmc;
+    const hp_model *m;
+    hp_data *train, *val;
+    hp_ckpt ck;
+    int have_ck;
+    char *ck_dir;
+    long start_step, done;
+    int ran, stepped;
+    hp_lr_schedule lr;
+    int32_t *tokens, *targets;
+    hp_trainer *tr;
+};
+
+void hp_train_config_default(hp_train_config *c, const hp_model *model) {
+    memset(c, 0, sizeof *c);
+    c->model = model;
+    c->threads = 1, c->overlap = 1;
+    c->optimizer = HP_OPTIMIZER_ADAMW;
+    c->lr = 1e-3f, c->beta1 = 0.9f, c->beta2 = 0.95f, c->eps = 1e-8f, c->weight_decay = 0;
+    c->muon_lr = 0.02f, c->muon_beta = 0.95f, c->muon_weight_decay = 0;
+    c->schedule = HP_SCHEDULE_COSINE, c->warmup_steps = 20, c->min_lr_frac = 0.1f;
+    c->grad_clip = 1.0f;
+    c->steps = 300;
+    c->seed = 1337;
+    c->val_fraction = 0.1f, c->val_every = 100, c->val_steps = 10;
+    c->trace_steps = 1;
+}
+
+static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
+static int set(const char *s) { return s && s[0]; }
+
+static hp_status check(const hp_train_config *c) {
+#define BAD(...) return hp_errorf("hp_train_config: " __VA_ARGS__)
+    if (!c->model) BAD("model is NULL");
+    if (!set(c->data)) BAD("data: no training data given");
+    if (c->threads < 1 || c->threads > 256) BAD("threads must be in 1..256, got %d", c->threads);
+    if (c->steps < 1) BAD("steps must be >= 1, got %ld", c->steps);
+    if (c->stop_at < 0) BAD("stop_at must be >= 0, got %ld", c->stop_at);
+    if (c->optimizer != HP_OPTIMIZER_ADAMW && c->optimizer != HP_OPTIMIZER_MUON)
+        BAD("optimizer: %d is not HP_OPTIMIZER_ADAMW or HP_OPTIMIZER_MUON", (int)c->optimizer);
+    if (!(c->lr > 0)) BAD("lr must be > 0, got %g", (double)c->lr);
+    if (c->schedule != HP_SCHEDULE_COSINE && c->schedule != HP_SCHEDULE_LINEAR && c->schedule != HP_SCHEDULE_CONSTANT)
+        BAD("schedule: %d is not a hp_schedule_type", (int)c->schedule);
+    if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
+    if (c->val_steps < 0) BAD("val_steps must be >= 0, got %ld", c->val_steps);
+    if (c->val_every < 0) BAD("val_every must be >= 0, got %ld", c->val_every);
+    if (!(c->val_fraction >= 0 && c->val_fraction < 1)) BAD("val_fraction must be in [0, 1), got %g", (double)c->val_fraction);
+    if (c->ckpt_every < 0) BAD("ckpt_every must be >= 0, got %ld", c->ckpt_every);
+    if (c->ckpt_every > 0 && !set(c->ckpt_dir)) BAD("ckpt_every needs ckpt_dir");
+    if (c->comm_timeout_s < 0) BAD("comm_timeout_s must be >= 0, got %g", c->comm_timeout_s);
+    if (set(c->trace) && c->trace_steps < 1) BAD("trace_steps must be >= 1, got %ld", c->trace_steps);
+    if (c->validate && !c->plan) BAD("validate needs a plan (a 1-rank run has no layouts to check)");
+    if (set(c->resume) && set(c->init_llmc)) BAD("give resume or init_llmc, not both");
+    return HP_OK;
+#undef BAD
+}
+
+static hp_status optim_config(hp_optim_config *o, const hp_train_config *c) {
+    hp_optim_config_default(o);
+    o->kind = c->optimizer == HP_OPTIMIZER_MUON ? HP_OPT_MUON : HP_OPT_ADAMW;
+    o->lr = c->lr, o->beta1 = c->beta1, o->beta2 = c->beta2, o->eps = c->eps, o->weight_decay = c->weight_decay;
+    o->muon_lr = c->muon_lr, o->muon_beta = c->muon_beta, o->muon_weight_decay = c->muon_weight_decay;
+    hp_status st = hp_optim_config_check(o);
+    return st ? hp_error_wrap(st, "hp_train_config") : HP_OK;
+}
+
+static hp_status lr_schedule(hp_lr_schedule *s, const hp_train_config *c) {
+    hp_lr_kind k = c->schedule == HP_SCHEDULE_LINEAR ? HP_LR_LINEAR
+                   : c->schedule == HP_SCHEDULE_CONSTANT ? HP_LR_CONSTANT
+                                                         : HP_LR_COSINE;
+    *s = (hp_lr_schedule){.kind = k, .lr = c->lr, .warmup_steps = c->warmup_steps, .min_lr_frac = c->min_lr_frac};
+    hp_status st = hp_lr_schedule_check(s);
+    return st ? hp_error_wrap(st, "hp_train_config") : HP_OK;
+}
+
+/* The training (val = 0) or validation (val = 1) stream, as `hyperpar train` opens them. */
+static hp_status open_data(hp_data **d, const hp_train *t, int val) {
+    const hp_train_config *c = &t->cfg;
+    int own_val = set(c->val_data);
+    hp_data_config dc = {0};
+    dc.path = val && own_val ? c->val_data : c->data;
+    dc.split = own_val ? HP_DATA_ALL : val ? HP_DATA_VAL : HP_DATA_TRAIN;
+    if (!own_val && c->val_fraction <= 0) dc.split = HP_DATA_ALL;
+    dc.kind = HP_DATA_AUTO;
+    dc.vocab = t->m->cfg.V;
+    dc.B = t->m->B, dc.T = t->m->T;
+    dc.seed = val ? 0 : c->seed;
+    dc.order = (!val && c->shuffle) ? HP_DATA_SHUFFLE : HP_DATA_SEQUENTIAL;
+    dc.val_fraction = c->val_fraction;
+    dc.rank = 0, dc.world = 1;
+    return hp_data_open(d, &dc);
+}
+
+static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
+                              int n) {
+    hp_train *t = ctx;
+    const hp_gpt2_config *m = &t->m->cfg;
+    if (!t->init_llmc) return hp_gpt2_init(ptrs, names, shapes, n, m, t->cfg.seed);
+    hp_llmc_header h;
+    float *flat = NULL;
+    HP_TRY(hp_llmc_read(&h, &flat, t->init_llmc));
+    hp_llmc_header want = {m->maxT, m->V, m->L, m->NH, m->C, m->Vp};
+    hp_status st = memcmp(&h, &want, sizeof h) == 0
+                       ? hp_gpt2_llmc_copy(flat, ptrs, names, shapes, n, m, 0)
+                       : hp_errorf("%s: model shape (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d) differs from the run's",
+                                   t->init_llmc, h.L, h.NH, h.C, h.V, h.Vp, h.maxT);
+    free(flat);
+    return st;
+}
+
+static hp_status state_json(void *ctx, char **out, long step, const hp_data_state *ds) {
+    hp_train *t = ctx;
+    return hp_api_state_json(out, step, t->m, ds, opt_name(t->cfg.optimizer));
+}
+
+static void on_event(void *ctx, const hp_train_event *ie) {
+    hp_train *t = ctx;
+    static const hp_event_kind kinds[] = {
+        [HP_TRAIN_START] = HP_EVENT_START, [HP_TRAIN_VALIDATED] = HP_EVENT_VALIDATED, [HP_TRAIN_STEP] = HP_EVENT_STEP,
+        [HP_TRAIN_VAL] = HP_EVENT_VAL,     [HP_TRAIN_CKPT] = HP_EVENT_CKPT,           [HP_TRAIN_STOPPED] = HP_EVENT_STOPPED,
+        [HP_TRAIN_DONE] = HP_EVENT_DONE};
+    if (ie->kind == HP_TRAIN_STEP) t->done = ie->step;
+    if (!t->cfg.on_event) return;
+    hp_event e = {.kind = kinds[ie->kind], .step = ie->step, .loss = ie->loss, .lr = ie->lr,
+                  .grad_norm = ie->grad_norm, .val_loss = ie->val_loss, .tokens_per_s = ie->tokens_per_s,
+                  .step_ms = ie->step_ms, .eta_s = ie->eta_s, .seconds = ie->seconds, .steps_done = ie->steps_done,
+                  .dir = ie->dir, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
+                  .mesh = ie->mesh, .start_step = ie->start_step};
+    if (ie->vrep) e.checked_ops = ie->vrep->nops, e.worst_grad_error = ie->vrep->worst;
+    t->cfg.on_event(t->cfg.event_ctx, &e);
+}
+
+static hp_status copy_strings(hp_train *t) {
+    hp_train_config *c = &t->cfg;
+    HP_TRY(hp_api_strdup(&t->data, c->data));
+    HP_TRY(hp_api_strdup(&t->val_data, set(c->val_data) ? c->val_data : NULL));
+    HP_TRY(hp_api_strdup(&t->metrics, set(c->metrics) ? c->metrics : NULL));
+    HP_TRY(hp_api_strdup(&t->ckpt_dir, set(c->ckpt_dir) ? c->ckpt_dir : NULL));
+    HP_TRY(hp_api_strdup(&t->trace, set(c->trace) ? c->trace : NULL));
+    HP_TRY(hp_api_strdup(&t->init_llmc, set(c->init_llmc) ? c->init_llmc : NULL));
+    c->data = t->data, c->val_data = t->val_data, c->metrics = t->metrics, c->ckpt_dir = t->ckpt_dir;
+    c->trace = t->trace, c->init_llmc = t->init_llmc;
+    return HP_OK;
+}
+
+static hp_status setup(hp_train *t, const hp_train_config *c) {
+    HP_TRY(check(c));
+    t->cfg = *c;
+    t->m = c->model;
+    HP_TRY(copy_strings(t));
+    hp_trainer_config ic;
+    memset(&ic, 0, sizeof ic);
+    HP_TRY(optim_config(&ic.optim, c));
+    HP_TRY(lr_schedule(&t->lr, c));
+    HP_TRY(open_data(&t->train, t, 0));
+    if (c->val_steps > 0) HP_TRY(open_data(&t->val, t, 1));
+    if (set(c->resume)) {
+        HP_TRY(hp_api_ckpt_dir(&t->ck_dir, c->resume));
+        HP_TRY(hp_ckpt_open(&t->ck, t->ck_dir));
+        t->have_ck = 1;
+        HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), t->train));
+        t->done = t->start_step;
+    }
+    size_t n = (size_t)t->m->B * (size_t)t->m->T;
+    t->tokens = malloc(n * sizeof(int32_t));
+    t->targets = malloc(n * sizeof(int32_t));
+    if (!t->tokens || !t->targets) return hp_errorf("hp_train_create: out of memory");
+    ic.model = t->m->g;
+    ic.tokens = t->m->io.tokens, ic.targets = t->m->io.targets;
+    ic.init = init_weights, ic.init_ctx = t;
+    ic.plan = c->plan ? &c->plan->plan : NULL;
+    ic.world = c->world ? c->world->w : NULL;
+    ic.threads = c->threads;
+    ic.comm_timeout = c->comm_timeout_s;
+    ic.validate = c->validate;
+    ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
+    ic.grad_clip = c->grad_clip;
+    ic.lr = t->lr;
+    ic.steps = c->steps, ic.stop_at = c->stop_at;
+    ic.train = t->train, ic.val = t->val;
+    ic.val_every = c->val_every, ic.val_steps = c->val_steps;
+    ic.metrics = t->metrics;
+    ic.ckpt_dir = t->ckpt_dir, ic.ckpt_every = c->ckpt_every;
+    ic.resume = t->have_ck ? &t->ck : NULL, ic.start_step = t->start_step;
+    ic.state_json = state_json, ic.state_ctx = t;
+    ic.on_event = on_event, ic.event_ctx = t;
+    ic.trace = t->trace, ic.trace_steps = c->trace_steps;
+    return hp_trainer_create(&t->tr, &ic);
+}
+
+hp_status hp_train_create(hp_train **out, const hp_train_config *c) {
+    *out = NULL;
+    if (!c) return hp_errorf("hp_train_create: config is NULL");
+    hp_train *t = calloc(1, sizeof *t);
+    if (!t) return hp_errorf("hp_train_create: out of memory");
+    hp_status st = setup(t, c);
+    if (st) {
+        hp_train_free(t);
+        return st;
+    }
+    *out = t;
+    return HP_OK;
+}
+
+hp_status hp_train_run(hp_train *t) {
+    if (t->stepped) return hp_errorf("hp_train_run: %ld steps were already run with hp_train_step", t->done);
+    if (t->ran) return hp_errorf("hp_train_run: the run was already done");
+    t->ran = 1;
+    HP_TRY(hp_trainer_run(t->tr));
+    long end = t->cfg.stop_at > 0 && t->cfg.stop_at < t->cfg.steps ? t->cfg.stop_at : t->cfg.steps;
+    if (end > t->done) t->done = end; /* processes without rank 0 get no events */
+    return HP_OK;
+}
+
+hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm) {
+    if (t->ran) return hp_errorf("hp_train_step: the trainer already ran hp_train_run");
+    t->stepped = 1;
+    HP_TRY(hp_data_next(t->train, t->tokens, t->targets));
+    float lr = hp_lr_at(&t->lr, t->done, t->cfg.steps);
+    HP_TRY(hp_trainer_step(t->tr, t->tokens, t->targets, t->done, lr, loss, grad_norm));
+    t->done++;
+    return HP_OK;
+}
+
+long hp_train_steps_done(const hp_train *t) { return t->done; }
+int hp_train_is_lead(const hp_train *t) { return hp_dist_lead(hp_trainer_dist(t->tr)); }
+
+void hp_train_free(hp_train *t) {
+    if (!t) return;
+    hp_trainer_destroy(t->tr);
+    if (t->have_ck) hp_ckpt_close(&t->ck);
+    free(t->ck_dir);
+    hp_data_close(t->train);
+    hp_data_close(t->val);
+    free(t->tokens), free(t->targets);
+    free(t->data), free(t->val_data), free(t->metrics), free(t->ckpt_dir), free(t->trace), free(t->init_llmc);
+    free(t);
+}

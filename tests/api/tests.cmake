@@ -1,0 +1,13 @@
+# api/install: cmake --install into a temporary prefix, then examples/train_tiny.c
+# built out of tree against it (pkg-config and find_package) and run. The
+# sanitizer build's library needs -fsanitize at link time, which neither the
+# .pc file nor the CMake package carries, so it is a Release-suite test.
+add_test(NAME api/install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/api/test_install.sh ${CMAKE_BINARY_DIR}
+         ${CMAKE_SOURCE_DIR} ${CMAKE_COMMAND} ${CMAKE_C_COMPILER})
+set_tests_properties(api/install PROPERTIES TIMEOUT 900 LABELS no-sanitize)
+# The example in the build tree: trains and its loss falls.
+add_test(NAME api/train_tiny COMMAND train_tiny WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(api/train_tiny PROPERTIES TIMEOUT 900)
+# The example under mpirun: 2 processes x 2 rank-threads, DP=2 x TP=2.
+add_test(NAME api/train_tiny_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/api/test_mpi.sh $<TARGET_FILE:train_tiny>)
+set_tests_properties(api/train_tiny_mpi PROPERTIES TIMEOUT 300 PROCESSORS 2 LABELS mpi)
