@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/config.h"
 
 static hp_status set_value(const hp_opt *o, const char *val, const char *where) {
     char *end = NULL;
@@ -74,25 +73,27 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
             path = a + 9;
         }
         if (!path) continue;
-        hp_config *cfg;
-        HP_TRY(hp_config_load(&cfg, path));
-        for (int k = 0; k < cfg->n; k++) {
-            const hp_config_entry *e = &cfg->entries[k];
-            const hp_opt *o = find_opt(opts, nopts, e->key, strlen(e->key));
+        hp_settings *cfg;
+        HP_TRY(hp_settings_load(&cfg, path));
+        for (int k = 0; k < hp_settings_count(cfg); k++) {
+            const char *key, *value;
+            int line;
+            hp_settings_entry(cfg, k, &key, &value, &line);
+            const hp_opt *o = find_opt(opts, nopts, key, strlen(key));
             char where[600];
-            snprintf(where, sizeof where, "%.400s:%d: key '%.100s'", cfg->file, e->line, e->key);
-            if (!o || !strcmp(e->key, "config")) {
+            snprintf(where, sizeof where, "%.400s:%d: key '%.100s'", hp_settings_file(cfg), line, key);
+            if (!o || !strcmp(key, "config")) {
                 hp_status s = hp_errorf("%s: unknown setting", where);
-                hp_config_free(cfg);
+                hp_settings_free(cfg);
                 return s;
             }
-            hp_status s = set_value(o, e->value, where);
+            hp_status s = set_value(o, value, where);
             if (s) {
-                hp_config_free(cfg);
+                hp_settings_free(cfg);
                 return s;
             }
         }
-        hp_config_free(cfg);
+        hp_settings_free(cfg);
     }
     /* Pass 2: flags. */
     for (int i = first; i < argc; i++) {

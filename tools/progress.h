@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "core/timing.h"
+#include "hyperpar/hyperpar.h"
 
 typedef struct {
     FILE *out;

@@ -299,6 +299,35 @@ long hp_train_steps_done(const hp_train *t);
 int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
 
+/* ---- for programs: errors, clocks, settings files ----------------------- */
+
+/* A new error with a printf-style message (one line: name the file, field or
+ * value at fault), and an error wrapped with a prefix ("FILE: inner"). */
+hp_status hp_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+hp_status hp_error_wrap(hp_status inner, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#ifndef HP_TRY
+/* Returns the status of expr from the calling function when it is an error. */
+#define HP_TRY(expr)                     \
+    do {                                 \
+        hp_status hp_try_st_ = (expr);   \
+        if (hp_try_st_) return hp_try_st_; \
+    } while (0)
+#endif
+/* Monotonic seconds; the median of v[n] (reorders v). */
+double hp_now(void);
+double hp_median(double *v, int n);
+
+/* A settings file (`key = value` per line, `#` comments, double-quoted
+ * values with escapes): the format of `hyperpar train --config FILE`. Errors
+ * read "FILE:LINE: problem"; a key given twice is one. */
+typedef struct hp_settings hp_settings;
+hp_status hp_settings_load(hp_settings **out, const char *path);
+void hp_settings_free(hp_settings *s);
+int hp_settings_count(const hp_settings *s);
+/* Entry i in file order: its key, value and line. */
+void hp_settings_entry(const hp_settings *s, int i, const char **key, const char **value, int *line);
+const char *hp_settings_file(const hp_settings *s);
+
 /* ---- checkpoints -------------------------------------------------------- */
 
 /* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir

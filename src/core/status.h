@@ -18,11 +18,13 @@ hp_status hp_error_wrap(hp_status inner, const char *fmt, ...) __attribute__((fo
 const char *hp_status_msg(hp_status s);
 void hp_status_free(hp_status s);
 
+#ifndef HP_TRY /* also in the public header */
 #define HP_TRY(expr)                     \
     do {                                 \
         hp_status hp_try_s_ = (expr);    \
         if (hp_try_s_) return hp_try_s_; \
     } while (0)
+#endif
 
 /* Bugs (not bad input) stop the program with a message. */
 #define HP_ASSERT(cond)                                          \
