@@ -20,19 +20,7 @@
 #include "runtime/trainer.h"
 #include "testutil.h"
 
-static long n_allocs = 0;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t a, size_t n);
-int __real_posix_memalign(void **p, size_t a, size_t n);
-void *__wrap_malloc(size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_malloc(n); }
-void *__wrap_calloc(size_t a, size_t b) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(a, b); }
-void *__wrap_realloc(void *p, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
-void *__wrap_aligned_alloc(size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_aligned_alloc(a, n); }
-int __wrap_posix_memalign(void **p, size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_posix_memalign(p, a, n); }
-
-static long allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }
+#include "alloc_count.h"
 
 static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
                            int n) {

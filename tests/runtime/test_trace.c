@@ -19,18 +19,7 @@
 #include "runtime/trace.h"
 #include "testutil.h"
 
-static long n_allocs = 0;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t a, size_t n);
-int __real_posix_memalign(void **p, size_t a, size_t n);
-void *__wrap_malloc(size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_malloc(n); }
-void *__wrap_calloc(size_t a, size_t b) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(a, b); }
-void *__wrap_realloc(void *p, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
-void *__wrap_aligned_alloc(size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_aligned_alloc(a, n); }
-int __wrap_posix_memalign(void **p, size_t a, size_t n) { __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED); return __real_posix_memalign(p, a, n); }
-static long allocs(void) { return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED); }
+#include "alloc_count.h"
 
 /* An event as the file should hold it: start and end in whole nanoseconds
  * after the origin. */
