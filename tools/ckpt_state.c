@@ -1,31 +1,23 @@
+/* tools/ckpt_state: the "args" of `hyperpar train` checkpoints (see the header). */
 #include "ckpt_state.h"
 
 #include <string.h>
 
-#include "io/json.h"
-#include "session.h"
+/* Settings that belong to one invocation, not to the run. */
+static int per_invocation(const char *name) {
+    static const char *const skip[] = {"resume", "init", "stop-at", "trace", "trace-steps"};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (!strcmp(name, skip[i])) return 1;
+    return 0;
+}
 
-hp_status hp_train_state_json(char **out, long step, const hp_gpt2_config *m, const hp_data_state *ds,
-                              const hp_opt *tab, int ntab) {
-    hp_jw w;
-    hp_jw_init(&w);
-    hp_jw_object_begin(&w);
-    hp_jw_key(&w, "format"), hp_jw_string(&w, "hyperpar-train-1");
-    hp_jw_key(&w, "step"), hp_jw_int(&w, step);
-    hp_jw_key(&w, "model"), hp_gpt2_config_to_json(&w, m);
-    hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
-    hp_jw_key(&w, "args");
-    hp_jw_object_begin(&w);
-    for (int i = 0; i < ntab; i++) {
-        char buf[600];
-        if (!strcmp(tab[i].name, "resume") || !strcmp(tab[i].name, "init") || !strcmp(tab[i].name, "stop-at") ||
-            !strcmp(tab[i].name, "trace") || !strcmp(tab[i].name, "trace-steps"))
-            continue;
-        hp_args_format(buf, sizeof buf, &tab[i]);
-        hp_jw_key(&w, tab[i].name), hp_jw_string(&w, buf);
+void hp_ckpt_args_fill(hp_ckpt_args *a, const hp_opt *tab, int ntab) {
+    a->n = 0;
+    for (int i = 0; i < ntab && a->n < HP_CKPT_ARGS_MAX; i++) {
+        if (per_invocation(tab[i].name)) continue;
+        hp_args_format(a->text[a->n], sizeof a->text[a->n], &tab[i]);
+        a->keys[a->n] = tab[i].name;
+        a->values[a->n] = a->text[a->n];
+        a->n++;
     }
-    hp_jw_object_end(&w);
-    hp_jw_object_end(&w);
-    size_t len;
-    return hp_jw_finish(out, &len, &w);
 }

@@ -1,18 +1,24 @@
-/* tools/ckpt_state: the state.json of a training checkpoint ("format",
- * "step", "model", "data" and "args": every setting but --resume, --init and
- * --stop-at), written the same way by the single-process and the distributed
- * training loops, so either can resume the other's checkpoints. */
+/* tools/ckpt_state: the settings `hyperpar train` keeps in each checkpoint —
+ * the object "args" of its state.json (every setting but --resume, --init,
+ * --stop-at, --trace and --trace-steps, as flag values), written by the
+ * library (hp_train_config.ckpt_arg_*) next to "format", "step", "model" and
+ * "data", and read back (hp_ckpt_info) as the defaults of a resumed run. */
 #ifndef HP_TOOLS_CKPT_STATE_H
 #define HP_TOOLS_CKPT_STATE_H
 
 #include "args.h"
-#include "core/status.h"
-#include "io/data.h"
-#include "models/gpt2.h"
+#include "hyperpar/hyperpar.h"
 
-/* *out: the JSON object text (malloc'd, caller frees). tab: the run's option
- * table [ntab] (its current values become "args"). */
-hp_status hp_train_state_json(char **out, long step, const hp_gpt2_config *m, const hp_data_state *ds,
-                              const hp_opt *tab, int ntab);
+#define HP_CKPT_ARGS_MAX 96
+
+typedef struct {
+    int n;
+    const char *keys[HP_CKPT_ARGS_MAX];   /* the option names (borrowed from the table) */
+    const char *values[HP_CKPT_ARGS_MAX]; /* into text */
+    char text[HP_CKPT_ARGS_MAX][600];
+} hp_ckpt_args;
+
+/* The current values of the run's option table tab [ntab] as checkpoint args. */
+void hp_ckpt_args_fill(hp_ckpt_args *a, const hp_opt *tab, int ntab);
 
 #endif

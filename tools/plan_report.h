@@ -12,7 +12,7 @@
 #include "layout/propagate.h"
 #include "layout/redist.h"
 #include "parallel/compile.h"
-#include "train_opts.h"
+#include "train_opts_internal.h" /* until the plan port: train_opts and the old hp_train_plan/_optim_config/_schedule */
 
 typedef struct {
     train_opts o;

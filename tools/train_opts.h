@@ -1,17 +1,13 @@
 /* tools/train_opts: the settings of a training run (flags and config file
- * keys), their defaults and checks, and what they configure: the optimizer,
- * the data streams, the model shape and the sharding plan. Shared by
- * `hyperpar train` and `hyperpar plan`. */
+ * keys), their defaults and checks. Shared by `hyperpar train` and `hyperpar
+ * plan`. (What they configure in the library's internal types, for
+ * tools/plan_report until it is ported: tools/train_opts_internal.h.) */
 #ifndef HP_TOOLS_TRAIN_OPTS_H
 #define HP_TOOLS_TRAIN_OPTS_H
 
 #include <stdint.h>
 
 #include "args.h"
-#include "io/data.h"
-#include "layout/plan.h"
-#include "models/gpt2.h"
-#include "optim/optimizer.h"
 
 #define HP_DEFAULT_DATA "/usr/share/common-licenses/*"
 
@@ -49,15 +45,7 @@ void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
 hp_status hp_train_check(const train_opts *o);
-hp_status hp_train_optim_config(hp_optim_config *c, const train_opts *o);
-/* The training (val = 0) or validation (val = 1) stream. */
-hp_status hp_train_open_data(hp_data **d, const train_opts *o, const hp_gpt2_config *m, int val);
 /* 1 when the run is distributed (--plan, or --dp/--tp above 1). */
 int hp_train_is_distributed(const train_opts *o);
-/* The run's sharding plan: --plan FILE, else GPT-2 DP x TP from --dp/--tp. */
-hp_status hp_train_plan(hp_plan *out, const train_opts *o);
-/* The schedule options (--overlap). */
-#include "parallel/schedule.h"
-hp_schedule_opts hp_train_schedule(const train_opts *o);
 
 #endif

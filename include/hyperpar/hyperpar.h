@@ -208,9 +208,36 @@ typedef enum {
  * has no warmup. */
 typedef enum { HP_SCHEDULE_COSINE = 0, HP_SCHEDULE_LINEAR = 1, HP_SCHEDULE_CONSTANT = 2 } hp_schedule_type;
 
+/* Names as `hyperpar train` spells them: "adamw" | "muon", and "cosine" |
+ * "linear" | "constant"; an unknown name is an error naming it. */
+hp_status hp_optimizer_parse(hp_optimizer_type *out, const char *name);
+hp_status hp_schedule_parse(hp_schedule_type *out, const char *name);
+
+/* The padded vocabulary of a model (Vp: vocab rounded up to 128). */
+int hp_model_padded_vocab(const hp_model *m);
+
+/* Validation mode's report on step 1: every operator's layouts and values
+ * against one rank, and each parameter's gradient against one rank's. */
+typedef struct {
+    const char *name;   /* the parameter */
+    const char *layout; /* its layout, text form ("R@dp,S(1)@tp") */
+    double rel_err;     /* max|a - b| / max|b| */
+} hp_grad_check;
+
+typedef struct {
+    int checked_ops;     /* global operators checked */
+    int redistributions; /* inserted redistribution steps checked */
+    int values;          /* values compared with the reference */
+    float loss, ref_loss; /* the step's loss, distributed and on 1 rank */
+    int ngrads;
+    const hp_grad_check *grads; /* [ngrads], in the model's parameter order */
+    double worst;        /* the largest rel_err */
+    int worst_index;     /* its entry in grads; -1 when none */
+} hp_validation;
+
 typedef enum {
     HP_EVENT_START,     /* the run is set up: nparams, ranks, ranks_here, mesh, start_step */
-    HP_EVENT_VALIDATED, /* validation mode checked step 1: checked_ops, worst_grad_error */
+    HP_EVENT_VALIDATED, /* validation mode checked step 1: checked_ops, worst_grad_error, validation */
     HP_EVENT_STEP,      /* a step finished: step, loss, lr, grad_norm, tokens_per_s, step_ms, eta_s */
     HP_EVENT_VAL,       /* a validation pass finished: step, val_loss */
     HP_EVENT_CKPT,      /* a checkpoint was written: step, dir */
@@ -233,6 +260,7 @@ typedef struct {
     long start_step;
     int checked_ops;
     double worst_grad_error;
+    const hp_validation *validation; /* HP_EVENT_VALIDATED: the whole report */
 } hp_event;
 
 typedef struct {
@@ -249,6 +277,11 @@ typedef struct {
     float lr;                   /* AdamW peak lr */
     float beta1, beta2, eps, weight_decay;
     float muon_lr, muon_beta, muon_weight_decay;
+    const char *muon_momentum;  /* NULL: "ema"; or "sum" */
+    const char *muon_scale;     /* NULL: "keller"; or "moonlight" */
+    const char *newton_schulz;  /* NULL: "quintic"; or "perstep" | "polar" (the coefficients) */
+    const char *muon_params;    /* NULL: none; extra parameters for Muon (comma-separated globs) */
+    const char *adamw_params;   /* NULL: none; parameters kept on AdamW (comma-separated globs) */
     hp_schedule_type schedule;
     long warmup_steps;
     float min_lr_frac;
@@ -268,6 +301,12 @@ typedef struct {
     const char *metrics;        /* NULL: none; else one JSON object per line (appended on resume) */
     const char *ckpt_dir;       /* NULL: no checkpoints */
     long ckpt_every;            /* 0: only at the end (and at stop_at) */
+    /* The caller's settings, written as the object "args" of every
+     * checkpoint's state.json (keys and values: strings; read back with
+     * hp_ckpt_info). 0: none (state.json then holds batch, seq, optimizer). */
+    int ckpt_nargs;
+    const char *const *ckpt_arg_keys;   /* [ckpt_nargs] */
+    const char *const *ckpt_arg_values; /* [ckpt_nargs] */
     const char *resume;         /* NULL: a fresh run; else a checkpoint directory or a ckpt_dir with 'latest' */
     const char *trace;          /* NULL: none; else PREFIX for Chrome traces PREFIX.rankN.json */
     long trace_steps;           /* steps traced from the first (>= 1) */
@@ -333,6 +372,29 @@ const char *hp_settings_file(const hp_settings *s);
 /* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
  * with 'latest') as an llm.c GPT-2 file (fp32), atomically. */
 hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir);
+
+/* The model shape in an llm.c GPT-2 file's header (its weights are what
+ * hp_train_config.init_llmc loads). */
+hp_status hp_model_config_llmc(hp_model_config *out, const char *llmc_path);
+
+/* A checkpoint's state.json, for a program resuming its own runs: the step,
+ * the model shape and the caller's settings (hp_train_config.ckpt_arg_*).
+ * The training stream's position inside it is the trainer's (resume). */
+typedef struct hp_ckpt_info hp_ckpt_info;
+
+/* path: a checkpoint directory, or a ckpt_dir with 'latest'. */
+hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path);
+void hp_ckpt_info_free(hp_ckpt_info *ci);
+/* The checkpoint directory resolved (owned by ci). */
+const char *hp_ckpt_info_dir(const hp_ckpt_info *ci);
+/* The steps done when it was written. */
+long hp_ckpt_info_step(const hp_ckpt_info *ci);
+/* The model shape it holds. */
+void hp_ckpt_info_model(const hp_ckpt_info *ci, hp_model_config *out);
+/* The settings saved with it: a count (-1: the checkpoint has no "args"
+ * object), and entry i's key and value (owned by ci); string values only. */
+int hp_ckpt_info_nargs(const hp_ckpt_info *ci);
+void hp_ckpt_info_arg(const hp_ckpt_info *ci, int i, const char **key, const char **value);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 
 #include "io/json.h"
+#include "io/llmc.h"
 
-hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer) {
+hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
+                            int nargs, const char *const *keys, const char *const *values) {
     const hp_gpt2_config *c = &m->cfg;
     hp_jw w;
     hp_jw_init(&w);
@@ -25,9 +27,16 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
     hp_jw_key(&w, "maxT"), hp_jw_int(&w, c->maxT);
     hp_jw_object_end(&w);
     hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
-    hp_jw_key(&w, "batch"), hp_jw_int(&w, m->B);
-    hp_jw_key(&w, "seq"), hp_jw_int(&w, m->T);
-    hp_jw_key(&w, "optimizer"), hp_jw_string(&w, optimizer);
+    if (nargs > 0) {
+        hp_jw_key(&w, "args");
+        hp_jw_object_begin(&w);
+        for (int i = 0; i < nargs; i++) hp_jw_key(&w, keys[i]), hp_jw_string(&w, values[i]);
+        hp_jw_object_end(&w);
+    } else {
+        hp_jw_key(&w, "batch"), hp_jw_int(&w, m->B);
+        hp_jw_key(&w, "seq"), hp_jw_int(&w, m->T);
+        hp_jw_key(&w, "optimizer"), hp_jw_string(&w, optimizer);
+    }
     hp_jw_object_end(&w);
     size_t len;
     return hp_jw_finish(out, &len, &w);
@@ -98,4 +107,95 @@ hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, con
     st = dj ? hp_data_state_from_json(&ds, dj) : hp_errorf("missing key 'data'");
     if (!st) st = hp_data_set_state(train, &ds);
     return st ? hp_error_wrap(st, "%s/state.json: data", dir) : HP_OK;
+}
+
+/* ---- hp_ckpt_info: a checkpoint's state.json for programs ---- */
+
+struct hp_ckpt_info {
+    hp_ckpt ck;
+    char *dir;
+    long step;
+    hp_gpt2_config model;
+    int nargs; /* -1: no "args" object */
+    const char **keys, **values; /* [nargs], into ck.state */
+};
+
+hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path) {
+    *out = NULL;
+    if (!path || !path[0]) return hp_errorf("hp_ckpt_info_open: path is empty");
+    hp_ckpt_info *ci = calloc(1, sizeof *ci);
+    if (!ci) return hp_errorf("%s: out of memory", path);
+    ci->nargs = -1;
+    hp_status st = hp_api_ckpt_dir(&ci->dir, path);
+    if (st) {
+        free(ci);
+        return st;
+    }
+    st = hp_ckpt_open(&ci->ck, ci->dir);
+    if (st) {
+        free(ci->dir);
+        free(ci);
+        return st;
+    }
+    st = hp_api_ckpt_model(&ci->model, &ci->ck, ci->dir);
+    int64_t step = 0;
+    if (!st) {
+        st = hp_json_get_int(&step, ci->ck.state, "step");
+        if (st) st = hp_error_wrap(st, "%s/state.json", ci->dir);
+        else if (step < 0) st = hp_errorf("%s/state.json: step %lld is negative", ci->dir, (long long)step);
+    }
+    ci->step = (long)step;
+    const hp_json *args = st ? NULL : hp_json_get(ci->ck.state, "args");
+    if (args && args->type == HP_JSON_OBJECT) {
+        ci->keys = calloc((size_t)args->n + 1, sizeof *ci->keys);
+        ci->values = calloc((size_t)args->n + 1, sizeof *ci->values);
+        if (!ci->keys || !ci->values) st = hp_errorf("%s/state.json: out of memory", ci->dir);
+        ci->nargs = 0;
+        for (int i = 0; !st && i < args->n; i++) {
+            if (args->items[i].type != HP_JSON_STRING) continue;
+            ci->keys[ci->nargs] = args->keys[i], ci->values[ci->nargs] = args->items[i].str;
+            ci->nargs++;
+        }
+    }
+    if (st) {
+        hp_ckpt_info_free(ci);
+        return st;
+    }
+    *out = ci;
+    return HP_OK;
+}
+
+void hp_ckpt_info_free(hp_ckpt_info *ci) {
+    if (!ci) return;
+    hp_ckpt_close(&ci->ck);
+    free(ci->keys), free(ci->values);
+    free(ci->dir);
+    free(ci);
+}
+
+const char *hp_ckpt_info_dir(const hp_ckpt_info *ci) { return ci->dir; }
+long hp_ckpt_info_step(const hp_ckpt_info *ci) { return ci->step; }
+
+void hp_ckpt_info_model(const hp_ckpt_info *ci, hp_model_config *out) {
+    *out = (hp_model_config){.layers = ci->model.L, .heads = ci->model.NH, .channels = ci->model.C,
+                             .vocab = ci->model.V, .max_seq = ci->model.maxT};
+}
+
+int hp_ckpt_info_nargs(const hp_ckpt_info *ci) { return ci->nargs; }
+
+void hp_ckpt_info_arg(const hp_ckpt_info *ci, int i, const char **key, const char **value) {
+    int ok = i >= 0 && i < ci->nargs;
+    *key = ok ? ci->keys[i] : NULL;
+    *value = ok ? ci->values[i] : NULL;
+}
+
+hp_status hp_model_config_llmc(hp_model_config *out, const char *llmc_path) {
+    if (!llmc_path || !llmc_path[0]) return hp_errorf("hp_model_config_llmc: path is empty");
+    hp_llmc_header h;
+    HP_TRY(hp_llmc_read_header(&h, llmc_path));
+    hp_gpt2_config c = {h.L, h.NH, h.C, h.V, h.Vp, h.maxT};
+    hp_status st = hp_gpt2_config_check(&c);
+    if (st) return hp_error_wrap(st, "%s", llmc_path);
+    *out = (hp_model_config){.layers = c.L, .heads = c.NH, .channels = c.C, .vocab = c.V, .max_seq = c.maxT};
+    return HP_OK;
 }

@@ -1,7 +1,8 @@
 /* api/ckpt_state: the state.json of checkpoints written through the API —
  * "format", "step", "model" (GPT-2 shape, as `hyperpar train` writes it, so
  * `hyperpar export` reads both), "data" (the training stream's position),
- * "batch", "seq" and "optimizer" — and reading it back on resume, where the
+ * "batch", "seq" and "optimizer", or instead the caller's "args" object (the
+ * form `hyperpar train` writes) — and reading it back on resume, where the
  * model, batch shape and optimizer must match the run's. */
 #ifndef HP_API_CKPT_STATE_H
 #define HP_API_CKPT_STATE_H
@@ -10,8 +11,10 @@
 #include "io/ckpt.h"
 #include "io/data.h"
 
-/* *out: the JSON text (malloc'd). */
-hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer);
+/* *out: the JSON text (malloc'd). nargs > 0: "args" from keys/values [nargs]
+ * in place of batch, seq and optimizer. */
+hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
+                            int nargs, const char *const *keys, const char *const *values);
 /* The checkpoint directory of `path`: itself when it holds state.json, else
  * the one its 'latest' names (*dir malloc'd). */
 hp_status hp_api_ckpt_dir(char **dir, const char *path);

@@ -14,6 +14,8 @@
 struct hp_train {
     hp_train_config cfg; /* the strings point at the copies below */
     char *data, *val_data, *metrics, *ckpt_dir, *trace, *init_llmc;
+    char *muon_momentum, *muon_scale, *newton_schulz, *muon_params, *adamw_params;
+    char **arg_keys, **arg_values; /* [cfg.ckpt_nargs] */
     const hp_model *m;
     hp_data *train, *val;
     hp_ckpt ck;
@@ -25,6 +27,22 @@ struct hp_train {
     int32_t *tokens, *targets;
     hp_trainer *tr;
 };
+
+hp_status hp_optimizer_parse(hp_optimizer_type *out, const char *name) {
+    hp_opt_kind k;
+    HP_TRY(hp_opt_kind_parse(&k, name ? name : "(null)"));
+    *out = k == HP_OPT_MUON ? HP_OPTIMIZER_MUON : HP_OPTIMIZER_ADAMW;
+    return HP_OK;
+}
+
+hp_status hp_schedule_parse(hp_schedule_type *out, const char *name) {
+    hp_lr_schedule s = {0};
+    HP_TRY(hp_lr_kind_parse(&s, name ? name : "(null)"));
+    *out = s.kind == HP_LR_LINEAR ? HP_SCHEDULE_LINEAR : s.kind == HP_LR_CONSTANT ? HP_SCHEDULE_CONSTANT : HP_SCHEDULE_COSINE;
+    return HP_OK;
+}
+
+int hp_model_padded_vocab(const hp_model *m) { return m->cfg.Vp; }
 
 void hp_train_config_default(hp_train_config *c, const hp_model *model) {
     memset(c, 0, sizeof *c);
@@ -66,6 +84,10 @@ static hp_status check(const hp_train_config *c) {
     if (set(c->trace) && c->trace_steps < 1) BAD("trace_steps must be >= 1, got %ld", c->trace_steps);
     if (c->validate && !c->plan) BAD("validate needs a plan (a 1-rank run has no layouts to check)");
     if (set(c->resume) && set(c->init_llmc)) BAD("give resume or init_llmc, not both");
+    if (c->ckpt_nargs < 0) BAD("ckpt_nargs must be >= 0, got %d", c->ckpt_nargs);
+    if (c->ckpt_nargs > 0 && (!c->ckpt_arg_keys || !c->ckpt_arg_values)) BAD("ckpt_nargs %d without ckpt_arg_keys/values", c->ckpt_nargs);
+    for (int i = 0; i < c->ckpt_nargs; i++)
+        if (!set(c->ckpt_arg_keys[i]) || !c->ckpt_arg_values[i]) BAD("ckpt_arg_keys/values[%d] is empty or NULL", i);
     return HP_OK;
 #undef BAD
 }
@@ -75,6 +97,10 @@ static hp_status optim_config(hp_optim_config *o, const hp_train_config *c) {
     o->kind = c->optimizer == HP_OPTIMIZER_MUON ? HP_OPT_MUON : HP_OPT_ADAMW;
     o->lr = c->lr, o->beta1 = c->beta1, o->beta2 = c->beta2, o->eps = c->eps, o->weight_decay = c->weight_decay;
     o->muon_lr = c->muon_lr, o->muon_beta = c->muon_beta, o->muon_weight_decay = c->muon_weight_decay;
+    if (c->muon_momentum) HP_TRY(hp_muon_momentum_parse(&o->muon_momentum, c->muon_momentum));
+    if (c->muon_scale) HP_TRY(hp_muon_scale_parse(&o->muon_scale, c->muon_scale));
+    if (c->newton_schulz) HP_TRY(hp_ns_config_named(&o->ns, c->newton_schulz));
+    o->muon_params = c->muon_params, o->adamw_params = c->adamw_params;
     hp_status st = hp_optim_config_check(o);
     return st ? hp_error_wrap(st, "hp_train_config") : HP_OK;
 }
@@ -125,7 +151,9 @@ static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)
 
 static hp_status state_json(void *ctx, char **out, long step, const hp_data_state *ds) {
     hp_train *t = ctx;
-    return hp_api_state_json(out, step, t->m, ds, opt_name(t->cfg.optimizer));
+    const hp_train_config *c = &t->cfg;
+    return hp_api_state_json(out, step, t->m, ds, opt_name(c->optimizer), c->ckpt_nargs,
+                             (const char *const *)t->arg_keys, (const char *const *)t->arg_values);
 }
 
 static void on_event(void *ctx, const hp_train_event *ie) {
@@ -141,8 +169,22 @@ static void on_event(void *ctx, const hp_train_event *ie) {
                   .step_ms = ie->step_ms, .eta_s = ie->eta_s, .seconds = ie->seconds, .steps_done = ie->steps_done,
                   .dir = ie->dir, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
                   .mesh = ie->mesh, .start_step = ie->start_step};
-    if (ie->vrep) e.checked_ops = ie->vrep->nops, e.worst_grad_error = ie->vrep->worst;
+    hp_validation v;
+    hp_grad_check *grads = NULL;
+    if (ie->vrep) {
+        const hp_validate_report *r = ie->vrep;
+        e.checked_ops = r->nops, e.worst_grad_error = r->worst;
+        grads = r->ngrads > 0 ? malloc((size_t)r->ngrads * sizeof *grads) : NULL;
+        int ng = grads ? r->ngrads : 0;
+        for (int i = 0; i < ng; i++)
+            grads[i] = (hp_grad_check){.name = r->grads[i].name, .layout = r->grads[i].layout, .rel_err = r->grads[i].rel_err};
+        v = (hp_validation){.checked_ops = r->nops, .redistributions = r->nredist, .values = r->nvalues,
+                            .loss = r->loss, .ref_loss = r->ref_loss, .ngrads = ng, .grads = grads,
+                            .worst = r->worst, .worst_index = r->worst_index < ng ? r->worst_index : -1};
+        e.validation = &v;
+    }
     t->cfg.on_event(t->cfg.event_ctx, &e);
+    free(grads);
 }
 
 static hp_status copy_strings(hp_train *t) {
@@ -155,6 +197,24 @@ static hp_status copy_strings(hp_train *t) {
     HP_TRY(hp_api_strdup(&t->init_llmc, set(c->init_llmc) ? c->init_llmc : NULL));
     c->data = t->data, c->val_data = t->val_data, c->metrics = t->metrics, c->ckpt_dir = t->ckpt_dir;
     c->trace = t->trace, c->init_llmc = t->init_llmc;
+    HP_TRY(hp_api_strdup(&t->muon_momentum, c->muon_momentum));
+    HP_TRY(hp_api_strdup(&t->muon_scale, c->muon_scale));
+    HP_TRY(hp_api_strdup(&t->newton_schulz, c->newton_schulz));
+    HP_TRY(hp_api_strdup(&t->muon_params, set(c->muon_params) ? c->muon_params : NULL));
+    HP_TRY(hp_api_strdup(&t->adamw_params, set(c->adamw_params) ? c->adamw_params : NULL));
+    c->muon_momentum = t->muon_momentum, c->muon_scale = t->muon_scale, c->newton_schulz = t->newton_schulz;
+    c->muon_params = t->muon_params, c->adamw_params = t->adamw_params;
+    int n = c->ckpt_nargs;
+    if (n > 0) {
+        t->arg_keys = calloc((size_t)n, sizeof *t->arg_keys);
+        t->arg_values = calloc((size_t)n, sizeof *t->arg_values);
+        if (!t->arg_keys || !t->arg_values) return hp_errorf("hp_train_create: out of memory");
+        for (int i = 0; i < n; i++) {
+            HP_TRY(hp_api_strdup(&t->arg_keys[i], c->ckpt_arg_keys[i]));
+            HP_TRY(hp_api_strdup(&t->arg_values[i], c->ckpt_arg_values[i]));
+        }
+    }
+    c->ckpt_arg_keys = (const char *const *)t->arg_keys, c->ckpt_arg_values = (const char *const *)t->arg_values;
     return HP_OK;
 }
 
@@ -163,6 +223,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     t->cfg = *c;
     t->m = c->model;
     HP_TRY(copy_strings(t));
+    c = &t->cfg; /* the copies: the trainer may keep pointers into them */
     hp_trainer_config ic;
     memset(&ic, 0, sizeof ic);
     HP_TRY(optim_config(&ic.optim, c));
@@ -249,5 +310,9 @@ void hp_train_free(hp_train *t) {
     hp_data_close(t->val);
     free(t->tokens), free(t->targets);
     free(t->data), free(t->val_data), free(t->metrics), free(t->ckpt_dir), free(t->trace), free(t->init_llmc);
+    free(t->muon_momentum), free(t->muon_scale), free(t->newton_schulz), free(t->muon_params), free(t->adamw_params);
+    for (int i = 0; t->arg_keys && i < t->cfg.ckpt_nargs; i++) free(t->arg_keys[i]);
+    for (int i = 0; t->arg_values && i < t->cfg.ckpt_nargs; i++) free(t->arg_values[i]);
+    free(t->arg_keys), free(t->arg_values);
     free(t);
 }
