@@ -402,7 +402,7 @@ typedef struct {
     hp_bench_coll coll;
     int64_t bytes;
     int iters;
-    int fused;   /* 0: one call; 1: one call on 100 tensors of 4 KiB; -1: 100 separate calls on them */
+    int fused;   /* 0: one call; 1: one call on 100 tensors of 4 KiB; -1: 100 separate calls on them (bytes 409600) */
     int shared;  /* 1: one output buffer shared by the supernode */
     int inplace; /* all-gather: every shard already at its place in the output */
 } hp_bench_comm_case;

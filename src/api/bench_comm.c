@@ -165,6 +165,9 @@ hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_
     if (c->coll < HP_BENCH_REDUCE_SCATTER || c->coll > HP_BENCH_ALL_REDUCE)
         return hp_errorf("hp_bench_comm_run: unknown collective %d", (int)c->coll);
     if (c->bytes < 4 || c->iters < 1) return hp_errorf("hp_bench_comm_run: bytes must be >= 4 and iters >= 1");
+    if (c->fused && c->bytes != 100 * 4096)
+        return hp_errorf("hp_bench_comm_run: a fused case is 100 tensors of 4 KiB: bytes must be 409600, got %lld",
+                         (long long)c->bytes);
     double v[64];
     for (int k = 0; k < b->repeat; k++) {
         HP_TRY(bc_hyperpar1(&v[k], inter_bytes, w->w, c, bc_cpus(b)));
