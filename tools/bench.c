@@ -7,138 +7,55 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cblas.h>
+#include <hyperpar/hyperpar.h>
 
 #include "args.h"
-#include "commands.h"
-#include "core/rng.h"
-#include "kernels/kernels.h"
-#include "peak.h"
-#include "progress.h"
 #include "child.h"
-#include "runtime/trace_hook.h"
-#include "session.h"
-#include "core/timing.h"
+#include "commands.h"
 
 typedef struct {
     const char *name;
-    hp_gpt2_config m;
+    hp_model_config m;
     int B, T, steps;
 } bench_config;
 
 static const bench_config configs[] = {
-    {"gpt2-124m", {12, 12, 768, 50257, 0, 1024}, 4, 256, 4},
-    {"small", {4, 4, 256, 256, 0, 128}, 8, 128, 30},
+    {"gpt2-124m", {12, 12, 768, 50257, 1024}, 4, 256, 4},
+    {"small", {4, 4, 256, 256, 128}, 8, 128, 30},
 };
 
 typedef struct {
-    double tok_s, step_ms, fwd_ms, bwd_ms, opt_ms, gflops, rss_mb;
+    hp_bench_train_result r;
+    double rss_mb;
     int ok;
     char err[256];
 } bench_result;
 
-/* trace_prefix (--trace, "" for none): every timed step of configuration c
- * recorded, written as PREFIX.<config>.rank0.json. */
-static void run_config(bench_result *r, const bench_config *c, int threads, int steps, const char *trace_prefix) {
-    hp_session s;
-    hp_optim_config oc;
-    hp_optim_config_default(&oc);
-    hp_status st = hp_session_create(&s, &c->m, c->B, c->T, threads, 1, &oc);
-    if (!st) st = hp_session_init_params(&s, 1);
+typedef struct {
+    const bench_config *c;
+    int threads, steps;
+    const char *trace; /* --trace PREFIX ("": none) */
+} child_args;
+
+/* In the child: the step timed, then this process's peak RSS. */
+static void child_run(void *result, void *ctx) {
+    child_args *a = ctx;
+    bench_result *r = result;
+    char prefix[700] = "";
+    if (a->trace[0]) snprintf(prefix, sizeof prefix, "%s.%s", a->trace, a->c->name);
+    hp_bench_train_config bc = {a->c->m, a->c->B, a->c->T, a->threads, a->steps, prefix};
+    hp_status st = hp_bench_train_step(&r->r, &bc);
     if (st) {
         snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
         hp_status_free(st);
         return;
     }
-    hp_rng rng;
-    hp_rng_seed(&rng, 5);
-    int32_t *tok = hp_session_tokens(&s), *tgt = hp_session_targets(&s);
-    for (int i = 0; i < c->B * c->T; i++) {
-        tok[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c->m.V);
-        tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c->m.V);
-    }
-    double *f = malloc(sizeof(double) * (size_t)steps * 4);
-    double *b = f + steps, *o = b + steps, *t = o + steps;
-    hp_trace *tr = NULL;
-    hp_trace_hook hook;
-    if (trace_prefix && trace_prefix[0]) {
-        st = hp_trace_create(&tr, 0, 2, (size_t)steps * (size_t)(s.c.sched.n + 4) + 16);
-        if (st) {
-            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
-            hp_status_free(st);
-            free(f);
-            hp_session_destroy(&s);
-            return;
-        }
-    }
-    for (int i = -2; i < steps; i++) { /* two warm-up steps */
-        if (tr && i == 0) hp_trace_hook_attach(&hook, s.prog, s.c.rg.g, tr);
-        double t0 = hp_now();
-        st = hp_program_run(s.prog, HP_PHASE_FWD);
-        double t1 = hp_now();
-        if (!st) st = hp_program_run(s.prog, HP_PHASE_BWD);
-        if (st) {
-            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
-            hp_status_free(st);
-            free(f);
-            hp_session_destroy(&s);
-            return;
-        }
-        double t2 = hp_now();
-        hp_session_set_step(&s, &oc, 1e-4f, i + 2);
-        st = hp_program_run(s.prog, HP_PHASE_OPT);
-        double t3 = hp_now();
-        if (st) {
-            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
-            hp_status_free(st);
-            free(f);
-            hp_session_destroy(&s);
-            return;
-        }
-        if (i >= 0) f[i] = t1 - t0, b[i] = t2 - t1, o[i] = t3 - t2, t[i] = t3 - t0;
-    }
-    if (tr) {
-        char prefix[700];
-        snprintf(prefix, sizeof prefix, "%s.%s", trace_prefix, c->name);
-        st = hp_trace_write(tr, prefix);
-        hp_trace_destroy(tr);
-        if (st) {
-            snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
-            hp_status_free(st);
-            free(f);
-            hp_session_destroy(&s);
-            return;
-        }
-    }
-    const hp_program_info *info = hp_program_get_info(s.prog);
-    double step = hp_median(t, steps);
-    r->fwd_ms = hp_median(f, steps) * 1e3;
-    r->bwd_ms = hp_median(b, steps) * 1e3;
-    r->opt_ms = hp_median(o, steps) * 1e3;
-    r->step_ms = step * 1e3;
-    r->tok_s = c->B * c->T / step;
-    r->gflops = (info->flops[0] + info->flops[1]) / step / 1e9;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->rss_mb = (double)ru.ru_maxrss / 1024.0;
     r->ok = 1;
-    free(f);
-    hp_session_destroy(&s);
-}
-
-typedef struct {
-    const bench_config *c;
-    int threads, steps;
-    const char *trace;
-} child_args;
-
-static void child_run(void *result, void *ctx) {
-    child_args *a = ctx;
-    run_config(result, a->c, a->threads, a->steps, a->trace);
 }
 
 /* Runs one configuration in a child so that its peak RSS is its own. */
@@ -172,25 +89,14 @@ int hp_cmd_bench(int argc, char **argv) {
         hp_cli_error(st);
         return 1;
     }
-    hp_pool *pool;
-    st = hp_pool_create(&pool, threads);
+    const char *isa;
+    double peak = 0;
+    st = hp_bench_fma_peak(&peak, &isa, threads);
     if (st) {
         hp_cli_error(st);
         return 1;
     }
-    /* One measurement lasts milliseconds, so another process on the cores can
-     * halve it: the best of several, spread over about a second. */
-    const char *isa;
-    double peak = 0;
-    for (int rep = 0; rep < 8; rep++) {
-        double p = hp_measure_fma_peak(pool, &isa);
-        if (p > peak) peak = p;
-        struct timespec pause = {0, 100 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    hp_pool_destroy(pool);
     const char *core = getenv("OPENBLAS_CORETYPE");
-    hp_kernels_init();
     const char *blas = openblas_get_corename();
     printf("FP32 FMA peak (%s, %d threads): %.1f GFLOP/s; OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", isa,
            threads, peak, blas, core ? core : "(unset)");
@@ -216,15 +122,16 @@ int hp_cmd_bench(int argc, char **argv) {
             rc = 1;
             continue;
         }
-        printf("%-10s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %5.1f%% %8.0f\n", c->name, r.tok_s, r.step_ms, r.fwd_ms, r.bwd_ms,
-               r.opt_ms, r.gflops, 100 * r.gflops / peak, r.rss_mb);
+        const hp_bench_train_result *t = &r.r;
+        printf("%-10s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %5.1f%% %8.0f\n", c->name, t->tokens_per_s, t->step_ms,
+               t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, 100 * t->gflops / peak, r.rss_mb);
         if (jf)
             fprintf(jf,
                     "%s  {\"config\": \"%s\", \"threads\": %d, \"B\": %d, \"T\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, "
                     "\"forward_ms\": %.3f, \"backward_ms\": %.3f, \"optimizer_ms\": %.3f, \"gflops\": %.2f, "
                     "\"peak_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
-                    rows ? ",\n" : "", c->name, threads, c->B, c->T, r.tok_s, r.step_ms, r.fwd_ms, r.bwd_ms, r.opt_ms,
-                    r.gflops, peak, r.gflops / peak, r.rss_mb, isa, core ? core : "", blas);
+                    rows ? ",\n" : "", c->name, threads, c->B, c->T, t->tokens_per_s, t->step_ms, t->forward_ms,
+                    t->backward_ms, t->optimizer_ms, t->gflops, peak, t->gflops / peak, r.rss_mb, isa, core ? core : "", blas);
         rows++;
     }
     if (jf) {

@@ -19,7 +19,8 @@
  * with mpirun, Open MPI (out of place and MPI_IN_PLACE) and hyperpar over MPI
  * (one rank per process) on the same sizes. Every figure is the median of K
  * runs (--repeat, default 1); every row carries the 1-minute load average
- * read when the run started. The timing itself is bench_comm_time.c.
+ * read when the run started. The timing itself is the library's
+ * (hp_bench_comm_*).
  * --bind cores (the default) pins global rank g's thread, and MPI process p's
  * main thread (Open MPI's own collectives), to the (g or p mod n)-th of the n
  * CPUs the process may use, as `mpirun --bind-to core` does for one rank per
@@ -29,9 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_comm_time.h"
-#include "comm/comm.h"
-#include "core/timing.h"
+#include <hyperpar/hyperpar.h>
 
 typedef struct {
     FILE *json;
@@ -40,13 +39,13 @@ typedef struct {
     double load1;
 } bc_out;
 
-static const char *bc_name(hp_comm_kind k) {
-    return k == HP_COMM_ALL_REDUCE ? "all_reduce" : k == HP_COMM_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
+static const char *bc_name(hp_bench_coll k) {
+    return k == HP_BENCH_ALL_REDUCE ? "all_reduce" : k == HP_BENCH_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
 }
 
 /* nccl-tests: bus bandwidth = algbw * 2(n-1)/n (all-reduce) or (n-1)/n. */
-static double bc_busfactor(hp_comm_kind k, int n) {
-    return k == HP_COMM_ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+static double bc_busfactor(hp_bench_coll k, int n) {
+    return k == HP_BENCH_ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
 }
 
 static void bc_row(bc_out *o, const char *coll, const char *impl, const char *tier, int ranks, double bytes,
@@ -82,15 +81,29 @@ static int64_t bc_parse_size(const char *s) {
     return (int64_t)v;
 }
 
-static hp_status bc_world(hp_comm_world **w, int S, int R, int mpi, double bw, double lat) {
-    hp_comm_opts o;
-    hp_comm_opts_default(&o);
+static hp_status bc_world(hp_world **w, int S, int R, int mpi, double bw, double lat) {
+    hp_world_options o;
+    hp_world_options_default(&o);
     o.ranks_per_supernode = R;
     o.supernodes = mpi ? 0 : S;
     o.mpi = mpi;
     o.inter_bw_gbps = bw;
     o.inter_latency_us = lat;
-    return hp_comm_world_create(w, &o);
+    return hp_world_create(w, &o);
+}
+
+/* Seconds per call of a case (hp_bench_comm_run), -1 on error (printed). */
+static double bc_time(hp_bench_comm *b, hp_world *w, hp_bench_coll coll, int64_t bytes, int iters, int fused,
+                      int64_t *inter_bytes, int shared, int inplace, double *runs) {
+    hp_bench_comm_case c = {coll, bytes, iters, fused, shared, inplace};
+    double sec;
+    hp_status st = hp_bench_comm_run(&sec, inter_bytes, runs, b, w, &c);
+    if (st) {
+        fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+        hp_status_free(st);
+        return -1;
+    }
+    return sec;
 }
 
 static const char *bc_header =
@@ -123,12 +136,11 @@ static void bc_speedups(char *ex, size_t cap, double med, const double *sep, con
 
 /* 100 separate calls, then one fused call, on 100 tensors of 4 KiB (shared:
  * every rank of the supernode passes the same outputs). */
-static void bc_fused(bc_out *out, hp_comm_world *w, hp_comm_kind kind, int n, int iters, int shared,
-                     const bc_cfg *cfg, const char *prefix) {
-    int repeat = cfg->repeat;
+static void bc_fused(bc_out *out, hp_world *w, hp_bench_coll kind, int n, int iters, int shared, hp_bench_comm *cfg,
+                     int repeat, const char *prefix) {
     double sr[64], fr[64];
-    double sep = hp_bcomm_hyperpar(w, kind, 100 * 4096, iters, -1, NULL, shared, 0, cfg, sr);
-    double fus = hp_bcomm_hyperpar(w, kind, 100 * 4096, iters, 1, NULL, shared, 0, cfg, fr);
+    double sep = bc_time(cfg, w, kind, 100 * 4096, iters, -1, NULL, shared, 0, sr);
+    double fus = bc_time(cfg, w, kind, 100 * 4096, iters, 1, NULL, shared, 0, fr);
     if (sep < 0 || fus < 0) return;
     char ex[512], name[64], t1[64], t2[64];
     bc_speedups(ex, sizeof ex, sep / fus, sr, fr, repeat < 64 ? repeat : 64);
@@ -185,32 +197,36 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         MPI_Comm_size(MPI_COMM_WORLD, &np);
     }
     if (R == 0) R = launched ? np : 2;
-    cpu_set_t allowed;
-    if (bind && sched_getaffinity(0, sizeof allowed, &allowed)) bind = 0;
-    const bc_cfg cfg_v = {repeat, bind ? &allowed : NULL}, *cfg = &cfg_v;
-    hp_bcomm_pin(cfg->cpus, me); /* this process's main thread: Open MPI's own collectives, memcpy */
+    /* pins this process's main thread: Open MPI's own collectives, memcpy */
+    hp_bench_comm *cfg = NULL;
+    hp_status cst = hp_bench_comm_create(&cfg, repeat, bind, me);
+    if (cst) {
+        fprintf(stderr, "bench comm: %s\n", hp_status_msg(cst));
+        hp_status_free(cst);
+        if (launched) MPI_Abort(MPI_COMM_WORLD, 2);
+        return 2;
+    }
     bc_out out = {NULL, 0, iters, bc_load1()};
     if (me == 0 && json) {
         out.json = fopen(json, "w");
         if (!out.json) {
             fprintf(stderr, "bench comm: --json: cannot write '%s'\n", json);
             if (launched) MPI_Abort(MPI_COMM_WORLD, 2);
+            hp_bench_comm_free(cfg);
             return 2;
         }
         fputs("[\n", out.json);
     }
-    static const hp_comm_kind kinds[3] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE};
+    static const hp_bench_coll kinds[3] = {HP_BENCH_REDUCE_SCATTER, HP_BENCH_ALL_GATHER, HP_BENCH_ALL_REDUCE};
     int rc = 0;
     if (me == 0) {
         printf("load average (1 min) at start: %.2f; median of %d run(s)\n", out.load1, repeat);
         printf("%s\n|---|---|---|---|---|---|---|---|\n", bc_header);
         int64_t mb = (int64_t)64 << 20;
         if (bc_has(sections, "memcpy")) {
-            double v[64];
-            for (int k = 0; k < repeat; k++) v[k] = hp_bcomm_memcpy(mb, 10);
-            bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, hp_median(v, repeat), 1, NULL);
+            bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, hp_bench_comm_memcpy(cfg, mb, 10), 1, NULL);
         }
-        hp_comm_world *w;
+        hp_world *w;
         hp_status st = bc_world(&w, 1, R, 0, 0, 0);
         if (st) {
             fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
@@ -222,27 +238,27 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             if (bc_has(sections, "supernode"))
                 for (int k = 0; k < 3; k++)
                     for (int s = 0; s < nsz; s++) {
-                        double sec = hp_bcomm_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, cfg, NULL);
+                        double sec = bc_time(cfg, w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, NULL);
                         if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         else rc = 1;
-                        if (kinds[k] != HP_COMM_ALL_GATHER) continue;
-                        sec = hp_bcomm_hyperpar(w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, cfg, NULL);
+                        if (kinds[k] != HP_BENCH_ALL_GATHER) continue;
+                        sec = bc_time(cfg, w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d, in place", R);
                         if (sec > 0) bc_row(&out, "all_gather", "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
                         snprintf(tier, sizeof tier, "1 supernode x %d", R);
                     }
             if (bc_has(sections, "shared"))
                 for (int s = 0; s < nsz; s++) { /* one output buffer shared by the supernode */
-                    double sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, cfg, NULL);
-                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
+                    double sec = bc_time(cfg, w, HP_BENCH_ALL_GATHER, sz[s], bc_iters(sz[s], iters), 0, NULL, 1, 0, NULL);
+                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared out", R, (double)sz[s], sec, bc_busfactor(HP_BENCH_ALL_GATHER, R), NULL);
                     /* every shard already in place in the shared buffer: synchronisation only */
-                    sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, cfg, NULL);
-                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_COMM_ALL_GATHER, R), NULL);
+                    sec = bc_time(cfg, w, HP_BENCH_ALL_GATHER, sz[s], 50 * iters, 0, NULL, 1, 1, NULL);
+                    if (sec > 0) bc_row(&out, "all_gather", "hyperpar", "1 supernode, shared in place", R, (double)sz[s], sec, bc_busfactor(HP_BENCH_ALL_GATHER, R), NULL);
                 }
             if (bc_has(sections, "fused")) /* 100 tensors of 4 KiB: separate calls, then one fused call */
                 for (int k = 0; k < 5; k++) /* then all-gather and all-reduce into supernode-shared outputs */
-                    bc_fused(&out, w, kinds[k < 3 ? k : k - 2], R, iters * 5, k >= 3, cfg, k < 3 ? "" : "shared out, ");
-            hp_comm_world_destroy(w);
+                    bc_fused(&out, w, kinds[k < 3 ? k : k - 2], R, iters * 5, k >= 3, cfg, repeat, k < 3 ? "" : "shared out, ");
+            hp_world_free(w);
         }
         /* two-tier all-reduce under the link emulator */
         const int emu[3][2] = {{2, 1}, {2, 2}, {4, 1}};
@@ -255,13 +271,13 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 continue;
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
-            double sec = hp_bcomm_hyperpar(w, HP_COMM_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, cfg, NULL);
+            double sec = bc_time(cfg, w, HP_BENCH_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, NULL);
             char tier[96], ex[96];
             snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", emu[c][0], emu[c][1], bw);
             snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
             int n = emu[c][0] * emu[c][1];
-            if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_COMM_ALL_REDUCE, n), ex);
-            hp_comm_world_destroy(w);
+            if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_BENCH_ALL_REDUCE, n), ex);
+            hp_world_free(w);
         }
         /* fusion over a network-like link: 2 emulated supernodes x 1 rank, each
          * port 25 GB/s with 5 us per message (an InfiniBand HDR-class NIC) */
@@ -272,17 +288,17 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 hp_status_free(st);
                 rc = 1;
             } else {
-                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], 2, iters, 0, cfg, "emul 2x1 @25 GB/s 5 us, ");
-                hp_comm_world_destroy(w);
+                for (int k = 0; k < 3; k++) bc_fused(&out, w, kinds[k], 2, iters, 0, cfg, repeat, "emul 2x1 @25 GB/s 5 us, ");
+                hp_world_free(w);
             }
         }
-        if (launched) hp_bcomm_idle_wait();
+        if (launched) hp_bench_comm_idle_wait();
     } else {
-        hp_bcomm_idle_wait();
+        hp_bench_comm_idle_wait();
     }
     if (launched && np > 1 && bc_has(sections, "mpi")) {
         /* Open MPI against hyperpar over MPI, np processes x 1 rank */
-        hp_comm_world *w;
+        hp_world *w;
         hp_status st = bc_world(&w, np, 1, 1, 0, 0);
         if (st) {
             fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
@@ -295,12 +311,12 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         for (int k = 0; k < 3; k++)
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
-                double ms = hp_bcomm_mpi(kinds[k], sz[s], it, 0, 0, repeat);
-                double hs = hp_bcomm_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 0, cfg, NULL);
+                double ms = hp_bench_comm_mpi(cfg, kinds[k], sz[s], it, 0, 0);
+                double hs = bc_time(cfg, w, kinds[k], sz[s], it, 0, NULL, 0, 0, NULL);
                 double mi = -1, hi = -1;
-                if (kinds[k] == HP_COMM_ALL_GATHER) {
-                    mi = hp_bcomm_mpi(kinds[k], sz[s], it, 1, 0, repeat);
-                    hi = hp_bcomm_hyperpar(w, kinds[k], sz[s], it, 0, NULL, 0, 1, cfg, NULL);
+                if (kinds[k] == HP_BENCH_ALL_GATHER) {
+                    mi = hp_bench_comm_mpi(cfg, kinds[k], sz[s], it, 1, 0);
+                    hi = bc_time(cfg, w, kinds[k], sz[s], it, 0, NULL, 0, 1, NULL);
                 }
                 if (me == 0) {
                     double bf = bc_busfactor(kinds[k], np);
@@ -311,23 +327,24 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 }
             }
         for (int k = 0; k < 3; k++) { /* 100 tensors of 4 KiB across processes */
-            double ms = hp_bcomm_mpi(kinds[k], 100 * 4096, iters, 0, 1, repeat);
+            double ms = hp_bench_comm_mpi(cfg, kinds[k], 100 * 4096, iters, 0, 1);
             if (me == 0) {
                 char name[64];
                 snprintf(name, sizeof name, "%s 100x4K", bc_name(kinds[k]));
                 bc_row(&out, name, "mpi", "100 separate calls", np, 100 * 4096.0, ms, bc_busfactor(kinds[k], np), NULL);
-                bc_fused(&out, w, kinds[k], np, iters, 0, cfg, "MPI, ");
+                bc_fused(&out, w, kinds[k], np, iters, 0, cfg, repeat, "MPI, ");
             } else { /* the same calls, unreported */
-                hp_bcomm_hyperpar(w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, cfg, NULL);
-                hp_bcomm_hyperpar(w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, cfg, NULL);
+                bc_time(cfg, w, kinds[k], 100 * 4096, iters, -1, NULL, 0, 0, NULL);
+                bc_time(cfg, w, kinds[k], 100 * 4096, iters, 1, NULL, 0, 0, NULL);
             }
         }
-        hp_comm_world_destroy(w);
+        hp_world_free(w);
     }
     if (out.json) {
         fputs("\n]\n", out.json);
         fclose(out.json);
     }
+    hp_bench_comm_free(cfg);
     if (launched) MPI_Finalize();
     return rc;
 }

@@ -1,57 +1,30 @@
 /* tools/export: `hyperpar export` — writes a checkpoint's weights in the llm.c
  * format (atomically). */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+
+#include <hyperpar/hyperpar.h>
 
 #include "args.h"
 #include "commands.h"
-#include "io/ckpt.h"
-#include "session.h"
 
-/* An llm.c file read into a session and written again (a round trip). */
-static hp_status reexport_llmc(const char *in, const char *out) {
-    hp_gpt2_config m;
-    hp_session s;
-    memset(&s, 0, sizeof s);
-    HP_TRY(hp_llmc_model_config(&m, in));
-    hp_status st = hp_session_create(&s, &m, 1, 1, 1, 0, NULL);
-    if (!st) st = hp_session_import_llmc(&s, in);
-    if (!st) st = hp_session_export_llmc(&s, out);
-    if (!st) printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m.L, m.NH, m.C, m.V, m.Vp, m.maxT);
-    hp_session_destroy(&s);
-    return st;
+static void print_written(const char *out, const hp_llmc_shape *m) {
+    printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m->layers, m->heads, m->channels, m->vocab,
+           m->padded_vocab, m->max_seq);
 }
 
 static hp_status export_llmc(const char *ckpt, const char *init, const char *out) {
     if (!out[0]) return hp_errorf("hyperpar export: --llmc FILE is required");
-    if (init[0]) return reexport_llmc(init, out);
-    if (!ckpt[0]) return hp_errorf("hyperpar export: --ckpt DIR (or --init FILE.bin) is required");
-    char *dir = NULL;
-    char probe[1100];
-    snprintf(probe, sizeof probe, "%s/%s", ckpt, HP_CKPT_STATE);
-    FILE *f = fopen(probe, "r");
-    if (f) {
-        fclose(f);
-        dir = strdup(ckpt);
-    } else {
-        HP_TRY(hp_ckpt_get_latest(&dir, ckpt));
+    hp_llmc_shape m;
+    if (init[0]) { /* an llm.c file read and written again (a round trip) */
+        HP_TRY(hp_llmc_reexport(&m, out, init));
+        print_written(out, &m);
+        return HP_OK;
     }
-    hp_ckpt ck;
-    hp_status st = hp_ckpt_open(&ck, dir);
-    free(dir);
-    if (st) return st;
-    hp_gpt2_config m;
-    hp_session s;
-    memset(&s, 0, sizeof s);
-    st = hp_ckpt_model_config(&m, &ck, ckpt);
-    if (!st) st = hp_session_create(&s, &m, 1, 1, 1, 0, NULL);
-    if (!st) st = hp_session_load(&s, &ck);
-    if (!st) st = hp_session_export_llmc(&s, out);
-    if (!st) printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m.L, m.NH, m.C, m.V, m.Vp, m.maxT);
-    hp_ckpt_close(&ck);
-    hp_session_destroy(&s);
-    return st;
+    if (!ckpt[0]) return hp_errorf("hyperpar export: --ckpt DIR (or --init FILE.bin) is required");
+    HP_TRY(hp_ckpt_llmc_shape(&m, ckpt));
+    HP_TRY(hp_export_llmc(out, ckpt));
+    print_written(out, &m);
+    return HP_OK;
 }
 
 int hp_cmd_export(int argc, char **argv) {

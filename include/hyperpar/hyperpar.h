@@ -338,6 +338,129 @@ long hp_train_steps_done(const hp_train *t);
 int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
 
+/* ---- inference and benchmarks ------------------------------------------- */
+
+/* Inference: a forward-only GPT-2 program for 1 x T tokens with the weights
+ * of a checkpoint, on its own pool of threads (`hyperpar sample`). */
+typedef struct hp_infer hp_infer;
+
+/* ckpt: a checkpoint directory or a ckpt_dir with 'latest'; T: positions per
+ * forward (0: the model's max_seq; at most max_seq); threads >= 1. */
+hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads);
+void hp_infer_free(hp_infer *inf);
+int hp_infer_vocab(const hp_infer *inf);        /* V: tokens are 0..V-1 */
+int hp_infer_padded_vocab(const hp_infer *inf); /* Vp: the length of a logits row */
+int hp_infer_seq(const hp_infer *inf);          /* T */
+/* Runs the forward over tokens[0..n) (1 <= n <= T; the rest of the window is
+ * token 0) and gives the logits of position pos < n: a row of Vp floats, the
+ * first V meaningful, valid until the next call or hp_infer_free. */
+hp_status hp_infer_logits(hp_infer *inf, const float **logits, const int32_t *tokens, int n, int pos);
+
+/* A seeded random stream for sampling (the library's generator). */
+typedef struct {
+    uint64_t s[4];
+} hp_sampler;
+void hp_sampler_seed(hp_sampler *r, uint64_t seed);
+/* A token from logits[0..V): the argmax at temperature <= 0 (no draw), else
+ * a draw from softmax(logits / temperature). */
+int hp_sampler_pick(hp_sampler *r, const float *logits, int V, float temperature);
+
+/* The shape of a GPT-2 in llm.c's terms (`hyperpar export` prints it). */
+typedef struct {
+    int layers, heads, channels, vocab, padded_vocab, max_seq;
+} hp_llmc_shape;
+
+/* The model shape of a checkpoint (a checkpoint directory or a ckpt_dir). */
+hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir);
+/* An llm.c file read into GPT-2's parameters and written again as llm.c
+ * (atomically): the round trip; *shape (may be NULL) gets its shape. */
+hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in);
+
+/* Benchmarks. Each measures in the calling process; run them in a process of
+ * their own to keep peak memory per configuration. */
+
+/* One single-process training step of GPT-2 (forward, backward, AdamW phase
+ * with clipping at 1) on a fixed random batch: two warm-up steps, then
+ * `steps` timed ones. */
+typedef struct {
+    hp_model_config model;
+    int B, T;
+    int threads;       /* >= 1 */
+    int steps;         /* timed steps >= 1 */
+    const char *trace; /* NULL or "": none; else every timed step traced to PREFIX.rank0.json */
+} hp_bench_train_config;
+
+typedef struct {
+    double tokens_per_s;            /* B * T / median step */
+    double step_ms, forward_ms, backward_ms, optimizer_ms; /* medians */
+    double gflops;                  /* the program's forward + backward FLOPs / median step */
+    double flops;                   /* the program's forward + backward FLOPs per step */
+} hp_bench_train_result;
+
+hp_status hp_bench_train_step(hp_bench_train_result *res, const hp_bench_train_config *cfg);
+
+/* This machine's FP32 FMA peak (GFLOP/s) on `threads` threads, with the
+ * widest FMA vectors the build targets: the best of 8 measurements spread
+ * over about a second. *isa: "avx512", "avx2+fma" or "scalar" (static). */
+hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads);
+
+/* GPT-2's training step through a sharding plan on rank threads (GPT-2's
+ * dp x tp plan; dp = tp = 0: the plain engine, no plan), profiled on rank 0:
+ * two warm-up steps, then medians of `steps`. */
+typedef struct {
+    hp_model_config model;
+    int B, T;
+    int dp, tp;
+    int overlap; /* 1: gradient reductions overlapped with the backward */
+    int threads; /* in all, shared out among the ranks */
+    int steps;
+} hp_bench_parallel_config;
+
+typedef struct {
+    double tokens_per_s, step_ms;
+    double compute_ms;   /* kernels */
+    double comm_ms;      /* collectives run inside the step (exposed) */
+    double optimizer_ms; /* the optimizer phase */
+    double other_ms;     /* the rest: dispatch, hand-offs, input scatter */
+} hp_bench_parallel_result;
+
+hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_parallel_config *cfg);
+
+/* Collectives (`hyperpar bench comm`), sizes as nccl-tests count them
+ * (all-reduce buffer, reduce-scatter input, all-gather output). */
+typedef enum { HP_BENCH_REDUCE_SCATTER = 0, HP_BENCH_ALL_GATHER = 1, HP_BENCH_ALL_REDUCE = 2 } hp_bench_coll;
+
+/* How every measurement runs: the median of `repeat` runs (1..64); bind:
+ * rank g's thread pinned to the (g mod n)-th of the n CPUs the process may
+ * use (read here), and the calling thread to the (index mod n)-th. */
+typedef struct hp_bench_comm hp_bench_comm;
+hp_status hp_bench_comm_create(hp_bench_comm **out, int repeat, int bind, int index);
+void hp_bench_comm_free(hp_bench_comm *b);
+
+typedef struct {
+    hp_bench_coll coll;
+    int64_t bytes;
+    int iters;
+    int fused;   /* 0: one call; 1: one call on 100 tensors of 4 KiB; -1: 100 separate calls on them (bytes 409600) */
+    int shared;  /* 1: one output buffer shared by the supernode */
+    int inplace; /* all-gather: every shard already at its place in the output */
+} hp_bench_comm_case;
+
+/* Seconds per call on every rank of w this process hosts, each on its own
+ * thread (timed on the first); runs[] (may be NULL) gets each run's time;
+ * *inter_bytes (may be NULL): inter-supernode bytes per call of the first. */
+hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_bench_comm *b, hp_world *w,
+                            const hp_bench_comm_case *c);
+/* Seconds per call of Open MPI's own collective on MPI_COMM_WORLD (sep100:
+ * per 100 separate calls on 4 KiB tensors); every process calls (MPI
+ * initialised by the caller). */
+double hp_bench_comm_mpi(hp_bench_comm *b, hp_bench_coll coll, int64_t bytes, int iters, int inplace, int sep100);
+/* Processes other than the measuring one wait here without spinning (an
+ * MPI barrier the measuring process enters when done). */
+void hp_bench_comm_idle_wait(void);
+/* Seconds per memcpy of `bytes` on this thread (median of the repeats). */
+double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
+
 /* ---- for programs: errors, clocks, settings files ----------------------- */
 
 /* A new error with a printf-style message (one line: name the file, field or

@@ -1,21 +1,28 @@
-/* tools/bench_comm_time: the timing behind `hyperpar bench comm` — a
- * collective on every hosted rank's own thread (hyperpar), Open MPI's own
- * collectives on MPI_COMM_WORLD, memcpy, and pinning threads to CPUs. */
-#include "bench_comm_time.h"
-
+/* api/bench_comm: the timing behind `hyperpar bench comm` — a collective
+ * (comm/comm) on every hosted rank's own thread, Open MPI's own collectives
+ * on MPI_COMM_WORLD, memcpy, and pinning threads to CPUs. */
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "api/api.h"
 #include "core/timing.h"
 
+struct hp_bench_comm {
+    int repeat;
+    int bind;
+    cpu_set_t cpus; /* the CPUs the process may use, read before any pinning */
+};
+
+static const hp_comm_kind kinds[3] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE};
+
 /* Pins the calling thread to the (idx mod n)-th of the n CPUs in allowed
- * (the CPUs the process may use, read before any thread was pinned; NULL:
- * no pinning). */
-void hp_bcomm_pin(const cpu_set_t *allowed, int idx) {
+ * (NULL: no pinning). */
+static void bc_pin(const cpu_set_t *allowed, int idx) {
     if (!allowed) return;
     int n = CPU_COUNT(allowed);
     if (n < 1) return;
@@ -48,7 +55,7 @@ typedef struct {
 
 static void *bc_rank(void *arg) {
     bc_job *j = arg;
-    hp_bcomm_pin(j->cpus, j->rank);
+    bc_pin(j->cpus, j->rank);
     hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
     hp_comm_group *g = hp_comm_world_group(j->w);
     int n = hp_comm_world_size(j->w);
@@ -106,44 +113,68 @@ static void *bc_rank(void *arg) {
     return NULL;
 }
 
-/* Seconds per call on the first hosted rank (-1 on error, printed). */
-static double bc_hyperpar1(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                           int64_t *inter_bytes, int shared, int inplace, const cpu_set_t *cpus) {
+/* Seconds per call on the first hosted rank; the first error of any rank. */
+static hp_status bc_hyperpar1(double *sec, int64_t *inter_bytes, hp_comm_world *w, const hp_bench_comm_case *cs,
+                              const cpu_set_t *cpus) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
-    float *sh = shared ? malloc((size_t)bytes + 64) : NULL;
+    float *sh = cs->shared ? malloc((size_t)cs->bytes + 64) : NULL;
     bc_job *jobs = calloc((size_t)count, sizeof *jobs);
     pthread_t *th = calloc((size_t)count, sizeof *th);
+    if (!jobs || !th || (cs->shared && !sh)) {
+        free(jobs), free(th), free(sh);
+        return hp_errorf("bench comm: out of memory for %lld bytes", (long long)cs->bytes);
+    }
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kind, bytes, iters, fused, inplace, sh, cpus, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kinds[cs->coll], cs->bytes, cs->iters, cs->fused, cs->inplace, sh, cpus, 0, 0, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
-    double sec = jobs[0].sec;
+    *sec = jobs[0].sec;
     if (inter_bytes) *inter_bytes = jobs[0].inter_bytes;
-    for (int i = 0; i < count; i++)
-        if (jobs[i].st) {
-            fprintf(stderr, "bench comm: %s\n", hp_status_msg(jobs[i].st));
-            hp_status_free(jobs[i].st);
-            sec = -1;
-        }
+    hp_status st = HP_OK;
+    for (int i = 0; i < count; i++) {
+        if (!st) st = jobs[i].st;
+        else hp_status_free(jobs[i].st);
+    }
     free(jobs);
     free(th);
     free(sh);
-    return sec;
+    return st;
 }
 
-/* The median over `repeat` runs of bc_hyperpar1 (runs[] gets each run's time). */
-double hp_bcomm_hyperpar(hp_comm_world *w, hp_comm_kind kind, int64_t bytes, int iters, int fused,
-                         int64_t *inter_bytes, int shared, int inplace, const bc_cfg *cfg, double *runs) {
+hp_status hp_bench_comm_create(hp_bench_comm **out, int repeat, int bind, int index) {
+    *out = NULL;
+    if (repeat < 1 || repeat > 64) return hp_errorf("hp_bench_comm_create: repeat must be in 1..64, got %d", repeat);
+    hp_bench_comm *b = calloc(1, sizeof *b);
+    if (!b) return hp_errorf("hp_bench_comm_create: out of memory");
+    b->repeat = repeat;
+    b->bind = bind && sched_getaffinity(0, sizeof b->cpus, &b->cpus) == 0;
+    bc_pin(b->bind ? &b->cpus : NULL, index);
+    *out = b;
+    return HP_OK;
+}
+
+void hp_bench_comm_free(hp_bench_comm *b) { free(b); }
+
+static const cpu_set_t *bc_cpus(const hp_bench_comm *b) { return b->bind ? &b->cpus : NULL; }
+
+hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_bench_comm *b, hp_world *w,
+                            const hp_bench_comm_case *c) {
+    *sec = -1;
+    if (c->coll < HP_BENCH_REDUCE_SCATTER || c->coll > HP_BENCH_ALL_REDUCE)
+        return hp_errorf("hp_bench_comm_run: unknown collective %d", (int)c->coll);
+    if (c->bytes < 4 || c->iters < 1) return hp_errorf("hp_bench_comm_run: bytes must be >= 4 and iters >= 1");
+    if (c->fused && c->bytes != 100 * 4096)
+        return hp_errorf("hp_bench_comm_run: a fused case is 100 tensors of 4 KiB: bytes must be 409600, got %lld",
+                         (long long)c->bytes);
     double v[64];
-    int repeat = cfg->repeat > 64 ? 64 : cfg->repeat;
-    for (int k = 0; k < repeat; k++) {
-        v[k] = bc_hyperpar1(w, kind, bytes, iters, fused, inter_bytes, shared, inplace, cfg->cpus);
-        if (v[k] < 0) return -1;
+    for (int k = 0; k < b->repeat; k++) {
+        HP_TRY(bc_hyperpar1(&v[k], inter_bytes, w->w, c, bc_cpus(b)));
         if (runs) runs[k] = v[k];
     }
-    return hp_median(v, repeat);
+    *sec = hp_median(v, b->repeat);
+    return HP_OK;
 }
 
 /* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
@@ -184,15 +215,14 @@ static double bc_mpi1(hp_comm_kind kind, int64_t bytes, int iters, int inplace, 
     return sec;
 }
 
-double hp_bcomm_mpi(hp_comm_kind kind, int64_t bytes, int iters, int inplace, int sep100, int repeat) {
+double hp_bench_comm_mpi(hp_bench_comm *b, hp_bench_coll coll, int64_t bytes, int iters, int inplace, int sep100) {
     double v[64];
-    if (repeat > 64) repeat = 64;
-    for (int k = 0; k < repeat; k++) v[k] = bc_mpi1(kind, bytes, iters, inplace, sep100);
-    return hp_median(v, repeat);
+    for (int k = 0; k < b->repeat; k++) v[k] = bc_mpi1(kinds[coll], bytes, iters, inplace, sep100);
+    return hp_median(v, b->repeat);
 }
 
 /* Other processes wait here without spinning while process 0 measures alone. */
-void hp_bcomm_idle_wait(void) {
+void hp_bench_comm_idle_wait(void) {
     MPI_Request q;
     MPI_Ibarrier(MPI_COMM_WORLD, &q);
     int done = 0;
@@ -205,7 +235,7 @@ void hp_bcomm_idle_wait(void) {
     }
 }
 
-double hp_bcomm_memcpy(int64_t bytes, int iters) {
+static double bc_memcpy1(int64_t bytes, int iters) {
     char *a = malloc((size_t)bytes), *b = malloc((size_t)bytes);
     memset(a, 1, (size_t)bytes);
     memset(b, 2, (size_t)bytes);
@@ -219,4 +249,10 @@ double hp_bcomm_memcpy(int64_t bytes, int iters) {
     free(a);
     free(b);
     return sec;
+}
+
+double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters) {
+    double v[64];
+    for (int k = 0; k < b->repeat; k++) v[k] = bc_memcpy1(bytes, iters);
+    return hp_median(v, b->repeat);
 }

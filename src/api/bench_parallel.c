@@ -1,0 +1,136 @@
+/* api/bench_parallel: hp_bench_parallel_row — GPT-2's training step through
+ * GPT-2's dp x tp plan (models/gpt2_plan) on rank threads (runtime/dist), or
+ * without a plan, profiled on rank 0: kernels and collectives from the
+ * program's profile, the optimizer phase timed apart, and the rest. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/infer.h"
+#include "core/rng.h"
+#include "core/timing.h"
+#include "models/gpt2_plan.h"
+#include "optim/phase.h"
+#include "runtime/dist.h"
+
+typedef struct {
+    hp_dist *d;
+    hp_gpt2_io io;
+    const hp_optim_config *oc;
+    const int32_t *tok, *tgt;
+    long step;
+    double prof[64][2];
+    double opt_s[64];
+} pstep;
+
+/* One training step on a rank; the optimizer phase is timed apart. */
+static hp_status rank_step(hp_dist_rank *r, void *c_) {
+    pstep *c = c_;
+    hp_dist_scatter_value(c->d, r, c->io.tokens, hp_dist_value(r, c->io.tokens), c->tok);
+    hp_dist_scatter_value(c->d, r, c->io.targets, hp_dist_value(r, c->io.targets), c->tgt);
+    hp_optim_phase_lrs(hp_program_data(r->prog, r->c.optim.lr), c->oc, 1e-4f);
+    *(int32_t *)hp_program_data(r->prog, r->c.optim.step) = (int32_t)(c->step + 1);
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    double *prof = c->prof[r->local_index], saved[2] = {prof[0], prof[1]};
+    double t0 = hp_now();
+    HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
+    c->opt_s[r->local_index] += hp_now() - t0;
+    prof[0] = saved[0], prof[1] = saved[1]; /* the optimizer is its own column */
+    return HP_OK;
+}
+
+static void fill_batch(int32_t *tok, int32_t *tgt, int n, int V) {
+    hp_rng rng;
+    hp_rng_seed(&rng, 5);
+    for (int i = 0; i < n; i++) {
+        tok[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)V);
+        tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)V);
+    }
+}
+
+/* GPT-2 initialisation of a whole model (graph g), scattered to the ranks. */
+static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config *m) {
+    hp_param_store ps;
+    memset(&ps, 0, sizeof ps);
+    hp_status st = hp_param_store_create(&ps, g);
+    if (!st) st = hp_api_init_params(&ps, m, 1);
+    if (!st) st = hp_dist_scatter_params(d, &ps);
+    hp_param_store_free(&ps);
+    return st;
+}
+
+/* The timed loop on d; t, k, cm, o, ot: per step total, kernels, comm, optimizer, other. */
+static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *k, double *cm, double *o, double *ot) {
+    for (int i = -2; i < steps; i++) {
+        c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
+        c->step = i + 2;
+        double t0 = hp_now();
+        HP_TRY(hp_dist_run(d, rank_step, c));
+        double dt = hp_now() - t0;
+        if (i >= 0) {
+            t[i] = dt, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
+            ot[i] = dt - k[i] - cm[i] - o[i];
+        }
+    }
+    return HP_OK;
+}
+
+hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_parallel_config *cfg) {
+    memset(res, 0, sizeof *res);
+    int B = cfg->B, T = cfg->T, steps = cfg->steps;
+    if (steps < 1 || cfg->threads < 1 || B < 1 || T < 1)
+        return hp_errorf("hp_bench_parallel_row: steps, threads, B and T must be >= 1");
+    if (cfg->dp < 0 || cfg->tp < 0 || (cfg->dp > 0) != (cfg->tp > 0))
+        return hp_errorf("hp_bench_parallel_row: dp and tp must both be >= 1 (or both 0: no plan), got %d and %d",
+                         cfg->dp, cfg->tp);
+    hp_plan plan;
+    int have_plan = cfg->dp > 0;
+    if (have_plan) HP_TRY(hp_plan_gpt2_dp_tp(&plan, cfg->dp, cfg->tp));
+    if (have_plan && hp_mesh_size(&plan.mesh) > 64) {
+        hp_plan_free(&plan);
+        return hp_errorf("hp_bench_parallel_row: at most 64 ranks, got dp=%d x tp=%d", cfg->dp, cfg->tp);
+    }
+    hp_gpt2_config mc = {cfg->model.layers, cfg->model.heads, cfg->model.channels, cfg->model.vocab, 0,
+                         cfg->model.max_seq};
+    hp_graph *g = NULL;
+    hp_comm_world *w = NULL;
+    hp_dist *d = NULL;
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    pstep *c = calloc(1, sizeof *c);
+    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
+    double *t = calloc((size_t)steps * 5, sizeof *t);
+    hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("hp_bench_parallel_row: out of memory");
+    if (!st) st = hp_graph_create(&g);
+    if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
+    if (!st) st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
+    if (!st) {
+        hp_dist_config dc = {.model = g, .plan = have_plan ? &plan : NULL, .world = w,
+                             .threads_per_rank = hp_dist_threads_per_rank(w, cfg->threads)};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f,
+                                       .schedule = {.overlap = cfg->overlap}};
+        st = hp_dist_create(&d, &dc);
+    }
+    if (!st) st = init_params(d, g, &mc);
+    if (!st) {
+        fill_batch(tok, tgt, B * T, mc.V);
+        c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
+        for (int i = 0; i < hp_dist_nranks(d); i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
+        st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps);
+    }
+    if (!st) {
+        double step = hp_median(t, steps);
+        *res = (hp_bench_parallel_result){B * T / step,
+                                          step * 1e3,
+                                          hp_median(t + steps, steps) * 1e3,
+                                          hp_median(t + 2 * steps, steps) * 1e3,
+                                          hp_median(t + 3 * steps, steps) * 1e3,
+                                          hp_median(t + 4 * steps, steps) * 1e3};
+    }
+    free(tok), free(tgt), free(t), free(c);
+    hp_dist_destroy(d);
+    hp_comm_world_destroy(w);
+    hp_graph_destroy(g);
+    if (have_plan) hp_plan_free(&plan);
+    return st;
+}
