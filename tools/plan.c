@@ -7,8 +7,8 @@
  * and phase; memory per rank; and propagation notes. --json FILE writes the
  * same as JSON. Compiling needs no communicator and allocates no tensors: the
  * activation arena comes from the same liveness planner the program uses.
- * Here: the flags; the report is built in plan_report.c and written by
- * plan_text.c and plan_json.c. */
+ * Here: the flags; the report is built by the library (hp_plan_report_create,
+ * from plan_report.c) and written by plan_text.c and plan_json.c. */
 #include <stdio.h>
 #include <stdlib.h>
 

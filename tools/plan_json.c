@@ -1,150 +1,164 @@
 /* tools/plan_json: the report of `hyperpar plan` as JSON (--json FILE): the
- * mesh, model and plan, then per rank its tensors, collectives, totals and
- * memory, and the propagation notes — the same as the text report. */
+ * mesh, model and plan, the passes, then per rank its tensors, collectives,
+ * totals and memory, and the propagation notes — the same as the text
+ * report, as one line of compact JSON written with stdio. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "io/json.h"
 #include "plan_report.h"
 
-static void jw_shape(hp_jw *w, const char *key, const hp_shape *s) {
-    hp_jw_key(w, key);
-    hp_jw_array_begin(w);
-    for (int i = 0; i < s->ndim; i++) hp_jw_int(w, s->d[i]);
-    hp_jw_array_end(w);
-}
-
-static void jw_str(hp_jw *w, const char *key, const char *s) {
-    hp_jw_key(w, key);
-    hp_jw_string(w, s);
-}
-
-static void jw_num(hp_jw *w, const char *key, double v) {
-    hp_jw_key(w, key);
-    hp_jw_double(w, v);
-}
-
-static void json_rank(hp_jw *w, const planner *p, const rank_report *r) {
-    const hp_graph *g = p->g;
-    const hp_mesh *m = &p->plan.mesh;
-    char b[200];
-    hp_jw_object_begin(w);
-    jw_num(w, "rank", r->rank);
-    hp_jw_key(w, "tensors");
-    hp_jw_array_begin(w);
-    for (int k = 0; k < p->nlisted; k++) {
-        int v = p->listed[k];
-        const hp_value *val = &g->vals[v];
-        hp_shape loc;
-        hp_local_shape(&loc, NULL, &val->shape, &p->prop->val[v], m, r->rank);
-        hp_jw_object_begin(w);
-        jw_str(w, "name", val->name);
-        jw_str(w, "kind", hp_planner_kind_name(val->kind));
-        jw_shape(w, "shape", &val->shape);
-        jw_str(w, "layout", hp_layout_str(b, sizeof b, &p->prop->val[v], m));
-        jw_shape(w, "local_shape", &loc);
-        hp_jw_object_end(w);
-    }
-    hp_jw_array_end(w);
-    hp_jw_key(w, "collectives");
-    hp_jw_array_begin(w);
-    for (int i = 0; i < r->nc; i++) {
-        const coll *c = &r->c[i];
-        if (!c->comm && !p->po.all) continue;
-        hp_jw_object_begin(w);
-        jw_str(w, "phase", hp_planner_phase_name(c->phase));
-        jw_str(w, "where", c->where);
-        jw_str(w, "steps", c->steps);
-        jw_str(w, "groups", c->groups);
-        jw_num(w, "bytes", c->bytes);
-        hp_jw_key(w, "communicates");
-        hp_jw_bool(w, c->comm);
-        hp_jw_object_end(w);
-    }
-    hp_jw_array_end(w);
-    hp_jw_key(w, "totals");
-    hp_jw_array_begin(w);
-    for (int ph = 0; ph < HP_NPHASES; ph++)
-        for (int k = 0; k < NKINDS; k++) {
-            if (!r->count[ph][k]) continue;
-            hp_jw_object_begin(w);
-            jw_str(w, "phase", hp_planner_phase_name((hp_phase)ph));
-            jw_str(w, "kind", hp_rd_kind_name((hp_rd_kind)k));
-            jw_num(w, "count", r->count[ph][k]);
-            jw_num(w, "bytes", r->bytes[ph][k]);
-            hp_jw_object_end(w);
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void put_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        switch (*c) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default:
+            if (*c < 0x20)
+                fprintf(f, "\\u%04x", *c);
+            else
+                fputc(*c, f);
         }
-    hp_jw_array_end(w);
-    hp_jw_key(w, "memory");
-    hp_jw_object_begin(w);
-    jw_num(w, "params", r->m.params);
-    jw_num(w, "grads", r->m.grads);
-    jw_num(w, "optimizer", r->m.optim);
-    jw_num(w, "activations", r->m.arena);
-    jw_num(w, "scratch", r->m.scratch);
-    jw_num(w, "inputs", r->m.inputs);
-    jw_num(w, "total", r->m.total);
-    hp_jw_object_end(w);
-    hp_jw_object_end(w);
+    }
+    fputc('"', f);
+}
+
+/* A number with the fewest digits that read back to v (15 to 17). */
+static void put_num(FILE *f, double v) {
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    fputs(buf, f);
+}
+
+/* ,"key": — sep is the text before the key ("" for a first member). */
+static void key(FILE *f, const char *sep, const char *k) {
+    fputs(sep, f);
+    put_str(f, k);
+    fputc(':', f);
+}
+
+static void kv_str(FILE *f, const char *sep, const char *k, const char *v) {
+    key(f, sep, k);
+    put_str(f, v);
+}
+
+static void kv_num(FILE *f, const char *sep, const char *k, double v) {
+    key(f, sep, k);
+    put_num(f, v);
+}
+
+static void kv_shape(FILE *f, const char *sep, const char *k, const int64_t *d, int ndim) {
+    key(f, sep, k);
+    fputc('[', f);
+    for (int i = 0; i < ndim; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)d[i]);
+    fputc(']', f);
+}
+
+static void json_tensor(FILE *f, const hp_plan_tensor *t) {
+    kv_str(f, "{", "name", t->name);
+    kv_str(f, ",", "kind", t->kind);
+    kv_shape(f, ",", "shape", t->shape, t->ndim);
+    kv_str(f, ",", "layout", t->layout);
+    kv_shape(f, ",", "local_shape", t->local_shape, t->ndim);
+    fputc('}', f);
+}
+
+static void json_coll(FILE *f, const hp_plan_collective *c) {
+    kv_str(f, "{", "phase", c->phase);
+    kv_str(f, ",", "where", c->where);
+    kv_str(f, ",", "steps", c->steps);
+    kv_str(f, ",", "groups", c->groups);
+    kv_num(f, ",", "bytes", c->bytes);
+    key(f, ",", "communicates");
+    fputs(c->communicates ? "true}" : "false}", f);
+}
+
+static void json_rank(FILE *f, const hp_plan_rank_report *r, int all) {
+    kv_num(f, "{", "rank", r->rank);
+    key(f, ",", "tensors");
+    for (int k = 0; k < r->ntensors; k++) fputs(k ? "," : "[", f), json_tensor(f, &r->tensors[k]);
+    fputs(r->ntensors ? "]" : "[]", f);
+    key(f, ",", "collectives");
+    const char *sep = "[";
+    for (int i = 0; i < r->ncollectives; i++) {
+        if (!r->collectives[i].communicates && !all) continue;
+        fputs(sep, f), sep = ",";
+        json_coll(f, &r->collectives[i]);
+    }
+    fputs(*sep == '[' ? "[]" : "]", f);
+    key(f, ",", "totals");
+    for (int i = 0; i < r->ntotals; i++) {
+        const hp_plan_total *t = &r->totals[i];
+        kv_str(f, i ? ",{" : "[{", "phase", t->phase);
+        kv_str(f, ",", "kind", t->kind);
+        kv_num(f, ",", "count", t->count);
+        kv_num(f, ",", "bytes", t->bytes);
+        fputc('}', f);
+    }
+    fputs(r->ntotals ? "]" : "[]", f);
+    const hp_plan_memory *m = &r->memory;
+    kv_num(f, ",\"memory\":{", "params", m->params);
+    kv_num(f, ",", "grads", m->grads);
+    kv_num(f, ",", "optimizer", m->optimizer);
+    kv_num(f, ",", "activations", m->activations);
+    kv_num(f, ",", "scratch", m->scratch);
+    kv_num(f, ",", "inputs", m->inputs);
+    kv_num(f, ",", "total", m->total);
+    fputs("}}", f);
+}
+
+static void json_report(FILE *f, const hp_plan_report *rep, int all) {
+    kv_str(f, "{", "mesh", rep->mesh);
+    key(f, ",", "axes");
+    for (int a = 0; a < rep->naxes; a++) {
+        kv_str(f, a ? ",{" : "[{", "name", rep->axis_name[a]);
+        kv_num(f, ",", "size", rep->axis_size[a]);
+        fputc('}', f);
+    }
+    fputs(rep->naxes ? "]" : "[]", f);
+    kv_num(f, ",", "nranks", rep->nranks);
+    kv_num(f, ",", "world", rep->world);
+    const hp_model_config *mc = &rep->model;
+    kv_num(f, ",\"model\":{", "L", mc->layers);
+    kv_num(f, ",", "NH", mc->heads);
+    kv_num(f, ",", "C", mc->channels);
+    kv_num(f, ",", "V", mc->vocab);
+    kv_num(f, ",", "Vp", rep->vocab_padded);
+    kv_num(f, ",", "maxT", mc->max_seq);
+    kv_num(f, ",", "B", rep->batch);
+    kv_num(f, ",", "T", rep->seq);
+    kv_num(f, ",", "params", (double)rep->nparams);
+    fputc('}', f);
+    kv_str(f, ",", "plan", rep->plan_text);
+    key(f, ",", "passes");
+    for (int i = 0; i < rep->npasses; i++) {
+        kv_str(f, i ? ",{" : "[{", "name", rep->passes[i].name);
+        kv_str(f, ",", "note", rep->passes[i].note);
+        fputc('}', f);
+    }
+    fputs(rep->npasses ? "]" : "[]", f);
+    key(f, ",", "ranks");
+    for (int i = 0; i < rep->nreported; i++) fputs(i ? "," : "[", f), json_rank(f, &rep->ranks[i], all);
+    fputs(rep->nreported ? "]" : "[]", f);
+    key(f, ",", "notes");
+    for (int i = 0; i < rep->nnotes; i++) fputs(i ? "," : "[", f), put_str(f, rep->notes[i]);
+    fputs(rep->nnotes ? "]}\n" : "[]}\n", f);
 }
 
 hp_status hp_planner_write_json(const planner *p, const char *path) {
-    const hp_mesh *m = &p->plan.mesh;
-    hp_jw w;
-    hp_jw_init(&w);
-    char b[160];
-    hp_jw_object_begin(&w);
-    jw_str(&w, "mesh", hp_mesh_str(b, sizeof b, m));
-    hp_jw_key(&w, "axes");
-    hp_jw_array_begin(&w);
-    for (int a = 0; a < m->ndim; a++) {
-        hp_jw_object_begin(&w);
-        jw_str(&w, "name", m->name[a]);
-        jw_num(&w, "size", m->size[a]);
-        hp_jw_object_end(&w);
-    }
-    hp_jw_array_end(&w);
-    jw_num(&w, "nranks", hp_mesh_size(m));
-    jw_num(&w, "world", p->po.world);
-    hp_jw_key(&w, "model");
-    hp_jw_object_begin(&w);
-    jw_num(&w, "L", p->mc.L), jw_num(&w, "NH", p->mc.NH), jw_num(&w, "C", p->mc.C);
-    jw_num(&w, "V", p->mc.V), jw_num(&w, "Vp", p->mc.Vp), jw_num(&w, "maxT", p->mc.maxT);
-    jw_num(&w, "B", p->po.o.batch), jw_num(&w, "T", p->po.o.seq);
-    jw_num(&w, "params", (double)hp_gpt2_num_params(&p->mc));
-    hp_jw_object_end(&w);
-    size_t pn = hp_plan_str_size(&p->plan);
-    char *pt = malloc(pn);
-    if (!pt) {
-        hp_jw_free(&w);
-        return hp_errorf("out of memory");
-    }
-    jw_str(&w, "plan", hp_plan_str(pt, pn, &p->plan));
-    free(pt);
-    hp_jw_key(&w, "passes");
-    hp_jw_array_begin(&w);
-    for (int i = 0; i < p->r[0].cc.npasses; i++) {
-        hp_jw_object_begin(&w);
-        jw_str(&w, "name", p->r[0].cc.passes[i].name);
-        jw_str(&w, "note", p->r[0].cc.passes[i].note);
-        hp_jw_object_end(&w);
-    }
-    hp_jw_array_end(&w);
-    hp_jw_key(&w, "ranks");
-    hp_jw_array_begin(&w);
-    for (int i = 0; i < p->nr; i++) json_rank(&w, p, &p->r[i]);
-    hp_jw_array_end(&w);
-    hp_jw_key(&w, "notes");
-    hp_jw_array_begin(&w);
-    for (int i = 0; i < p->prop->nnotes; i++) hp_jw_string(&w, p->prop->notes[i]);
-    hp_jw_array_end(&w);
-    hp_jw_object_end(&w);
-    char *text;
-    size_t len;
-    HP_TRY(hp_jw_finish(&text, &len, &w));
     FILE *f = fopen(path, "w");
-    int ok = f && fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = 0;
-    free(text);
+    if (!f) return hp_errorf("%s: cannot write the JSON report", path);
+    json_report(f, p->rep, p->po.all);
+    int ok = !ferror(f);
+    if (fclose(f) != 0) ok = 0;
     return ok ? HP_OK : hp_errorf("%s: cannot write the JSON report", path);
 }

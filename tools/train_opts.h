@@ -1,7 +1,6 @@
 /* tools/train_opts: the settings of a training run (flags and config file
  * keys), their defaults and checks. Shared by `hyperpar train` and `hyperpar
- * plan`. (What they configure in the library's internal types, for
- * tools/plan_report until it is ported: tools/train_opts_internal.h.) */
+ * plan`. */
 #ifndef HP_TOOLS_TRAIN_OPTS_H
 #define HP_TOOLS_TRAIN_OPTS_H
 

@@ -168,6 +168,109 @@ int hp_shard_plan_ranks(const hp_shard_plan *p);
 const char *hp_shard_plan_mesh(const hp_shard_plan *p);
 const char *hp_shard_plan_text(const hp_shard_plan *p);
 
+/* ---- plan reports ------------------------------------------------------- */
+
+/* What a sharding plan compiles to, without running it (`hyperpar plan`):
+ * the mesh, the passes of the compile, and per reported rank the layouts and
+ * local shapes of the tensors, every collective the compile inserted (with
+ * totals per phase and kind) and the memory the rank's program would use.
+ * Compiling needs no world and allocates no tensors (a 124M model plans in
+ * milliseconds). Phases are "fwd", "bwd" and "opt", in that order. */
+typedef struct {
+    hp_model_config model;     /* GPT-2's shape, unless init_llmc */
+    const char *init_llmc;     /* NULL: model; else the shape of these llm.c weights */
+    int batch, seq;            /* B x T tokens per step (>= 1) */
+    const hp_shard_plan *plan; /* required (borrowed) */
+    int world;                 /* ranks the run will have: 0 (the mesh's) or the mesh's */
+    int rank;                  /* the rank reported, 0..ranks-1 */
+    int all_ranks;             /* 1: every rank (rank is ignored) */
+    int all_values;            /* 1: every tensor (activations, gradients), not only inputs and parameters */
+    const char *optimizer;     /* "adamw" or "muon" (NULL: adamw) */
+    const char *muon_params;   /* Muon routing overrides: comma-separated globs, or NULL */
+    const char *adamw_params;
+    float grad_clip;           /* global-norm clipping; <= 0: off */
+    int overlap;               /* 1: gradient reductions start early and wait late */
+    int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
+} hp_plan_report_config;
+
+#define HP_PLAN_NAME_LEN 96
+#define HP_PLAN_MAX_DIMS 8
+#define HP_PLAN_MAX_AXES 4
+
+typedef struct {
+    char name[HP_PLAN_NAME_LEN];
+    const char *kind; /* "input", "param", "const", "grad" or "act" */
+    int ndim;
+    int64_t shape[HP_PLAN_MAX_DIMS];       /* global */
+    char layout[128];                      /* "R@dp,S(1)@tp" */
+    int64_t local_shape[HP_PLAN_MAX_DIMS]; /* on the reported rank */
+} hp_plan_tensor;
+
+typedef struct { /* an inserted redistribution or collective */
+    const char *phase;            /* "fwd", "bwd" or "opt" */
+    char where[HP_PLAN_NAME_LEN]; /* the node it feeds */
+    char steps[600];              /* "all-reduce(tp, sum) 32.8 KB" */
+    char groups[200];             /* the rank's groups: "tp[0,1]"; "-" when local */
+    double bytes;                 /* sent per rank per training step */
+    int communicates;             /* 0: local steps only (slices, Partial from Replicate) */
+} hp_plan_collective;
+
+typedef struct { /* the steps of one kind in one phase */
+    const char *phase;
+    const char *kind;  /* "all-reduce", "all-gather", ..., "slice", "to-partial" */
+    int communicates;  /* 0 for the local kinds (slice, to-partial) */
+    int count;
+    double bytes;
+} hp_plan_total;
+
+typedef struct {
+    char name[24];  /* "autodiff", "propagate", ... */
+    char note[160]; /* what it did */
+} hp_plan_pass;
+
+typedef struct { /* bytes of the rank's program */
+    double params, grads, optimizer, activations, scratch, inputs, total;
+} hp_plan_memory;
+
+typedef struct {
+    int rank;
+    char axis_group[HP_PLAN_MAX_AXES][200]; /* the rank's group along each axis: "tp[0,1]" */
+    hp_plan_tensor *tensors;         /* inputs, parameters, then (all_values) the rest */
+    int ntensors;
+    hp_plan_collective *collectives; /* in program order */
+    int ncollectives;
+    hp_plan_total *totals;           /* the kinds present, by phase then kind */
+    int ntotals;
+    hp_plan_memory memory;
+} hp_plan_rank_report;
+
+typedef struct {
+    char mesh[128]; /* "dp=2,tp=2" */
+    int naxes;
+    char axis_name[HP_PLAN_MAX_AXES][16];
+    int axis_size[HP_PLAN_MAX_AXES];
+    int nranks, world;
+    hp_model_config model; /* with the shape init_llmc gave */
+    int vocab_padded;
+    long nparams;          /* llm.c's count */
+    int batch, seq;
+    char optimizer[16];
+    const char *plan_text; /* the plan in the file format */
+    hp_plan_pass passes[16]; /* the compile's passes, in order (the first reported rank's) */
+    int npasses;
+    hp_plan_rank_report *ranks; /* the reported ranks */
+    int nreported;
+    const char **notes; /* propagation notes: operators without a sharding rule */
+    int nnotes;
+} hp_plan_report;
+
+/* Defaults: world 0, rank 0, adamw, grad clip 1, overlap on, 1 thread. */
+void hp_plan_report_config_default(hp_plan_report_config *c);
+/* Compiles the plan for the reported ranks and gathers the report; errors
+ * name the field, or the plan rule and tensor at fault. */
+hp_status hp_plan_report_create(hp_plan_report **out, const hp_plan_report_config *c);
+void hp_plan_report_free(hp_plan_report *r);
+
 /* ---- the comm world ----------------------------------------------------- */
 
 /* A world is S supernodes x R ranks. Ranks of one supernode are threads of

@@ -41,13 +41,13 @@ static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tens
 static void backward(hp_graph *g, int node, const int *gout, int *gin) {
     int dx = grad_for(g, node, 0), dw = grad_for(g, node, 1);
     int db = g->nodes[node].nin == 3 ? grad_for(g, node, 2) : -1;
-    const hp_node *n = &g->nodes[node];
-    int in[3] = {gout[0], n->in[0], n->in[1]};
+    int has_bias = g->nodes[node].nin == 3; /* read before emitting: the node array may move */
+    int in[3] = {gout[0], g->nodes[node].in[0], g->nodes[node].in[1]};
     int out[3] = {dx, dw, db};
     emit_bwd(g, &hp_op_linear_bwd, node, in, 3, out, 3);
     gin[0] = dx;
     gin[1] = dw;
-    if (n->nin == 3) gin[2] = db;
+    if (has_bias) gin[2] = db;
 }
 
 static double flops(const hp_graph *g, const hp_node *n) {

@@ -1,3 +1,6 @@
 # Room checks: no src/<room> file includes from a room outside its HP_DEPS list.
 add_test(NAME rooms/includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_includes.sh ${CMAKE_SOURCE_DIR})
 add_test(NAME rooms/check_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_includes.sh ${CMAKE_SOURCE_DIR})
+# tools/ uses the public API only (include/hyperpar/hyperpar.h), and the check itself catches a violation.
+add_test(NAME rooms/tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_tools_includes.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME rooms/check_tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_tools_includes.sh ${CMAKE_SOURCE_DIR})

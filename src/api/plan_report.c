@@ -1,0 +1,159 @@
+/* api/plan_report: hp_plan_report, what a sharding plan compiles to — checks
+ * the config, builds GPT-2's forward graph, compiles it (parallel/compile)
+ * for each reported rank without a communicator, and gathers per rank its
+ * report (plan_report_gather.c) with the mesh, the passes and the
+ * propagation notes. Each rank's compile is freed once gathered. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/plan_report.h"
+#include "models/gpt2_config.h"
+
+_Static_assert(HP_PLAN_MAX_AXES >= HP_MESH_MAX_DIMS, "hp_plan_report holds every mesh axis");
+_Static_assert(sizeof(((hp_plan_report *)0)->axis_name[0]) >= HP_AXIS_NAME_LEN, "axis names fit");
+_Static_assert(sizeof(((hp_plan_report *)0)->passes) / sizeof(hp_plan_pass) >= HP_MAX_PASSES, "every pass fits");
+_Static_assert(sizeof(((hp_plan_pass *)0)->note) >= HP_PASS_NOTE, "pass notes fit");
+
+void hp_plan_report_config_default(hp_plan_report_config *c) {
+    memset(c, 0, sizeof *c);
+    c->optimizer = "adamw";
+    c->grad_clip = 1.0f;
+    c->overlap = 1;
+    c->threads = 1;
+}
+
+static hp_status check(const hp_plan_report_config *c) {
+#define BAD(...) return hp_errorf("hp_plan_report_config: " __VA_ARGS__)
+    if (!c->plan) BAD("plan is NULL");
+    if (c->batch < 1 || c->seq < 1) BAD("batch and seq must be >= 1, got %d and %d", c->batch, c->seq);
+    if (c->threads < 1) BAD("threads must be >= 1, got %d", c->threads);
+    if (c->world < 0) BAD("world must be >= 1 (or 0: the mesh's size), got %d", c->world);
+    const hp_mesh *m = &c->plan->plan.mesh;
+    int n = hp_mesh_size(m);
+    if (c->world && c->world != n) BAD("mesh '%s' has %d ranks but the world has %d", c->plan->mesh, n, c->world);
+    if (c->rank < 0 || c->rank >= n) BAD("rank %d is not a rank of mesh '%s' (0..%d)", c->rank, c->plan->mesh, n - 1);
+    return HP_OK;
+#undef BAD
+}
+
+/* The model shape: the config's, or an llm.c file's; checked (Vp filled). */
+static hp_status model_config(hp_gpt2_config *mc, const hp_plan_report_config *c) {
+    const hp_model_config *m = &c->model;
+    *mc = (hp_gpt2_config){m->layers, m->heads, m->channels, m->vocab, 0, m->max_seq};
+    if (c->init_llmc && c->init_llmc[0]) HP_TRY(hp_llmc_model_config(mc, c->init_llmc));
+    return hp_gpt2_config_check(mc);
+}
+
+static hp_status optim_config(hp_optim_config *o, const hp_plan_report_config *c) {
+    hp_optim_config_default(o);
+    HP_TRY(hp_opt_kind_parse(&o->kind, c->optimizer ? c->optimizer : "adamw"));
+    o->muon_params = c->muon_params && c->muon_params[0] ? c->muon_params : NULL;
+    o->adamw_params = c->adamw_params && c->adamw_params[0] ? c->adamw_params : NULL;
+    return HP_OK;
+}
+
+/* Values listed: inputs, then parameters, then (all) everything else. */
+static int listed(const hp_value *v, int pass, int all) {
+    if (pass == 0) return v->kind == HP_V_INPUT;
+    if (pass == 1) return v->kind == HP_V_PARAM;
+    return all && v->kind != HP_V_INPUT && v->kind != HP_V_PARAM;
+}
+
+/* What every rank shares, from the first compile: mesh, passes, notes, and
+ * the values listed (*list, malloc'd). */
+static hp_status gather_shared(hp_plan_report *r, int **list, int *nlist, const hp_compiled *cc, int all) {
+    const hp_mesh *m = &cc->mesh;
+    hp_mesh_str(r->mesh, sizeof r->mesh, m);
+    r->naxes = m->ndim;
+    for (int a = 0; a < m->ndim; a++) {
+        snprintf(r->axis_name[a], sizeof r->axis_name[a], "%s", m->name[a]);
+        r->axis_size[a] = m->size[a];
+    }
+    r->npasses = cc->npasses;
+    for (int i = 0; i < cc->npasses; i++) {
+        snprintf(r->passes[i].name, sizeof r->passes[i].name, "%s", cc->passes[i].name);
+        snprintf(r->passes[i].note, sizeof r->passes[i].note, "%s", cc->passes[i].note);
+    }
+    const hp_propagation *p = &cc->prop;
+    size_t text = 0;
+    for (int i = 0; i < p->nnotes; i++) text += strlen(p->notes[i]) + 1;
+    r->notes = malloc(sizeof(char *) * (size_t)p->nnotes + text + 1);
+    if (!r->notes) return hp_errorf("hp_plan_report_create: out of memory");
+    char *s = (char *)(r->notes + p->nnotes);
+    for (int i = 0; i < p->nnotes; i++) {
+        size_t n = strlen(p->notes[i]) + 1;
+        memcpy(s, p->notes[i], n);
+        r->notes[i] = s, s += n;
+    }
+    r->nnotes = p->nnotes;
+    const hp_graph *g = cc->global;
+    *list = malloc(sizeof(int) * (size_t)(g->nvals > 0 ? g->nvals : 1));
+    if (!*list) return hp_errorf("hp_plan_report_create: out of memory");
+    for (int pass = 0; pass < 3; pass++)
+        for (int v = 0; v < g->nvals; v++)
+            if (listed(&g->vals[v], pass, all)) (*list)[(*nlist)++] = v;
+    return HP_OK;
+}
+
+static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
+    HP_TRY(check(c));
+    hp_gpt2_config mc;
+    HP_TRY(model_config(&mc, c));
+    const hp_plan *plan = &c->plan->plan;
+    int n = hp_mesh_size(&plan->mesh);
+    r->model = (hp_model_config){mc.L, mc.NH, mc.C, mc.V, mc.maxT};
+    r->vocab_padded = mc.Vp;
+    r->nparams = (long)hp_gpt2_num_params(&mc);
+    r->batch = c->batch, r->seq = c->seq;
+    r->nranks = n, r->world = c->world ? c->world : n;
+    HP_TRY(hp_api_strdup((char **)&r->plan_text, c->plan->text));
+    hp_optim_config oc;
+    hp_graph *model = NULL;
+    hp_gpt2_io io;
+    hp_status st = hp_graph_create(&model);
+    if (!st) st = hp_gpt2_build(model, &io, &mc, c->batch, c->seq);
+    if (!st) st = optim_config(&oc, c);
+    if (!st) snprintf(r->optimizer, sizeof r->optimizer, "%s", hp_opt_kind_name(oc.kind));
+    hp_compile_opts co = {.train = 1, .optim = &oc, .max_norm = c->grad_clip,
+                          .schedule = {.overlap = c->overlap != 0, .max_inflight = 4}};
+    r->nreported = c->all_ranks ? n : 1;
+    r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
+    if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");
+    int *list = NULL, nlist = 0, threads = c->threads / n > 0 ? c->threads / n : 1;
+    for (int i = 0; !st && i < r->nreported; i++) {
+        hp_compiled cc;
+        st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &co);
+        if (st) break;
+        if (i == 0) st = gather_shared(r, &list, &nlist, &cc, c->all_values);
+        if (!st) st = hp_plan_gather_rank(&r->ranks[i], &cc, list, nlist, threads);
+        hp_compiled_free(&cc);
+    }
+    free(list);
+    hp_graph_destroy(model);
+    return st;
+}
+
+hp_status hp_plan_report_create(hp_plan_report **out, const hp_plan_report_config *c) {
+    *out = NULL;
+    if (!c) return hp_errorf("hp_plan_report_create: config is NULL");
+    hp_plan_report *r = calloc(1, sizeof *r);
+    if (!r) return hp_errorf("hp_plan_report_create: out of memory");
+    hp_status st = build(r, c);
+    if (st) {
+        hp_plan_report_free(r);
+        return st;
+    }
+    *out = r;
+    return HP_OK;
+}
+
+void hp_plan_report_free(hp_plan_report *r) {
+    if (!r) return;
+    for (int i = 0; i < r->nreported && r->ranks; i++) hp_plan_rank_report_free(&r->ranks[i]);
+    free(r->ranks);
+    free((char *)r->plan_text);
+    free(r->notes);
+    free(r);
+}

@@ -1,0 +1,225 @@
+/* api/plan_report_gather: one rank's part of an hp_plan_report, read off its
+ * compile — the listed tensors (global shape, layout, local shape), every
+ * redistribution and collective in its local graph with totals per phase and
+ * kind, and the memory its program would use (runtime/program's layout: the
+ * activation arena from the compile's memory pass, the operators' and
+ * redistributions' scratch). Nothing per tensor is allocated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/plan_report.h"
+#include "parallel/rank.h"
+#include "parallel/redistribute.h"
+
+enum { NKINDS = HP_RD_TO_PARTIAL + 1 };
+
+_Static_assert(HP_PLAN_NAME_LEN >= HP_NAME_LEN, "hp_plan_tensor names hold graph names");
+_Static_assert(HP_PLAN_MAX_DIMS >= HP_MAX_DIMS, "hp_plan_tensor shapes hold tensor shapes");
+
+static const char *phase_name(hp_phase p) { return p == HP_PHASE_OPT ? "opt" : p == HP_PHASE_BWD ? "bwd" : "fwd"; }
+
+static const char *kind_name(hp_vkind k) {
+    switch (k) {
+    case HP_V_INPUT: return "input";
+    case HP_V_PARAM: return "param";
+    case HP_V_CONST: return "const";
+    case HP_V_GRAD: return "grad";
+    default: return "act";
+    }
+}
+
+/* b bytes with a decimal unit: "512 B", "1.5 MB". */
+static char *bytes_str(char *buf, size_t n, double b) {
+    const char *unit[] = {"B", "KB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 1000 && u < 4) b /= 1000, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+void hp_plan_group_str(char *buf, size_t n, const hp_mesh *m, int axis, int rank) {
+    int ranks[256], idx;
+    if (m->size[axis] > 256) {
+        snprintf(buf, n, "%s", m->name[axis]);
+        return;
+    }
+    hp_mesh_axis_group(ranks, &idx, m, axis, rank);
+    size_t u = (size_t)snprintf(buf, n, "%s[", m->name[axis]);
+    for (int i = 0; i < m->size[axis] && u < n; i++) u += (size_t)snprintf(buf + u, n - u, "%s%d", i ? "," : "", ranks[i]);
+    if (u < n) snprintf(buf + u, n - u, "]");
+}
+
+/* ---- tensors ---- */
+
+static hp_status gather_tensors(hp_plan_rank_report *r, const hp_compiled *cc, const int *listed, int nlisted) {
+    r->tensors = calloc(nlisted > 0 ? (size_t)nlisted : 1, sizeof *r->tensors);
+    if (!r->tensors) return hp_errorf("hp_plan_report_create: out of memory");
+    const hp_graph *g = cc->global;
+    for (int k = 0; k < nlisted; k++) {
+        int v = listed[k];
+        const hp_value *val = &g->vals[v];
+        hp_plan_tensor *t = &r->tensors[k];
+        snprintf(t->name, sizeof t->name, "%s", val->name);
+        t->kind = kind_name(val->kind);
+        hp_shape loc;
+        hp_local_shape(&loc, NULL, &val->shape, &cc->prop.val[v], &cc->mesh, r->rank);
+        t->ndim = val->shape.ndim;
+        for (int d = 0; d < t->ndim; d++) t->shape[d] = val->shape.d[d], t->local_shape[d] = loc.d[d];
+        hp_layout_str(t->layout, sizeof t->layout, &cc->prop.val[v], &cc->mesh);
+    }
+    r->ntensors = nlisted;
+    return HP_OK;
+}
+
+/* ---- collectives ---- */
+
+typedef struct {
+    int count[HP_NPHASES][NKINDS];
+    double bytes[HP_NPHASES][NKINDS];
+    int cap;
+} tally;
+
+static hp_status add_coll(hp_plan_rank_report *r, tally *t, const hp_plan_collective *c) {
+    if (r->ncollectives == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 32;
+        hp_plan_collective *n = realloc(r->collectives, sizeof *n * (size_t)cap);
+        if (!n) return hp_errorf("hp_plan_report_create: out of memory");
+        r->collectives = n, t->cap = cap;
+    }
+    r->collectives[r->ncollectives++] = *c;
+    return HP_OK;
+}
+
+/* A redistribution node's plan: its steps, the groups it talks over, bytes. */
+static void redist_coll(hp_plan_collective *c, tally *t, const hp_redist *p, const hp_mesh *m, int rank, hp_phase ph) {
+    hp_redist_str(c->steps, sizeof c->steps, p);
+    c->bytes = p->bytes;
+    size_t u = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        const hp_redist_step *st = &p->step[s];
+        int k = (int)st->kind;
+        t->count[ph][k]++;
+        t->bytes[ph][k] += st->bytes;
+        if (k == HP_RD_SLICE || k == HP_RD_TO_PARTIAL) continue;
+        c->communicates = 1;
+        char gb[160];
+        hp_plan_group_str(gb, sizeof gb, m, st->axis, rank);
+        if (!strstr(c->groups, gb) && u < sizeof c->groups)
+            u += (size_t)snprintf(c->groups + u, sizeof c->groups - u, "%s%s", u ? " " : "", gb);
+    }
+    if (!c->groups[0]) snprintf(c->groups, sizeof c->groups, "-");
+}
+
+static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compiled *cc) {
+    const hp_graph *lg = cc->rg.g;
+    const hp_mesh *m = &cc->mesh;
+    for (int i = 0; i < lg->nnodes; i++) {
+        const hp_node *n = &lg->nodes[i];
+        hp_plan_collective c;
+        memset(&c, 0, sizeof c);
+        c.phase = phase_name(n->phase);
+        snprintf(c.where, sizeof c.where, "%s", n->name);
+        char *suffix = strstr(c.where, ".redistribute");
+        if (suffix && suffix[13] == 0) *suffix = 0;
+        if (n->op == &hp_op_redistribute || n->op == &hp_op_redistribute_start) {
+            redist_coll(&c, t, &cc->rg.ctx.plans[n->a.i[0]], m, r->rank, n->phase);
+        } else if (n->op == &hp_op_mesh_all_gather) {
+            int axis = (int)n->a.i[0], k = m->size[axis];
+            double out = 4.0 * (double)hp_val_numel(lg, n->out[0]);
+            c.bytes = out * (k - 1) / k;
+            c.communicates = 1;
+            char bb[32];
+            snprintf(c.steps, sizeof c.steps, "all-gather(%s) %s (cross-entropy statistics)", m->name[axis],
+                     bytes_str(bb, sizeof bb, c.bytes));
+            hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
+            t->count[n->phase][HP_RD_ALL_GATHER]++;
+            t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
+        } else if (n->op == &hp_op_sumsq_combine) {
+            int w = hp_mesh_size(m);
+            c.bytes = 8.0 * (w - 1);
+            c.communicates = 1;
+            snprintf(c.steps, sizeof c.steps, "all-gather(world) %.0f B (gradient norm)", c.bytes);
+            snprintf(c.groups, sizeof c.groups, "world[0..%d]", w - 1);
+            t->count[n->phase][HP_RD_ALL_GATHER]++;
+            t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
+        } else {
+            continue;
+        }
+        HP_TRY(add_coll(r, t, &c));
+    }
+    return HP_OK;
+}
+
+static hp_status gather_totals(hp_plan_rank_report *r, const tally *t) {
+    r->totals = calloc(HP_NPHASES * NKINDS, sizeof *r->totals);
+    if (!r->totals) return hp_errorf("hp_plan_report_create: out of memory");
+    for (int ph = 0; ph < HP_NPHASES; ph++)
+        for (int k = 0; k < NKINDS; k++) {
+            if (!t->count[ph][k]) continue;
+            hp_plan_total *o = &r->totals[r->ntotals++];
+            o->phase = phase_name((hp_phase)ph);
+            o->kind = hp_rd_kind_name((hp_rd_kind)k);
+            o->communicates = k != HP_RD_SLICE && k != HP_RD_TO_PARTIAL;
+            o->count = t->count[ph][k];
+            o->bytes = t->bytes[ph][k];
+        }
+    return HP_OK;
+}
+
+/* ---- memory ---- */
+
+static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
+
+static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
+    const hp_graph *lg = cc->rg.g;
+    for (int v = 0; v < lg->nvals; v++) {
+        const hp_value *val = &lg->vals[v];
+        double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
+        if (val->kind == HP_V_PARAM) {
+            m->params += b;
+            m->grads += val->grad >= 0 ? b : 0;
+        } else if (val->kind == HP_V_STATE) {
+            m->optimizer += b; /* AdamW m, v; Muon momentum */
+        } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
+            continue; /* in the gradient buffer */
+        } else if (val->persistent) {
+            m->inputs += b;
+        }
+    }
+    m->activations = (double)cc->mem.arena_bytes;
+    size_t op_scratch = 0, rd_scratch = 0;
+    for (int i = 0; i < lg->nnodes; i++) {
+        const hp_node *nd = &lg->nodes[i];
+        size_t s = nd->op->scratch ? nd->op->scratch(lg, nd, threads) : 0;
+        if (s > op_scratch) op_scratch = s;
+    }
+    for (int i = 0; i < cc->rg.ctx.nplans; i++) {
+        size_t s = hp_redistribute_scratch(&cc->rg.ctx.plans[i], &cc->mesh);
+        if (s > rd_scratch) rd_scratch = s;
+    }
+    m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
+    m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->inputs;
+}
+
+/* ---- one rank ---- */
+
+hp_status hp_plan_gather_rank(hp_plan_rank_report *r, const hp_compiled *cc, const int *listed, int nlisted,
+                              int threads) {
+    r->rank = cc->rank;
+    for (int a = 0; a < cc->mesh.ndim && a < HP_PLAN_MAX_AXES; a++)
+        hp_plan_group_str(r->axis_group[a], sizeof r->axis_group[a], &cc->mesh, a, r->rank);
+    HP_TRY(gather_tensors(r, cc, listed, nlisted));
+    tally t;
+    memset(&t, 0, sizeof t);
+    HP_TRY(gather_colls(r, &t, cc));
+    HP_TRY(gather_totals(r, &t));
+    gather_memory(&r->memory, cc, threads);
+    return HP_OK;
+}
+
+void hp_plan_rank_report_free(hp_plan_rank_report *r) {
+    free(r->tensors);
+    free(r->collectives);
+    free(r->totals);
+}
