@@ -90,8 +90,9 @@
  *
  * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
  *
- * Contents: version; status; model; sharding plans; the comm world;
- * training; checkpoints. */
+ * Contents: version; status; model; sharding plans; plan reports; the comm
+ * world; training; inference and benchmarks; for programs (errors, clocks,
+ * settings files); checkpoints. */
 #ifndef HYPERPAR_HYPERPAR_H
 #define HYPERPAR_HYPERPAR_H
 
