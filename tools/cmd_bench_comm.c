@@ -167,7 +167,21 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         else if (!strcmp(argv[i], "--sections") && v) sections = argv[++i];
         else if (!strcmp(argv[i], "--bind") && v && (!strcmp(v, "cores") || !strcmp(v, "none")))
             bind = !strcmp(argv[++i], "cores");
-        else {
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: hyperpar bench comm [flags]\n"
+                   "Times the collectives (supernode, shared output, fused, emulated link, MPI) against memcpy and "
+                   "Open MPI.\n\nflags:\n"
+                   "  --ranks N              rank-threads per supernode (0 = the section's default)\n"
+                   "  --iters N              timed calls per measurement (default 20)\n"
+                   "  --repeat N             measurements per row, the median printed (1..64, default 1)\n"
+                   "  --sizes LIST           message sizes, e.g. 1M,16M,64M\n"
+                   "  --sections LIST        memcpy,supernode,shared,fused,emul,fusedlink,mpi\n"
+                   "  --inter-bw GBPS        emulated inter-supernode bandwidth (default 1)\n"
+                   "  --inter-latency US     emulated inter-supernode latency (default 0)\n"
+                   "  --bind cores|none      pin rank threads to cores (default cores)\n"
+                   "  --json FILE            also write the rows as JSON\n");
+            return 0;
+        } else {
             fprintf(stderr, "bench comm: unknown or incomplete argument '%s'\n", argv[i]);
             return 2;
         }

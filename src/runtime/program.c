@@ -7,6 +7,7 @@
 
 #include "core/memplan.h"
 #include "core/timing.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     const hp_node *node;
@@ -51,6 +52,7 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
 hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const int *order_in, int norder,
                                     const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
     *out = NULL;
+    hp_kernels_init(); /* BLAS single-threaded inside each pool thread: the pool decides the cores */
     if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
     HP_TRY(hp_param_store_check(ps, g));
     hp_program *p = calloc(1, sizeof *p);
