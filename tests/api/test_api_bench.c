@@ -11,40 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-static int ok_(hp_status s, const char *what, int line) {
-    if (!s) return 1;
-    fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, line, what, hp_status_msg(s));
-    hp_status_free(s);
-    failures++;
-    return 0;
-}
-#define OK(expr) ok_((expr), #expr, __LINE__)
-
-/* Expects an error whose one-line message contains needle. */
-static void err_(hp_status s, const char *needle, const char *what, int line) {
-    if (!s) {
-        fprintf(stderr, "%s:%d: %s succeeded, expected an error with '%s'\n", __FILE__, line, what, needle);
-        failures++;
-        return;
-    }
-    const char *msg = hp_status_msg(s);
-    if (!strstr(msg, needle) || strchr(msg, '\n')) {
-        fprintf(stderr, "%s:%d: %s: error '%s' lacks '%s' or is not one line\n", __FILE__, line, what, msg, needle);
-        failures++;
-    }
-    hp_status_free(s);
-}
-#define ERR(expr, needle) err_((expr), (needle), #expr, __LINE__)
+#include "api/api_check.h"
 
 static const hp_model_config tiny = {.layers = 2, .heads = 4, .channels = 64, .vocab = 256, .max_seq = 32};
 static char tmp[256];

@@ -8,27 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-static int ok_(hp_status s, const char *what, int line) {
-    if (!s) return 1;
-    fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, line, what, hp_status_msg(s));
-    hp_status_free(s);
-    failures++;
-    return 0;
-}
-#define OK(expr) ok_((expr), #expr, __LINE__)
+#include "api/api_check.h"
 
 /* Expects an error whose one-line message contains needle, and no report. */
-static void err_(hp_status s, hp_plan_report *r, const char *needle, int line) {
+static void report_err(hp_status s, hp_plan_report *r, const char *needle, int line) {
     if (!s) {
         fprintf(stderr, "%s:%d: succeeded, expected an error with '%s'\n", __FILE__, line, needle);
         failures++;
@@ -130,25 +113,25 @@ static void test_dp_tp(void) {
     /* errors, each one line */
     config(&c, p);
     c.world = 3;
-    err_(hp_plan_report_create(&r, &c), r, "mesh 'dp=2,tp=2' has 4 ranks but the world has 3", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "mesh 'dp=2,tp=2' has 4 ranks but the world has 3", __LINE__);
     config(&c, p);
     c.rank = 4;
-    err_(hp_plan_report_create(&r, &c), r, "rank 4 is not a rank of mesh 'dp=2,tp=2' (0..3)", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "rank 4 is not a rank of mesh 'dp=2,tp=2' (0..3)", __LINE__);
     config(&c, p);
     c.optimizer = "sgd";
-    err_(hp_plan_report_create(&r, &c), r, "unknown optimizer 'sgd'", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "unknown optimizer 'sgd'", __LINE__);
     config(&c, p);
     c.batch = 0;
-    err_(hp_plan_report_create(&r, &c), r, "batch and seq must be >= 1", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "batch and seq must be >= 1", __LINE__);
     config(&c, p);
     c.model.heads = 5;
-    err_(hp_plan_report_create(&r, &c), r, "multiple of heads", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "multiple of heads", __LINE__);
     config(&c, p);
     c.init_llmc = "/nonexistent/model.bin";
-    err_(hp_plan_report_create(&r, &c), r, "/nonexistent/model.bin", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "/nonexistent/model.bin", __LINE__);
     config(&c, NULL);
-    err_(hp_plan_report_create(&r, &c), r, "plan is NULL", __LINE__);
-    err_(hp_plan_report_create(&r, NULL), r, "config is NULL", __LINE__);
+    report_err(hp_plan_report_create(&r, &c), r, "plan is NULL", __LINE__);
+    report_err(hp_plan_report_create(&r, NULL), r, "config is NULL", __LINE__);
     hp_shard_plan_free(p);
 }
 
@@ -206,7 +189,7 @@ static void test_plan_error(void) {
                                 "fc.plan")))
         return;
     config(&c, p);
-    err_(hp_plan_report_create(&r, &c), r,
+    report_err(hp_plan_report_create(&r, &c), r,
          "h.0.mlp.linear: parameter 'h.0.mlp.fc.bias' is S(0)@tp where the operator needs P(sum)@tp or R@tp", __LINE__);
     hp_shard_plan_free(p);
     hp_plan_report_free(NULL);
