@@ -137,6 +137,10 @@ static void on_event(void *ctx, const hp_event *e) {
     }
     case HP_EVENT_STEP:
         hp_progress_step(pg, e->step, e->loss, e->tokens_per_s, e->step_ms, e->lr, e->eta_s);
+        if (e->nonfinite && !strcmp(o->on_nan, "skip-step"))
+            hp_progress_note(pg, "step %ld: loss %g, gradient norm %g: not finite, the step was skipped (--on-nan "
+                                 "skip-step)",
+                             e->step, (double)e->loss, (double)e->grad_norm);
         break;
     case HP_EVENT_VAL: hp_progress_note(pg, "step %ld: val loss %.4f", e->step, (double)e->val_loss); break;
     case HP_EVENT_CKPT: hp_progress_note(pg, "checkpoint: %s", e->dir); break;
@@ -166,6 +170,7 @@ static hp_status run(trainer *t) {
     HP_TRY(hp_schedule_parse(&c.schedule, o->schedule));
     c.warmup_steps = o->warmup, c.min_lr_frac = o->min_lr_frac;
     c.grad_clip = o->grad_clip;
+    c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
     c.steps = o->steps, c.stop_at = o->stop_at;
     c.seed = o->seed;
     c.init_llmc = t->ck ? NULL : o->init;

@@ -25,6 +25,7 @@ void hp_train_defaults(train_opts *o) {
     o->dp = 1, o->tp = 1;
     o->comm_timeout = 300;
     snprintf(o->overlap, sizeof o->overlap, "on");
+    snprintf(o->on_nan, sizeof o->on_nan, "stop");
     o->trace_steps = 1;
 }
 
@@ -78,6 +79,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
+        OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
         OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json"),
         OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
     };
@@ -101,6 +103,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (!(o->comm_timeout > 0)) return hp_errorf("hyperpar train: --comm-timeout must be > 0");
     if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off"))
         return hp_errorf("hyperpar train: --overlap must be on or off, got '%s'", o->overlap);
+    if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
+        return hp_errorf("hyperpar train: --on-nan must be stop or skip-step, got '%s'", o->on_nan);
     if (o->trace_steps < 1) return hp_errorf("hyperpar train: --trace-steps must be >= 1, got %ld", o->trace_steps);
     return HP_OK;
 }

@@ -35,6 +35,7 @@ typedef struct {
     int validate;
     float comm_timeout;
     char overlap[8];
+    char on_nan[16];
     /* tracing */
     char trace[512];
     long trace_steps;

@@ -342,7 +342,8 @@ typedef struct {
 typedef enum {
     HP_EVENT_START,     /* the run is set up: nparams, ranks, ranks_here, mesh, start_step */
     HP_EVENT_VALIDATED, /* validation mode checked step 1: checked_ops, worst_grad_error, validation */
-    HP_EVENT_STEP,      /* a step finished: step, loss, lr, grad_norm, tokens_per_s, step_ms, eta_s */
+    HP_EVENT_STEP,      /* a step finished: step, loss, lr, grad_norm, tokens_per_s, step_ms, eta_s;
+                         * nonfinite: its loss or gradient norm was NaN/Inf (its update not applied) */
     HP_EVENT_VAL,       /* a validation pass finished: step, val_loss */
     HP_EVENT_CKPT,      /* a checkpoint was written: step, dir */
     HP_EVENT_STOPPED,   /* stop_at reached: step */
@@ -355,6 +356,7 @@ typedef struct {
     hp_event_kind kind;
     long step; /* 1-based: the step just done */
     float loss, lr, grad_norm, val_loss;
+    int nonfinite;
     double tokens_per_s, step_ms, eta_s, seconds;
     long steps_done;
     const char *dir;
@@ -390,6 +392,9 @@ typedef struct {
     long warmup_steps;
     float min_lr_frac;
     float grad_clip;            /* global-norm clipping; 0: off */
+    int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an
+                                 * error naming the step (nothing of that state is checkpointed), 1 skips
+                                 * the step (HP_ON_NAN_STOP / HP_ON_NAN_SKIP) */
     long steps;                 /* optimizer steps in the run */
     long stop_at;               /* stop (with a checkpoint) after this step; 0: none */
     uint64_t seed;              /* initialisation and data order */
@@ -564,6 +569,9 @@ double hp_bench_comm_mpi(hp_bench_comm *b, hp_bench_coll coll, int64_t bytes, in
 void hp_bench_comm_idle_wait(void);
 /* Seconds per memcpy of `bytes` on this thread (median of the repeats). */
 double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
+
+#define HP_ON_NAN_STOP 0
+#define HP_ON_NAN_SKIP 1
 
 /* ---- for programs: errors, clocks, settings files ----------------------- */
 

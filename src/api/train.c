@@ -75,6 +75,7 @@ static hp_status check(const hp_train_config *c) {
     if (c->schedule != HP_SCHEDULE_COSINE && c->schedule != HP_SCHEDULE_LINEAR && c->schedule != HP_SCHEDULE_CONSTANT)
         BAD("schedule: %d is not a hp_schedule_type", (int)c->schedule);
     if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
+    if (c->on_nan != HP_ON_NAN_STOP && c->on_nan != HP_ON_NAN_SKIP) BAD("on_nan must be 0 (stop) or 1 (skip), got %d", c->on_nan);
     if (c->val_steps < 0) BAD("val_steps must be >= 0, got %ld", c->val_steps);
     if (c->val_every < 0) BAD("val_every must be >= 0, got %ld", c->val_every);
     if (!(c->val_fraction >= 0 && c->val_fraction < 1)) BAD("val_fraction must be in [0, 1), got %g", (double)c->val_fraction);
@@ -165,7 +166,8 @@ static void on_event(void *ctx, const hp_train_event *ie) {
     if (ie->kind == HP_TRAIN_STEP) t->done = ie->step;
     if (!t->cfg.on_event) return;
     hp_event e = {.kind = kinds[ie->kind], .step = ie->step, .loss = ie->loss, .lr = ie->lr,
-                  .grad_norm = ie->grad_norm, .val_loss = ie->val_loss, .tokens_per_s = ie->tokens_per_s,
+                  .grad_norm = ie->grad_norm, .nonfinite = ie->nonfinite, .val_loss = ie->val_loss,
+                  .tokens_per_s = ie->tokens_per_s,
                   .step_ms = ie->step_ms, .eta_s = ie->eta_s, .seconds = ie->seconds, .steps_done = ie->steps_done,
                   .dir = ie->dir, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
                   .mesh = ie->mesh, .start_step = ie->start_step};
@@ -251,6 +253,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.validate = c->validate;
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
+    ic.on_nan = c->on_nan;
     ic.lr = t->lr;
     ic.steps = c->steps, ic.stop_at = c->stop_at;
     ic.train = t->train, ic.val = t->val;

@@ -79,6 +79,7 @@ static void adamw_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
         total += numel;
     }
     double ss = *(const double *)in[0].data;
+    if (!isfinite(ss)) return; /* a non-finite gradient: the step is skipped (the trainer reports it) */
     float scale = hp_clip_scale(sqrt(ss), c->max_norm);
     const float *lr = in[1].data;
     long step = *(const int32_t *)in[2].data;
@@ -105,6 +106,7 @@ static void muon_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     const muon_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
     long per = c->rows * c->cols;
     float *u = k->scratch, *ns = k->scratch + round8((size_t)(c->chunk * per));
+    if (!isfinite(*(const double *)in[0].data)) return; /* skipped, as AdamW's */
     float scale = hp_clip_scale(sqrt(*(const double *)in[0].data), c->max_norm);
     float lr = ((const float *)in[1].data)[1];
     int pi = 0;  /* tensor of the next matrix */

@@ -20,7 +20,9 @@
  * two inputs: `lr` (f32 [2]: AdamW's and Muon's learning rate, see
  * hp_optim_phase_lrs) and `step` (i32 [1]: the step number t >= 1 AdamW's bias
  * correction uses). Update nodes update their parameters and states in place
- * (they are listed as inputs; the nodes have no outputs). */
+ * (they are listed as inputs; the nodes have no outputs). When the global sum
+ * of squares is not finite (a NaN or Inf gradient) the update nodes leave
+ * every parameter and state as it was: the step is skipped, never applied. */
 #ifndef HP_OPTIM_PHASE_H
 #define HP_OPTIM_PHASE_H
 

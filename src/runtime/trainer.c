@@ -87,6 +87,21 @@ static hp_status init_params(hp_trainer *t) {
     return st;
 }
 
+/* Loaded or initialised weights must be finite: a NaN would train on silently. */
+static hp_status check_finite(hp_trainer *t, const char *what) {
+    for (int i = 0; i < hp_dist_nranks(t->d); i++) {
+        const hp_param_store *ps = &hp_dist_rank_at(t->d, i)->ps;
+        for (int k = 0; k < ps->n; k++) {
+            const float *p = hp_param_ptr(ps, k);
+            for (size_t j = 0, n = hp_param_numel(ps, k); j < n; j++)
+                if (!isfinite(p[j]))
+                    return hp_errorf("%s: parameter '%s' holds a non-finite value (%g at element %zu)", what,
+                                     ps->name[k], (double)p[j], j);
+        }
+    }
+    return HP_OK;
+}
+
 hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     *out = NULL;
     hp_trainer *t = calloc(1, sizeof *t);
@@ -136,6 +151,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     }
     if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
     if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
+    if (!st) st = check_finite(t, cfg->resume ? "the checkpoint" : "the initial weights");
     if (!st && t->lead && cfg->metrics && cfg->metrics[0]) {
         t->metrics = fopen(cfg->metrics, cfg->resume ? "a" : "w");
         if (!t->metrics) st = hp_errorf("%s: cannot open the metrics file for writing", cfg->metrics);
@@ -271,16 +287,27 @@ hp_status hp_trainer_run(hp_trainer *t) {
         done++;
         done_time += dt;
         float loss = t->rs[0].loss, norm = (float)sqrt(t->rs[0].sumsq);
+        int bad = !isfinite(loss) || !isfinite(norm);
         hp_train_event e = {.kind = HP_TRAIN_STEP, .step = step + 1, .loss = loss, .lr = lr, .grad_norm = norm,
-                            .tokens_per_s = tokens / dt, .step_ms = dt * 1e3,
+                            .nonfinite = bad, .tokens_per_s = tokens / dt, .step_ms = dt * 1e3,
                             .eta_s = (double)(c->steps - step - 1) * done_time / (double)done};
         emit(t, &e);
-        if (t->metrics) {
+        if (t->metrics) { /* JSON has no NaN: a non-finite value is null, with a flag */
+            char lb[32], nb[32];
+            if (isfinite(loss)) snprintf(lb, sizeof lb, "%.9g", (double)loss); else snprintf(lb, sizeof lb, "null");
+            if (isfinite(norm)) snprintf(nb, sizeof nb, "%.9g", (double)norm); else snprintf(nb, sizeof nb, "null");
             fprintf(t->metrics,
-                    "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.1f, "
-                    "\"step_ms\": %.3f}\n",
-                    step + 1, (double)loss, (double)lr, (double)norm, tokens / dt, dt * 1e3);
+                    "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, "
+                    "\"step_ms\": %.3f%s}\n",
+                    step + 1, lb, (double)lr, nb, tokens / dt, dt * 1e3,
+                    bad ? (c->on_nan ? ", \"nonfinite\": true, \"skipped\": true" : ", \"nonfinite\": true") : "");
             fflush(t->metrics);
+        }
+        if (bad && !c->on_nan) {
+            st = hp_errorf("step %ld: loss %g, gradient norm %g: not finite; the run stops without writing a "
+                           "checkpoint of this state (--on-nan skip-step skips such steps)",
+                           step + 1, (double)loss, (double)norm);
+            break;
         }
         int last = step + 1 == c->steps, stop = c->stop_at > 0 && step + 1 >= c->stop_at;
         if (c->val && ((c->val_every > 0 && (step + 1) % c->val_every == 0) || last)) {

@@ -25,7 +25,7 @@
 typedef enum {
     HP_TRAIN_START,     /* the run is set up (model summary fields) */
     HP_TRAIN_VALIDATED, /* the validation executor checked step 1 (vrep) */
-    HP_TRAIN_STEP,      /* a step finished */
+    HP_TRAIN_STEP,      /* a step finished (nonfinite: its loss or gradient norm was NaN/Inf, skipped) */
     HP_TRAIN_VAL,       /* a validation pass finished (val_loss) */
     HP_TRAIN_CKPT,      /* a checkpoint was written (dir) */
     HP_TRAIN_STOPPED,   /* stop_at reached before steps */
@@ -36,6 +36,7 @@ typedef struct {
     hp_train_event_kind kind;
     long step; /* 1-based: the step just done */
     float loss, lr, grad_norm, val_loss;
+    int nonfinite;
     double tokens_per_s, step_ms, eta_s, seconds;
     long steps_done;
     const char *dir;
@@ -64,6 +65,9 @@ typedef struct {
     /* optimization */
     hp_optim_config optim;
     float grad_clip;        /* <= 0: off */
+    int on_nan;             /* a step whose loss or gradient norm is not finite: 0 stops the run with an
+                             * error naming the step (no checkpoint of that state is written), 1 skips
+                             * the step (its update is not applied) and goes on */
     hp_lr_schedule lr;
     long steps, stop_at;    /* stop_at 0: none */
     /* data (borrowed) */
