@@ -102,6 +102,35 @@ static hp_status check_finite(hp_trainer *t, const char *what) {
     return HP_OK;
 }
 
+/* Every process learns whether any process failed its set-up (one vote per
+ * process over the world), so an error one process alone sees (an unwritable
+ * metrics file on rank 0's) ends every process at once instead of leaving
+ * the others in their first collective until the timeout. */
+typedef struct {
+    hp_trainer *t;
+    int failed;
+} vote;
+
+static hp_status vote_rank(hp_dist_rank *r, void *c_) {
+    vote *v = c_;
+    float mine = r->local_index == 0 && v->failed ? 1.0f : 0.0f, total = 0;
+    HP_TRY(hp_comm_all_reduce(r->c.rg.ctx.comm, hp_comm_world_group(v->t->world), &total, &mine, 1, HP_F32,
+                              HP_COMM_SUM));
+    if (total > 0 && !v->failed) return hp_errorf("another process failed to set up the run (its error says why)");
+    return HP_OK;
+}
+
+static hp_status agree(hp_trainer *t, hp_status st) {
+    if (!hp_comm_uses_mpi(t->world) || hp_comm_supernodes(t->world) < 2) return st;
+    vote v = {t, st != HP_OK};
+    hp_status agreed = hp_dist_run(t->d, vote_rank, &v);
+    if (st) {
+        hp_status_free(agreed);
+        return st;
+    }
+    return agreed;
+}
+
 hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     *out = NULL;
     hp_trainer *t = calloc(1, sizeof *t);
@@ -156,6 +185,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         t->metrics = fopen(cfg->metrics, cfg->resume ? "a" : "w");
         if (!t->metrics) st = hp_errorf("%s: cannot open the metrics file for writing", cfg->metrics);
     }
+    if (t->d) st = agree(t, st);
     if (st) {
         hp_trainer_destroy(t);
         return st;
