@@ -24,6 +24,7 @@ hp_status hp_coll_fail(ctx *c, const char *fmt, ...) {
     if (!atomic_load(&g->failed)) {
         snprintf(g->fail_msg, sizeof g->fail_msg, "%s", msg);
         atomic_store(&g->failed, 1);
+        atomic_store(&g->w->failed, 1);
     }
     pthread_mutex_unlock(&g->fail_mu);
     for (int p = 0; p < g->k; p++)

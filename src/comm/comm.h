@@ -75,7 +75,10 @@ void hp_comm_opts_default(hp_comm_opts *o);
 hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *value, int *used);
 
 /* MPI is initialised here (MPI_THREAD_MULTIPLE) when needed and not already
- * initialised, and finalised by destroy in that case. */
+ * initialised, and finalised by destroy in that case. After a collective of
+ * an MPI world failed (a timeout: a peer stopped answering), destroy aborts
+ * the job (MPI_Abort) instead: finalizing would wait for the missing peer.
+ * Print the error before destroying the world. */
 hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o);
 void hp_comm_world_destroy(hp_comm_world *w);
 

@@ -141,6 +141,7 @@ struct hp_comm_world {
     hp_comm_rank *ranks;
     hp_comm_mbox mbox;
     atomic_int next_gid;
+    atomic_int failed; /* a collective failed (timed out, broke a group): destroy aborts an MPI job */
     hp_comm_group *world_group;
 };
 

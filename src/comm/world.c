@@ -2,6 +2,7 @@
  * checked, MPI initialised when the process runs under mpirun (a duplicated
  * communicator returning errors), the hosted rank handles with their lanes
  * and traffic counters, the world group; and the world's queries. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     pthread_mutex_init(&w->mpi_mu, NULL);
     hp_comm_mbox_init(&w->mbox);
     atomic_init(&w->next_gid, 0);
+    atomic_init(&w->failed, 0);
     if (use_mpi) {
         hp_status st = setup_mpi(w);
         if (!st && o->supernodes > 0 && o->supernodes != w->S)
@@ -121,6 +123,14 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
 
 void hp_comm_world_destroy(hp_comm_world *w) {
     if (!w) return;
+    if (w->use_mpi && atomic_load(&w->failed)) {
+        /* A peer stopped answering: MPI_Finalize (and joining threads still waiting
+         * on it) would wait for it forever. The caller has printed its error by now
+         * (it names the collective, the group and the missing rank); end the job. */
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     hp_comm_group_destroy(w->world_group); /* gives its lanes back to the ranks */
     if (w->ranks)
         for (int i = 0; i < w->nhosted; i++) rank_fini(&w->ranks[i]);

@@ -6,7 +6,8 @@
  * (concur.h: 2 x 1, and 2 x 2 with the columns across the processes). Run plainly (no mpirun) it is one supernode
  * and touches no MPI.
  *   test_comm_mpi [--ranks R] [--cells K] [--hang]   (--cells: the first K size cells)
- * --hang: supernode 1 never enters the collective; supernode 0 must fail with
+ * --hang: supernode 1 never enters the collective (it sleeps 600 s); supernode 0
+ * must then destroy its world without waiting for it (the job is aborted), and fail with
  * the timeout error naming the missing rank and exit non-zero. */
 #include <unistd.h>
 
@@ -55,7 +56,7 @@ int main(int argc, char **argv) {
     int S = hp_comm_supernodes(w), n = hp_comm_world_size(w);
     if (hang) {
         if (first > 0) {
-            sleep(10); /* stops answering; killed when supernode 0 exits */
+            sleep(600); /* stops answering (like a stopped process); killed when the job is aborted */
             return 0;
         }
         hp_comm_rank *r = hp_comm_world_rank(w, 0);
@@ -65,7 +66,12 @@ int main(int argc, char **argv) {
             printf("comm timeout detected: %s\n", hp_status_msg(st));
             fflush(stdout);
             hp_status_free(st);
-            _exit(3); /* the program exits non-zero; mpirun stops the rest */
+            /* what a program does next: destroy the world. It must end the job
+             * (MPI_Abort), not finalize: finalizing would wait for the silent
+             * peer's 600 s, past this test's timeout. */
+            hp_comm_world_destroy(w);
+            printf("comm world destroy returned\n");
+            return 3;
         }
         printf("comm timeout NOT detected\n");
         return 1;

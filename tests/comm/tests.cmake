@@ -40,5 +40,6 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
   set_tests_properties(comm/mpi_2x2_throttled PROPERTIES LABELS "comm;mpi")
   set_tests_properties(comm/mpi_hang PROPERTIES LABELS "comm;comm-failure;mpi"
     PASS_REGULAR_EXPRESSION "comm timeout detected: comm: all_reduce on group 'world' \\(rank 0\\): timed out after 0.5 s waiting for rank 1"
+    FAIL_REGULAR_EXPRESSION "comm world destroy returned"
     TIMEOUT 60)
 endif()
