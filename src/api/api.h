@@ -8,8 +8,10 @@
 
 #include "comm/comm.h"
 #include "core/graph.h"
+#include "io/llmc.h"
 #include "layout/plan.h"
 #include "models/gpt2.h"
+#include "runtime/params.h"
 
 struct hp_model {
     hp_gpt2_config cfg; /* checked (Vp filled) */
@@ -27,6 +29,20 @@ struct hp_shard_plan {
 struct hp_world {
     hp_comm_world *w;
 };
+
+/* A whole GPT-2's parameters for shape c (its graph for 1 x 1 tokens, the
+ * store, a pointer per tensor): what llm.c import and export copy through. */
+typedef struct {
+    hp_graph *g;
+    hp_param_store ps;
+    float **ptrs; /* [ps.n] */
+} hp_api_store;
+hp_status hp_api_store_create(hp_api_store *s, const hp_gpt2_config *c);
+void hp_api_store_free(hp_api_store *s);
+
+/* The weights of llm.c file `path` in llm.c order (*flat malloc'd, freed on
+ * error) and its header; an error naming the file when its shape is not c's. */
+hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, const hp_gpt2_config *c);
 
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);

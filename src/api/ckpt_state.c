@@ -8,6 +8,7 @@
 
 #include "io/json.h"
 #include "io/llmc.h"
+#include "models/gpt2_config.h"
 
 hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
                             int nargs, const char *const *keys, const char *const *values) {
@@ -17,15 +18,7 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
     hp_jw_object_begin(&w);
     hp_jw_key(&w, "format"), hp_jw_string(&w, "hyperpar-train-1");
     hp_jw_key(&w, "step"), hp_jw_int(&w, step);
-    hp_jw_key(&w, "model");
-    hp_jw_object_begin(&w);
-    hp_jw_key(&w, "L"), hp_jw_int(&w, c->L);
-    hp_jw_key(&w, "NH"), hp_jw_int(&w, c->NH);
-    hp_jw_key(&w, "C"), hp_jw_int(&w, c->C);
-    hp_jw_key(&w, "V"), hp_jw_int(&w, c->V);
-    hp_jw_key(&w, "Vp"), hp_jw_int(&w, c->Vp);
-    hp_jw_key(&w, "maxT"), hp_jw_int(&w, c->maxT);
-    hp_jw_object_end(&w);
+    hp_jw_key(&w, "model"), hp_gpt2_config_to_json(&w, c);
     hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
     if (nargs > 0) {
         hp_jw_key(&w, "args");
@@ -53,22 +46,14 @@ hp_status hp_api_ckpt_dir(char **dir, const char *path) {
     return hp_ckpt_get_latest(dir, path);
 }
 
-hp_status hp_api_ckpt_model(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir) {
-    const hp_json *m = hp_json_get(ck->state, "model");
-    if (!m) return hp_errorf("%s/state.json: missing key 'model'", dir);
-    const char *keys[6] = {"L", "NH", "C", "V", "Vp", "maxT"};
-    int v[6];
-    for (int i = 0; i < 6; i++) {
-        int64_t x;
-        hp_status st = hp_json_get_int(&x, m, keys[i]);
-        if (st) return hp_error_wrap(st, "%s/state.json: model", dir);
-        if (x < 1 || x > (1 << 30))
-            return hp_errorf("%s/state.json: model: key '%s': %lld is out of range", dir, keys[i], (long long)x);
-        v[i] = (int)x;
+hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path) {
+    HP_TRY(hp_api_ckpt_dir(dir, path));
+    hp_status st = hp_ckpt_open(ck, *dir);
+    if (st) {
+        free(*dir);
+        *dir = NULL;
     }
-    *c = (hp_gpt2_config){v[0], v[1], v[2], v[3], v[4], v[5]};
-    hp_status st = hp_gpt2_config_check(c);
-    return st ? hp_error_wrap(st, "%s/state.json: model", dir) : HP_OK;
+    return st;
 }
 
 /* Optional integer key `key` must equal `want` when present. */
@@ -85,7 +70,7 @@ static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, 
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
                              hp_data *train) {
     hp_gpt2_config c;
-    HP_TRY(hp_api_ckpt_model(&c, ck, dir));
+    HP_TRY(hp_ckpt_model_config(&c, ck, dir));
     const hp_gpt2_config *r = &m->cfg;
     if (c.L != r->L || c.NH != r->NH || c.C != r->C || c.V != r->V || c.Vp != r->Vp || c.maxT != r->maxT)
         return hp_errorf("%s/state.json: model (L=%d NH=%d C=%d V=%d maxT=%d) differs from the run's (L=%d NH=%d C=%d "
@@ -126,18 +111,12 @@ hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path) {
     hp_ckpt_info *ci = calloc(1, sizeof *ci);
     if (!ci) return hp_errorf("%s: out of memory", path);
     ci->nargs = -1;
-    hp_status st = hp_api_ckpt_dir(&ci->dir, path);
+    hp_status st = hp_api_ckpt_open(&ci->ck, &ci->dir, path);
     if (st) {
         free(ci);
         return st;
     }
-    st = hp_ckpt_open(&ci->ck, ci->dir);
-    if (st) {
-        free(ci->dir);
-        free(ci);
-        return st;
-    }
-    st = hp_api_ckpt_model(&ci->model, &ci->ck, ci->dir);
+    st = hp_ckpt_model_config(&ci->model, &ci->ck, ci->dir);
     int64_t step = 0;
     if (!st) {
         st = hp_json_get_int(&step, ci->ck.state, "step");

@@ -10,6 +10,7 @@
 #include "api/api.h"
 #include "io/ckpt.h"
 #include "io/data.h"
+#include "models/gpt2_config.h"
 
 /* *out: the JSON text (malloc'd). nargs > 0: "args" from keys/values [nargs]
  * in place of batch, seq and optimizer. */
@@ -18,8 +19,9 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
 /* The checkpoint directory of `path`: itself when it holds state.json, else
  * the one its 'latest' names (*dir malloc'd). */
 hp_status hp_api_ckpt_dir(char **dir, const char *path);
-/* The model shape in an opened checkpoint's state.json (dir: for errors). */
-hp_status hp_api_ckpt_model(hp_gpt2_config *c, const hp_ckpt *ck, const char *dir);
+/* hp_api_ckpt_dir, then the checkpoint opened (*dir malloc'd; NULL on error).
+ * Its model shape: hp_ckpt_model_config (models/gpt2_config). */
+hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path);
 /* Checks an opened checkpoint against the run (model, batch, seq,
  * optimizer), reads its step and sets the training stream's position. */
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,

@@ -17,16 +17,11 @@ hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads) 
     if (!ckpt || !ckpt[0]) return hp_errorf("hp_infer_create: no checkpoint directory given");
     if (threads < 1) return hp_errorf("hp_infer_create: threads must be >= 1, got %d", threads);
     char *dir = NULL;
-    HP_TRY(hp_api_ckpt_dir(&dir, ckpt));
     hp_ckpt ck;
-    hp_status st = hp_ckpt_open(&ck, dir);
-    if (st) {
-        free(dir);
-        return st;
-    }
+    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt));
     hp_gpt2_config m;
     hp_infer *inf = calloc(1, sizeof *inf);
-    st = inf ? hp_api_ckpt_model(&m, &ck, dir) : hp_errorf("hp_infer_create: out of memory");
+    hp_status st = inf ? hp_ckpt_model_config(&m, &ck, dir) : hp_errorf("hp_infer_create: out of memory");
     if (!st && T == 0) T = m.maxT;
     if (!st && (T < 1 || T > m.maxT))
         st = hp_errorf("hp_infer_create: T must be in 1..%d (the model's max_seq), got %d", m.maxT, T);

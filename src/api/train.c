@@ -140,12 +140,8 @@ static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)
     if (!t->init_llmc) return hp_gpt2_init(ptrs, names, shapes, n, m, t->cfg.seed);
     hp_llmc_header h;
     float *flat = NULL;
-    HP_TRY(hp_llmc_read(&h, &flat, t->init_llmc));
-    hp_llmc_header want = {m->maxT, m->V, m->L, m->NH, m->C, m->Vp};
-    hp_status st = memcmp(&h, &want, sizeof h) == 0
-                       ? hp_gpt2_llmc_copy(flat, ptrs, names, shapes, n, m, 0)
-                       : hp_errorf("%s: model shape (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d) differs from the run's",
-                                   t->init_llmc, h.L, h.NH, h.C, h.V, h.Vp, h.maxT);
+    HP_TRY(hp_api_llmc_load(&flat, &h, t->init_llmc, m));
+    hp_status st = hp_gpt2_llmc_copy(flat, ptrs, names, shapes, n, m, 0);
     free(flat);
     return st;
 }
@@ -233,8 +229,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     HP_TRY(open_data(&t->train, t, 0));
     if (c->val_steps > 0) HP_TRY(open_data(&t->val, t, 1));
     if (set(c->resume)) {
-        HP_TRY(hp_api_ckpt_dir(&t->ck_dir, c->resume));
-        HP_TRY(hp_ckpt_open(&t->ck, t->ck_dir));
+        HP_TRY(hp_api_ckpt_open(&t->ck, &t->ck_dir, c->resume));
         t->have_ck = 1;
         HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), t->train));
         t->done = t->start_step;
