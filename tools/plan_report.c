@@ -59,10 +59,7 @@ hp_status hp_planner_build(planner *p) {
     plan_opts *po = &p->po;
     const train_opts *o = &po->o;
     HP_TRY(check_opts(po));
-    if (o->plan[0])
-        HP_TRY(hp_shard_plan_load(&p->plan, o->plan));
-    else
-        HP_TRY(hp_shard_plan_gpt2(&p->plan, o->dp, o->tp));
+    HP_TRY(hp_train_plan(&p->plan, o, "hyperpar plan"));
     HP_TRY(check_mesh(po, p->plan));
     hp_plan_report_config c;
     report_config(&c, po, p->plan);

@@ -95,8 +95,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     HP_TRY(hp_train_check(o));
     t->m = m;
     if (hp_train_is_distributed(o)) {
-        if (o->plan[0]) HP_TRY(hp_shard_plan_load(&t->plan, o->plan));
-        else HP_TRY(hp_shard_plan_gpt2(&t->plan, o->dp, o->tp));
+        HP_TRY(hp_train_plan(&t->plan, o, "hyperpar train"));
     } else if (o->validate) {
         printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }

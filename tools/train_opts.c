@@ -2,6 +2,7 @@
 #include "train_opts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void hp_train_defaults(train_opts *o) {
@@ -25,6 +26,9 @@ void hp_train_defaults(train_opts *o) {
     o->dp = 1, o->tp = 1;
     o->comm_timeout = 300;
     snprintf(o->overlap, sizeof o->overlap, "on");
+    snprintf(o->fsdp_style, sizeof o->fsdp_style, "hyperpar");
+    snprintf(o->reshard, sizeof o->reshard, "on");
+    o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
     o->trace_steps = 1;
 }
@@ -76,6 +80,12 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("plan", OPT_STR, plan, "sharding plan file (mesh and layouts; see docs/architecture.md)"),
         OPT("dp", OPT_INT, dp, "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
         OPT("tp", OPT_INT, tp, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
+        OPT("fsdp", OPT_INT, fsdp, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
+        OPT("hsdp", OPT_STR, hsdp, "R,S: HSDP, R replicas x S shards (shards inside a supernode)"),
+        OPT("zero", OPT_INT, zero, "ZeRO level over the data-parallel ranks: 1 state, 2 + gradients, 3 + parameters"),
+        OPT("fsdp-style", OPT_STR, fsdp_style, "hyperpar | fsdp2 (the PyTorch FSDP2-like baseline)"),
+        OPT("prefetch", OPT_INT, prefetch, "FSDP units whose gather starts ahead of their use"),
+        OPT("reshard", OPT_STR, reshard, "on | off: FSDP reshard after forward (across supernodes)"),
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
@@ -101,6 +111,17 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar train: give --plan or --dp/--tp, not both");
     if (!(o->comm_timeout > 0)) return hp_errorf("hyperpar train: --comm-timeout must be > 0");
+    if (o->fsdp < 0) return hp_errorf("hyperpar train: --fsdp must be >= 1, got %d", o->fsdp);
+    if (o->zero < 0 || o->zero > 3) return hp_errorf("hyperpar train: --zero must be 1, 2 or 3, got %d", o->zero);
+    if (o->prefetch < 0 || o->prefetch > 8) return hp_errorf("hyperpar train: --prefetch must be in 0..8, got %d", o->prefetch);
+    if (o->fsdp > 1 && o->dp > 1) return hp_errorf("hyperpar train: give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
+    if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) return hp_errorf("hyperpar train: --hsdp R,S replaces --fsdp and --dp");
+    if ((o->fsdp > 1 || o->hsdp[0] || o->zero) && o->plan[0])
+        return hp_errorf("hyperpar train: with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
+    if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
+        return hp_errorf("hyperpar train: --fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
+    if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off"))
+        return hp_errorf("hyperpar train: --reshard must be on or off, got '%s'", o->reshard);
     if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off"))
         return hp_errorf("hyperpar train: --overlap must be on or off, got '%s'", o->overlap);
     if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
@@ -109,4 +130,31 @@ hp_status hp_train_check(const train_opts *o) {
     return HP_OK;
 }
 
-int hp_train_is_distributed(const train_opts *o) { return o->plan[0] || o->dp > 1 || o->tp > 1; }
+int hp_train_is_distributed(const train_opts *o) {
+    return o->plan[0] || o->dp > 1 || o->tp > 1 || o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
+}
+
+hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *prog) {
+    *out = NULL;
+    if (o->plan[0]) return hp_shard_plan_load(out, o->plan);
+    int reps = 1, dp = o->fsdp > 1 ? o->fsdp : o->dp;
+    if (o->hsdp[0]) {
+        char *end;
+        long r = strtol(o->hsdp, &end, 10), sh = *end == ',' ? strtol(end + 1, &end, 10) : 0;
+        if (*end || r < 1 || sh < 1 || r > 4096 || sh > 4096)
+            return hp_errorf("%s: --hsdp must be R,S (replicas, shards; each >= 1), got '%s'", prog, o->hsdp);
+        reps = (int)r, dp = (int)sh;
+    }
+    int fsdp = o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
+    HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
+    if (!fsdp) return HP_OK;
+    char set[160];
+    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s", reps > 1 ? " replicate=rep" : "",
+             o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style);
+    hp_status st = hp_shard_plan_set_fsdp(*out, set);
+    if (st) {
+        hp_shard_plan_free(*out);
+        *out = NULL;
+    }
+    return st;
+}

@@ -32,6 +32,9 @@ typedef struct {
     /* parallelism */
     char plan[512];
     int dp, tp;
+    int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
+    char hsdp[32];              /* "R,S": R replicas x S shards */
+    char fsdp_style[16], reshard[8];
     int validate;
     float comm_timeout;
     char overlap[8];
@@ -45,7 +48,10 @@ void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
 hp_status hp_train_check(const train_opts *o);
-/* 1 when the run is distributed (--plan, or --dp/--tp above 1). */
+/* 1 when the run is distributed (--plan, or --dp/--tp/--fsdp/--hsdp above 1). */
 int hp_train_is_distributed(const train_opts *o);
+/* The run's plan: --plan FILE, else GPT-2's over --dp/--tp, with FSDP from
+ * --fsdp/--hsdp/--zero (prog names the command in errors). */
+hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *prog);
 
 #endif

@@ -161,6 +161,14 @@ hp_status hp_shard_plan_load(hp_shard_plan **out, const char *path);
 hp_status hp_shard_plan_parse(hp_shard_plan **out, const char *text, const char *name);
 /* GPT-2's data x tensor (Megatron-style) parallel plan on mesh dp=DP,tp=TP. */
 hp_status hp_shard_plan_gpt2(hp_shard_plan **out, int dp, int tp);
+/* The same with replicas > 1 on mesh rep=R,dp=DP,tp=TP (the batch split over
+ * rep and dp): HSDP's replicas once FSDP is set with replicate=rep. */
+hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int dp, int tp);
+/* FSDP / ZeRO on a plan, in the plan file's `fsdp:` form: "shard=dp level=3
+ * prefetch=1 reshard=on reduce=fp32 style=hyperpar", and "replicate=rep" for
+ * HSDP. Levels: 1 = optimizer state sharded, 2 = + gradients, 3 = +
+ * parameters (one copy per supernode). Errors name the setting. */
+hp_status hp_shard_plan_set_fsdp(hp_shard_plan *p, const char *settings);
 void hp_shard_plan_free(hp_shard_plan *p);
 /* Ranks of the mesh. */
 int hp_shard_plan_ranks(const hp_shard_plan *p);

@@ -46,6 +46,24 @@ hp_status hp_shard_plan_gpt2(hp_shard_plan **out, int dp, int tp) {
     return wrap(out, &p);
 }
 
+hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int dp, int tp) {
+    *out = NULL;
+    hp_plan p;
+    HP_TRY(hp_plan_gpt2(&p, replicas, dp, tp));
+    return wrap(out, &p);
+}
+
+hp_status hp_shard_plan_set_fsdp(hp_shard_plan *p, const char *settings) {
+    if (!settings) return hp_errorf("hp_shard_plan_set_fsdp: settings is NULL");
+    HP_TRY(hp_plan_set_fsdp(&p->plan, settings, "fsdp"));
+    size_t n = hp_plan_str_size(&p->plan);
+    char *text = malloc(n);
+    if (!text) return hp_errorf("hyperpar: out of memory for a plan");
+    free(p->text);
+    p->text = hp_plan_str(text, n, &p->plan);
+    return HP_OK;
+}
+
 void hp_shard_plan_free(hp_shard_plan *p) {
     if (!p) return;
     hp_plan_free(&p->plan);

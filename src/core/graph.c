@@ -70,6 +70,7 @@ int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, c
     v->grad_of = -1;
     v->state_of = -1;
     v->init = -1;
+    v->view_of = -1;
     v->persistent = kind == HP_V_INPUT || kind == HP_V_PARAM || kind == HP_V_CONST || kind == HP_V_STATE;
     snprintf(v->name, sizeof v->name, "%s", name ? name : "");
     return id;
@@ -290,5 +291,29 @@ int hp_graph_const(hp_graph *g, const char *name, hp_dtype dtype, hp_shape shape
         g->vals[id].init = at;
         g->vals[id].no_grad = 1;
     }
+    return id;
+}
+
+int hp_graph_view(hp_graph *g, int base, int64_t offset, hp_shape shape, const char *name) {
+    if (g->err) return -1;
+    if (base < 0 || base >= g->nvals || g->vals[base].view_of >= 0) {
+        hp_graph_fail(g, hp_errorf("graph: view '%s': base %d is no value or is itself a view", name ? name : "", base));
+        return -1;
+    }
+    int64_t n = hp_shape_numel(&shape);
+    if (offset < 0 || n < 0 || offset + n > hp_val_numel(g, base)) {
+        hp_graph_fail(g, hp_errorf("graph: view '%s': elements [%lld, %lld) are outside '%s' (%lld elements)",
+                                   name ? name : "", (long long)offset, (long long)(offset + n), g->vals[base].name,
+                                   (long long)hp_val_numel(g, base)));
+        return -1;
+    }
+    const hp_value b = g->vals[base];
+    int id = hp_graph_value(g, b.kind == HP_V_PARAM || b.kind == HP_V_STATE ? HP_V_ACT : b.kind, b.dtype, shape, name);
+    if (id < 0) return -1;
+    hp_value *v = &g->vals[id];
+    v->view_of = base;
+    v->view_offset = offset;
+    v->persistent = b.persistent;
+    v->no_grad = 1;
     return id;
 }

@@ -41,6 +41,9 @@ typedef struct {
     int no_grad;       /* never differentiated (indices, saved statistics) */
     long init;         /* constants: blob offset of the initial bytes, or -1 (zeros) */
     int requires_grad; /* set by autodiff: depends on a parameter */
+    int view_of;       /* a view has no storage of its own: its elements are those of value view_of
+                        * (not itself a view) from element view_offset on (-1: not a view) */
+    int64_t view_offset;
 } hp_value;
 
 typedef struct {
@@ -130,5 +133,9 @@ static inline int64_t hp_val_numel(const hp_graph *g, int id) {
 int hp_graph_params(const hp_graph *g, int *ids, int cap);
 /* The value with this name, or -1. */
 int hp_graph_find(const hp_graph *g, const char *name);
+/* A view: a value of `shape` whose elements are base's from element `offset`
+ * on (base's dtype; the range must lie inside base, and base is no view).
+ * Returns its id, or -1 once the graph has an error. */
+int hp_graph_view(hp_graph *g, int base, int64_t offset, hp_shape shape, const char *name);
 
 #endif

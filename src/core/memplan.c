@@ -50,9 +50,16 @@ hp_status hp_memplan_build(hp_memplan *out, const hp_graph *g, const int *order,
             last[v] = pos;
         }
     }
+    /* a view's uses are its base's */
+    for (int v = 0; v < nv; v++) {
+        int b = g->vals[v].view_of;
+        if (b < 0 || first[v] < 0) continue;
+        if (first[b] < 0 || first[v] < first[b]) first[b] = first[v];
+        if (last[v] > last[b]) last[b] = last[v];
+    }
     int ni = 0;
     for (int v = 0; v < nv; v++) {
-        if (first[v] < 0 || g->vals[v].persistent) continue;
+        if (first[v] < 0 || g->vals[v].persistent || g->vals[v].view_of >= 0) continue;
         size_t bytes = (size_t)hp_val_numel(g, v) * hp_dtype_size(g->vals[v].dtype);
         bytes = (bytes + HP_MEMPLAN_ALIGN - 1) / HP_MEMPLAN_ALIGN * HP_MEMPLAN_ALIGN;
         iv[ni++] = (interval){v, first[v], last[v], bytes};

@@ -1,7 +1,8 @@
 /* core/memplan: assigns every non-persistent value (activations, gradients) an
  * offset in one arena by liveness over a node order, so buffers whose lives do
  * not overlap share memory. Persistent values (parameters, their gradients,
- * inputs, constants) are left to the caller. Planned once, before the first
+ * inputs, constants) are left to the caller. A view (hp_value.view_of) gets
+ * no offset of its own; its uses keep its base live. Planned once, before the first
  * step. */
 #ifndef HP_CORE_MEMPLAN_H
 #define HP_CORE_MEMPLAN_H

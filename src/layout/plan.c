@@ -13,6 +13,7 @@
 void hp_plan_init(hp_plan *out, const hp_mesh *m) {
     memset(out, 0, sizeof *out);
     out->mesh = *m;
+    out->fsdp.replicate_axis = -1;
 }
 
 static void free_rules(hp_plan_rule *r, int n) {
@@ -27,6 +28,7 @@ void hp_plan_free(hp_plan *p) {
     if (!p) return;
     free_rules(p->params, p->nparams);
     free_rules(p->inputs, p->ninputs);
+    hp_fsdp_spec_free(&p->fsdp);
     memset(p, 0, sizeof *p);
 }
 
@@ -116,8 +118,10 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
     char kw[32];
     if (hp_text_trimmed(kw, sizeof kw, line, kw_end) < 0) kw[0] = 0;
     int is_mesh = !strcmp(kw, "mesh"), is_param = !strcmp(kw, "param"), is_input = !strcmp(kw, "input");
-    if (!is_mesh && !is_param && !is_input)
-        return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param' or 'input')", name, lineno, line);
+    int is_fsdp = !strcmp(kw, "fsdp"), is_unit = !strcmp(kw, "unit");
+    if (!is_mesh && !is_param && !is_input && !is_fsdp && !is_unit)
+        return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param', 'input', 'fsdp:' or 'unit')", name,
+                         lineno, line);
     if (!colon) return hp_errorf("%s:%d: '%s' entry has no ':'", name, lineno, kw);
     char rest[LINE_MAX_LEN];
     hp_text_trimmed(rest, sizeof rest, strrchr(line, ':') + 1, line + strlen(line));
@@ -134,6 +138,15 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
         return HP_OK;
     }
     if (!*have_mesh) return hp_errorf("%s:%d: '%s' before the 'mesh:' line (the mesh comes first)", name, lineno, kw);
+    if (is_fsdp || is_unit) {
+        char where[LINE_MAX_LEN + 32], head[LINE_MAX_LEN];
+        snprintf(where, sizeof where, "%s:%d", name, lineno);
+        hp_text_trimmed(head, sizeof head, kw_end, colon);
+        hp_text_trimmed(rest, sizeof rest, colon + 1, line + strlen(line));
+        if (is_fsdp && head[0]) return hp_errorf("%s: unexpected '%s' between 'fsdp' and ':'", where, head);
+        if (is_unit && !head[0]) return hp_errorf("%s: 'unit' entry has no unit name before ':'", where);
+        return is_fsdp ? hp_plan_set_fsdp(p, rest, where) : hp_plan_add_fsdp_unit(p, head, rest, where);
+    }
     const char *last = strrchr(line, ':');
     char pattern[LINE_MAX_LEN];
     hp_text_trimmed(pattern, sizeof pattern, kw_end, last);
@@ -257,6 +270,9 @@ static size_t plan_print(char *buf, size_t n, const hp_plan *p) {
     for (int i = 0; i < p->nparams; i++)
         put(buf, n, &used, "param %s: %s\n", p->params[i].pattern,
             hp_layout_str(ls, sizeof ls, &p->params[i].layout, &p->mesh));
+    size_t f = hp_fsdp_spec_print(buf && used < n ? buf + used : NULL, buf && used < n ? n - used : 0, &p->fsdp,
+                                  &p->mesh);
+    used += f - 1;
     return used + 1;
 }
 

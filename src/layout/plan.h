@@ -14,7 +14,15 @@
  * Layouts use the text form of layout.h; axes a layout does not name are
  * Replicate, and "R" alone is replicated everywhere. Rules are tried in file
  * order and the first whose glob matches wins (params and inputs separately);
- * a name no rule matches is Replicate. Errors read `FILE:LINE: problem`. */
+ * a name no rule matches is Replicate. Errors read `FILE:LINE: problem`.
+ *
+ * FSDP / ZeRO (parallel/fsdp applies it; see hp_fsdp_spec):
+ *
+ *     fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 style=hyperpar
+ *     fsdp: shard=dp replicate=rep             <- HSDP: replicas over `rep`
+ *     unit block0: h.0.*                       <- a unit: name, then globs
+ *     unit root: wte wpe lnf.*                 <- (none given: one unit per
+ *                                                 block "h.N", plus "root") */
 #ifndef HP_LAYOUT_PLAN_H
 #define HP_LAYOUT_PLAN_H
 
@@ -28,8 +36,33 @@ typedef struct {
     char *where;      /* "FILE:LINE" of the rule, or "api" (owned) */
 } hp_plan_rule;
 
+/* FSDP levels (ZeRO): 1 = optimizer state sharded, 2 = + gradients, 3 = +
+ * parameters (one copy per supernode, shared by its ranks). */
+typedef enum { HP_FSDP_STYLE_HYPERPAR = 0, HP_FSDP_STYLE_FSDP2 = 1 } hp_fsdp_style;
+
+typedef struct {
+    char *name;     /* owned */
+    char **globs;   /* [nglobs] owned fnmatch globs over parameter names */
+    int nglobs;
+    char *where;    /* "FILE:LINE" or "api" (owned) */
+} hp_fsdp_unit_rule;
+
+typedef struct {
+    int level;                 /* 0: off; 1, 2 or 3 */
+    int shard_axis;            /* mesh axis of the shards */
+    int replicate_axis;        /* HSDP: the replicas' axis; -1: none */
+    int reshard_after_forward; /* 1: the backward gathers again across supernodes */
+    int prefetch;              /* units whose gather starts ahead of use (>= 0) */
+    int reduce_bf16;           /* gradients reduced in bf16 (summed in fp32) */
+    hp_fsdp_style style;
+    hp_fsdp_unit_rule *units;  /* [nunits]: first matching unit wins; none: the default units */
+    int nunits, capunits;
+    char *where;               /* where the fsdp line was (owned), NULL: api */
+} hp_fsdp_spec;
+
 typedef struct {
     hp_mesh mesh;
+    hp_fsdp_spec fsdp;
     int nparams, ninputs;
     hp_plan_rule *params; /* [nparams], in priority order */
     hp_plan_rule *inputs; /* [ninputs] */
@@ -56,5 +89,16 @@ hp_status hp_plan_layout_of(hp_layout *out, const hp_plan *p, const char *name, 
  * hp_plan_str_size gives the bytes needed (with the terminating 0). */
 char *hp_plan_str(char *buf, size_t n, const hp_plan *p);
 size_t hp_plan_str_size(const hp_plan *p);
+
+/* FSDP settings in the `fsdp:` line's form ("shard=dp level=3 ..."); where
+ * names the source in errors. Keys not given keep their defaults (level 3,
+ * reshard on, prefetch 1, reduce fp32, style hyperpar). */
+hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where);
+/* A unit: its name and space-separated globs. */
+hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where);
+/* layout/plan_fsdp.c: the spec's text form (the plan file's lines), appended
+ * by hp_plan_str; and its release. */
+void hp_fsdp_spec_free(hp_fsdp_spec *f);
+size_t hp_fsdp_spec_print(char *buf, size_t n, const hp_fsdp_spec *f, const hp_mesh *m);
 
 #endif

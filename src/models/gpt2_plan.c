@@ -4,18 +4,23 @@
 #include <stdio.h>
 #include <string.h>
 
-hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp) {
+hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp) { return hp_plan_gpt2(out, 1, dp, tp); }
+
+hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp) {
     memset(out, 0, sizeof *out);
+    if (replicas < 1) return hp_errorf("gpt2 plan: replicas must be >= 1 (got %d)", replicas);
     if (dp < 1) return hp_errorf("gpt2 plan: dp must be >= 1 (got %d)", dp);
     if (tp < 1) return hp_errorf("gpt2 plan: tp must be >= 1 (got %d)", tp);
     char text[64];
-    snprintf(text, sizeof text, "dp=%d,tp=%d", dp, tp);
+    if (replicas > 1) snprintf(text, sizeof text, "rep=%d,dp=%d,tp=%d", replicas, dp, tp);
+    else snprintf(text, sizeof text, "dp=%d,tp=%d", dp, tp);
+    const char *batch = replicas > 1 ? "S(0)@rep,S(0)@dp" : "S(0)@dp";
     hp_mesh m;
     HP_TRY(hp_mesh_parse(&m, text));
     hp_plan_init(out, &m);
-    static const char *const rules[][3] = {
-        {"input", "tokens", "S(0)@dp"},
-        {"input", "targets", "S(0)@dp"},
+    const char *const rules[][3] = {
+        {"input", "tokens", batch},
+        {"input", "targets", batch},
         {"param", "h.*.attn.qkv.weight", "S(1)@tp"},  /* [3, C, C]: heads (column parallel) */
         {"param", "h.*.attn.qkv.bias", "S(1)@tp"},    /* [3, C] */
         {"param", "h.*.attn.proj.weight", "S(1)@tp"}, /* [C, C]: row parallel (bias R) */

@@ -13,5 +13,8 @@
  * biases R); wte [Vp,C] S(0)@tp (vocabulary-parallel embedding and LM head);
  * everything else R. */
 hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp);
+/* The same with replicas > 1 on mesh "rep=R,dp=DP,tp=TP" (HSDP: the batch
+ * split over rep then dp; FSDP's `fsdp: shard=dp replicate=rep` on top). */
+hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp);
 
 #endif

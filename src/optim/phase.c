@@ -68,13 +68,14 @@ static size_t adamw_scratch(const hp_graph *g, const hp_node *n, int nt) {
 static void adamw_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out;
     const adamw_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    const unsigned char *decays = hp_graph_blob_at(k->graph, (long)n->a.i[1]); /* per tensor: weight decay on */
     int cnt = n->nxin / 4;
     hp_adamw_tensor *t = (hp_adamw_tensor *)(void *)k->scratch;
     long total = 0;
     for (int i = 0; i < cnt; i++) {
         const hp_tensor *x = &in[3 + 4 * i];
         long numel = (long)hp_shape_numel(&x[0].shape);
-        float wd = (c->decay_vectors || x[0].shape.ndim >= 2) ? c->wd : 0.0f;
+        float wd = decays[i] ? c->wd : 0.0f;
         t[i] = (hp_adamw_tensor){x[0].data, x[2].data, x[3].data, x[1].data, numel, wd};
         total += numel;
     }
@@ -164,12 +165,16 @@ void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr) {
     out[1] = (float)((double)lr * ratio);
 }
 
-static int state_value(hp_graph *g, int param, const char *prefix) {
+static int owner_of(const hp_optim_phase_param *p) { return p->owner >= 0 ? p->owner : p->param; }
+
+/* A state of piece p (its shape), named after and belonging to its owner. */
+static int state_value(hp_graph *g, const hp_optim_phase_param *p, const char *prefix) {
+    int own = owner_of(p);
     char nm[HP_NAME_LEN];
-    snprintf(nm, sizeof nm, "%s%.*s", prefix, (int)(HP_NAME_LEN - 1 - strlen(prefix)), g->vals[param].name);
-    int v = hp_graph_value(g, HP_V_STATE, HP_F32, g->vals[param].shape, nm);
+    snprintf(nm, sizeof nm, "%s%.*s", prefix, (int)(HP_NAME_LEN - 1 - strlen(prefix)), g->vals[own].name);
+    int v = hp_graph_value(g, HP_V_STATE, HP_F32, g->vals[p->param].shape, nm);
     if (v >= 0) {
-        g->vals[v].state_of = param;
+        g->vals[v].state_of = own;
         g->vals[v].no_grad = 1;
     }
     return v;
@@ -215,7 +220,7 @@ static hp_status emit_muon(hp_optim_phase_io *io, hp_graph *g, const hp_optim_co
             c.nmats += mats_of(s);
             xin[nx++] = params[k].param;
             xin[nx++] = params[k].grad;
-            xin[nx++] = state_value(g, params[k].param, "muon.m.");
+            xin[nx++] = state_value(g, &params[k], "muon.m.");
             io->nstates++;
         }
         long cap = cfg->muon_batch_floats > 0 ? cfg->muon_batch_floats : MUON_CHUNK_FLOATS;
@@ -252,7 +257,7 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
     hp_status st = op && kinds && xin ? HP_OK : hp_errorf("optimizer phase: out of memory");
     float dummy = 0;
     for (int k = 0; !st && k < n; k++) {
-        const hp_value *p = &g->vals[params[k].param];
+        const hp_value *p = &g->vals[owner_of(&params[k])];
         op[k] = (hp_opt_param){p->name, &dummy, &dummy, p->shape, hp_optim_hidden_matrix(p->name, &p->shape)};
     }
     if (!st) st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
@@ -270,12 +275,15 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
                        "/ lr), got %g",
                        (double)cfg->lr);
     int nx = 0;
+    unsigned char *decays = malloc((size_t)(n ? n : 1));
+    if (!decays && !st) st = hp_errorf("optimizer phase: out of memory");
     for (int k = 0; !st && k < n; k++) {
         if (kinds[k] != HP_OPT_ADAMW) continue;
+        decays[nx / 4] = cfg->decay_vectors || g->vals[owner_of(&params[k])].shape.ndim >= 2;
         xin[nx++] = params[k].param;
         xin[nx++] = params[k].grad;
-        xin[nx++] = state_value(g, params[k].param, "adamw.m.");
-        xin[nx++] = state_value(g, params[k].param, "adamw.v.");
+        xin[nx++] = state_value(g, &params[k], "adamw.m.");
+        xin[nx++] = state_value(g, &params[k], "adamw.v.");
         io->nadamw++;
         io->nstates += 2;
     }
@@ -284,12 +292,13 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
         hp_attrs at;
         memset(&at, 0, sizeof at);
         at.i[0] = hp_graph_blob(g, &c, sizeof c);
+        at.i[1] = hp_graph_blob(g, decays, (size_t)(nx / 4));
         int in[3] = {io->sumsq, io->lr, io->step};
         int node = hp_graph_node_list(g, &hp_op_adamw_update, in, 3, xin, nx, NULL, 0, &at, HP_PHASE_OPT);
         if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "adamw_update[%d tensors]", io->nadamw);
         st = hp_graph_status(g);
     }
     if (!st) st = emit_muon(io, g, cfg, max_norm, params, kinds, n);
-    free(op), free(kinds), free(xin);
+    free(op), free(kinds), free(xin), free(decays);
     return st;
 }

@@ -31,9 +31,13 @@
 #include "optim/optimizer.h"
 
 typedef struct {
-    int param, grad; /* value ids in the graph */
+    int param, grad; /* value ids in the graph (views of a piece, under FSDP) */
     int replicas;    /* ranks holding the same piece (>= 1) */
     int sharded;     /* the piece is a shard of a larger tensor */
+    int owner;       /* the parameter value the piece belongs to: its name and
+                      * shape route it (AdamW or Muon) and decide its weight
+                      * decay; its states are named after it (state_of = owner)
+                      * with the piece's shape. -1: param itself. */
 } hp_optim_phase_param;
 
 typedef struct {

@@ -71,9 +71,37 @@ static hp_status pass_propagate(hp_compiled *c, const hp_plan *plan) {
     return HP_OK;
 }
 
+/* fsdp: units, the store layout, the gradients it reduces itself. */
+static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan) {
+    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank));
+    if (!c->fsdp.level) {
+        note(c, "fsdp", "off");
+        return HP_OK;
+    }
+    size_t managed = 0, big = 0;
+    for (int u = 0; u < c->fsdp.nunits; u++) {
+        managed += c->fsdp.units[u].size;
+        if (c->fsdp.units[u].size > big) big = c->fsdp.units[u].size;
+    }
+    note(c, "fsdp", "level %d over %s (%d members%s): %d units, %.2f MB managed, largest unit %.2f MB, shard %.2f MB",
+         c->fsdp.level, c->mesh.name[c->fsdp.shard_axis], c->fsdp.members,
+         c->fsdp.replicas > 1 ? ", HSDP replicas" : "", c->fsdp.nunits, (double)managed * 4e-6, (double)big * 4e-6,
+         (double)managed * 4e-6 / c->fsdp.members);
+    return HP_OK;
+}
+
+/* fsdp nodes: every unit's gather and reduction. */
+static hp_status pass_fsdp_nodes(hp_compiled *c) {
+    if (!c->fsdp.level) return HP_OK;
+    int n0 = c->rg.g->nnodes;
+    HP_TRY(hp_fsdp_emit(&c->fsdp, &c->rg));
+    note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d", c->rg.g->nnodes - n0, c->fsdp.prefetch);
+    return HP_OK;
+}
+
 /* lower: the rank's local graph. */
 static hp_status pass_lower(hp_compiled *c) {
-    HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->mesh, c->rank));
+    HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->mesh, c->rank, c->fsdp.level ? c->fsdp.grad_layout : NULL));
     note(c, "lower", "rank %d: %d local nodes, %d + %d redistributions (%.0f + %.0f bytes per step)", c->rank,
          c->rg.g->nnodes, c->rg.nredist[0], c->rg.nredist[1], c->rg.bytes[0], c->rg.bytes[1]);
     return HP_OK;
@@ -86,7 +114,8 @@ static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
         note(c, "optimizer", "skipped (no optimizer)");
         return HP_OK;
     }
-    HP_TRY(hp_pass_optimizer(&c->optim, &c->rg, c->global, &c->prop, &c->mesh, o->optim, o->max_norm));
+    HP_TRY(hp_pass_optimizer(&c->optim, &c->rg, c->global, &c->prop, &c->mesh, o->optim, o->max_norm,
+                             c->fsdp.level ? &c->fsdp : NULL));
     c->has_optim = 1;
     note(c, "optimizer", "%s: %d adamw tensors, %d muon shape groups, %d state tensors; clip %g%s",
          hp_opt_kind_name(o->optim->kind), c->optim.nadamw, c->optim.nmuon_groups, c->optim.nstates,
@@ -132,7 +161,9 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = hp_graph_clone(&out->global, model);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
+    if (!st) st = pass_fsdp(out, plan);
     if (!st) st = pass_lower(out);
+    if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
@@ -145,6 +176,7 @@ void hp_compiled_free(hp_compiled *c) {
     hp_memplan_free(&c->mem);
     hp_schedule_free(&c->sched);
     hp_rank_graph_free(&c->rg);
+    hp_fsdp_plan_free(&c->fsdp);
     if (c->global) hp_propagation_free(&c->prop);
     free(c->layouts);
     free(c->fixed);

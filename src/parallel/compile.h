@@ -4,8 +4,11 @@
  *
  *   autodiff      core/autodiff       backward nodes, on a copy of the model graph
  *   propagate     layout/propagate    a layout for every value (the plan's mesh)
- *   [transforms]  FSDP, ZeRO, pipeline stages, remat, expert parallel go here
+ *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
+ *                                     managed gradients stay Partial)
+ *   [transforms]  pipeline stages, remat, expert parallel go here
  *   lower         parallel/lower      local kernels + collectives on local shapes
+ *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order
@@ -26,6 +29,7 @@
 #include "layout/propagate.h"
 #include "optim/optimizer.h"
 #include "optim/phase.h"
+#include "parallel/fsdp.h"
 #include "parallel/lower.h"
 #include "parallel/schedule.h"
 
@@ -51,6 +55,7 @@ typedef struct {
     unsigned char *fixed;
     hp_propagation prop;
     int rank;
+    hp_fsdp_plan fsdp;        /* FSDP units and the parameter store layout (fsdp.level 0: none) */
     hp_rank_graph rg;         /* the rank's local graph */
     hp_optim_phase_io optim;  /* local ids of the optimizer phase's inputs (-1 without one) */
     int has_optim;

@@ -19,6 +19,7 @@ typedef struct {
     const hp_mesh *m;
     int rank;
     hp_rank_graph *out;
+    const hp_layout *grad_layout;
     conv_entry *conv;
     int nconv, capconv;
 } cstate;
@@ -158,10 +159,11 @@ static void finish_outputs(cstate *c, int i) {
         if (gv->grad_of >= 0 && g->vals[gv->grad_of].kind == HP_V_PARAM && g->vals[gv->grad_of].grad == v) {
             int p = gv->grad_of;
             int local = c->out->map[v], fin = local;
-            if (!hp_layout_eq(&c->prop->val[v], &c->prop->val[p])) {
+            const hp_layout *target = c->grad_layout && c->grad_layout[p].ndim ? &c->grad_layout[p] : &c->prop->val[p];
+            if (!hp_layout_eq(&c->prop->val[v], target)) {
                 char why[HP_NAME_LEN + 8];
                 snprintf(why, sizeof why, "%.80s.grad", g->vals[p].name);
-                fin = emit_redist(c, v, local, &c->prop->val[v], &c->prop->val[p], HP_PHASE_BWD, why);
+                fin = emit_redist(c, v, local, &c->prop->val[v], target, HP_PHASE_BWD, why);
                 if (fin < 0) return;
                 c->out->g->vals[local].grad_of = -1;
                 c->out->g->vals[local].persistent = 0;
@@ -183,7 +185,7 @@ static void finish_outputs(cstate *c, int i) {
 }
 
 hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                        int rank) {
+                        int rank, const hp_layout *grad_layout) {
     memset(out, 0, sizeof *out);
     out->loss = -1;
     if (g->loss < 0) return hp_errorf("lower: the graph has no loss");
@@ -196,7 +198,7 @@ hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagat
     }
     out->ctx.rank = rank;
     out->ctx.mesh = m;
-    cstate c = {g, prop, m, rank, out, NULL, 0, 0};
+    cstate c = {g, prop, m, rank, out, grad_layout, NULL, 0, 0};
     for (int v = 0; v < g->nvals; v++) {
         const hp_value *gv = &g->vals[v];
         out->map[v] = new_local(&c, v, &prop->val[v], gv->kind, "");
@@ -212,6 +214,9 @@ hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagat
     if (!st) {
         st = build_global_of(out, g);
         out->nnode_of = out->g->nnodes;
+        out->hint = malloc(sizeof(int) * (size_t)(out->g->nnodes ? out->g->nnodes : 1));
+        if (!out->hint && !st) st = hp_errorf("lower: out of memory");
+        for (int i = 0; out->hint && i < out->g->nnodes; i++) out->hint[i] = -1;
         out->nglobal_of = out->g->nvals;
         if (st) hp_graph_fail(out->g, st);
         st = hp_graph_status(out->g);
@@ -229,6 +234,7 @@ void hp_rank_graph_free(hp_rank_graph *r) {
     free(r->map);
     free(r->global_of);
     free(r->node_of);
+    free(r->hint);
     hp_rank_ctx_free(&r->ctx);
     memset(r, 0, sizeof *r);
     r->loss = -1;
@@ -250,7 +256,10 @@ hp_status hp_rank_graph_sync_nodes(hp_rank_graph *r) {
         r->node_of = p;
         r->capnode = n;
     }
-    for (int i = r->nnode_of; i < n; i++) r->node_of[i] = -1;
+    int *h = realloc(r->hint, sizeof *h * (size_t)(n ? n : 1));
+    if (!h) return hp_errorf("lower: out of memory");
+    r->hint = h;
+    for (int i = r->nnode_of; i < n; i++) r->node_of[i] = -1, r->hint[i] = -1;
     r->nnode_of = n;
     return HP_OK;
 }

@@ -32,13 +32,25 @@ typedef struct {
     int capnode, nnode_of, nglobal_of;
     int loss;      /* local value of the replicated loss */
     hp_rank_ctx ctx;
+    int *hint;       /* [g->nnodes]: where the schedule places a node (HP_HINT_*), or -1: by creation order */
     int nredist[2];    /* redistribution nodes in forward, backward */
     double bytes[2];   /* their bytes per step (per rank) */
 } hp_rank_graph;
 
-/* Lowers g for rank `rank` of mesh m. ctx.comm / ctx.mc are left for the caller. */
+/* Placement hints for nodes later passes append (the schedule obeys them):
+ * HP_HINT_BEFORE(n) / HP_HINT_AFTER(n) right before / after node n (same
+ * phase; several with the same anchor keep creation order), HP_HINT_END at
+ * the end of the node's phase. */
+#define HP_HINT_END (-2)
+#define HP_HINT_BEFORE(n) (2 * (n))
+#define HP_HINT_AFTER(n) (2 * (n) + 1)
+
+/* Lowers g for rank `rank` of mesh m. ctx.comm / ctx.mc are left for the
+ * caller. grad_layout (NULL: none) may give, per global parameter, the layout
+ * its gradient is brought to instead of the parameter's own (FSDP keeps its
+ * gradients Partial: it reduces them itself). */
 hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                        int rank);
+                        int rank, const hp_layout *grad_layout);
 void hp_rank_graph_free(hp_rank_graph *r);
 /* After later passes appended nodes and values: node_of and global_of cover
  * them (-1: no global node or value). */

@@ -7,7 +7,7 @@
 
 hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
                             const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
-                            float max_norm) {
+                            float max_norm, const hp_fsdp_plan *fsdp) {
     hp_graph *g = rg->g;
     int np = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
@@ -18,19 +18,27 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
     }
     hp_graph_params(g, ids, np);
     int n = 0;
-    for (int k = 0; k < np; k++) {
+    hp_status st = HP_OK;
+    for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p];
         if (g->vals[p].grad < 0 || gp < 0) continue; /* not trained */
         const hp_layout *l = &prop->val[gp];
+        int fsdp_managed = fsdp && fsdp->unit_of[k] >= 0;
         int replicas = 1, sharded = 0;
         for (int a = 0; a < l->ndim; a++) {
-            if (l->p[a].kind == HP_REPLICATE) replicas *= m->size[a];
+            if (l->p[a].kind == HP_REPLICATE && !(fsdp_managed && a == fsdp->shard_axis)) replicas *= m->size[a];
             if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1;
         }
-        pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded};
+        if (fsdp_managed) {
+            int got = hp_fsdp_optim_pieces(&pp[n], fsdp, rg, p, k, replicas);
+            if (got < 0) st = hp_graph_status(g);
+            else n += got;
+            continue;
+        }
+        pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded, -1};
     }
     (void)global;
-    hp_status st = hp_optim_phase_norm(io, g, pp, n);
+    if (!st) st = hp_optim_phase_norm(io, g, pp, n);
     if (!st && hp_mesh_size(m) > 1) {
         int sum = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq");
         hp_attrs a = {{hp_mesh_size(m)}, {0}};

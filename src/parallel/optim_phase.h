@@ -4,16 +4,19 @@
  * a replica of it, from its parameter's layout) — then, on more than one
  * rank, the sum over ranks (sumsq_combine), then the AdamW and Muon updates of
  * the rank's parameter pieces, whose state tensors become values of the graph
- * with their parameter's layout. */
+ * with their parameter's layout. Under FSDP (fsdp non-NULL) a managed
+ * parameter's pieces are the parts of it in the rank's shards (hp_fsdp_optim_
+ * pieces), weighted by the ranks holding them outside the shard axis. */
 #ifndef HP_PARALLEL_OPTIM_PHASE_H
 #define HP_PARALLEL_OPTIM_PHASE_H
 
 #include "layout/propagate.h"
 #include "optim/phase.h"
+#include "parallel/fsdp.h"
 #include "parallel/lower.h"
 
 hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
                             const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
-                            float max_norm);
+                            float max_norm, const hp_fsdp_plan *fsdp);
 
 #endif

@@ -30,6 +30,7 @@ typedef struct {
     hp_comm_args *args;
     hp_comm_tensor *tens;
     double *gathered; /* [world_size]: the optimizer norm's partials */
+    struct hp_fsdp_rt *fsdp; /* FSDP's run-time state (parallel/fsdp.h), NULL without FSDP */
 } hp_rank_ctx;
 
 /* Adds a plan; returns its index (-1 when out of memory). */

@@ -37,6 +37,36 @@ static int reads(const hp_graph *g, const hp_node *n, int v) {
     return 0;
 }
 
+typedef struct {
+    hp_rank_graph *rg;
+    hp_schedule *out;
+    int window;
+    int *wait_of, *pending, np, head;
+    int *before, *after, *next; /* hinted nodes: per anchor, linked lists in creation order */
+} placer;
+
+static void place(placer *s, int i) {
+    hp_graph *g = s->rg->g;
+    for (int j = s->before[i]; j >= 0; j = s->next[j]) place(s, j);
+    const hp_node *nd = &g->nodes[i];
+    /* a step that reads a value still in flight waits for it (and for the older ones) */
+    for (int q = s->head; q < s->np; q++)
+        if (reads(g, nd, g->nodes[s->pending[q]].in[0])) {
+            while (s->head <= q) s->out->order[s->out->n++] = s->pending[s->head++];
+            break;
+        }
+    if (s->wait_of[i] >= 0 && s->np - s->head >= s->window) s->out->order[s->out->n++] = s->pending[s->head++];
+    s->out->order[s->out->n++] = i;
+    if (s->wait_of[i] >= 0) s->pending[s->np++] = s->wait_of[i];
+    for (int j = s->after[i]; j >= 0; j = s->next[j]) place(s, j);
+}
+
+static void link_hint(placer *s, int *list, int j) {
+    int *at = &list[0];
+    while (*at >= 0) at = &s->next[*at];
+    *at = j;
+}
+
 hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedule_opts *o) {
     memset(out, 0, sizeof *out);
     hp_graph *g = rg->g;
@@ -47,44 +77,39 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     HP_TRY(hp_rank_graph_sync_nodes(rg));
     rg->ctx.nslots = out->nsplit < window ? out->nsplit : window;
     int nn = g->nnodes;
-    out->order = malloc(sizeof(int) * (size_t)(nn ? nn : 1));
-    int *wait_of = malloc(sizeof(int) * (size_t)(nn ? nn : 1)); /* start node -> its wait */
-    int *pending = malloc(sizeof(int) * (size_t)(nn ? nn : 1));  /* waits not yet placed, FIFO */
-    if (!out->order || !wait_of || !pending) {
-        free(wait_of), free(pending);
-        hp_schedule_free(out);
-        return hp_errorf("schedule: out of memory");
+    size_t sz = sizeof(int) * (size_t)(nn ? nn : 1);
+    out->order = malloc(sz);
+    placer s = {rg, out, window, malloc(sz), malloc(sz), 0, 0, malloc(sz), malloc(sz), malloc(sz)};
+    hp_status st = HP_OK;
+    if (!out->order || !s.wait_of || !s.pending || !s.before || !s.after || !s.next)
+        st = hp_errorf("schedule: out of memory");
+    for (int i = 0; !st && i < nn; i++) s.wait_of[i] = s.before[i] = s.after[i] = s.next[i] = -1;
+    for (int i = n0, k = 0; !st && i < nn; i++) { /* waits were appended in start order */
+        while (k < n0 && g->nodes[k].op != &hp_op_redistribute_start) k++;
+        s.wait_of[k++] = i;
     }
-    for (int i = 0; i < nn; i++) wait_of[i] = -1;
-    for (int i = n0, s = 0; i < nn; i++) { /* waits were appended in start order */
-        while (s < n0 && g->nodes[s].op != &hp_op_redistribute_start) s++;
-        wait_of[s++] = i;
+    for (int j = 0; !st && j < n0; j++) {
+        int h = rg->hint[j];
+        if (h < 0) continue;
+        int anchor = h / 2;
+        if (anchor >= n0 || anchor == j || g->nodes[anchor].phase != g->nodes[j].phase)
+            st = hp_errorf("schedule: node '%s' is placed next to a node of another phase", g->nodes[j].name);
+        else
+            link_hint(&s, h % 2 ? &s.after[anchor] : &s.before[anchor], j);
     }
-    int np = 0, head = 0;
-    for (int ph = 0; ph < HP_NPHASES; ph++) {
+    for (int ph = 0; !st && ph < HP_NPHASES; ph++) {
         out->begin[ph] = out->n;
-        for (int i = 0; i < n0; i++) {
-            const hp_node *nd = &g->nodes[i];
-            if ((int)nd->phase != ph) continue;
-            /* a step that reads a value still in flight waits for it (and for the older ones) */
-            for (int q = head; q < np; q++)
-                if (reads(g, nd, g->nodes[pending[q]].in[0])) {
-                    while (head <= q) out->order[out->n++] = pending[head++];
-                    break;
-                }
-            if (wait_of[i] >= 0 && np - head >= window) out->order[out->n++] = pending[head++];
-            out->order[out->n++] = i;
-            if (wait_of[i] >= 0) pending[np++] = wait_of[i];
-        }
-        while (head < np) out->order[out->n++] = pending[head++];
+        for (int i = 0; i < n0; i++)
+            if ((int)g->nodes[i].phase == ph && rg->hint[i] == -1) place(&s, i);
+        for (int i = 0; i < n0; i++)
+            if ((int)g->nodes[i].phase == ph && rg->hint[i] == HP_HINT_END) place(&s, i);
+        while (s.head < s.np) out->order[out->n++] = s.pending[s.head++];
     }
     out->begin[HP_NPHASES] = out->n;
-    free(wait_of), free(pending);
-    if (out->n != nn) {
-        hp_schedule_free(out);
-        return hp_errorf("schedule: %d of %d nodes placed", out->n, nn);
-    }
-    return HP_OK;
+    free(s.wait_of), free(s.pending), free(s.before), free(s.after), free(s.next);
+    if (!st && out->n != nn) st = hp_errorf("schedule: %d of %d nodes placed", out->n, nn);
+    if (st) hp_schedule_free(out);
+    return st;
 }
 
 void hp_schedule_free(hp_schedule *s) {

@@ -6,7 +6,9 @@
  * complete, and a wait, placed as late as possible: before the first step that
  * reads the reduced gradient, when a new start would exceed max_inflight
  * collectives in flight (the oldest is waited first), or at the end of the
- * backward phase. Waits come in start order. The memory plan (a later pass)
+ * backward phase. Waits come in start order. Nodes a pass placed with a
+ * hint (hp_rank_graph.hint: before or after an anchor node, or at the end of
+ * the phase) go exactly there. The memory plan (a later pass)
  * follows this order, so a buffer that an in-flight collective reads or
  * writes stays live until its wait. */
 #ifndef HP_PARALLEL_SCHEDULE_H

@@ -17,10 +17,31 @@ struct hp_dist {
 };
 
 static void destroy_rank(hp_dist_rank *r) {
+    hp_fsdp_rt_destroy(r->fsdp);
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
     hp_compiled_free(&r->c);
+}
+
+/* FSDP level 3: the hosted ranks of one shard group (the same coordinates
+ * off the shard axis) share one store, the supernode's one copy of their
+ * units; otherwise each rank has its own (FSDP's unit layout when on). */
+static hp_status create_store(hp_dist *d, int i) {
+    hp_dist_rank *r = &d->r[i];
+    const hp_fsdp_plan *f = &r->c.fsdp;
+    if (!f->level) return hp_param_store_create(&r->ps, r->c.rg.g);
+    if (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR) {
+        int me[HP_MESH_MAX_DIMS], other[HP_MESH_MAX_DIMS];
+        hp_mesh_coords(me, &d->mesh, r->rank);
+        for (int j = 0; j < i; j++) {
+            hp_mesh_coords(other, &d->mesh, d->r[j].rank);
+            int same = 1;
+            for (int a = 0; a < d->mesh.ndim; a++) same &= a == f->shard_axis || me[a] == other[a];
+            if (same) return hp_param_store_borrow(&r->ps, &d->r[j].ps);
+        }
+    }
+    return hp_param_store_create_at(&r->ps, r->c.rg.g, f->offset, f->total);
 }
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
@@ -62,11 +83,15 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         ctx->world_group = hp_comm_world_group(cfg->world);
         ctx->world_size = world;
         st = hp_rank_ctx_alloc(ctx);
-        if (!st) st = hp_param_store_create(&r->ps, r->c.rg.g);
+        if (!st) st = create_store(d, i);
         if (!st) st = hp_pool_create(&r->pool, cfg->threads_per_rank > 0 ? cfg->threads_per_rank : 1);
         if (!st)
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
+        if (!st && r->c.fsdp.level) {
+            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, hp_program_grads(r->prog));
+            ctx->fsdp = r->fsdp;
+        }
     }
     if (st) {
         hp_dist_destroy(d);

@@ -14,7 +14,7 @@ void *hp_alloc_zeroed(size_t n) {
     return p;
 }
 
-hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
+static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at, size_t total, int alloc) {
     memset(ps, 0, sizeof *ps);
     int n = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -34,12 +34,19 @@ hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
         memcpy(ps->name[i], v->name, HP_NAME_LEN);
         ps->shape[i] = v->shape;
         ps->hidden_matrix[i] = hp_optim_hidden_matrix(v->name, &v->shape);
-        ps->offset[i] = off;
+        ps->offset[i] = at ? at[i] : off;
         off += ((size_t)hp_shape_numel(&v->shape) + 15) / 16 * 16;
+        if (at && at[i] + (size_t)hp_shape_numel(&v->shape) > total) {
+            free(ids);
+            hp_param_store_free(ps);
+            return hp_errorf("parameters: '%s' lies outside the store's layout", v->name);
+        }
     }
     free(ids);
     ps->n = n;
-    ps->total = off;
+    ps->total = at ? total : off;
+    if (!alloc) return HP_OK;
+    off = ps->total;
     ps->data = hp_alloc_zeroed(off * sizeof(float));
     if (!ps->data) {
         hp_param_store_free(ps);
@@ -48,7 +55,36 @@ hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
     return HP_OK;
 }
 
+hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) { return create(ps, g, NULL, 0, 1); }
+
+hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total) {
+    return create(ps, g, offset, total, 1);
+}
+
+hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
+    memset(ps, 0, sizeof *ps);
+    int n = src->n ? src->n : 1;
+    ps->name = malloc(sizeof *ps->name * (size_t)n);
+    ps->shape = malloc(sizeof *ps->shape * (size_t)n);
+    ps->hidden_matrix = malloc(sizeof *ps->hidden_matrix * (size_t)n);
+    ps->offset = malloc(sizeof *ps->offset * (size_t)n);
+    if (!ps->name || !ps->shape || !ps->hidden_matrix || !ps->offset) {
+        hp_param_store_free(ps);
+        return hp_errorf("parameters: out of memory");
+    }
+    memcpy(ps->name, src->name, sizeof *ps->name * (size_t)src->n);
+    memcpy(ps->shape, src->shape, sizeof *ps->shape * (size_t)src->n);
+    memcpy(ps->hidden_matrix, src->hidden_matrix, sizeof *ps->hidden_matrix * (size_t)src->n);
+    memcpy(ps->offset, src->offset, sizeof *ps->offset * (size_t)src->n);
+    ps->n = src->n;
+    ps->total = src->total;
+    ps->data = src->data;
+    ps->borrowed = 1;
+    return HP_OK;
+}
+
 void hp_param_store_free(hp_param_store *ps) {
+    if (ps->borrowed) ps->data = NULL;
     free(ps->name);
     free(ps->shape);
     free(ps->hidden_matrix);

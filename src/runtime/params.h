@@ -1,5 +1,6 @@
 /* runtime/params: the storage of a graph's parameters as one flat fp32 buffer
- * (each tensor starts on a 64-byte boundary, in the graph's parameter order).
+ * (each tensor starts on a 64-byte boundary, in the graph's parameter order,
+ * or at offsets the caller lays out: FSDP's units).
  * Programs compiled from graphs with the same parameters (a training graph, an
  * evaluation graph) share one store; optimizers and checkpoints see the flat
  * buffer and the per-tensor views. */
@@ -18,9 +19,15 @@ typedef struct {
     size_t *offset;   /* floats into data */
     float *data;      /* total floats, zero-initialised */
     size_t total;
+    int borrowed;     /* data belongs to another store (FSDP level 3: one per shard group) */
 } hp_param_store;
 
 hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g);
+/* The same with the caller's layout: offset[i] floats for the i-th parameter
+ * in graph order, total floats in all (parallel/fsdp's unit layout). */
+hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total);
+/* A store with src's layout whose data is src's (not freed by this one). */
+hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src);
 void hp_param_store_free(hp_param_store *ps);
 /* Index of the parameter with this name, or -1. */
 int hp_param_store_find(const hp_param_store *ps, const char *name);

@@ -111,6 +111,7 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
             p->ptr[v] = hp_param_ptr(ps, pi++);
             continue;
         }
+        if (val->view_of >= 0) continue;
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) continue;
         if (val->persistent) persist += round64(value_bytes(g, v));
     }
@@ -125,7 +126,7 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     pi = 0;
     for (int v = 0; v < g->nvals; v++) {
         const hp_value *val = &g->vals[v];
-        if (val->kind == HP_V_PARAM) continue;
+        if (val->kind == HP_V_PARAM || val->view_of >= 0) continue;
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
             if (!p->grads) continue;
             int idx = hp_param_store_find(ps, g->vals[val->grad_of].name);
@@ -138,6 +139,11 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
         } else if (plan.offset[v] != HP_MEMPLAN_NONE) {
             p->ptr[v] = p->arena + plan.offset[v];
         }
+    }
+    for (int v = 0; v < g->nvals; v++) { /* views: into their base's storage */
+        const hp_value *val = &g->vals[v];
+        if (val->view_of >= 0 && p->ptr[val->view_of])
+            p->ptr[v] = (char *)p->ptr[val->view_of] + (size_t)val->view_offset * hp_dtype_size(val->dtype);
     }
     if (g->loss_seed >= 0) ((float *)p->ptr[g->loss_seed])[0] = 1.0f;
     for (int v = 0; v < g->nvals; v++)

@@ -23,7 +23,7 @@ int main(void) {
     hp_propagation prop;
     CHECK_OK(hp_propagate(&prop, f.g, &plan.mesh, layouts, fixed));
     hp_rank_graph rg;
-    CHECK_OK(hp_lower_rank(&rg, f.g, &prop, &plan.mesh, 0));
+    CHECK_OK(hp_lower_rank(&rg, f.g, &prop, &plan.mesh, 0, NULL));
     CHECK(rg.nredist[0] == 0 && rg.nredist[1] == 0);
     CHECK(rg.g->nnodes == f.g->nnodes);
     for (int i = 0; i < f.g->nnodes && i < rg.g->nnodes; i++) {

@@ -1,0 +1,190 @@
+/* layout/plan_fsdp: the FSDP part of a sharding plan — the `fsdp:` line's
+ * settings and the `unit` entries (see plan.h), parsed, checked against the
+ * mesh, and printed back in the file's form. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/plan.h"
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+void hp_fsdp_spec_free(hp_fsdp_spec *f) {
+    for (int i = 0; i < f->nunits; i++) {
+        for (int k = 0; k < f->units[i].nglobs; k++) free(f->units[i].globs[k]);
+        free(f->units[i].globs);
+        free(f->units[i].name);
+        free(f->units[i].where);
+    }
+    free(f->units);
+    free(f->where);
+    memset(f, 0, sizeof *f);
+    f->replicate_axis = -1;
+}
+
+static hp_status axis_of(int *out, const hp_mesh *m, const char *name, const char *key, const char *where) {
+    *out = hp_mesh_axis(m, name);
+    if (*out >= 0) return HP_OK;
+    char ms[128];
+    return hp_errorf("%s: fsdp %s=%s: the mesh '%s' has no axis '%s'", where, key, name, hp_mesh_str(ms, sizeof ms, m),
+                     name);
+}
+
+static hp_status on_off(int *out, const char *v, const char *key, const char *where) {
+    if (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "true")) *out = 1;
+    else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false")) *out = 0;
+    else return hp_errorf("%s: fsdp %s=%s: expected on or off", where, key, v);
+    return HP_OK;
+}
+
+static hp_status small_int(int *out, const char *v, int lo, int hi, const char *key, const char *where) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!v[0] || *end || x < lo || x > hi) return hp_errorf("%s: fsdp %s=%s: expected an integer in %d..%d", where, key, v, lo, hi);
+    *out = (int)x;
+    return HP_OK;
+}
+
+/* One key=value of the fsdp line. */
+static hp_status set_key(hp_fsdp_spec *f, const hp_mesh *m, const char *key, const char *v, int *have_shard,
+                         const char *where) {
+    if (!strcmp(key, "shard")) {
+        *have_shard = 1;
+        return axis_of(&f->shard_axis, m, v, key, where);
+    }
+    if (!strcmp(key, "replicate")) return axis_of(&f->replicate_axis, m, v, key, where);
+    if (!strcmp(key, "level")) return small_int(&f->level, v, 1, 3, key, where);
+    if (!strcmp(key, "reshard")) return on_off(&f->reshard_after_forward, v, key, where);
+    if (!strcmp(key, "prefetch")) return small_int(&f->prefetch, v, 0, 8, key, where);
+    if (!strcmp(key, "reduce")) {
+        if (strcmp(v, "fp32") && strcmp(v, "bf16")) return hp_errorf("%s: fsdp reduce=%s: expected fp32 or bf16", where, v);
+        f->reduce_bf16 = !strcmp(v, "bf16");
+        return HP_OK;
+    }
+    if (!strcmp(key, "style")) {
+        if (!strcmp(v, "hyperpar")) f->style = HP_FSDP_STYLE_HYPERPAR;
+        else if (!strcmp(v, "fsdp2")) f->style = HP_FSDP_STYLE_FSDP2;
+        else return hp_errorf("%s: fsdp style=%s: expected hyperpar or fsdp2", where, v);
+        return HP_OK;
+    }
+    return hp_errorf("%s: fsdp: unknown setting '%s' (shard, replicate, level, reshard, prefetch, reduce, style)", where,
+                     key);
+}
+
+hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) {
+    if (!where) where = "api";
+    hp_fsdp_spec *f = &p->fsdp;
+    if (f->where) return hp_errorf("%s: fsdp given twice (first at %s)", where, f->where);
+    int units = f->nunits;
+    hp_fsdp_unit_rule *keep = f->units;
+    int cap = f->capunits;
+    memset(f, 0, sizeof *f);
+    f->units = keep, f->nunits = units, f->capunits = cap;
+    f->level = 3;
+    f->replicate_axis = -1;
+    f->reshard_after_forward = 1;
+    f->prefetch = 1;
+    int have_shard = 0;
+    const char *s = settings;
+    hp_status st = HP_OK;
+    while (!st && *s) {
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s) break;
+        const char *e = s;
+        while (*e && !isspace((unsigned char)*e)) e++;
+        char tok[128];
+        if ((size_t)(e - s) >= sizeof tok) return hp_errorf("%s: fsdp: setting '%.40s...' is too long", where, s);
+        memcpy(tok, s, (size_t)(e - s));
+        tok[e - s] = 0;
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok || !eq[1]) st = hp_errorf("%s: fsdp: '%s' is not key=value", where, tok);
+        else {
+            *eq = 0;
+            st = set_key(f, &p->mesh, tok, eq + 1, &have_shard, where);
+        }
+        s = e;
+    }
+    if (!st && !have_shard) st = hp_errorf("%s: fsdp: no shard axis (e.g. 'fsdp: shard=dp')", where);
+    if (!st && f->replicate_axis == f->shard_axis)
+        st = hp_errorf("%s: fsdp: the replicate axis is the shard axis", where);
+    if (!st) {
+        f->where = dup_str(where);
+        if (!f->where) st = hp_errorf("plan: out of memory");
+    }
+    if (st) f->level = 0;
+    return st;
+}
+
+hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where) {
+    if (!where) where = "api";
+    hp_fsdp_spec *f = &p->fsdp;
+    for (int i = 0; i < f->nunits; i++)
+        if (!strcmp(f->units[i].name, name))
+            return hp_errorf("%s: unit '%s' given twice (first at %s)", where, name, f->units[i].where);
+    if (f->nunits == f->capunits) {
+        int cap = f->capunits ? 2 * f->capunits : 16;
+        hp_fsdp_unit_rule *u = realloc(f->units, sizeof *u * (size_t)cap);
+        if (!u) return hp_errorf("plan: out of memory");
+        f->units = u;
+        f->capunits = cap;
+    }
+    hp_fsdp_unit_rule *u = &f->units[f->nunits];
+    memset(u, 0, sizeof *u);
+    u->name = dup_str(name);
+    u->where = dup_str(where);
+    if (!u->name || !u->where) {
+        free(u->name), free(u->where);
+        return hp_errorf("plan: out of memory");
+    }
+    f->nunits++;
+    for (const char *s = globs; *s;) {
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s) break;
+        const char *e = s;
+        while (*e && !isspace((unsigned char)*e)) e++;
+        char **g = realloc(u->globs, sizeof *g * (size_t)(u->nglobs + 1));
+        if (!g) return hp_errorf("plan: out of memory");
+        u->globs = g;
+        u->globs[u->nglobs] = malloc((size_t)(e - s) + 1);
+        if (!u->globs[u->nglobs]) return hp_errorf("plan: out of memory");
+        memcpy(u->globs[u->nglobs], s, (size_t)(e - s));
+        u->globs[u->nglobs++][e - s] = 0;
+        s = e;
+    }
+    if (!u->nglobs) return hp_errorf("%s: unit '%s' has no parameter globs after ':'", where, name);
+    return HP_OK;
+}
+
+static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf && *used < n ? buf + *used : NULL, buf && *used < n ? n - *used : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0) *used += (size_t)k;
+}
+
+size_t hp_fsdp_spec_print(char *buf, size_t n, const hp_fsdp_spec *f, const hp_mesh *m) {
+    size_t used = 0;
+    if (buf && n) buf[0] = 0;
+    if (f->level > 0) {
+        put(buf, n, &used, "fsdp: shard=%s", m->name[f->shard_axis]);
+        if (f->replicate_axis >= 0) put(buf, n, &used, " replicate=%s", m->name[f->replicate_axis]);
+        put(buf, n, &used, " level=%d reshard=%s prefetch=%d reduce=%s style=%s\n", f->level,
+            f->reshard_after_forward ? "on" : "off", f->prefetch, f->reduce_bf16 ? "bf16" : "fp32",
+            f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
+    }
+    for (int i = 0; i < f->nunits; i++) {
+        put(buf, n, &used, "unit %s:", f->units[i].name);
+        for (int k = 0; k < f->units[i].nglobs; k++) put(buf, n, &used, " %s", f->units[i].globs[k]);
+        put(buf, n, &used, "\n");
+    }
+    return used + 1;
+}

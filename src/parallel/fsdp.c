@@ -1,0 +1,368 @@
+/* parallel/fsdp: the FSDP / ZeRO pass (see the header). */
+#include "parallel/fsdp.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/rank.h"
+
+void hp_fsdp_plan_free(hp_fsdp_plan *f) {
+    free(f->units);
+    free(f->unit_of);
+    free(f->offset);
+    free(f->grad_layout);
+    memset(f, 0, sizeof *f);
+}
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* "h.3.attn.qkv.weight" -> "h.3" (a name part that is all digits ends the
+ * block's prefix); names without one are the root's. */
+static void default_unit(char *out, size_t cap, const char *name) {
+    const char *dot = strchr(name, '.');
+    while (dot) {
+        const char *e = dot + 1;
+        while (*e >= '0' && *e <= '9') e++;
+        if (e > dot + 1 && (*e == '.' || !*e)) {
+            snprintf(out, cap, "%.*s", (int)(e - name), name);
+            return;
+        }
+        dot = strchr(dot + 1, '.');
+    }
+    snprintf(out, cap, "root");
+}
+
+static int unit_named(const hp_fsdp_plan *f, const char *name) {
+    for (int u = 0; u < f->nunits; u++)
+        if (!strcmp(f->units[u].name, name)) return u;
+    return -1;
+}
+
+static int managed(const hp_layout *l, const hp_fsdp_spec *s) {
+    if (l->p[s->shard_axis].kind != HP_REPLICATE) return 0;
+    return s->replicate_axis < 0 || l->p[s->replicate_axis].kind == HP_REPLICATE;
+}
+
+hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                          const hp_plan *plan, int rank) {
+    memset(out, 0, sizeof *out);
+    const hp_fsdp_spec *s = &plan->fsdp;
+    if (s->level <= 0) return HP_OK;
+    const char *where = s->where ? s->where : "plan";
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rank);
+    out->level = s->level;
+    out->style = s->style;
+    out->shard_axis = s->shard_axis;
+    out->replicate_axis = s->replicate_axis;
+    out->members = m->size[s->shard_axis];
+    out->me = coord[s->shard_axis];
+    out->replicas = s->replicate_axis >= 0 ? m->size[s->replicate_axis] : 1;
+    out->prefetch = s->prefetch;
+    int np = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    out->nparams = np;
+    out->unit_of = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    out->offset = calloc((size_t)(np ? np : 1), sizeof(size_t));
+    out->units = calloc((size_t)(np + s->nunits + 1), sizeof *out->units);
+    out->grad_layout = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->grad_layout);
+    hp_status st = ids && out->unit_of && out->offset && out->units && out->grad_layout
+                       ? HP_OK
+                       : hp_errorf("fsdp: out of memory");
+    if (!st) hp_graph_params(g, ids, np);
+    /* the plan's units first (in the plan's order), then the default ones as met */
+    for (int u = 0; !st && u < s->nunits; u++) snprintf(out->units[out->nunits++].name, HP_NAME_LEN, "%s", s->units[u].name);
+    for (int k = 0; !st && k < np; k++) {
+        const hp_value *v = &g->vals[ids[k]];
+        out->unit_of[k] = -1;
+        if (v->grad < 0 || !managed(&prop->val[ids[k]], s)) continue;
+        int u = -1;
+        if (s->nunits) {
+            for (int r = 0; r < s->nunits && u < 0; r++)
+                for (int q = 0; q < s->units[r].nglobs && u < 0; q++)
+                    if (fnmatch(s->units[r].globs[q], v->name, 0) == 0) u = r;
+            if (u < 0)
+                st = hp_errorf("%s: fsdp: parameter '%s' is in no unit (add one, e.g. 'unit rest: *')", where, v->name);
+        } else {
+            char nm[HP_NAME_LEN];
+            default_unit(nm, sizeof nm, v->name);
+            u = unit_named(out, nm);
+            if (u < 0) {
+                u = out->nunits++;
+                snprintf(out->units[u].name, HP_NAME_LEN, "%s", nm);
+            }
+        }
+        out->unit_of[k] = u;
+        if (u >= 0) out->units[u].nparams++;
+    }
+    for (int u = 0; !st && u < s->nunits; u++)
+        if (!out->units[u].nparams)
+            st = hp_errorf("%s: unit '%s' matches no parameter FSDP manages", s->units[u].where, s->units[u].name);
+    /* the store: unit by unit, then the unmanaged parameters */
+    size_t at = 0;
+    for (int u = 0; !st && u < out->nunits; u++) {
+        hp_fsdp_unit *un = &out->units[u];
+        un->offset = at;
+        for (int k = 0; k < np; k++) {
+            if (out->unit_of[k] != u) continue;
+            hp_shape local;
+            hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
+            out->offset[k] = at;
+            at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
+        }
+        un->size = align_up(at - un->offset, (size_t)HP_FSDP_ALIGN * (size_t)out->members);
+        un->shard = un->size / (size_t)out->members;
+        at = un->offset + un->size;
+    }
+    for (int k = 0; !st && k < np; k++) {
+        if (out->unit_of[k] >= 0) continue;
+        hp_shape local;
+        hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
+        out->offset[k] = at;
+        at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
+    }
+    out->total = at;
+    /* gradients stay Partial on the axes this pass reduces */
+    for (int k = 0; !st && k < np; k++) {
+        if (out->unit_of[k] < 0) continue;
+        hp_layout l = prop->val[ids[k]];
+        if (m->size[s->shard_axis] > 1) l.p[s->shard_axis] = hp_partial(HP_PARTIAL_SUM);
+        if (s->replicate_axis >= 0 && m->size[s->replicate_axis] > 1) l.p[s->replicate_axis] = hp_partial(HP_PARTIAL_SUM);
+        out->grad_layout[ids[k]] = l;
+    }
+    free(ids);
+    if (st) hp_fsdp_plan_free(out);
+    return st;
+}
+
+/* ---- after lowering: the nodes ---- */
+
+static int touches(const hp_graph *g, const hp_node *n, const unsigned char *mark) {
+    for (int k = 0; k < hp_node_nin_all(n); k++)
+        if (mark[hp_node_input(g, n, k)]) return 1;
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && mark[n->out[k]]) return 1;
+    return 0;
+}
+
+static int by_key(const void *a_, const void *b_) {
+    const int *a = a_, *b = b_;
+    return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] - b[1];
+}
+
+static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *xin, int nx, int unit, hp_phase ph, const char *name,
+                const char *what) {
+    hp_attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[0] = unit;
+    int node = hp_graph_node_list(rg->g, op, NULL, 0, xin, nx, NULL, 0, &a, ph);
+    if (node >= 0) snprintf(rg->g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.%s", name, what);
+    return node;
+}
+
+hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
+    if (f->level <= 0) return HP_OK;
+    hp_graph *g = rg->g;
+    int nu = f->nunits, n0 = g->nnodes;
+    int *ids = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
+    int *xp = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
+    int *xg = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
+    int *first = malloc(sizeof(int) * 2 * (size_t)(nu ? nu : 1)); /* (fwd position, unit) */
+    int *last = malloc(sizeof(int) * 2 * (size_t)(nu ? nu : 1));  /* (bwd position, unit) */
+    unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
+    hp_status st = ids && xp && xg && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
+    if (!st) hp_graph_params(g, ids, f->nparams);
+    for (int u = 0; !st && u < nu; u++) {
+        memset(mp, 0, (size_t)g->nvals);
+        memset(mg, 0, (size_t)g->nvals);
+        for (int k = 0; k < f->nparams; k++)
+            if (f->unit_of[k] == u) {
+                mp[ids[k]] = 1;
+                if (g->vals[ids[k]].grad >= 0) mg[g->vals[ids[k]].grad] = 1;
+            }
+        first[2 * u] = last[2 * u] = -1;
+        first[2 * u + 1] = last[2 * u + 1] = u;
+        for (int i = 0; i < n0; i++) {
+            const hp_node *n = &g->nodes[i];
+            if (n->phase == HP_PHASE_FWD && first[2 * u] < 0 && touches(g, n, mp)) first[2 * u] = i;
+            if (n->phase == HP_PHASE_BWD && (touches(g, n, mp) || touches(g, n, mg))) last[2 * u] = i;
+        }
+    }
+    if (!st) {
+        qsort(first, (size_t)nu, 2 * sizeof(int), by_key);
+        qsort(last, (size_t)nu, 2 * sizeof(int), by_key);
+    }
+    /* forward: gathers, `prefetch` units ahead (units nothing reads need none) */
+    int nf = 0, fa = 0;
+    while (fa < nu && first[2 * fa] < 0) fa++;
+    for (int q = fa; !st && q < nu; q++) {
+        int u = first[2 * q + 1], nx = 0;
+        f->units[u].fwd_pos = nf++;
+        for (int k = 0; k < f->nparams; k++)
+            if (f->unit_of[k] == u) xp[nx++] = ids[k];
+        int s = emit(rg, &hp_op_fsdp_gather_start, xp, nx, u, HP_PHASE_FWD, f->units[u].name, "gather");
+        int w = emit(rg, &hp_op_fsdp_gather_wait, xp, nx, u, HP_PHASE_FWD, f->units[u].name, "gather_wait");
+        st = hp_rank_graph_sync_nodes(rg);
+        if (!st) st = hp_graph_status(g);
+        if (st) break;
+        int ahead = q - f->prefetch < fa ? fa : q - f->prefetch;
+        rg->hint[s] = HP_HINT_BEFORE(first[2 * ahead]);
+        rg->hint[w] = HP_HINT_BEFORE(first[2 * q]);
+    }
+    /* backward: each unit's reduction after its last node, waited after the next one's start */
+    int prev = -1, la = 0;
+    while (la < nu && last[2 * la] < 0) la++;
+    for (int q = la; !st && q < nu; q++) {
+        int u = last[2 * q + 1], nx = 0;
+        for (int k = 0; k < f->nparams; k++)
+            if (f->unit_of[k] == u && g->vals[ids[k]].grad >= 0) xg[nx++] = g->vals[ids[k]].grad;
+        int s = emit(rg, &hp_op_fsdp_reduce_start, xg, nx, u, HP_PHASE_BWD, f->units[u].name, "reduce");
+        int w = emit(rg, &hp_op_fsdp_reduce_wait, xg, nx, u, HP_PHASE_BWD, f->units[u].name, "reduce_wait");
+        int a = f->replicas > 1 ? emit(rg, &hp_op_fsdp_allreduce_wait, xg, nx, u, HP_PHASE_BWD, f->units[u].name,
+                                       "replicas_wait")
+                                : -1;
+        st = hp_rank_graph_sync_nodes(rg);
+        if (!st) st = hp_graph_status(g);
+        if (st) break;
+        rg->hint[s] = HP_HINT_AFTER(last[2 * q]);
+        rg->hint[w] = HP_HINT_END;
+        if (prev >= 0) rg->hint[prev] = HP_HINT_AFTER(s);
+        if (a >= 0) rg->hint[a] = HP_HINT_END;
+        prev = w;
+    }
+    free(ids), free(xp), free(xg), free(first), free(last), free(mp), free(mg);
+    return st;
+}
+
+int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_rank_graph *rg, int p, int k,
+                         int replicas) {
+    int u = f->unit_of[k];
+    hp_graph *g = rg->g;
+    const hp_fsdp_unit *un = &f->units[u];
+    int64_t o = (int64_t)(f->offset[k] - un->offset), n = hp_val_numel(g, p);
+    int64_t lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
+    int64_t a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
+    if (a >= b) return 0;
+    char nm[HP_NAME_LEN];
+    snprintf(nm, sizeof nm, "%.70s[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
+    int pv = hp_graph_view(g, p, a - o, hp_shape1(b - a), nm);
+    snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
+    int gv = pv >= 0 ? hp_graph_view(g, g->vals[p].grad, a - o, hp_shape1(b - a), nm) : -1;
+    if (gv < 0) return -1;
+    *out = (hp_optim_phase_param){pv, gv, replicas, 1, p};
+    return 1;
+}
+
+/* ---- run time ---- */
+
+hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
+                            float *params, float *grads) {
+    *out = NULL;
+    hp_fsdp_rt *rt = calloc(1, sizeof *rt);
+    int n = 3 * (plan->nunits ? plan->nunits : 1);
+    if (rt) {
+        rt->req = calloc((size_t)n, sizeof *rt->req);
+        rt->args = calloc((size_t)n, sizeof *rt->args);
+        rt->tens = calloc((size_t)n, sizeof *rt->tens);
+    }
+    if (!rt || !rt->req || !rt->args || !rt->tens) {
+        hp_fsdp_rt_destroy(rt);
+        return hp_errorf("fsdp: out of memory");
+    }
+    rt->plan = plan;
+    rt->params = params;
+    rt->grads = grads;
+    rt->shard_group = hp_mesh_comm_group(mc, plan->shard_axis, rank);
+    rt->replicate_group = plan->replicate_axis >= 0 ? hp_mesh_comm_group(mc, plan->replicate_axis, rank) : NULL;
+    *out = rt;
+    return HP_OK;
+}
+
+void hp_fsdp_rt_destroy(hp_fsdp_rt *rt) {
+    if (!rt) return;
+    free(rt->req), free(rt->args), free(rt->tens);
+    free(rt);
+}
+
+/* ---- the operators ---- */
+
+static hp_fsdp_rt *rt_of(const hp_kctx *k) { return ((hp_rank_ctx *)k->rank)->fsdp; }
+
+static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
+                  int64_t count) {
+    hp_rank_ctx *c = k->rank;
+    hp_fsdp_rt *rt = c->fsdp;
+    rt->req[slot] = NULL;
+    if (hp_comm_group_size(grp) == 1) return;
+    rt->tens[slot] = (hp_comm_tensor){recv, send, count};
+    rt->args[slot] = (hp_comm_args){.kind = kind, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &rt->tens[slot], .nt = 1};
+    hp_status st = hp_comm_start(&rt->req[slot], c->comm, grp, &rt->args[slot]);
+    if (st) *k->err = st;
+}
+
+static void wait_slot(const hp_kctx *k, int slot) {
+    hp_fsdp_rt *rt = rt_of(k);
+    hp_status st = hp_comm_wait(rt->req[slot]);
+    rt->req[slot] = NULL;
+    if (st && !*k->err) *k->err = st;
+    else hp_status_free(st);
+}
+
+static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    hp_fsdp_rt *rt = rt_of(k);
+    int u = (int)n->a.i[0];
+    const hp_fsdp_unit *un = &rt->plan->units[u];
+    float *base = rt->params + un->offset;
+    start(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, base, base + un->shard * (size_t)rt->plan->me,
+          (int64_t)un->shard);
+}
+
+static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    wait_slot(k, 3 * (int)n->a.i[0]);
+}
+
+static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    hp_fsdp_rt *rt = rt_of(k);
+    int u = (int)n->a.i[0];
+    const hp_fsdp_unit *un = &rt->plan->units[u];
+    float *base = rt->grads + un->offset;
+    start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, base + un->shard * (size_t)rt->plan->me, base,
+          (int64_t)un->shard);
+}
+
+static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    hp_fsdp_rt *rt = rt_of(k);
+    int u = (int)n->a.i[0];
+    wait_slot(k, 3 * u + 1);
+    if (*k->err || rt->plan->replicas <= 1) return;
+    const hp_fsdp_unit *un = &rt->plan->units[u];
+    float *mine = rt->grads + un->offset + un->shard * (size_t)rt->plan->me;
+    start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, mine, mine, (int64_t)un->shard);
+}
+
+static void allreduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)in, (void)out;
+    wait_slot(k, 3 * (int)n->a.i[0] + 2);
+}
+
+/* bytes each rank sends per step (an estimate for reports: (members - 1) shards) */
+static double gather_bytes(const hp_graph *g, const hp_node *n) {
+    double b = 0;
+    for (int k = 0; k < n->nxin; k++) b += 4.0 * (double)hp_val_numel(g, g->xin[n->xin_at + k]);
+    return b;
+}
+
+const hp_opdef hp_op_fsdp_gather_start = {.name = "fsdp_gather_start", .communicates = 1, .run = gather_start_run,
+                                          .bytes = gather_bytes};
+const hp_opdef hp_op_fsdp_gather_wait = {.name = "fsdp_gather_wait", .communicates = 1, .run = gather_wait_run};
+const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .communicates = 1, .run = reduce_start_run,
+                                          .bytes = gather_bytes};
+const hp_opdef hp_op_fsdp_reduce_wait = {.name = "fsdp_reduce_wait", .communicates = 1, .run = reduce_wait_run};
+const hp_opdef hp_op_fsdp_allreduce_wait = {.name = "fsdp_allreduce_wait", .communicates = 1,
+                                            .run = allreduce_wait_run};

@@ -1,0 +1,112 @@
+/* parallel/fsdp: the FSDP / ZeRO pass of hp_compile — persistent flat shards
+ * per unit, laid out once, and the collectives that keep them.
+ *
+ * Layout. Every parameter the plan's `fsdp:` line manages (trainable, and
+ * Replicate on the shard and replicate axes) belongs to one unit (the plan's
+ * `unit` globs, first match wins; without units: one per block "<a>.<N>" of
+ * its name, plus "root" for the rest). The rank's parameter store is laid out
+ * unit by unit: a unit's parameters in graph order, each starting on a
+ * 16-float (64-byte) boundary, the unit padded with zeros to a multiple of
+ * 16 x members floats, so that it splits into `members` equal shards of
+ * `shard` floats, each 64-byte aligned; member i's shard is floats
+ * [i * shard, (i + 1) * shard) of the unit. Unmanaged parameters follow the
+ * units. Gradients use the same layout (runtime/program's flat gradient
+ * buffer), so a unit's gradient is one contiguous range too.
+ *
+ * Levels. At level 3 the ranks of one shard group inside a process share one
+ * parameter store (runtime/dist): the gathered unit is that one buffer, in
+ * which every rank's shard already sits at its place, so the all-gather
+ * inside a supernode moves no bytes (the comm layer's shared output: it only
+ * synchronises), and each rank's optimizer updates its own shard in place.
+ * Levels 1 and 2 keep one store per rank and the same all-gather copies the
+ * peers' updated shards into it. Gradients: each rank computes its unit's
+ * full (partial-sum) gradient; a reduce-scatter, in place, leaves the sum of
+ * the rank's shard in its own slice (inside a supernode each rank sums its
+ * slice straight out of its peers' buffers), then, under HSDP, an all-reduce
+ * over the replicate axis finishes that slice. The optimizer updates the
+ * rank's pieces: the intersections of its shards with the parameters.
+ *
+ * Nodes and their places (the schedule pass puts them where `hint` says):
+ *   fsdp_gather_start/wait  forward: the wait before the unit's first reader,
+ *                           the start `prefetch` units earlier;
+ *   fsdp_reduce_start       backward: after the last node that touches the
+ *                           unit's parameters or gradients;
+ *   fsdp_reduce_wait        after the next unit's reduce start (the unit's
+ *                           reduce-scatter overlaps that unit's backward);
+ *                           under HSDP it starts the replicas' all-reduce;
+ *   fsdp_allreduce_wait     HSDP: at the end of the backward. */
+#ifndef HP_PARALLEL_FSDP_H
+#define HP_PARALLEL_FSDP_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+#include "layout/plan.h"
+#include "layout/propagate.h"
+#include "optim/phase.h"
+#include "parallel/lower.h"
+#include "parallel/mesh_comm.h"
+
+#define HP_FSDP_ALIGN 16 /* floats */
+
+typedef struct {
+    char name[HP_NAME_LEN];
+    size_t offset; /* floats: the unit's start in the parameter store */
+    size_t size;   /* floats: padded, = members * shard */
+    size_t shard;  /* floats per member */
+    int nparams;
+    int fwd_pos;   /* order of first use in the forward (0 = first) */
+} hp_fsdp_unit;
+
+typedef struct {
+    int level; /* 0: no FSDP (the rest is unused) */
+    hp_fsdp_style style;
+    int shard_axis, replicate_axis;
+    int members, me;    /* the shard group's size and this rank's place in it */
+    int replicas;       /* the replicate group's size (1 without HSDP) */
+    int prefetch;
+    int nunits;
+    hp_fsdp_unit *units;
+    int nparams;        /* the graph's parameters, in graph order */
+    int *unit_of;       /* [nparams]: the unit, -1 when not managed */
+    size_t *offset;     /* [nparams]: floats into the store */
+    size_t total;       /* store floats */
+    hp_layout *grad_layout; /* [global nvals]: gradient targets for lowering (NULL: none) */
+} hp_fsdp_plan;
+
+/* Before lowering: units, the store layout, and the layouts the managed
+ * parameters' gradients are brought to (Partial on the shard and replicate
+ * axes: the reduction is this pass's). plan->fsdp.level == 0: nothing. */
+hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                          const hp_plan *plan, int rank);
+/* After lowering: the gather and reduce nodes of every unit. */
+hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
+/* The optimizer's pieces of local parameter `p` (its index k in graph order):
+ * views of its part in this rank's shards; returns how many were written to
+ * out (0 or 1), or -1 on error (the graph's). */
+int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_rank_graph *rg, int p, int k,
+                         int replicas);
+void hp_fsdp_plan_free(hp_fsdp_plan *f);
+
+/* Run time: what the FSDP operators of a rank read (hp_rank_ctx.fsdp). */
+typedef struct hp_fsdp_rt hp_fsdp_rt;
+struct hp_fsdp_rt {
+    const hp_fsdp_plan *plan;
+    float *params; /* the rank's parameter store data */
+    float *grads;  /* the rank's flat gradients */
+    hp_comm_group *shard_group, *replicate_group;
+    hp_comm_req **req;    /* [3 * nunits]: gather, reduce-scatter, all-reduce per unit */
+    hp_comm_args *args;   /* [3 * nunits] */
+    hp_comm_tensor *tens; /* [3 * nunits] */
+};
+
+/* The run-time state of one rank (params: its store's data; grads: its
+ * program's flat gradients); groups from the process's mesh groups. */
+hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
+                            float *params, float *grads);
+void hp_fsdp_rt_destroy(hp_fsdp_rt *rt);
+
+extern const hp_opdef hp_op_fsdp_gather_start, hp_op_fsdp_gather_wait, hp_op_fsdp_reduce_start,
+    hp_op_fsdp_reduce_wait, hp_op_fsdp_allreduce_wait;
+
+#endif
