@@ -106,6 +106,11 @@ void hp_planner_print_text(const planner *p) {
                r0->axis_group[a]);
     if (o->plan[0])
         printf("plan: %s\n", o->plan);
+    else if (o->hsdp[0])
+        printf("plan: GPT-2 HSDP (--hsdp %s --tp %d, ZeRO level %d)\n", o->hsdp, o->tp, o->zero ? o->zero : 3);
+    else if (o->fsdp > 1 || o->zero)
+        printf("plan: GPT-2 FSDP (%s %d --tp %d, ZeRO level %d)\n", o->fsdp > 1 ? "--fsdp" : "--dp",
+               o->fsdp > 1 ? o->fsdp : o->dp, o->tp, o->zero ? o->zero : 3);
     else
         printf("plan: GPT-2 data x Megatron tensor parallel (--dp %d --tp %d)\n", o->dp, o->tp);
     const hp_model_config *mc = &rep->model;

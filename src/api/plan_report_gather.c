@@ -135,6 +135,26 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             t->count[n->phase][HP_RD_ALL_GATHER]++;
             t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
+        } else if (n->op == &hp_op_fsdp_gather_start || n->op == &hp_op_fsdp_reduce_start ||
+                   n->op == &hp_op_fsdp_reduce_wait) {
+            const hp_fsdp_plan *f = &cc->fsdp;
+            const hp_fsdp_unit *un = &f->units[n->a.i[0]];
+            int gather = n->op == &hp_op_fsdp_gather_start, reps = n->op == &hp_op_fsdp_reduce_wait;
+            if (reps && f->replicas <= 1) continue;
+            int axis = reps ? f->replicate_axis : f->shard_axis, k = m->size[axis];
+            /* bytes a rank sends: (k - 1) shards in a ring-like exchange; an all-reduce twice that */
+            c.bytes = 4.0 * (double)un->shard * (k - 1) * (reps ? 2.0 : 1.0);
+            c.communicates = 1;
+            char bb[32];
+            snprintf(c.steps, sizeof c.steps, "%s(%s) %s (unit %s, %s)",
+                     gather ? "all-gather" : reps ? "all-reduce" : "reduce-scatter", m->name[axis],
+                     bytes_str(bb, sizeof bb, c.bytes), un->name,
+                     gather ? (f->level == 3 ? "in place: shared inside a supernode" : "updated shards")
+                            : reps ? "replicas" : "gradient shards");
+            hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
+            int kind = gather ? HP_RD_ALL_GATHER : reps ? HP_RD_ALL_REDUCE : HP_RD_REDUCE_SCATTER;
+            t->count[n->phase][kind]++;
+            t->bytes[n->phase][kind] += c.bytes;
         } else if (n->op == &hp_op_sumsq_combine) {
             int w = hp_mesh_size(m);
             c.bytes = 8.0 * (w - 1);
@@ -173,19 +193,38 @@ static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
 
 static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
     const hp_graph *lg = cc->rg.g;
+    const hp_fsdp_plan *f = &cc->fsdp;
+    double gflat = 0; /* the program's flat gradients: parameters whose gradients are values of their own */
+    int any_view = 0, k = 0;
     for (int v = 0; v < lg->nvals; v++) {
         const hp_value *val = &lg->vals[v];
         double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
+        if (val->view_of >= 0) continue; /* no storage of its own */
         if (val->kind == HP_V_PARAM) {
-            m->params += b;
-            m->grads += val->grad >= 0 ? b : 0;
+            if (!f->level) m->params += b;
+            int gv = val->grad;
+            if (gv >= 0 && lg->vals[gv].view_of >= 0) any_view = 1;
+            else if (gv >= 0 && f->level) {
+                double end = 4.0 * (double)(f->offset[k] + (size_t)(hp_val_numel(lg, v) + 15) / 16 * 16);
+                if (end > gflat) gflat = end;
+            } else if (gv >= 0) {
+                m->grads += b;
+            }
+            k++;
         } else if (val->kind == HP_V_STATE) {
             m->optimizer += b; /* AdamW m, v; Muon momentum */
         } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
             continue; /* in the gradient buffer */
+        } else if (f->level && val->persistent && !strncmp(val->name, "fsdp.", 5)) {
+            m->grads += b; /* a unit's gradient (level 1) or the rank's reduced shard of it */
         } else if (val->persistent) {
             m->inputs += b;
         }
+    }
+    if (f->level) {
+        /* level 3: the shard group's ranks share one store inside a supernode (this rank's share) */
+        m->params = 4.0 * (double)f->total / (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->members : 1);
+        m->grads += any_view ? gflat : 4.0 * (double)f->total;
     }
     m->activations = (double)cc->mem.arena_bytes;
     size_t op_scratch = 0, rd_scratch = 0;

@@ -100,8 +100,15 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     for (int u = 0; !st && u < s->nunits; u++)
         if (!out->units[u].nparams)
             st = hp_errorf("%s: unit '%s' matches no parameter FSDP manages", s->units[u].where, s->units[u].name);
-    /* the store: unit by unit, then the unmanaged parameters */
+    /* the store: the unmanaged parameters, then unit by unit */
     size_t at = 0;
+    for (int k = 0; !st && k < np; k++) {
+        if (out->unit_of[k] >= 0) continue;
+        hp_shape local;
+        hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
+        out->offset[k] = at;
+        at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
+    }
     for (int u = 0; !st && u < out->nunits; u++) {
         hp_fsdp_unit *un = &out->units[u];
         un->offset = at;
@@ -115,13 +122,6 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         un->size = align_up(at - un->offset, (size_t)HP_FSDP_ALIGN * (size_t)out->members);
         un->shard = un->size / (size_t)out->members;
         at = un->offset + un->size;
-    }
-    for (int k = 0; !st && k < np; k++) {
-        if (out->unit_of[k] >= 0) continue;
-        hp_shape local;
-        hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
-        out->offset[k] = at;
-        at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
     }
     out->total = at;
     /* gradients stay Partial on the axes this pass reduces */
@@ -158,6 +158,16 @@ static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *xin, int nx, i
     memset(&a, 0, sizeof a);
     a.i[0] = unit;
     int node = hp_graph_node_list(rg->g, op, NULL, 0, xin, nx, NULL, 0, &a, ph);
+    if (node >= 0) snprintf(rg->g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.%s", name, what);
+    return node;
+}
+
+static int emit_io(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, const int *out, int nout, int unit,
+                   const char *name, const char *what) {
+    hp_attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[0] = unit;
+    int node = hp_graph_node_into(rg->g, op, in, nin, out, nout, &a, HP_PHASE_BWD, -1);
     if (node >= 0) snprintf(rg->g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.%s", name, what);
     return node;
 }
@@ -211,17 +221,41 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         rg->hint[s] = HP_HINT_BEFORE(first[2 * ahead]);
         rg->hint[w] = HP_HINT_BEFORE(first[2 * q]);
     }
+    /* each unit's gradient as one value, its parameters' gradients views into it */
+    for (int u = 0; !st && u < nu; u++) {
+        hp_fsdp_unit *un = &f->units[u];
+        char nm[HP_NAME_LEN];
+        snprintf(nm, sizeof nm, "fsdp.%.60s.grad", un->name);
+        un->grad = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1((int64_t)un->size), nm);
+        if (un->grad < 0) break;
+        g->vals[un->grad].persistent = f->level == 1;
+        g->vals[un->grad].no_grad = 1;
+        snprintf(nm, sizeof nm, "fsdp.%.60s.grad_shard", un->name);
+        un->grad_shard = f->level == 1 ? hp_graph_view(g, un->grad, (int64_t)un->shard * f->me, hp_shape1((int64_t)un->shard), nm)
+                                       : hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1((int64_t)un->shard), nm);
+        if (un->grad_shard < 0) break;
+        g->vals[un->grad_shard].persistent = 1;
+        g->vals[un->grad_shard].no_grad = 1;
+        for (int k = 0; k < f->nparams; k++) {
+            int gv = g->vals[ids[k]].grad;
+            if (f->unit_of[k] != u || gv < 0) continue;
+            g->vals[gv].view_of = un->grad;
+            g->vals[gv].view_offset = (int64_t)(f->offset[k] - un->offset);
+            g->vals[gv].persistent = f->level == 1;
+        }
+    }
+    if (!st) st = hp_graph_status(g);
     /* backward: each unit's reduction after its last node, waited after the next one's start */
     int prev = -1, la = 0;
     while (la < nu && last[2 * la] < 0) la++;
     for (int q = la; !st && q < nu; q++) {
-        int u = last[2 * q + 1], nx = 0;
-        for (int k = 0; k < f->nparams; k++)
-            if (f->unit_of[k] == u && g->vals[ids[k]].grad >= 0) xg[nx++] = g->vals[ids[k]].grad;
-        int s = emit(rg, &hp_op_fsdp_reduce_start, xg, nx, u, HP_PHASE_BWD, f->units[u].name, "reduce");
-        int w = emit(rg, &hp_op_fsdp_reduce_wait, xg, nx, u, HP_PHASE_BWD, f->units[u].name, "reduce_wait");
-        int a = f->replicas > 1 ? emit(rg, &hp_op_fsdp_allreduce_wait, xg, nx, u, HP_PHASE_BWD, f->units[u].name,
-                                       "replicas_wait")
+        int u = last[2 * q + 1];
+        const hp_fsdp_unit *un = &f->units[u];
+        int io[2] = {un->grad, un->grad_shard};
+        int s = emit_io(rg, &hp_op_fsdp_reduce_start, io, 1, &io[1], 1, u, f->units[u].name, "reduce");
+        int w = emit_io(rg, &hp_op_fsdp_reduce_wait, io, 2, NULL, 0, u, f->units[u].name, "reduce_wait");
+        int a = f->replicas > 1 ? emit_io(rg, &hp_op_fsdp_allreduce_wait, &io[1], 1, NULL, 0, u, f->units[u].name,
+                                          "replicas_wait")
                                 : -1;
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
@@ -249,7 +283,11 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
     snprintf(nm, sizeof nm, "%.70s[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
     int pv = hp_graph_view(g, p, a - o, hp_shape1(b - a), nm);
     snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
-    int gv = pv >= 0 ? hp_graph_view(g, g->vals[p].grad, a - o, hp_shape1(b - a), nm) : -1;
+    int gv = -1;
+    if (pv >= 0 && g->vals[un->grad_shard].view_of >= 0) /* level 1: the shard is a view of the unit's gradient */
+        gv = hp_graph_view(g, un->grad, a, hp_shape1(b - a), nm);
+    else if (pv >= 0)
+        gv = hp_graph_view(g, un->grad_shard, a - lo, hp_shape1(b - a), nm);
     if (gv < 0) return -1;
     *out = (hp_optim_phase_param){pv, gv, replicas, 1, p};
     return 1;
@@ -258,7 +296,7 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 /* ---- run time ---- */
 
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params, float *grads) {
+                            float *params) {
     *out = NULL;
     hp_fsdp_rt *rt = calloc(1, sizeof *rt);
     int n = 3 * (plan->nunits ? plan->nunits : 1);
@@ -273,7 +311,6 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     }
     rt->plan = plan;
     rt->params = params;
-    rt->grads = grads;
     rt->shard_group = hp_mesh_comm_group(mc, plan->shard_axis, rank);
     rt->replicate_group = plan->replicate_axis >= 0 ? hp_mesh_comm_group(mc, plan->replicate_axis, rank) : NULL;
     *out = rt;
@@ -325,25 +362,25 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     wait_slot(k, 3 * (int)n->a.i[0]);
 }
 
+/* in[0]: the unit's gradient [size]; out[0]: the rank's reduced shard [shard] */
 static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)in, (void)out;
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
-    float *base = rt->grads + un->offset;
-    start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, base + un->shard * (size_t)rt->plan->me, base,
-          (int64_t)un->shard);
+    start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, out[0].data, in[0].data, (int64_t)un->shard);
+    if (hp_comm_group_size(rt->shard_group) == 1 && out[0].data != in[0].data)
+        memcpy(out[0].data, in[0].data, un->shard * sizeof(float));
 }
 
+/* in[0]: the unit's gradient, in[1]: the shard (HSDP: all-reduced over the replicas from here) */
 static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)in, (void)out;
+    (void)out;
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     wait_slot(k, 3 * u + 1);
     if (*k->err || rt->plan->replicas <= 1) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
-    float *mine = rt->grads + un->offset + un->shard * (size_t)rt->plan->me;
-    start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, mine, mine, (int64_t)un->shard);
+    start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
 }
 
 static void allreduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -361,8 +398,10 @@ static double gather_bytes(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_fsdp_gather_start = {.name = "fsdp_gather_start", .communicates = 1, .run = gather_start_run,
                                           .bytes = gather_bytes};
 const hp_opdef hp_op_fsdp_gather_wait = {.name = "fsdp_gather_wait", .communicates = 1, .run = gather_wait_run};
-const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .communicates = 1, .run = reduce_start_run,
-                                          .bytes = gather_bytes};
+static double reduce_bytes(const hp_graph *g, const hp_node *n) { return 4.0 * (double)hp_val_numel(g, n->in[0]); }
+
+const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .nout = 1, .communicates = 1,
+                                          .run = reduce_start_run, .bytes = reduce_bytes};
 const hp_opdef hp_op_fsdp_reduce_wait = {.name = "fsdp_reduce_wait", .communicates = 1, .run = reduce_wait_run};
 const hp_opdef hp_op_fsdp_allreduce_wait = {.name = "fsdp_allreduce_wait", .communicates = 1,
                                             .run = allreduce_wait_run};

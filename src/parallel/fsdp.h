@@ -10,8 +10,12 @@
  * 16 x members floats, so that it splits into `members` equal shards of
  * `shard` floats, each 64-byte aligned; member i's shard is floats
  * [i * shard, (i + 1) * shard) of the unit. Unmanaged parameters follow the
- * units. Gradients use the same layout (runtime/program's flat gradient
- * buffer), so a unit's gradient is one contiguous range too.
+ * units come first. A unit's gradient is one value with the unit's layout
+ * (its parameters' gradients are views into it): persistent at level 1 (the
+ * reduction is in place; the rank's shard is a view of it), in the
+ * activation arena at levels 2 and 3, live from its first gradient to its
+ * reduction's wait, the reduced shard then a persistent value of its own
+ * (shard floats): a rank keeps 4/members of the gradient bytes.
  *
  * Levels. At level 3 the ranks of one shard group inside a process share one
  * parameter store (runtime/dist): the gathered unit is that one buffer, in
@@ -20,10 +24,10 @@
  * synchronises), and each rank's optimizer updates its own shard in place.
  * Levels 1 and 2 keep one store per rank and the same all-gather copies the
  * peers' updated shards into it. Gradients: each rank computes its unit's
- * full (partial-sum) gradient; a reduce-scatter, in place, leaves the sum of
- * the rank's shard in its own slice (inside a supernode each rank sums its
- * slice straight out of its peers' buffers), then, under HSDP, an all-reduce
- * over the replicate axis finishes that slice. The optimizer updates the
+ * full (partial-sum) gradient; a reduce-scatter leaves the sum of the rank's
+ * shard in its shard value (inside a supernode each rank sums its slice
+ * straight out of its peers' buffers), then, under HSDP, an all-reduce over
+ * the replicate axis finishes that shard. The optimizer updates the
  * rank's pieces: the intersections of its shards with the parameters.
  *
  * Nodes and their places (the schedule pass puts them where `hint` says):
@@ -56,6 +60,9 @@ typedef struct {
     size_t shard;  /* floats per member */
     int nparams;
     int fwd_pos;   /* order of first use in the forward (0 = first) */
+    int grad;      /* local value: the unit's gradient (its parameters' gradients are views
+                    * into it); level 1: persistent, levels 2, 3: in the arena until reduced */
+    int grad_shard; /* local value: this rank's reduced shard of it (level 1: a view of grad) */
 } hp_fsdp_unit;
 
 typedef struct {
@@ -93,17 +100,16 @@ typedef struct hp_fsdp_rt hp_fsdp_rt;
 struct hp_fsdp_rt {
     const hp_fsdp_plan *plan;
     float *params; /* the rank's parameter store data */
-    float *grads;  /* the rank's flat gradients */
     hp_comm_group *shard_group, *replicate_group;
     hp_comm_req **req;    /* [3 * nunits]: gather, reduce-scatter, all-reduce per unit */
     hp_comm_args *args;   /* [3 * nunits] */
     hp_comm_tensor *tens; /* [3 * nunits] */
 };
 
-/* The run-time state of one rank (params: its store's data; grads: its
- * program's flat gradients); groups from the process's mesh groups. */
+/* The run-time state of one rank (params: its store's data); groups from
+ * the process's mesh groups. */
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params, float *grads);
+                            float *params);
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt);
 
 extern const hp_opdef hp_op_fsdp_gather_start, hp_op_fsdp_gather_wait, hp_op_fsdp_reduce_start,

@@ -89,7 +89,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
         if (!st && r->c.fsdp.level) {
-            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, hp_program_grads(r->prog));
+            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data);
             ctx->fsdp = r->fsdp;
         }
     }

@@ -96,13 +96,28 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
      * layout), inputs and constants (one block). */
     int has_bwd = 0, pi = 0;
     for (int i = 0; i < g->nnodes; i++) has_bwd |= g->nodes[i].phase == HP_PHASE_BWD;
+    /* the flat gradients cover the parameters whose gradients are persistent
+     * values of their own (FSDP's are views into its units' gradients) */
+    size_t gtotal = 0;
+    int any_view = 0;
+    for (int v = 0, k = 0; v < g->nvals; v++) {
+        if (g->vals[v].kind != HP_V_PARAM) continue;
+        int gv = g->vals[v].grad;
+        if (gv >= 0 && g->vals[gv].view_of >= 0) any_view = 1;
+        else if (gv >= 0 && g->vals[gv].persistent) {
+            size_t end = ps->offset[k] + ((size_t)hp_val_numel(g, v) + 15) / 16 * 16;
+            if (end > gtotal) gtotal = end;
+        }
+        k++;
+    }
+    if (!any_view) gtotal = ps->total;
     if (has_bwd) {
-        p->grads = hp_alloc_zeroed(ps->total * sizeof(float));
+        p->grads = hp_alloc_zeroed(gtotal * sizeof(float));
         if (!p->grads) {
-            st = hp_errorf("program: cannot allocate %zu MB of gradients", ps->total * 4 >> 20);
+            st = hp_errorf("program: cannot allocate %zu MB of gradients", gtotal * 4 >> 20);
             goto fail;
         }
-        p->info.grad_bytes = ps->total * sizeof(float);
+        p->info.grad_bytes = gtotal * sizeof(float);
     }
     size_t persist = 0;
     for (int v = 0; v < g->nvals; v++) {

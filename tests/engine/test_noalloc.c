@@ -124,6 +124,10 @@ int main(void) {
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
     trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T);
     hp_plan_free(&plan);
+    CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1)); /* FSDP: gathers and reductions allocate nothing either */
+    CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
+    trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T);
+    hp_plan_free(&plan);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);
     fixture_free(&f);
