@@ -236,12 +236,15 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
     case HP_COMM_BROADCAST:
         for (int i = 0; i < nt; i++) dst[i] = a->t[i].recv;
         return broadcast(&c, a, dst);
-    case HP_COMM_ALL_GATHER:
+    case HP_COMM_ALL_GATHER: {
         for (int i = 0; i < nt; i++) {
             src[i] = a->t[i].send;
             dst[i] = a->t[i].recv;
         }
-        return hp_coll_all_gather(&c, &l, src, dst);
+        hp_status st = hp_coll_all_gather(&c, &l, src, dst);
+        if (a->copied) *a->copied += c.copied;
+        return st;
+    }
     case HP_COMM_REDUCE_SCATTER:
         for (int i = 0; i < nt; i++) {
             src[i] = a->t[i].send;

@@ -24,6 +24,7 @@ typedef struct {
     size_t esz;
     const void *const *src; /* all-reduce: per tensor input */
     void *const *dst;       /* all-reduce: per tensor output */
+    int64_t copied;         /* all-gather: bytes copied so far */
 } ctx;
 
 /* Shard layout of a fused all-gather / reduce-scatter. */

@@ -115,12 +115,13 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
 /* ---- all-gather: across the supernodes, then within ---- */
 
 /* Copies this rank's shards from its inputs to their places in its outputs. */
-static void own_shards(const ctx *c, const lay *l, const void *const *in, void *const *out, int stream) {
+static void own_shards(ctx *c, const lay *l, const void *const *in, void *const *out, int stream) {
     for (int i = 0; i < l->nt; i++) {
         char *dst = ptr_at(out[i], loff(l, i, c->me), c->esz);
         const char *src = in[i];
         size_t nb = (size_t)lcnt(l, i, c->me) * c->esz;
         if (dst == src || !nb) continue;
+        c->copied += (int64_t)nb;
         if (dst < src + nb && src < dst + nb) memmove(dst, src, nb);
         else hp_comm_copy(dst, src, nb, stream);
     }
@@ -175,6 +176,7 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
             for (int i = 0; i < nt; i++) {
                 size_t nb = (size_t)lcnt(l, i, me) * esz;
                 if (nb) memcpy(sc + p, early ? in[i] : ptr_at(out[i], loff(l, i, me), esz), nb);
+                c->copied += (int64_t)nb;
                 p += nb;
             }
             sendbuf = sc;
@@ -193,6 +195,7 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
                 for (int i = 0; i < nt; i++) {
                     size_t nb = (size_t)lcnt(l, i, m) * esz;
                     if (nb) memcpy(ptr_at(out[i], loff(l, i, m), esz), sc + pos, nb);
+                    c->copied += (int64_t)nb;
                     pos += nb;
                 }
             }
@@ -214,6 +217,7 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
             /* a local peer's shard is read from its input, received shards from the holder's output */
             const void *from = local ? hs->src[i] : ptr_at(hs->dst[i], off, esz);
             hp_comm_copy(ptr_at(out[i], off, esz), from, nb, stream);
+            c->copied += (int64_t)nb;
         }
     }
     return hp_coll_bar(c);

@@ -144,6 +144,9 @@ typedef struct {
     const int64_t *counts;      /* nt = 1, optional: per-member shard counts (all-gather, reduce-scatter),
                                  * or elements sent to each member (all-to-all) */
     const int64_t *recv_counts; /* all-to-all with counts: elements received from each member */
+    int64_t *copied;            /* optional (all-gather): the call adds the bytes it copied between
+                                 * this rank's and its peers' buffers (0 for an in-place call on a
+                                 * supernode-shared output: nothing moves) */
 } hp_comm_args;
 
 /* Runs a collective on the calling rank and returns when it is done. */

@@ -104,6 +104,7 @@ struct hp_fsdp_rt {
     hp_comm_req **req;    /* [3 * nunits]: gather, reduce-scatter, all-reduce per unit */
     hp_comm_args *args;   /* [3 * nunits] */
     hp_comm_tensor *tens; /* [3 * nunits] */
+    int64_t copied;       /* bytes the unit gathers copied so far (0 at level 3 inside a supernode) */
 };
 
 /* The run-time state of one rank (params: its store's data); groups from
