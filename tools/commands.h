@@ -12,5 +12,7 @@ int hp_cmd_plan(int argc, char **argv);
 int hp_cmd_bench_comm(int argc, char **argv);
 /* `hyperpar bench parallel ...` (argv[0] = "parallel"), in tools/bench_parallel.c */
 int hp_cmd_bench_parallel(int argc, char **argv);
+/* `hyperpar bench fsdp ...` (argv[0] = "fsdp"), in tools/bench_fsdp.c */
+int hp_cmd_bench_fsdp(int argc, char **argv);
 
 #endif

@@ -12,7 +12,8 @@ static void usage(FILE *f) {
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
           "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
           "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
-          "           bench parallel: sharding plans against the plain engine)\n"
+          "           bench parallel: sharding plans against the plain engine;\n"
+          "           bench fsdp: DP, the fsdp2 style and hyperpar's FSDP/HSDP)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",
           f);
 }
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);
+        if (argc > 2 && !strcmp(argv[2], "fsdp")) return hp_cmd_bench_fsdp(argc - 2, argv + 2);
         return hp_cmd_bench(argc, argv);
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

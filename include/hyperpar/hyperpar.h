@@ -543,6 +543,31 @@ typedef struct {
 
 hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_parallel_config *cfg);
 
+/* FSDP side by side (`hyperpar bench fsdp`): GPT-2's step under plain data
+ * parallel (fsdp NULL: replicated, all-reduce), FSDP over `ranks`, or HSDP
+ * (replicas x ranks / replicas shards), on rank threads in emulated
+ * supernodes (contiguous ranks; the inter-supernode link throttled). */
+typedef struct {
+    hp_model_config model;
+    int B, T;
+    int ranks, replicas;        /* replicas > 1: HSDP */
+    const char *fsdp;           /* NULL: DP; else the plan's fsdp settings besides the axes ("level=3 style=fsdp2") */
+    int supernodes;             /* emulated (>= 1) */
+    double inter_bw_gbps, inter_latency_us; /* 0: unthrottled */
+    int threads, steps;
+} hp_bench_fsdp_config;
+
+typedef struct {
+    double tokens_per_s, step_ms, compute_ms;
+    double exposed_comm_ms;     /* time rank 0's compute waited on collectives */
+    double optimizer_ms;
+    double comm_busy_ms;        /* time rank 0's collectives were running */
+    double hidden_pct;          /* 100 (1 - exposed / busy): the share that hid behind compute */
+    double memory_mb;           /* rank 0's program (parameters, gradients, state, arena, scratch) */
+} hp_bench_fsdp_result;
+
+hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_config *cfg);
+
 /* Collectives (`hyperpar bench comm`), sizes as nccl-tests count them
  * (all-reduce buffer, reduce-scatter input, all-gather output). */
 typedef enum { HP_BENCH_REDUCE_SCATTER = 0, HP_BENCH_ALL_GATHER = 1, HP_BENCH_ALL_REDUCE = 2 } hp_bench_coll;

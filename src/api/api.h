@@ -47,4 +47,15 @@ hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, co
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);
 
+/* api/bench_parallel: medians over `steps` timed training steps (after 2
+ * untimed) of GPT-2 under plan (NULL: one rank) on world w, from rank 0: the
+ * step, kernels, exposed collectives, optimizer, the rest, and the time its
+ * collectives ran (busy_s; hidden = busy - exposed); memory_bytes: rank 0's
+ * program (as `hyperpar plan` predicts it). */
+typedef struct {
+    double step_s, compute_s, comm_s, optimizer_s, other_s, busy_s, memory_bytes;
+} hp_api_bench_out;
+hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc, int B, int T, const hp_plan *plan,
+                            hp_comm_world *w, int threads, int steps, int overlap);
+
 #endif

@@ -1,11 +1,13 @@
-/* api/bench_parallel: hp_bench_parallel_row — GPT-2's training step through
- * GPT-2's dp x tp plan (models/gpt2_plan) on rank threads (runtime/dist), or
- * without a plan, profiled on rank 0: kernels and collectives from the
- * program's profile, the optimizer phase timed apart, and the rest. */
+/* api/bench_parallel: GPT-2's training step through a plan on rank threads
+ * (runtime/dist), or without a plan, profiled on rank 0: kernels and
+ * collectives from the program's profile, the optimizer phase timed apart,
+ * the rest, and the time rank 0's collectives ran (hp_api_bench_plan, shared
+ * with bench_fsdp); hp_bench_parallel_row over GPT-2's dp x tp plan. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/infer.h"
+#include "api/plan_report.h"
 #include "core/rng.h"
 #include "core/timing.h"
 #include "models/gpt2_plan.h"
@@ -59,20 +61,71 @@ static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config
     return st;
 }
 
-/* The timed loop on d; t, k, cm, o, ot: per step total, kernels, comm, optimizer, other. */
-static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *k, double *cm, double *o, double *ot) {
+/* The timed loop on d; t, k, cm, o, ot, busy: per step total, kernels,
+ * exposed comm, optimizer, other, and the time rank 0's collectives ran. */
+static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *k, double *cm, double *o, double *ot,
+                            double *busy) {
+    hp_comm_rank *r0 = hp_dist_rank_at(d, 0)->c.rg.ctx.comm;
     for (int i = -2; i < steps; i++) {
         c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
         c->step = i + 2;
+        int64_t b0 = hp_comm_rank_busy_ns(r0);
         double t0 = hp_now();
         HP_TRY(hp_dist_run(d, rank_step, c));
         double dt = hp_now() - t0;
         if (i >= 0) {
             t[i] = dt, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
             ot[i] = dt - k[i] - cm[i] - o[i];
+            busy[i] = (double)(hp_comm_rank_busy_ns(r0) - b0) * 1e-9;
         }
     }
     return HP_OK;
+}
+
+hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, int B, int T, const hp_plan *plan,
+                            hp_comm_world *w, int threads, int steps, int overlap) {
+    memset(out, 0, sizeof *out);
+    hp_gpt2_config mc = *mc_in;
+    hp_graph *g = NULL;
+    hp_dist *d = NULL;
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    pstep *c = calloc(1, sizeof *c);
+    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
+    double *t = calloc((size_t)steps * 6, sizeof *t);
+    hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("benchmark: out of memory");
+    if (!st && plan && hp_mesh_size(&plan->mesh) > 64) st = hp_errorf("benchmark: at most 64 ranks");
+    if (!st) st = hp_graph_create(&g);
+    if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
+    if (!st) {
+        hp_dist_config dc = {.model = g, .plan = plan, .world = w, .threads_per_rank = hp_dist_threads_per_rank(w, threads)};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = overlap}};
+        st = hp_dist_create(&d, &dc);
+    }
+    if (!st) st = init_params(d, g, &mc);
+    if (!st) {
+        fill_batch(tok, tgt, B * T, mc.V);
+        c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
+        for (int i = 0; i < hp_dist_nranks(d); i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
+        st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps, t + 5 * steps);
+    }
+    if (!st) {
+        out->step_s = hp_median(t, steps);
+        out->compute_s = hp_median(t + steps, steps);
+        out->comm_s = hp_median(t + 2 * steps, steps);
+        out->optimizer_s = hp_median(t + 3 * steps, steps);
+        out->other_s = hp_median(t + 4 * steps, steps);
+        out->busy_s = hp_median(t + 5 * steps, steps);
+        hp_plan_rank_report rr;
+        memset(&rr, 0, sizeof rr);
+        st = hp_plan_gather_rank(&rr, &hp_dist_rank_at(d, 0)->c, NULL, 0, hp_dist_threads_per_rank(w, threads));
+        out->memory_bytes = rr.memory.total;
+        hp_plan_rank_report_free(&rr);
+    }
+    free(tok), free(tgt), free(t), free(c);
+    hp_dist_destroy(d);
+    hp_graph_destroy(g);
+    return st;
 }
 
 hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_parallel_config *cfg) {
@@ -86,51 +139,16 @@ hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_pa
     hp_plan plan;
     int have_plan = cfg->dp > 0;
     if (have_plan) HP_TRY(hp_plan_gpt2_dp_tp(&plan, cfg->dp, cfg->tp));
-    if (have_plan && hp_mesh_size(&plan.mesh) > 64) {
-        hp_plan_free(&plan);
-        return hp_errorf("hp_bench_parallel_row: at most 64 ranks, got dp=%d x tp=%d", cfg->dp, cfg->tp);
-    }
     hp_gpt2_config mc = {cfg->model.layers, cfg->model.heads, cfg->model.channels, cfg->model.vocab, 0,
                          cfg->model.max_seq};
-    hp_graph *g = NULL;
     hp_comm_world *w = NULL;
-    hp_dist *d = NULL;
-    hp_optim_config oc;
-    hp_optim_config_default(&oc);
-    pstep *c = calloc(1, sizeof *c);
-    int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
-    double *t = calloc((size_t)steps * 5, sizeof *t);
-    hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("hp_bench_parallel_row: out of memory");
-    if (!st) st = hp_graph_create(&g);
-    if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
-    if (!st) st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
-    if (!st) {
-        hp_dist_config dc = {.model = g, .plan = have_plan ? &plan : NULL, .world = w,
-                             .threads_per_rank = hp_dist_threads_per_rank(w, cfg->threads)};
-        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f,
-                                       .schedule = {.overlap = cfg->overlap}};
-        st = hp_dist_create(&d, &dc);
-    }
-    if (!st) st = init_params(d, g, &mc);
-    if (!st) {
-        fill_batch(tok, tgt, B * T, mc.V);
-        c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
-        for (int i = 0; i < hp_dist_nranks(d); i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
-        st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps);
-    }
-    if (!st) {
-        double step = hp_median(t, steps);
-        *res = (hp_bench_parallel_result){B * T / step,
-                                          step * 1e3,
-                                          hp_median(t + steps, steps) * 1e3,
-                                          hp_median(t + 2 * steps, steps) * 1e3,
-                                          hp_median(t + 3 * steps, steps) * 1e3,
-                                          hp_median(t + 4 * steps, steps) * 1e3};
-    }
-    free(tok), free(tgt), free(t), free(c);
-    hp_dist_destroy(d);
+    hp_status st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
+    hp_api_bench_out o;
+    if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap);
+    if (!st)
+        *res = (hp_bench_parallel_result){B * T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.comm_s * 1e3,
+                                          o.optimizer_s * 1e3, o.other_s * 1e3};
     hp_comm_world_destroy(w);
-    hp_graph_destroy(g);
     if (have_plan) hp_plan_free(&plan);
     return st;
 }

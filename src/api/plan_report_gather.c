@@ -238,6 +238,12 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
         if (s > rd_scratch) rd_scratch = s;
     }
     m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
+    if (cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2) { /* its staging buffers */
+        size_t big = 0;
+        for (int u = 0; u < cc->fsdp.nunits; u++)
+            if (cc->fsdp.units[u].size > big) big = cc->fsdp.units[u].size;
+        m->scratch += 4.0 * (double)big * (cc->fsdp.prefetch + 2);
+    }
     m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->inputs;
 }
 

@@ -96,6 +96,10 @@ int hp_comm_rank_id(const hp_comm_rank *r);
 /* Inter-supernode traffic this rank has sent so far. */
 void hp_comm_rank_stats(const hp_comm_rank *r, int64_t *inter_bytes, int64_t *inter_msgs);
 void hp_comm_rank_reset_stats(hp_comm_rank *r);
+/* Nanoseconds this rank's collectives have been running (summed over its
+ * lanes and blocking calls; reset with the stats): against the time the rank
+ * waited for them, how much of its communication hid behind compute. */
+int64_t hp_comm_rank_busy_ns(const hp_comm_rank *r);
 
 /* The group of every rank in order (owned by the world). */
 hp_comm_group *hp_comm_world_group(hp_comm_world *w);

@@ -120,6 +120,7 @@ struct hp_comm_rank {
     pthread_mutex_t port_mu;
     int64_t tx_free_ns, rx_free_ns;
     atomic_llong inter_bytes, inter_msgs;
+    atomic_llong busy_ns; /* time collectives were running (on lanes or the calling thread) */
     hp_comm_scratch own; /* calls run on the rank's own thread (hp_comm_run) */
     /* asynchronous calls (progress.c) */
     pthread_mutex_t mu;

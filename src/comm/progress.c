@@ -60,7 +60,9 @@ static void *lane_main(void *arg) {
         l->qhead = q->next;
         if (!l->qhead) l->qtail = NULL;
         pthread_mutex_unlock(&r->mu);
+        int64_t t0 = hp_comm_now_ns();
         hp_status st = hp_comm_exec(r, &l->s, q->g, &q->a);
+        atomic_fetch_add_explicit(&r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
         pthread_mutex_lock(&r->mu);
         q->st = st;
         q->done = 1;
@@ -137,7 +139,12 @@ hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) 
     pthread_mutex_lock(&r->mu);
     int busy = r->lanes[lane_of(r, g)].pending > 0;
     pthread_mutex_unlock(&r->mu);
-    if (!busy) return hp_comm_exec(r, &r->own, g, a);
+    if (!busy) {
+        int64_t t0 = hp_comm_now_ns();
+        hp_status st = hp_comm_exec(r, &r->own, g, a);
+        atomic_fetch_add_explicit(&r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
+        return st;
+    }
     /* started calls of this lane are pending: keep the order */
     hp_comm_req *q;
     HP_TRY(hp_comm_start(&q, r, g, a));

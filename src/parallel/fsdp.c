@@ -262,7 +262,8 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         if (st) break;
         rg->hint[s] = HP_HINT_AFTER(last[2 * q]);
         rg->hint[w] = HP_HINT_END;
-        if (prev >= 0) rg->hint[prev] = HP_HINT_AFTER(s);
+        /* hyperpar: the previous unit's reduction overlaps this unit's; fsdp2: one in flight */
+        if (prev >= 0) rg->hint[prev] = f->style == HP_FSDP_STYLE_FSDP2 ? HP_HINT_BEFORE(s) : HP_HINT_AFTER(s);
         if (a >= 0) rg->hint[a] = HP_HINT_END;
         prev = w;
     }
@@ -311,6 +312,21 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     }
     rt->plan = plan;
     rt->params = params;
+    if (plan->style == HP_FSDP_STYLE_FSDP2) {
+        size_t big = 0;
+        for (int u = 0; u < plan->nunits; u++)
+            if (plan->units[u].size > big) big = plan->units[u].size;
+        rt->nstaging = plan->prefetch + 1;
+        rt->staging = calloc((size_t)rt->nstaging + 1, sizeof *rt->staging);
+        for (int i = 0; rt->staging && i <= rt->nstaging; i++) {
+            rt->staging[i] = calloc(big ? big : 1, sizeof(float));
+            if (!rt->staging[i]) break;
+        }
+        if (!rt->staging || !rt->staging[rt->nstaging]) {
+            hp_fsdp_rt_destroy(rt);
+            return hp_errorf("fsdp: cannot allocate the fsdp2 style's staging buffers");
+        }
+    }
     rt->shard_group = hp_mesh_comm_group(mc, plan->shard_axis, rank);
     rt->replicate_group = plan->replicate_axis >= 0 ? hp_mesh_comm_group(mc, plan->replicate_axis, rank) : NULL;
     *out = rt;
@@ -319,6 +335,8 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
 
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt) {
     if (!rt) return;
+    for (int i = 0; rt->staging && i <= rt->nstaging; i++) free(rt->staging[i]);
+    free(rt->staging);
     free(rt->req), free(rt->args), free(rt->tens);
     free(rt);
 }
@@ -353,14 +371,25 @@ static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
-    float *base = rt->params + un->offset;
-    start(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, base, base + un->shard * (size_t)rt->plan->me,
-          (int64_t)un->shard);
+    float *base = rt->params + un->offset, *mine = base + un->shard * (size_t)rt->plan->me;
+    if (rt->staging) { /* fsdp2: into a staging buffer, copied out at the wait */
+        float *st = rt->staging[un->fwd_pos % rt->nstaging];
+        start(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, st, mine, (int64_t)un->shard);
+        if (hp_comm_group_size(rt->shard_group) == 1) memcpy(st, mine, un->shard * sizeof(float));
+        return;
+    }
+    start(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, base, mine, (int64_t)un->shard);
 }
 
 static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)in, (void)out;
-    wait_slot(k, 3 * (int)n->a.i[0]);
+    hp_fsdp_rt *rt = rt_of(k);
+    int u = (int)n->a.i[0];
+    wait_slot(k, 3 * u);
+    if (!rt->staging || *k->err) return;
+    const hp_fsdp_unit *un = &rt->plan->units[u];
+    memcpy(rt->params + un->offset, rt->staging[un->fwd_pos % rt->nstaging], un->size * sizeof(float));
+    rt->copied += (int64_t)(un->size * sizeof(float));
 }
 
 /* in[0]: the unit's gradient [size]; out[0]: the rank's reduced shard [shard] */
@@ -368,9 +397,14 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
-    start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, out[0].data, in[0].data, (int64_t)un->shard);
-    if (hp_comm_group_size(rt->shard_group) == 1 && out[0].data != in[0].data)
-        memcpy(out[0].data, in[0].data, un->shard * sizeof(float));
+    const float *from = in[0].data;
+    if (rt->staging) { /* fsdp2: the gradient copied into a staging buffer first */
+        memcpy(rt->staging[rt->nstaging], from, un->size * sizeof(float));
+        from = rt->staging[rt->nstaging];
+    }
+    start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, out[0].data, from, (int64_t)un->shard);
+    if (hp_comm_group_size(rt->shard_group) == 1 && out[0].data != from)
+        memcpy(out[0].data, from + un->shard * (size_t)rt->plan->me, un->shard * sizeof(float));
 }
 
 /* in[0]: the unit's gradient, in[1]: the shard (HSDP: all-reduced over the replicas from here) */
@@ -382,6 +416,7 @@ static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     if (*k->err || rt->plan->replicas <= 1) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
+    if (rt->staging) wait_slot(k, 3 * u + 2); /* fsdp2: a separate, blocking all-reduce */
 }
 
 static void allreduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {

@@ -38,7 +38,16 @@
  *   fsdp_reduce_wait        after the next unit's reduce start (the unit's
  *                           reduce-scatter overlaps that unit's backward);
  *                           under HSDP it starts the replicas' all-reduce;
- *   fsdp_allreduce_wait     HSDP: at the end of the backward. */
+ *   fsdp_allreduce_wait     HSDP: at the end of the backward.
+ *
+ * The fsdp2 style (the plan's style=fsdp2; a baseline that behaves like
+ * PyTorch FSDP2, for side-by-side measurement in the same code) keeps one
+ * store per rank at every level, gathers each unit into a staging buffer (one
+ * per gather in flight) and copies it out to the parameters at the wait,
+ * copies each unit's gradient into a staging buffer before its
+ * reduce-scatter, runs HSDP's all-reduce after the reduce-scatter as a
+ * separate blocking call, and keeps at most one reduction in flight, waited
+ * before the next unit's starts. The numbers are the default style's. */
 #ifndef HP_PARALLEL_FSDP_H
 #define HP_PARALLEL_FSDP_H
 
@@ -105,6 +114,8 @@ struct hp_fsdp_rt {
     hp_comm_args *args;   /* [3 * nunits] */
     hp_comm_tensor *tens; /* [3 * nunits] */
     int64_t copied;       /* bytes the unit gathers copied so far (0 at level 3 inside a supernode) */
+    float **staging;      /* fsdp2 style: [nstaging] gather buffers, then one for gradients (max unit floats) */
+    int nstaging;
 };
 
 /* The run-time state of one rank (params: its store's data); groups from

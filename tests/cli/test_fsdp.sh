@@ -31,13 +31,17 @@ timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --metrics mpi2.jsonl >mpi
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 4 --metrics mpi4.jsonl >mpi4.log 2>&1 || fail "2-process FSDP 4 failed: $(tail -3 mpi4.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --hsdp 2,2 --metrics mpih.jsonl >mpih.log 2>&1 || fail "2-process HSDP 2x2 failed: $(tail -3 mpih.log)"
 for r in mpi2 mpi4 mpih; do check_close "$r" "$r.jsonl"; done
-# the schedule's choices change when collectives run, never the numbers
+# the schedule's choices (and the fsdp2 baseline's copies) change when and how
+# collectives run, never the numbers
 run pf0 --fsdp 4 --prefetch 0
 run pf2 --fsdp 4 --prefetch 2
 run rs_off --fsdp 4 --reshard off
-for r in pf0 pf2 rs_off; do
+run style2 --fsdp 4 --fsdp-style fsdp2
+for r in pf0 pf2 rs_off style2; do
   cmp -s <(losses fsdp4.jsonl) <(losses "$r.jsonl") || fail "$r: losses differ from FSDP 4's (prefetch 1, reshard on)"
 done
+run hsdp2 --hsdp 2,2 --fsdp-style fsdp2
+cmp -s <(losses hsdp.jsonl) <(losses hsdp2.jsonl) || fail "HSDP: the fsdp2 style's losses differ from the default style's"
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses fsdp4.jsonl | head -1)" -v b="$(losses fsdp4.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' || fail "loss did not fall"
 # the plan shows the pass, and a plan file can say the same
@@ -55,6 +59,17 @@ printf 'mesh: dp=2\nfsdp: shard=dp\nunit blocks: h.*\n' >e3.plan
 expect_error "parameter 'wte' is in no unit" "$HP" train --plan e3.plan --steps 1
 printf 'mesh: dp=2\nfsdp: shard=dp\nunit typo: h.*.mlp.fc.wieght\nunit rest: *\n' >e4.plan
 expect_error "e4.plan:3: unit 'typo' matches no parameter" "$HP" train --plan e4.plan --steps 1
+"$HP" bench fsdp --steps 1 --json bench.json >bench.txt 2>&1 || fail "bench fsdp failed: $(tail -3 bench.txt)"
+python3 - <<'PY' || fail "bench fsdp's JSON: see above"
+import json
+rows = json.load(open("bench.json"))
+assert [r["config"] for r in rows] == ["dp", "fsdp2-style fsdp", "hyperpar fsdp", "fsdp2-style hsdp", "hyperpar hsdp"], rows
+for r in rows:
+    assert r["step_ms"] > 0 and r["tokens_per_s"] > 0 and 0 <= r["hidden_pct"] <= 100 and r["memory_mb"] > 0, r
+    assert 0 <= r["exposed_comm_ms"] <= r["step_ms"], r
+dp, fs = rows[0], rows[2]
+assert fs["memory_mb"] < dp["memory_mb"], (fs, dp)  # sharded state and one parameter copy per supernode
+PY
 expect_error "--fsdp or --dp" "$HP" train --fsdp 2 --dp 2 --steps 1
 expect_error "--hsdp must be R,S" "$HP" train --hsdp 2 --steps 1
 expect_error "--zero must be 1, 2 or 3" "$HP" train --zero 4 --dp 2 --steps 1
