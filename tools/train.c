@@ -119,6 +119,13 @@ static void on_event(void *ctx, const hp_event *e) {
             hp_progress_note(pg, "model: L=%d NH=%d C=%d V=%d, %.2fM parameters; B=%d T=%d; mesh %s (%d ranks, %d here), %s",
                              m->layers, m->heads, m->channels, m->vocab, e->nparams / 1e6, o->batch, o->seq, e->mesh,
                              e->ranks, e->ranks_here, o->optimizer);
+        if (e->memory) {
+            const hp_plan_memory *mm = e->memory;
+            hp_progress_note(pg, "memory of rank 0: %.2f MB (parameters %.2f, gradients %.2f, optimizer state %.2f, "
+                                 "activations %.2f, scratch and inputs %.2f)",
+                             mm->total / 1e6, mm->params / 1e6, mm->grads / 1e6, mm->optimizer / 1e6,
+                             mm->activations / 1e6, (mm->scratch + mm->inputs) / 1e6);
+        }
         if (e->start_step) hp_progress_note(pg, "resumed at step %ld", e->start_step);
         break;
     case HP_EVENT_VALIDATED: {

@@ -348,7 +348,7 @@ typedef struct {
 } hp_validation;
 
 typedef enum {
-    HP_EVENT_START,     /* the run is set up: nparams, ranks, ranks_here, mesh, start_step */
+    HP_EVENT_START,     /* the run is set up: nparams, ranks, ranks_here, mesh, start_step, memory */
     HP_EVENT_VALIDATED, /* validation mode checked step 1: checked_ops, worst_grad_error, validation */
     HP_EVENT_STEP,      /* a step finished: step, loss, lr, grad_norm, tokens_per_s, step_ms, eta_s;
                          * nonfinite: its loss or gradient norm was NaN/Inf (its update not applied) */
@@ -375,6 +375,7 @@ typedef struct {
     int checked_ops;
     double worst_grad_error;
     const hp_validation *validation; /* HP_EVENT_VALIDATED: the whole report */
+    const hp_plan_memory *memory;    /* HP_EVENT_START: rank 0's program (bytes, as `hyperpar plan` counts them) */
 } hp_event;
 
 typedef struct {

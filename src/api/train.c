@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/ckpt_state.h"
+#include "api/plan_report.h"
 #include "io/llmc.h"
 #include "optim/schedule.h"
 #include "runtime/dist.h"
@@ -167,6 +168,20 @@ static void on_event(void *ctx, const hp_train_event *ie) {
                   .step_ms = ie->step_ms, .eta_s = ie->eta_s, .seconds = ie->seconds, .steps_done = ie->steps_done,
                   .dir = ie->dir, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
                   .mesh = ie->mesh, .start_step = ie->start_step};
+    hp_plan_memory mem;
+    if (ie->kind == HP_TRAIN_START) {
+        hp_dist *d = hp_trainer_dist(t->tr);
+        hp_plan_rank_report rr;
+        memset(&rr, 0, sizeof rr);
+        hp_status st = hp_plan_gather_rank(&rr, &hp_dist_rank_at(d, 0)->c, NULL, 0,
+                                           hp_dist_threads_per_rank(hp_dist_world(d), t->cfg.threads));
+        if (!st) {
+            mem = rr.memory;
+            e.memory = &mem;
+        }
+        hp_status_free(st);
+        hp_plan_rank_report_free(&rr);
+    }
     hp_validation v;
     hp_grad_check *grads = NULL;
     if (ie->vrep) {
