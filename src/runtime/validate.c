@@ -8,6 +8,7 @@
 
 #include "parallel/piece.h"
 #include "parallel/rank.h"
+#include "runtime/validate_fsdp.h"
 
 struct hp_validator {
     const hp_graph *g;
@@ -33,6 +34,11 @@ struct hp_validator {
     double *buf;             /* scratch: assembled tensor and reduction terms */
     size_t cap;
     int stepped;
+    hp_tensor *xin;          /* [n * maxxin] the views' extra inputs */
+    int maxxin;
+    const hp_tensor **xin_of; /* [n] rank r's row of xin */
+    hp_tensor *shards;       /* [n] FSDP: the reduced shards of one unit */
+    hp_vfsdp fsdp;
 };
 
 /* ---- small helpers ---- */
@@ -271,9 +277,11 @@ static hp_status check_structure(hp_validator *v) {
     const hp_dist_rank *r0 = hp_dist_rank_at(v->d, 0);
     for (int i = 1; i < v->n; i++) {
         const hp_dist_rank *r = hp_dist_rank_at(v->d, i);
-        int same = r->c.rg.g->nnodes == r0->c.rg.g->nnodes && r->c.rg.g->nvals == r0->c.rg.g->nvals;
+        /* (the optimizer phase may differ: FSDP's pieces are the rank's own) */
+        int same = r->c.rg.g->nnodes == r0->c.rg.g->nnodes;
         for (int k = 0; same && k < r0->c.rg.g->nnodes; k++)
-            same = r->c.rg.g->nodes[k].op == r0->c.rg.g->nodes[k].op && r->c.rg.node_of[k] == r0->c.rg.node_of[k];
+            same = r->c.rg.g->nodes[k].op == r0->c.rg.g->nodes[k].op && r->c.rg.node_of[k] == r0->c.rg.node_of[k] &&
+                   (r0->c.rg.g->nodes[k].phase == HP_PHASE_OPT || r->c.rg.g->nodes[k].nxin == r0->c.rg.g->nodes[k].nxin);
         for (int ph = 0; same && ph < 2; ph++) {
             int ns = hp_program_num_steps(r0->prog, (hp_phase)ph);
             same = hp_program_num_steps(r->prog, (hp_phase)ph) == ns;
@@ -340,6 +348,16 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     if (!v->first_use || !v->sf_v || !v->sf_l || !v->seen || !v->ran || !v->views || !v->t || !v->sum)
         st = hp_errorf("validation: out of memory");
     if (!st) st = check_structure(v);
+    const hp_graph *lg0 = hp_dist_rank_at(cfg->d, 0)->c.rg.g;
+    for (int i = 0; !st && i < lg0->nnodes; i++)
+        if (lg0->nodes[i].phase != HP_PHASE_OPT && lg0->nodes[i].nxin > v->maxxin) v->maxxin = lg0->nodes[i].nxin;
+    if (!st) {
+        v->xin = calloc((size_t)v->n * (size_t)(v->maxxin + 1), sizeof *v->xin);
+        v->xin_of = calloc((size_t)v->n, sizeof *v->xin_of);
+        v->shards = calloc((size_t)v->n, sizeof *v->shards);
+        if (!v->xin || !v->xin_of || !v->shards) st = hp_errorf("validation: out of memory");
+        for (int r = 0; !st && r < v->n; r++) v->xin_of[r] = v->xin + (size_t)r * (size_t)(v->maxxin + 1);
+    }
     if (!st) {
         for (int i = 0; i < v->g->nvals; i++) v->first_use[i] = -1;
         for (int i = v->g->nnodes - 1; i >= 0; i--)
@@ -349,6 +367,7 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     }
     if (!st) st = hp_pool_create(&v->pool, cfg->threads > 0 ? cfg->threads : 1);
     if (!st) st = hp_program_create(&v->ref, v->g, &v->ps, v->pool);
+    if (!st) v->fsdp = (hp_vfsdp){v->d, v->g, v->ref, &v->ps, v->atol, v->rtol, NULL, 0};
     if (st) {
         hp_validate_destroy(v);
         return hp_error_wrap(st, "validation: the 1-rank reference");
@@ -364,6 +383,8 @@ void hp_validate_destroy(hp_validator *v) {
     hp_param_store_free(&v->ps);
     free(v->first_use), free(v->sf_v), free(v->sf_l), free(v->seen), free(v->ran);
     free(v->views), free(v->t), free(v->sum), free(v->buf);
+    free(v->xin), free(v->xin_of), free(v->shards);
+    hp_vfsdp_free(&v->fsdp);
     free(v);
 }
 
@@ -439,6 +460,11 @@ static void fill_views(hp_validator *v, hp_phase ph, int j) {
             const hp_value *lv = &lg->vals[n->out[k]];
             w->out[k] = (hp_tensor){lv->dtype, lv->shape, hp_program_data(R->prog, n->out[k])};
         }
+        w->xin = v->xin + (size_t)r * (size_t)(v->maxxin + 1);
+        for (int k = 0; k < n->nxin && k < v->maxxin; k++) {
+            int x = lg->xin[n->xin_at + k];
+            w->xin[k] = (hp_tensor){lg->vals[x].dtype, lg->vals[x].shape, hp_program_data(R->prog, x)};
+        }
         if (v->hook) v->hook(v->hook_user, w);
     }
 }
@@ -483,6 +509,13 @@ static hp_status check_step(hp_validator *v, hp_validate_report *rep) {
         }
         if (!v->seen[gi]) rep->nops++;
         v->seen[gi] = 1;
+    } else if (n->op == &hp_op_fsdp_gather_wait) {
+        HP_TRY(hp_vfsdp_params(&v->fsdp, n->name, (int)n->a.i[0], v->xin_of));
+    } else if ((n->op == &hp_op_fsdp_reduce_wait && hp_dist_rank_at(v->d, 0)->c.fsdp.replicas <= 1) ||
+               n->op == &hp_op_fsdp_allreduce_wait) {
+        int at = n->op == &hp_op_fsdp_reduce_wait; /* the shard: the wait's second input, the replicas' first */
+        for (int r = 0; r < v->n; r++) v->shards[r] = v->views[r].in[at];
+        HP_TRY(hp_vfsdp_shards(&v->fsdp, n->name, (int)n->a.i[0], v->shards));
     } else if (n->op == &hp_op_redistribute && n->out[0] >= 0 && v->sf_v[n->out[0]] >= 0) {
         int src = n->in[0], dst = n->out[0], gv = v->sf_v[dst];
         for (int r = 0; r < v->n; r++) v->t[r] = v->views[r].in[0];
@@ -551,6 +584,17 @@ hp_status hp_validate_gradients(hp_validator *v, hp_validate_report *rep) {
     for (int i = 0; i < v->ps.n; i++) {
         int gv = hp_graph_find(v->g, v->ps.name[i]);
         const hp_layout *l = &v->prop->val[gv];
+        int managed = 0;
+        double fsdp_err = 0;
+        HP_TRY(hp_vfsdp_grad_err(&fsdp_err, &managed, &v->fsdp, i));
+        if (managed) { /* FSDP: the rank's reduced shards hold the gradient */
+            hp_validate_grad *e = &rep->grads[rep->ngrads++];
+            snprintf(e->name, sizeof e->name, "%s", v->ps.name[i]);
+            snprintf(e->layout, sizeof e->layout, "fsdp shards");
+            e->rel_err = fsdp_err;
+            if (rep->worst_index < 0 || e->rel_err > rep->worst) rep->worst = e->rel_err, rep->worst_index = i;
+            continue;
+        }
         for (int r = 0; r < v->n; r++) {
             hp_dist_rank *R = hp_dist_rank_at(v->d, r);
             int k = hp_param_store_find(&R->ps, v->ps.name[i]);

@@ -11,7 +11,8 @@
  *  - values: the pieces assembled by the layout (shards inserted, one replica,
  *    Partial terms reduced in rank order) agree with the reference:
  *    max|a - b| <= atol + rtol * max|b| (atol 1e-5, rtol 1e-4; i32 exact).
- * Inserted redistribution steps are checked by their output's layout too. The
+ * Inserted redistribution steps are checked by their output's layout too;
+ * FSDP's gathers and reductions by runtime/validate_fsdp. The
  * first violation stops the run with a one-line error naming the operator,
  * the tensor, the expected layout, what was found and the ranks involved.
  * After the step, the gradient-equivalence check gathers every parameter
@@ -39,6 +40,7 @@ typedef struct {
     int global_node;          /* its global node, -1 for inserted steps */
     hp_tensor in[HP_MAX_IN];  /* [node->nin] its input buffers */
     hp_tensor out[HP_MAX_OUT]; /* [node->nout] its output buffers (data NULL where out[k] < 0) */
+    hp_tensor *xin;           /* [node->nxin] its extra inputs (FSDP's gathers: the unit's parameters) */
 } hp_validate_view;
 typedef void (*hp_validate_hook)(void *user, hp_validate_view *view);
 

@@ -1,8 +1,9 @@
 # FSDP / ZeRO (issue 9): losses against 1 rank over 200 steps from the same
 # seed and global batch (max |delta loss| <= 1e-5) for FSDP 2, 4 and 8, HSDP
 # 2x2, ZeRO-1 and ZeRO-2 over DP 2, FSDP 2 x TP 2, on rank threads and across
-# 2 MPI processes; prefetch depths and reshard on/off bit-identical to each
-# other; the plan's fsdp pass; plan-file FSDP errors before any step.
+# 2 MPI processes; prefetch depths, reshard on/off and the fsdp2 style
+# bit-identical to each other; the plan's fsdp pass; validation mode; bench
+# fsdp's rows; plan-file FSDP errors before any step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2"
@@ -50,6 +51,10 @@ grep -q "fsdp *level 3 over dp (4 members): 3 units" plan.txt || fail "plan lack
 printf 'mesh: dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\nfsdp: shard=dp level=3\nunit blocks: h.*\nunit root: *\n' >f.plan
 run planfile --plan f.plan
 check_close planfile planfile.jsonl
+# validation mode checks every gather and every reduced shard against one rank
+"$HP" train --layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 1 --threads 2 --hsdp 2,2 --validate >val.txt 2>&1 || fail "HSDP --validate failed: $(tail -2 val.txt)"
+grep -q "every layout and value agrees" val.txt || fail "validation did not agree: $(grep validation val.txt | head -3)"
+[ "$(grep -c 'fsdp shards' val.txt)" -eq 28 ] || fail "the gradient table lacks the FSDP shards: $(grep -c 'fsdp shards' val.txt)"
 # errors, before any step
 printf 'mesh: dp=2\nfsdp: shard=xx\n' >e1.plan
 expect_error "e1.plan:2: fsdp shard=xx: the mesh 'dp=2' has no axis 'xx'" "$HP" train --plan e1.plan --steps 1

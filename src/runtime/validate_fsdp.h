@@ -1,0 +1,38 @@
+/* runtime/validate_fsdp: the validation executor's checks of FSDP's steps
+ * (parallel/fsdp), against the 1-rank reference:
+ *  - after a unit's gather: every rank's parameters of the unit are, bit for
+ *    bit, the reference's (its local pieces of them): a wrong gathered shard
+ *    is named with the member whose shard holds the first bad element;
+ *  - after a unit's reduction (HSDP: after the replicas' all-reduce): each
+ *    rank's reduced gradient shard agrees with the reference's gradients over
+ *    that range of the unit (atol + rtol * max|b|): a missing or wrong
+ *    reduction is named with the tensor and element;
+ *  - the gradient table: a managed parameter's error over every rank's
+ *    pieces of it in their shards.
+ * Errors are one line naming the step, the unit, the rank and the tensor. */
+#ifndef HP_RUNTIME_VALIDATE_FSDP_H
+#define HP_RUNTIME_VALIDATE_FSDP_H
+
+#include "runtime/dist.h"
+
+typedef struct {
+    hp_dist *d;
+    const hp_graph *g;          /* the global graph */
+    hp_program *ref;            /* the reference program */
+    const hp_param_store *rps;  /* its (whole) parameters */
+    double atol, rtol;
+    float *buf;                 /* scratch: one parameter's reference piece */
+    size_t cap;
+} hp_vfsdp;
+
+/* params[r][k]: rank r's k-th parameter of unit u (graph order), as the step left it. */
+hp_status hp_vfsdp_params(hp_vfsdp *c, const char *step, int u, const hp_tensor *const *params);
+/* shard[r]: rank r's reduced gradient shard of unit u. */
+hp_status hp_vfsdp_shards(hp_vfsdp *c, const char *step, int u, const hp_tensor *shard);
+/* The relative error of parameter k (graph order) over every rank's pieces of
+ * it in their shards (max|a - b| / max|b|); *managed = 0 when FSDP does not
+ * manage it (nothing computed). */
+hp_status hp_vfsdp_grad_err(double *rel, int *managed, hp_vfsdp *c, int k);
+void hp_vfsdp_free(hp_vfsdp *c);
+
+#endif
