@@ -51,6 +51,8 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     const hp_fsdp_spec *s = &plan->fsdp;
     if (s->level <= 0) return HP_OK;
     const char *where = s->where ? s->where : "plan";
+    if (s->reduce_bf16)
+        return hp_errorf("%s: fsdp reduce=bf16: bf16 gradient reductions are not built yet; use reduce=fp32", where);
     int coord[HP_MESH_MAX_DIMS];
     hp_mesh_coords(coord, m, rank);
     out->level = s->level;

@@ -182,6 +182,9 @@ static hp_status assign_owners(hp_dist_ckpt *c) {
 
 hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     *out = NULL;
+    if (hp_dist_rank_at(d, 0)->c.fsdp.level)
+        return hp_errorf("checkpoint: checkpoints of FSDP/ZeRO runs are not built yet (their optimizer state lives in "
+                         "flat shards); train without --ckpt-dir, or without --fsdp/--hsdp/--zero");
     hp_dist_ckpt *c = calloc(1, sizeof *c);
     if (!c) return hp_errorf("checkpoint: out of memory");
     c->d = d, c->g = hp_dist_global(d), c->w = hp_dist_world(d);
