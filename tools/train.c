@@ -176,6 +176,7 @@ static hp_status run(trainer *t) {
     HP_TRY(hp_schedule_parse(&c.schedule, o->schedule));
     c.warmup_steps = o->warmup, c.min_lr_frac = o->min_lr_frac;
     c.grad_clip = o->grad_clip;
+    c.grad_accum = o->grad_accum;
     c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
     c.steps = o->steps, c.stop_at = o->stop_at;
     c.seed = o->seed;

@@ -55,6 +55,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("eps", OPT_FLOAT, eps, "AdamW epsilon"),
         OPT("weight-decay", OPT_FLOAT, weight_decay, "decoupled weight decay"),
         OPT("grad-clip", OPT_FLOAT, grad_clip, "clip the global gradient norm (0 = off)"),
+        OPT("grad-accum", OPT_INT, grad_accum, "micro-batches of --batch per optimizer step (gradients averaged)"),
         OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
         OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
         OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
@@ -106,6 +107,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->threads < 1 || o->threads > 256) return hp_errorf("hyperpar train: --threads must be in 1..256, got %d", o->threads);
     if (!(o->lr > 0)) return hp_errorf("hyperpar train: --lr must be > 0, got %g", (double)o->lr);
     if (o->grad_clip < 0) return hp_errorf("hyperpar train: --grad-clip must be >= 0, got %g", (double)o->grad_clip);
+    if (o->grad_accum < 0 || o->grad_accum > 4096)
+        return hp_errorf("hyperpar train: --grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
     if (o->val_steps < 1) return hp_errorf("hyperpar train: --val-steps must be >= 1, got %ld", o->val_steps);
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");

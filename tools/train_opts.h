@@ -19,6 +19,7 @@ typedef struct {
     int batch, seq;
     long steps;
     float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
+    int grad_accum;
     char schedule[16];
     long warmup;
     char optimizer[16];

@@ -401,6 +401,9 @@ typedef struct {
     long warmup_steps;
     float min_lr_frac;
     float grad_clip;            /* global-norm clipping; 0: off */
+    int grad_accum;             /* micro-batches per optimizer step (0 or 1: none); the model's batch is one
+                                 * micro-batch, the gradients are their mean (accumulated per rank; under
+                                 * FSDP every micro-batch's reduced shard into a sharded accumulator) */
     int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an
                                  * error naming the step (nothing of that state is checkpointed), 1 skips
                                  * the step (HP_ON_NAN_STOP / HP_ON_NAN_SKIP) */

@@ -8,6 +8,7 @@
 
 #include "core/autodiff.h"
 #include "ops/ops.h"
+#include "parallel/accum.h"
 #include "parallel/optim_phase.h"
 
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -99,6 +100,16 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
     return HP_OK;
 }
 
+/* accumulate: gradient accumulators over micro-batches. */
+static hp_status pass_accumulate(hp_compiled *c, const hp_compile_opts *o) {
+    c->micro = -1;
+    if (!o->train || o->grad_accum <= 1) return HP_OK;
+    HP_TRY(hp_pass_accumulate(&c->micro, &c->rg, c->fsdp.level ? &c->fsdp : NULL, o->grad_accum));
+    note(c, "accumulate", "%d micro-batches per step: an accumulator per gradient%s", o->grad_accum,
+         c->fsdp.level ? " (FSDP: per reduced shard)" : "");
+    return HP_OK;
+}
+
 /* lower: the rank's local graph. */
 static hp_status pass_lower(hp_compiled *c) {
     HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->mesh, c->rank, c->fsdp.level ? c->fsdp.grad_layout : NULL));
@@ -144,6 +155,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
                      const hp_compile_opts *o) {
     memset(out, 0, sizeof *out);
     out->rank = rank;
+    out->micro = -1;
     out->rg.loss = -1;
     hp_plan one;
     int own_plan = 0;
@@ -164,6 +176,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_fsdp(out, plan);
     if (!st) st = pass_lower(out);
     if (!st) st = pass_fsdp_nodes(out);
+    if (!st) st = pass_accumulate(out, o);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);

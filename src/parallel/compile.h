@@ -9,6 +9,7 @@
  *   [transforms]  pipeline stages, remat, expert parallel go here
  *   lower         parallel/lower      local kernels + collectives on local shapes
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
+ *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order
@@ -40,6 +41,7 @@ typedef struct {
     int train;                    /* 1: autodiff (and the optimizer phase when optim is set) */
     const hp_optim_config *optim; /* NULL: no optimizer phase */
     float max_norm;               /* gradient clipping (<= 0: off) */
+    int grad_accum;               /* micro-batches per step (<= 1: none; parallel/accum) */
     hp_schedule_opts schedule;
 } hp_compile_opts;
 
@@ -58,6 +60,7 @@ typedef struct {
     hp_fsdp_plan fsdp;        /* FSDP units and the parameter store layout (fsdp.level 0: none) */
     hp_rank_graph rg;         /* the rank's local graph */
     hp_optim_phase_io optim;  /* local ids of the optimizer phase's inputs (-1 without one) */
+    int micro;                /* gradient accumulation's per-micro-batch input (i32 [2]), -1: none */
     int has_optim;
     hp_schedule sched;
     hp_memplan mem;

@@ -226,6 +226,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     /* each unit's gradient as one value, its parameters' gradients views into it */
     for (int u = 0; !st && u < nu; u++) {
         hp_fsdp_unit *un = &f->units[u];
+        un->grad_acc = -1;
         char nm[HP_NAME_LEN];
         snprintf(nm, sizeof nm, "fsdp.%.60s.grad", un->name);
         un->grad = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1((int64_t)un->size), nm);
@@ -287,7 +288,9 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
     int pv = hp_graph_view(g, p, a - o, hp_shape1(b - a), nm);
     snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
     int gv = -1;
-    if (pv >= 0 && g->vals[un->grad_shard].view_of >= 0) /* level 1: the shard is a view of the unit's gradient */
+    if (pv >= 0 && un->grad_acc >= 0) /* accumulated: the shard's accumulator */
+        gv = hp_graph_view(g, un->grad_acc, a - lo, hp_shape1(b - a), nm);
+    else if (pv >= 0 && g->vals[un->grad_shard].view_of >= 0) /* level 1: the shard is a view of the unit's gradient */
         gv = hp_graph_view(g, un->grad, a, hp_shape1(b - a), nm);
     else if (pv >= 0)
         gv = hp_graph_view(g, un->grad_shard, a - lo, hp_shape1(b - a), nm);

@@ -72,6 +72,7 @@ typedef struct {
     int grad;      /* local value: the unit's gradient (its parameters' gradients are views
                     * into it); level 1: persistent, levels 2, 3: in the arena until reduced */
     int grad_shard; /* local value: this rank's reduced shard of it (level 1: a view of grad) */
+    int grad_acc;   /* gradient accumulation (parallel/accum): the shard's accumulator, -1: none */
 } hp_fsdp_unit;
 
 typedef struct {

@@ -49,12 +49,11 @@ static void place(placer *s, int i) {
     hp_graph *g = s->rg->g;
     for (int j = s->before[i]; j >= 0; j = s->next[j]) place(s, j);
     const hp_node *nd = &g->nodes[i];
-    /* a step that reads a value still in flight waits for it (and for the older ones) */
+    /* a step that reads values still in flight waits for them (and for the older ones) */
+    int upto = -1;
     for (int q = s->head; q < s->np; q++)
-        if (reads(g, nd, g->nodes[s->pending[q]].in[0])) {
-            while (s->head <= q) s->out->order[s->out->n++] = s->pending[s->head++];
-            break;
-        }
+        if (reads(g, nd, g->nodes[s->pending[q]].in[0])) upto = q;
+    while (s->head <= upto) s->out->order[s->out->n++] = s->pending[s->head++];
     if (s->wait_of[i] >= 0 && s->np - s->head >= s->window) s->out->order[s->out->n++] = s->pending[s->head++];
     s->out->order[s->out->n++] = i;
     if (s->wait_of[i] >= 0) s->pending[s->np++] = s->wait_of[i];

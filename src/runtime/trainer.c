@@ -31,14 +31,24 @@ struct hp_trainer {
     float lrs[2];
     int32_t step_t;
     int eval, validated, tracing;
+    int accum; /* micro-batches per step (>= 1) */
 };
 
 /* ---- the step on one rank ---- */
 
+/* The rank's pieces of micro-batch m. */
+static void micro_inputs(hp_trainer *t, hp_dist_rank *r, int m) {
+    size_t n = (size_t)hp_shape_numel(&t->cfg.model->vals[t->cfg.tokens].shape) * (size_t)m;
+    hp_dist_scatter_value(t->d, r, t->cfg.tokens, hp_dist_value(r, t->cfg.tokens), t->tokens + n);
+    hp_dist_scatter_value(t->d, r, t->cfg.targets, hp_dist_value(r, t->cfg.targets), t->targets + n);
+    if (r->c.micro >= 0) {
+        int32_t *mi = hp_program_data(r->prog, r->c.micro);
+        mi[0] = m, mi[1] = t->accum;
+    }
+}
+
 static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
-    hp_trainer *t = c_;
-    hp_dist_scatter_value(t->d, r, t->cfg.tokens, hp_dist_value(r, t->cfg.tokens), t->tokens);
-    hp_dist_scatter_value(t->d, r, t->cfg.targets, hp_dist_value(r, t->cfg.targets), t->targets);
+    micro_inputs(c_, r, 0);
     return HP_OK;
 }
 
@@ -59,6 +69,14 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     memcpy(hp_program_data(r->prog, io->lr), t->lrs, sizeof t->lrs);
     *(int32_t *)hp_program_data(r->prog, io->step) = t->step_t;
     if (!t->validated) HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    /* gradient accumulation: the other micro-batches, their losses averaged (in micro-batch order) */
+    for (int m = 1; m < t->accum; m++) {
+        micro_inputs(t, r, m);
+        HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+        rs->loss += ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
+        HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    }
+    if (t->accum > 1) rs->loss /= (float)t->accum;
     HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
     rs->sumsq = *(const double *)hp_program_data(r->prog, io->sumsq);
     return HP_OK;
@@ -136,7 +154,14 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     hp_trainer *t = calloc(1, sizeof *t);
     if (!t) return hp_errorf("trainer: out of memory");
     t->cfg = *cfg;
+    t->accum = cfg->grad_accum > 1 ? cfg->grad_accum : 1;
     hp_status st = HP_OK;
+    if (t->accum > 1 && cfg->validate)
+        st = hp_errorf("trainer: validation mode checks one micro-batch; run --validate without --grad-accum");
+    if (st) {
+        free(t);
+        return st;
+    }
     if (cfg->world)
         t->world = cfg->world;
     else
@@ -147,6 +172,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.train = 1;
         dc.compile.optim = &t->cfg.optim;
         dc.compile.max_norm = cfg->grad_clip;
+        dc.compile.grad_accum = t->accum;
         dc.compile.schedule = cfg->schedule;
         if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
         st = hp_dist_create(&t->d, &dc);
@@ -173,7 +199,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     }
     if (!st) {
         const hp_value *tv = &cfg->model->vals[cfg->tokens];
-        size_t n = (size_t)hp_shape_numel(&tv->shape);
+        size_t n = (size_t)hp_shape_numel(&tv->shape) * (size_t)t->accum;
         t->tokens = calloc(n, sizeof(int32_t));
         t->targets = calloc(n, sizeof(int32_t));
         if (!t->tokens || !t->targets) st = hp_errorf("trainer: out of memory");
@@ -220,7 +246,7 @@ static hp_status train_step(hp_trainer *t, long step, float lr) {
 
 hp_status hp_trainer_step(hp_trainer *t, const int32_t *tokens, const int32_t *targets, long step, float lr,
                           float *loss, float *grad_norm) {
-    size_t n = (size_t)hp_shape_numel(&t->cfg.model->vals[t->cfg.tokens].shape);
+    size_t n = (size_t)hp_shape_numel(&t->cfg.model->vals[t->cfg.tokens].shape) * (size_t)t->accum;
     memcpy(t->tokens, tokens, n * sizeof(int32_t));
     memcpy(t->targets, targets, n * sizeof(int32_t));
     HP_TRY(train_step(t, step, lr));
@@ -296,14 +322,16 @@ hp_status hp_trainer_run(hp_trainer *t) {
                          .ranks_here = hp_dist_nranks(t->d),
                          .mesh = hp_mesh_str(mb, sizeof mb, hp_dist_mesh(t->d)), .start_step = start};
     emit(t, &se);
-    double tokens = (double)hp_shape_numel(&c->model->vals[c->tokens].shape);
+    double tokens = (double)hp_shape_numel(&c->model->vals[c->tokens].shape) * t->accum;
+    size_t micro_n = (size_t)hp_shape_numel(&c->model->vals[c->tokens].shape);
     double t_start = hp_now(), done_time = 0;
     long done = 0, traced = 0, trace_steps = c->trace_steps > 0 ? c->trace_steps : 1;
     int trace_on = c->trace && c->trace[0];
     hp_status st = HP_OK;
     for (long step = start; step < c->steps && !st; step++) {
         double t0 = hp_now();
-        st = hp_data_next(c->train, t->tokens, t->targets);
+        for (int m = 0; m < t->accum && !st; m++)
+            st = hp_data_next(c->train, t->tokens + micro_n * (size_t)m, t->targets + micro_n * (size_t)m);
         if (st) break;
         float lr = hp_lr_at(&c->lr, step, c->steps);
         if (step == start && c->validate) st = validate_step(t);

@@ -1,0 +1,76 @@
+/* parallel/accum: the gradient-accumulation pass (see the header). */
+#include "parallel/accum.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int accumulator(hp_graph *g, int grad, const char *name) {
+    char nm[HP_NAME_LEN];
+    snprintf(nm, sizeof nm, "accum.%.80s", name);
+    int a = hp_graph_value(g, HP_V_ACT, HP_F32, g->vals[grad].shape, nm);
+    if (a >= 0) g->vals[a].persistent = 1, g->vals[a].no_grad = 1;
+    return a;
+}
+
+hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int K) {
+    *micro = -1;
+    if (K <= 1) return HP_OK;
+    hp_graph *g = rg->g;
+    int np = hp_graph_params(g, NULL, 0), nx = 0;
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(np + (f ? f->nunits : 0) + 1));
+    if (!ids || !xin) {
+        free(ids), free(xin);
+        return hp_errorf("accumulate: out of memory");
+    }
+    hp_graph_params(g, ids, np);
+    for (int k = 0; k < np; k++) {
+        int p = ids[k], gv = g->vals[p].grad;
+        if (gv < 0 || (f && f->level && f->unit_of[k] >= 0)) continue; /* FSDP's: per unit below */
+        int a = accumulator(g, gv, g->vals[p].name);
+        if (a < 0) break;
+        xin[nx++] = gv, xin[nx++] = a;
+        g->vals[p].grad = a; /* the optimizer reads the accumulator */
+    }
+    for (int u = 0; f && f->level && u < f->nunits; u++) {
+        hp_fsdp_unit *un = &f->units[u];
+        int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
+        if (a < 0) break;
+        xin[nx++] = un->grad_shard, xin[nx++] = a;
+        un->grad_acc = a;
+    }
+    *micro = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(2), "accum.micro");
+    if (*micro >= 0) g->vals[*micro].persistent = 1, g->vals[*micro].no_grad = 1;
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    int node = hp_graph_node_list(g, &hp_op_grad_accumulate, micro, 1, xin, nx, NULL, 0, &at, HP_PHASE_BWD);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors]", nx / 2);
+    free(ids), free(xin);
+    HP_TRY(hp_graph_status(g));
+    HP_TRY(hp_rank_graph_sync_nodes(rg));
+    rg->hint[node] = HP_HINT_END;
+    return HP_OK;
+}
+
+/* in[0]: micro i32 [2] (index, K); then (gradient, accumulator) pairs of one shape each */
+static void accumulate_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)out;
+    const int32_t *m = in[0].data;
+    int first = m[0] == 0, last = m[0] == m[1] - 1;
+    float inv = (float)m[1];
+    for (int t = 0; t < n->nxin / 2; t++) {
+        const float *gr = in[1 + 2 * t].data;
+        float *acc = in[2 + 2 * t].data;
+        int64_t e = hp_shape_numel(&in[1 + 2 * t].shape);
+        if (first)
+            memcpy(acc, gr, sizeof(float) * (size_t)e);
+        else
+            for (int64_t i = 0; i < e; i++) acc[i] += gr[i];
+        if (last)
+            for (int64_t i = 0; i < e; i++) acc[i] /= inv;
+    }
+    (void)k;
+}
+
+const hp_opdef hp_op_grad_accumulate = {.name = "grad_accumulate", .run = accumulate_run};
