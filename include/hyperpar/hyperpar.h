@@ -357,8 +357,9 @@ typedef enum {
                          * HP_ON_WRITE_ERROR_WARN); may come from any process */
 } hp_event_kind;
 
-/* What a running trainer reports (from the process hosting rank 0 only). The
- * pointers are valid during the callback. */
+/* What a running trainer reports (from the process hosting rank 0 only, but
+ * HP_EVENT_WARNING from any process). The pointers are valid during the
+ * callback. */
 typedef struct {
     hp_event_kind kind;
     long step; /* 1-based: the step just done */
@@ -457,8 +458,8 @@ hp_status hp_train_run(hp_train *t);
 hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm);
 /* Steps done so far (the resumed step included). */
 long hp_train_steps_done(const hp_train *t);
-/* 1 when this process hosts rank 0: it alone gets events and writes metrics
- * and checkpoints (under mpirun the other processes get none). */
+/* 1 when this process hosts rank 0: it alone gets events (warnings aside),
+ * writes metrics and checkpoints (under mpirun the other processes get none). */
 int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
 

@@ -6,9 +6,12 @@
  * Around the steps: validation on a held-out stream every val_every steps and
  * at the end, metrics as JSON lines, checkpoints every ckpt_every steps, at
  * the end and at stop_at (runtime/dist_ckpt: whole tensors, any plan
- * resumes them), resume bit for bit, and the first step through the
- * validation executor when asked. What is printed is the caller's: the
- * trainer reports events (the lead process only) through a callback. */
+ * resumes them; the checkpoint directory locked and recovered from an
+ * interrupted save first, io/ckpt_dir), resume bit for bit, and the first
+ * step through the validation executor when asked. Every output write is
+ * checked (runtime/metrics, traces). What is printed is the caller's: the
+ * trainer reports events (the lead process only, warnings from any) through a
+ * callback. */
 #ifndef HP_RUNTIME_TRAINER_H
 #define HP_RUNTIME_TRAINER_H
 
