@@ -330,10 +330,8 @@ static int newest_complete(long long *step, const listing *l, const char *run_di
         int ok = hp_ckpt_dir_complete(p);
         free(p);
         if (ok && kind == 'o') { /* only in place of a missing step_N */
-            char *x = malloc(stem + 1);
+            char *x = strndup(nm, stem);
             HP_ASSERT(x != NULL);
-            memcpy(x, nm, stem);
-            x[stem] = 0;
             char *xp = hp_fs_join(run_dir, x);
             ok = !hp_fs_exists(xp);
             free(xp);
