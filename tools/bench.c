@@ -14,6 +14,7 @@
 #include "args.h"
 #include "child.h"
 #include "commands.h"
+#include "output.h"
 
 typedef struct {
     const char *name;
@@ -136,7 +137,7 @@ int hp_cmd_bench(int argc, char **argv) {
     }
     if (jf) {
         fputs("\n]\n", jf);
-        fclose(jf);
+        if (hp_cli_close_output(jf, json)) rc = 1;
     }
     return rc;
 }

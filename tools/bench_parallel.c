@@ -14,6 +14,7 @@
 #include "args.h"
 #include "child.h"
 #include "commands.h"
+#include "output.h"
 
 typedef struct {
     hp_bench_parallel_result r;
@@ -104,7 +105,7 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
     }
     if (jf) {
         fputs("\n]\n", jf);
-        fclose(jf);
+        if (hp_cli_close_output(jf, json)) rc = 1;
     }
     return rc;
 }

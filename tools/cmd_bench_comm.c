@@ -32,6 +32,8 @@
 
 #include <hyperpar/hyperpar.h>
 
+#include "output.h"
+
 typedef struct {
     FILE *json;
     int nrows;
@@ -356,7 +358,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     }
     if (out.json) {
         fputs("\n]\n", out.json);
-        fclose(out.json);
+        if (hp_cli_close_output(out.json, json)) rc = 1;
     }
     hp_bench_comm_free(cfg);
     if (launched) MPI_Finalize();

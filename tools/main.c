@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "output.h"
 
 static void usage(FILE *f) {
     fputs("usage: hyperpar <command> [flags]\n"
@@ -18,7 +19,7 @@ static void usage(FILE *f) {
           f);
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -42,3 +43,5 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
 }
+
+int main(int argc, char **argv) { return hp_cli_finish_stdout(dispatch(argc, argv)); }

@@ -1,5 +1,7 @@
 /* tools/progress: the live one-line progress display on a terminal (step/total,
- * loss, tok/s, ETA, redrawn in place) and plain lines otherwise. */
+ * loss, tok/s, ETA, redrawn in place) and plain lines otherwise: every N steps
+ * (--log-every), and always under a launcher (mpirun's pseudo-terminal leads
+ * to a log, not a screen). */
 #ifndef HP_TOOLS_PROGRESS_H
 #define HP_TOOLS_PROGRESS_H
 

@@ -151,6 +151,11 @@ static void on_event(void *ctx, const hp_event *e) {
     case HP_EVENT_VAL: hp_progress_note(pg, "step %ld: val loss %.4f", e->step, (double)e->val_loss); break;
     case HP_EVENT_CKPT: hp_progress_note(pg, "checkpoint: %s", e->dir); break;
     case HP_EVENT_STOPPED: hp_progress_note(pg, "stopped at step %ld of %ld (--stop-at)", e->step, o->steps); break;
+    case HP_EVENT_NOTE: hp_progress_note(pg, "%s", e->message); break;
+    case HP_EVENT_WARNING:
+        hp_progress_done(pg);
+        fprintf(stderr, "hyperpar: warning: %s\n", e->message);
+        break;
     case HP_EVENT_DONE:
         hp_progress_done(pg);
         if (e->steps_done)
@@ -185,7 +190,8 @@ static hp_status run(trainer *t) {
     c.val_fraction = o->val_fraction, c.shuffle = o->shuffle;
     c.val_every = o->val_every, c.val_steps = o->val_steps;
     c.metrics = o->metrics;
-    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every;
+    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every, c.keep_last = o->keep_last;
+    c.on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;
     c.trace = o->trace, c.trace_steps = o->trace_steps;

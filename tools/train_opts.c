@@ -30,6 +30,7 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->reshard, sizeof o->reshard, "on");
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
+    snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
     o->trace_steps = 1;
 }
 
@@ -75,6 +76,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("val-steps", OPT_LONG, val_steps, "validation batches"),
         OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
         OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest')"),
+        OPT("keep-last", OPT_INT, keep_last, "keep only the K newest checkpoints in --ckpt-dir (0 = all)"),
         OPT("resume", OPT_STR, resume, "continue from a checkpoint directory (or a --ckpt-dir with 'latest')"),
         OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
         OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
@@ -91,6 +93,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
         OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
+        OPT("on-write-error", OPT_STR, on_write_error, "fail | warn: a failed metrics or trace write (warn: once, then that output stops)"),
         OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json"),
         OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
     };
@@ -110,6 +113,10 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->grad_accum < 0 || o->grad_accum > 4096)
         return hp_errorf("hyperpar train: --grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
+    if (o->keep_last < 0) return hp_errorf("hyperpar train: --keep-last must be >= 0, got %d", o->keep_last);
+    if (o->keep_last > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --keep-last needs --ckpt-dir");
+    if (strcmp(o->on_write_error, "fail") && strcmp(o->on_write_error, "warn"))
+        return hp_errorf("hyperpar train: --on-write-error must be fail or warn, got '%s'", o->on_write_error);
     if (o->val_steps < 1) return hp_errorf("hyperpar train: --val-steps must be >= 1, got %ld", o->val_steps);
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar train: give --plan or --dp/--tp, not both");

@@ -30,6 +30,8 @@ typedef struct {
     char metrics[512];
     long val_every, val_steps, ckpt_every, log_every, stop_at;
     char ckpt_dir[512], resume[512];
+    int keep_last;
+    char on_write_error[16];
     /* parallelism */
     char plan[512];
     int dp, tp;

@@ -45,8 +45,11 @@
  *    ckpt_every steps and at the end (ckpt_dir/step_NNNNNN, and
  *    ckpt_dir/latest naming the newest). They hold whole tensors, so any plan
  *    resumes them: set resume to a checkpoint or to the ckpt_dir, and the run
- *    continues bit for bit. hp_export_llmc writes a checkpoint's weights in the
- *    llm.c format.
+ *    continues bit for bit. A save is atomic (a crash at any point leaves the
+ *    last committed checkpoint loadable); a run locks its ckpt_dir (a second
+ *    run writing there is refused, naming its pid), cleans up after an
+ *    interrupted save first, and keeps the keep_last newest checkpoints when
+ *    asked. hp_export_llmc writes a checkpoint's weights in the llm.c format.
  *
  * Errors: every fallible function returns an hp_status: HP_OK (NULL) on
  * success, else an error with a one-line message naming the file, field or
@@ -355,11 +358,16 @@ typedef enum {
     HP_EVENT_VAL,       /* a validation pass finished: step, val_loss */
     HP_EVENT_CKPT,      /* a checkpoint was written: step, dir */
     HP_EVENT_STOPPED,   /* stop_at reached: step */
-    HP_EVENT_DONE       /* the loop ended: steps_done, seconds, tokens_per_s */
+    HP_EVENT_DONE,      /* the loop ended: steps_done, seconds, tokens_per_s */
+    HP_EVENT_NOTE,      /* message: a checkpoint directory recovered from an interrupted save, a stale
+                         * lock taken over, metrics lines of steps after the resumed one dropped */
+    HP_EVENT_WARNING    /* message: an output (metrics, traces) failed and stopped (on_write_error
+                         * HP_ON_WRITE_ERROR_WARN); may come from any process */
 } hp_event_kind;
 
-/* What a running trainer reports (from the process hosting rank 0 only). The
- * pointers are valid during the callback. */
+/* What a running trainer reports (from the process hosting rank 0 only, but
+ * HP_EVENT_WARNING from any process). The pointers are valid during the
+ * callback. */
 typedef struct {
     hp_event_kind kind;
     long step; /* 1-based: the step just done */
@@ -368,6 +376,7 @@ typedef struct {
     double tokens_per_s, step_ms, eta_s, seconds;
     long steps_done;
     const char *dir;
+    const char *message; /* HP_EVENT_NOTE, HP_EVENT_WARNING: one line */
     long nparams;
     int ranks, ranks_here;
     const char *mesh;
@@ -419,9 +428,16 @@ typedef struct {
     long val_every;             /* validate every N steps (0: only at the end) */
     long val_steps;             /* batches per validation; 0: no validation */
     /* outputs */
-    const char *metrics;        /* NULL: none; else one JSON object per line (appended on resume) */
+    const char *metrics;        /* NULL: none; else one JSON object per line (on resume: lines of
+                                 * steps after the resumed one dropped, then appended) */
     const char *ckpt_dir;       /* NULL: no checkpoints */
     long ckpt_every;            /* 0: only at the end (and at stop_at) */
+    int keep_last;              /* 0: keep every checkpoint; K: after each save, only the K newest
+                                 * step_* (and the one latest names) */
+    int on_write_error;         /* a failed metrics or trace write (a full disk):
+                                 * HP_ON_WRITE_ERROR_FAIL ends the run with an error naming the file,
+                                 * HP_ON_WRITE_ERROR_WARN warns once (HP_EVENT_WARNING) and that output
+                                 * stops. Checkpoint writes always fail the run. */
     /* The caller's settings, written as the object "args" of every
      * checkpoint's state.json (keys and values: strings; read back with
      * hp_ckpt_info). 0: none (state.json then holds batch, seq, optimizer). */
@@ -454,8 +470,8 @@ hp_status hp_train_run(hp_train *t);
 hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm);
 /* Steps done so far (the resumed step included). */
 long hp_train_steps_done(const hp_train *t);
-/* 1 when this process hosts rank 0: it alone gets events and writes metrics
- * and checkpoints (under mpirun the other processes get none). */
+/* 1 when this process hosts rank 0: it alone gets events (warnings aside),
+ * writes metrics and checkpoints (under mpirun the other processes get none). */
 int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
 
@@ -609,6 +625,8 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
 
 #define HP_ON_NAN_STOP 0
 #define HP_ON_NAN_SKIP 1
+#define HP_ON_WRITE_ERROR_FAIL 0
+#define HP_ON_WRITE_ERROR_WARN 1
 
 /* ---- for programs: errors, clocks, settings files ----------------------- */
 

@@ -43,7 +43,7 @@ hp_status hp_api_ckpt_dir(char **dir, const char *path) {
         *dir = strdup(path);
         return *dir ? HP_OK : hp_errorf("%s: out of memory", path);
     }
-    return hp_ckpt_get_latest(dir, path);
+    return hp_ckpt_find(dir, path);
 }
 
 hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path) {

@@ -17,7 +17,9 @@
 hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
                             int nargs, const char *const *keys, const char *const *values);
 /* The checkpoint directory of `path`: itself when it holds state.json, else
- * the one its 'latest' names (*dir malloc'd). */
+ * the run dir's checkpoint hp_ckpt_find picks: the one 'latest' names, or
+ * the newest complete step_* when 'latest' is missing or dangling (*dir
+ * malloc'd). Changes nothing on disk. */
 hp_status hp_api_ckpt_dir(char **dir, const char *path);
 /* hp_api_ckpt_dir, then the checkpoint opened (*dir malloc'd; NULL on error).
  * Its model shape: hp_ckpt_model_config (models/gpt2_config). */

@@ -83,6 +83,10 @@ static hp_status check(const hp_train_config *c) {
     if (!(c->val_fraction >= 0 && c->val_fraction < 1)) BAD("val_fraction must be in [0, 1), got %g", (double)c->val_fraction);
     if (c->ckpt_every < 0) BAD("ckpt_every must be >= 0, got %ld", c->ckpt_every);
     if (c->ckpt_every > 0 && !set(c->ckpt_dir)) BAD("ckpt_every needs ckpt_dir");
+    if (c->keep_last < 0) BAD("keep_last must be >= 0, got %d", c->keep_last);
+    if (c->keep_last > 0 && !set(c->ckpt_dir)) BAD("keep_last needs ckpt_dir");
+    if (c->on_write_error != HP_ON_WRITE_ERROR_FAIL && c->on_write_error != HP_ON_WRITE_ERROR_WARN)
+        BAD("on_write_error must be 0 (fail) or 1 (warn), got %d", c->on_write_error);
     if (c->comm_timeout_s < 0) BAD("comm_timeout_s must be >= 0, got %g", c->comm_timeout_s);
     if (set(c->trace) && c->trace_steps < 1) BAD("trace_steps must be >= 1, got %ld", c->trace_steps);
     if (c->validate && !c->plan) BAD("validate needs a plan (a 1-rank run has no layouts to check)");
@@ -160,14 +164,14 @@ static void on_event(void *ctx, const hp_train_event *ie) {
     static const hp_event_kind kinds[] = {
         [HP_TRAIN_START] = HP_EVENT_START, [HP_TRAIN_VALIDATED] = HP_EVENT_VALIDATED, [HP_TRAIN_STEP] = HP_EVENT_STEP,
         [HP_TRAIN_VAL] = HP_EVENT_VAL,     [HP_TRAIN_CKPT] = HP_EVENT_CKPT,           [HP_TRAIN_STOPPED] = HP_EVENT_STOPPED,
-        [HP_TRAIN_DONE] = HP_EVENT_DONE};
+        [HP_TRAIN_DONE] = HP_EVENT_DONE,   [HP_TRAIN_NOTE] = HP_EVENT_NOTE,           [HP_TRAIN_WARNING] = HP_EVENT_WARNING};
     if (ie->kind == HP_TRAIN_STEP) t->done = ie->step;
     if (!t->cfg.on_event) return;
     hp_event e = {.kind = kinds[ie->kind], .step = ie->step, .loss = ie->loss, .lr = ie->lr,
                   .grad_norm = ie->grad_norm, .nonfinite = ie->nonfinite, .val_loss = ie->val_loss,
                   .tokens_per_s = ie->tokens_per_s,
                   .step_ms = ie->step_ms, .eta_s = ie->eta_s, .seconds = ie->seconds, .steps_done = ie->steps_done,
-                  .dir = ie->dir, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
+                  .dir = ie->dir, .message = ie->message, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
                   .mesh = ie->mesh, .start_step = ie->start_step};
     hp_plan_memory mem;
     if (ie->kind == HP_TRAIN_START) {
@@ -271,7 +275,8 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.train = t->train, ic.val = t->val;
     ic.val_every = c->val_every, ic.val_steps = c->val_steps;
     ic.metrics = t->metrics;
-    ic.ckpt_dir = t->ckpt_dir, ic.ckpt_every = c->ckpt_every;
+    ic.ckpt_dir = t->ckpt_dir, ic.ckpt_every = c->ckpt_every, ic.keep_last = c->keep_last;
+    ic.on_write_error = c->on_write_error;
     ic.resume = t->have_ck ? &t->ck : NULL, ic.start_step = t->start_step;
     ic.state_json = state_json, ic.state_ctx = t;
     ic.on_event = on_event, ic.event_ctx = t;

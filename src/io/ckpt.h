@@ -2,33 +2,27 @@
  *   model.safetensors  the weights
  *   optim.safetensors  the optimizer state tensors
  *   state.json         step, data position, RNG state, config (the caller's JSON object)
- * It is written whole under a temporary name (dir.tmp-XXXXXX), every file and
- * the directory fsynced, then renamed into place; an older checkpoint of the
- * same name is first renamed aside (dir.old-XXXXXX), then deleted, and the
- * parent directory is fsynced. A `latest` file in the parent (written
- * atomically) names the newest checkpoint directory of a run. */
+ * It is written whole into a stage of io/ckpt_dir (dir.tmp-XXXXXX: the
+ * tensor files, then state.json last, each written atomically and fsynced),
+ * then committed there (renamed into place, an older checkpoint of the same
+ * name replaced safely). `latest`, recovery after a crash, retention and the
+ * lock are io/ckpt_dir's. */
 #ifndef HP_IO_CKPT_H
 #define HP_IO_CKPT_H
 
 #include "core/status.h"
+#include "io/ckpt_dir.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
 #define HP_CKPT_MODEL "model.safetensors"
 #define HP_CKPT_OPTIM "optim.safetensors"
-#define HP_CKPT_STATE "state.json"
-#define HP_CKPT_LATEST "latest"
+#define HP_CKPT_STATE HP_CKPT_COMMIT_FILE
 
 /* state_json must be a JSON object (it is checked before anything is
  * written). The parent directory is created if missing. */
 hp_status hp_ckpt_save(const char *dir, const hp_named_tensor *weights, int nw, const hp_named_tensor *opt_state,
                        int no, const char *state_json);
-
-/* Writes <parent of dir>/latest naming dir's last path component. */
-hp_status hp_ckpt_set_latest(const char *dir);
-/* Reads <run_dir>/latest; *dir (malloc'd, caller frees) is run_dir/<name>.
- * Errors if the file is missing, malformed, or names a missing directory. */
-hp_status hp_ckpt_get_latest(char **dir, const char *run_dir);
 
 /* An opened checkpoint: both tensor files mapped and validated, state.json
  * parsed. */

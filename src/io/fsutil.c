@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fault.h"
+
 static char *dup_str(const char *s) {
     char *r = strdup(s);
     HP_ASSERT(r != NULL);
@@ -81,6 +83,7 @@ hp_status hp_afile_open(hp_afile *f, const char *path) {
     char *tmp = malloc(n + 16);
     HP_ASSERT(tmp != NULL);
     snprintf(tmp, n + 16, "%s.tmp-XXXXXX", path);
+    hp_fault_point("create", path);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         hp_status e = hp_errorf("%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
@@ -96,6 +99,7 @@ hp_status hp_afile_open(hp_afile *f, const char *path) {
 
 hp_status hp_afile_write(hp_afile *f, const void *data, size_t n) {
     HP_ASSERT(f->fd >= 0);
+    hp_fault_point("write", f->path);
     return write_all(f->fd, data, n, f->path);
 }
 
@@ -115,9 +119,11 @@ void hp_afile_abort(hp_afile *f) {
 hp_status hp_afile_commit(hp_afile *f) {
     HP_ASSERT(f->fd >= 0);
     hp_status e = HP_OK;
+    hp_fault_point("fsync", f->path);
     if (fsync(f->fd) != 0) e = hp_errorf("%s: fsync failed: %s", f->path, strerror(errno));
     if (close(f->fd) != 0 && !e) e = hp_errorf("%s: close failed: %s", f->path, strerror(errno));
     f->fd = -1;
+    if (!e) hp_fault_point("rename", f->path);
     if (!e && rename(f->tmp, f->path) != 0)
         e = hp_errorf("%s: cannot rename %s into place: %s", f->path, f->tmp, strerror(errno));
     if (e) {
@@ -126,6 +132,7 @@ hp_status hp_afile_commit(hp_afile *f) {
         return e;
     }
     char *dir = hp_fs_dirname(f->path);
+    hp_fault_point("dirsync", f->path);
     e = hp_fs_fsync_dir(dir);
     free(dir);
     afile_release(f);
@@ -225,6 +232,7 @@ hp_status hp_fs_remove_tree(const char *path) {
         return hp_errorf("%s: cannot stat: %s", path, strerror(errno));
     }
     if (!S_ISDIR(st.st_mode)) {
+        hp_fault_point("remove", path);
         if (unlink(path) != 0 && errno != ENOENT)
             return hp_errorf("%s: cannot remove: %s", path, strerror(errno));
         return HP_OK;
@@ -240,6 +248,7 @@ hp_status hp_fs_remove_tree(const char *path) {
         free(child);
     }
     closedir(d);
+    if (!e) hp_fault_point("rmdir", path);
     if (!e && rmdir(path) != 0 && errno != ENOENT)
         e = hp_errorf("%s: cannot remove directory: %s", path, strerror(errno));
     return e;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/fsutil.h"
 #include "parallel/piece.h"
 
 /* One whole tensor of the checkpoint: a parameter or an optimizer state. */
@@ -286,7 +287,7 @@ static hp_status alloc_whole(hp_dist_ckpt *c, const char *dir) {
     return HP_OK;
 }
 
-hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json) {
+hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last) {
     /* every process learns of a failure before anyone waits on the failed one */
     HP_TRY(agree(c, c->lead ? alloc_whole(c, dir) : HP_OK, dir));
     hp_status st = hp_dist_run(c->d, save_rank, c);
@@ -294,7 +295,13 @@ hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_
         for (int i = 0; i < c->ne; i++)
             c->nt[i] = (hp_named_tensor){c->e[i].name, HP_F32, c->e[i].shape, whole_ptr(c, &c->e[i])};
         st = hp_ckpt_save(dir, c->nt, c->np, c->nt + c->np, c->ne - c->np, state_json);
-        if (!st) st = hp_ckpt_set_latest(dir);
+        if (!st) st = hp_ckpt_set_latest(dir); /* the save is committed */
+        if (!st && keep_last > 0) {
+            char *run_dir = hp_fs_dirname(dir);
+            int removed;
+            st = hp_ckpt_retain(&removed, run_dir, keep_last);
+            free(run_dir);
+        }
     }
     return agree(c, st, dir);
 }

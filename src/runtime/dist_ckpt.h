@@ -30,10 +30,12 @@ hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d);
 void hp_dist_ckpt_destroy(hp_dist_ckpt *c);
 
 /* Writes every parameter and optimizer state tensor whole into checkpoint
- * directory dir with state_json (used by rank 0's process only) and points
- * the parent's 'latest' at it. Every process calls it at the same step (it
- * communicates); all return an error when rank 0's process failed to write. */
-hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json);
+ * directory dir with state_json (used by rank 0's process only), points the
+ * parent's 'latest' at it, and with keep_last > 0 deletes the parent's older
+ * step_* beyond the keep_last newest (io/ckpt_dir retention). Every process
+ * calls it at the same step (it communicates); all return an error when rank
+ * 0's process failed to write. */
+hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last);
 
 /* Fills every hosted rank's parameter pieces and (with_state) optimizer state
  * from the whole tensors of an opened checkpoint (any world size or plan wrote

@@ -2,12 +2,16 @@
 #include "runtime/trainer.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/timing.h"
+#include "io/ckpt_dir.h"
 #include "runtime/dist_ckpt.h"
+#include "runtime/metrics.h"
 #include "runtime/trace_hook.h"
 
 typedef struct {
@@ -25,8 +29,11 @@ struct hp_trainer {
     hp_dist_ckpt *ck;
     rank_state *rs;
     int32_t *tokens, *targets;
-    FILE *metrics;
+    hp_metrics *metrics;
+    hp_ckpt_lock *lock; /* the checkpoint directory's (the lead process, with ckpt_dir) */
     int lead;
+    int vote;           /* 1: processes agree on output errors every step (MPI, with outputs) */
+    int warned_metrics, warned_trace;
     /* per step, read by the rank threads */
     float lrs[2];
     int32_t step_t;
@@ -83,7 +90,18 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
 }
 
 static void emit(hp_trainer *t, hp_train_event *e) {
-    if (t->lead && t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, e);
+    if ((t->lead || e->kind == HP_TRAIN_WARNING) && t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, e);
+}
+
+static void emit_text(hp_trainer *t, hp_train_event_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void emit_text(hp_trainer *t, hp_train_event_kind kind, const char *fmt, ...) {
+    char msg[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    hp_train_event e = {.kind = kind, .message = msg};
+    emit(t, &e);
 }
 
 /* ---- set-up ---- */
@@ -120,6 +138,27 @@ static hp_status check_finite(hp_trainer *t, const char *what) {
     return HP_OK;
 }
 
+/* The checkpoint directory is this run's: its lock taken (a second run
+ * writing there is refused, naming its pid), then recovered from a crashed
+ * save (io/ckpt_dir). */
+static hp_status take_ckpt_dir(hp_trainer *t) {
+    const char *dir = t->cfg.ckpt_dir;
+    long stale = 0;
+    HP_TRY(hp_ckpt_lock_acquire(&t->lock, &stale, dir));
+    if (stale > 0 && stale != (long)getpid())
+        emit_text(t, HP_TRAIN_NOTE, "%s: took over the lock of pid %ld, which is no longer running", dir, stale);
+    hp_ckpt_recovery r;
+    HP_TRY(hp_ckpt_recover(&r, dir));
+    if (r.rolled_back || r.removed || r.latest_set) {
+        char latest[300] = "";
+        if (r.latest_set) snprintf(latest, sizeof latest, "; latest now names %s", r.latest_name);
+        emit_text(t, HP_TRAIN_NOTE,
+                  "%s: recovered from an interrupted save: %d checkpoint%s moved back, %d temporar%s removed%s", dir,
+                  r.rolled_back, r.rolled_back == 1 ? "" : "s", r.removed, r.removed == 1 ? "y" : "ies", latest);
+    }
+    return HP_OK;
+}
+
 /* Every process learns whether any process failed its set-up (one vote per
  * process over the world), so an error one process alone sees (an unwritable
  * metrics file on rank 0's) ends every process at once instead of leaving
@@ -127,6 +166,7 @@ static hp_status check_finite(hp_trainer *t, const char *what) {
 typedef struct {
     hp_trainer *t;
     int failed;
+    const char *what; /* "to set up the run", "at step 12" */
 } vote;
 
 static hp_status vote_rank(hp_dist_rank *r, void *c_) {
@@ -134,13 +174,15 @@ static hp_status vote_rank(hp_dist_rank *r, void *c_) {
     float mine = r->local_index == 0 && v->failed ? 1.0f : 0.0f, total = 0;
     HP_TRY(hp_comm_all_reduce(r->c.rg.ctx.comm, hp_comm_world_group(v->t->world), &total, &mine, 1, HP_F32,
                               HP_COMM_SUM));
-    if (total > 0 && !v->failed) return hp_errorf("another process failed to set up the run (its error says why)");
+    if (total > 0 && !v->failed) return hp_errorf("another process failed %s (its error says why)", v->what);
     return HP_OK;
 }
 
-static hp_status agree(hp_trainer *t, hp_status st) {
-    if (!hp_comm_uses_mpi(t->world) || hp_comm_supernodes(t->world) < 2) return st;
-    vote v = {t, st != HP_OK};
+static int multiproc(const hp_trainer *t) { return hp_comm_uses_mpi(t->world) && hp_comm_supernodes(t->world) > 1; }
+
+static hp_status agree(hp_trainer *t, hp_status st, const char *what) {
+    if (!multiproc(t)) return st;
+    vote v = {t, st != HP_OK, what};
     hp_status agreed = hp_dist_run(t->d, vote_rank, &v);
     if (st) {
         hp_status_free(agreed);
@@ -204,14 +246,19 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         t->targets = calloc(n, sizeof(int32_t));
         if (!t->tokens || !t->targets) st = hp_errorf("trainer: out of memory");
     }
+    if (!st && t->lead && cfg->ckpt_dir && cfg->ckpt_dir[0]) st = take_ckpt_dir(t);
     if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
     if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
     if (!st) st = check_finite(t, cfg->resume ? "the checkpoint" : "the initial weights");
     if (!st && t->lead && cfg->metrics && cfg->metrics[0]) {
-        t->metrics = fopen(cfg->metrics, cfg->resume ? "a" : "w");
-        if (!t->metrics) st = hp_errorf("%s: cannot open the metrics file for writing", cfg->metrics);
+        long dropped = 0;
+        st = hp_metrics_open(&t->metrics, &dropped, cfg->metrics, cfg->resume ? cfg->start_step : -1);
+        if (!st && dropped)
+            emit_text(t, HP_TRAIN_NOTE, "%s: dropped %ld line%s written after step %ld (the run resumed from there)",
+                      cfg->metrics, dropped, dropped == 1 ? "" : "s", cfg->start_step);
     }
-    if (t->d) st = agree(t, st);
+    if (!st) t->vote = multiproc(t) && ((cfg->metrics && cfg->metrics[0]) || (cfg->trace && cfg->trace[0]));
+    if (t->d) st = agree(t, st, "to set up the run");
     if (st) {
         hp_trainer_destroy(t);
         return st;
@@ -222,7 +269,8 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
 
 void hp_trainer_destroy(hp_trainer *t) {
     if (!t) return;
-    if (t->metrics) fclose(t->metrics);
+    hp_status_free(hp_metrics_close(t->metrics)); /* an error path: the run's error says more */
+    hp_ckpt_lock_release(t->lock);
     hp_dist_ckpt_destroy(t->ck);
     if (t->rs && t->d)
         for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].trace);
@@ -295,7 +343,7 @@ static hp_status save(hp_trainer *t, long step) {
         hp_data_get_state(t->cfg.train, &ds);
         HP_TRY(t->cfg.state_json(t->cfg.state_ctx, &js, step, &ds));
     }
-    hp_status st = hp_dist_ckpt_save(t->ck, dir, js ? js : "{}");
+    hp_status st = hp_dist_ckpt_save(t->ck, dir, js ? js : "{}", t->cfg.keep_last);
     free(js);
     if (!st) {
         hp_train_event e = {.kind = HP_TRAIN_CKPT, .step = step, .dir = dir};
@@ -308,6 +356,51 @@ static hp_status write_traces(hp_trainer *t) {
     for (int i = 0; i < hp_dist_nranks(t->d); i++)
         if (t->rs[i].trace) HP_TRY(hp_trace_write(t->rs[i].trace, t->cfg.trace));
     return HP_OK;
+}
+
+/* A failed write of an output (metrics, traces) is the run's error; with
+ * on_write_error, a warning instead, once, and that output stops. */
+static hp_status output_failed(hp_trainer *t, hp_status st, int *warned, const char *what) {
+    if (!st || !t->cfg.on_write_error) return st;
+    if (!*warned)
+        emit_text(t, HP_TRAIN_WARNING, "%s; no more %s are written (--on-write-error warn)", hp_status_msg(st), what);
+    *warned = 1;
+    hp_status_free(st);
+    return HP_OK;
+}
+
+static hp_status metrics_failed(hp_trainer *t, hp_status st) {
+    if (!st) return HP_OK;
+    if (t->cfg.on_write_error) {
+        hp_status_free(hp_metrics_close(t->metrics));
+        t->metrics = NULL;
+    }
+    return output_failed(t, st, &t->warned_metrics, "metrics");
+}
+
+/* The metrics record of a training step. JSON has no NaN: a non-finite value
+ * is null, with a flag. */
+static hp_status write_step_record(hp_trainer *t, long step, float loss, float lr, float norm, int bad, double tokens,
+                                   double dt) {
+    if (!t->metrics) return HP_OK;
+    char lb[32], nb[32];
+    if (isfinite(loss)) snprintf(lb, sizeof lb, "%.9g", (double)loss); else snprintf(lb, sizeof lb, "null");
+    if (isfinite(norm)) snprintf(nb, sizeof nb, "%.9g", (double)norm); else snprintf(nb, sizeof nb, "null");
+    hp_status st = hp_metrics_write(
+        t->metrics,
+        "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, \"step_ms\": %.3f%s}",
+        step, lb, (double)lr, nb, tokens / dt, dt * 1e3,
+        bad ? (t->cfg.on_nan ? ", \"nonfinite\": true, \"skipped\": true" : ", \"nonfinite\": true") : "");
+    return metrics_failed(t, st);
+}
+
+/* Output errors: under MPI, every process learns of one (one vote per process)
+ * before the next step, so none waits in a collective for a stopped one. */
+static hp_status outputs_agree(hp_trainer *t, hp_status out, long step) {
+    if (!t->vote) return out;
+    char what[64];
+    snprintf(what, sizeof what, "at step %ld", step);
+    return agree(t, out, what);
 }
 
 hp_status hp_trainer_run(hp_trainer *t) {
@@ -328,7 +421,8 @@ hp_status hp_trainer_run(hp_trainer *t) {
     long done = 0, traced = 0, trace_steps = c->trace_steps > 0 ? c->trace_steps : 1;
     int trace_on = c->trace && c->trace[0];
     hp_status st = HP_OK;
-    for (long step = start; step < c->steps && !st; step++) {
+    long step = start;
+    for (; step < c->steps && !st; step++) {
         double t0 = hp_now();
         for (int m = 0; m < t->accum && !st; m++)
             st = hp_data_next(c->train, t->tokens + micro_n * (size_t)m, t->targets + micro_n * (size_t)m);
@@ -338,7 +432,9 @@ hp_status hp_trainer_run(hp_trainer *t) {
         t->tracing = trace_on && traced < trace_steps;
         if (!st) st = train_step(t, step, lr);
         t->validated = 0;
-        if (t->tracing && ++traced == trace_steps && !st) st = write_traces(t);
+        hp_status out = HP_OK;
+        if (t->tracing && ++traced == trace_steps && !st)
+            out = output_failed(t, write_traces(t), &t->warned_trace, "traces");
         t->tracing = 0;
         if (st) break;
         double dt = hp_now() - t0;
@@ -350,18 +446,9 @@ hp_status hp_trainer_run(hp_trainer *t) {
                             .nonfinite = bad, .tokens_per_s = tokens / dt, .step_ms = dt * 1e3,
                             .eta_s = (double)(c->steps - step - 1) * done_time / (double)done};
         emit(t, &e);
-        if (t->metrics) { /* JSON has no NaN: a non-finite value is null, with a flag */
-            char lb[32], nb[32];
-            if (isfinite(loss)) snprintf(lb, sizeof lb, "%.9g", (double)loss); else snprintf(lb, sizeof lb, "null");
-            if (isfinite(norm)) snprintf(nb, sizeof nb, "%.9g", (double)norm); else snprintf(nb, sizeof nb, "null");
-            fprintf(t->metrics,
-                    "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, "
-                    "\"step_ms\": %.3f%s}\n",
-                    step + 1, lb, (double)lr, nb, tokens / dt, dt * 1e3,
-                    bad ? (c->on_nan ? ", \"nonfinite\": true, \"skipped\": true" : ", \"nonfinite\": true") : "");
-            fflush(t->metrics);
-        }
+        if (!out) out = write_step_record(t, step + 1, loss, lr, norm, bad, tokens, dt);
         if (bad && !c->on_nan) {
+            hp_status_free(out);
             st = hp_errorf("step %ld: loss %g, gradient norm %g: not finite; the run stops without writing a "
                            "checkpoint of this state (--on-nan skip-step skips such steps)",
                            step + 1, (double)loss, (double)norm);
@@ -374,11 +461,12 @@ hp_status hp_trainer_run(hp_trainer *t) {
             if (st) break;
             hp_train_event ve = {.kind = HP_TRAIN_VAL, .step = step + 1, .val_loss = vl};
             emit(t, &ve);
-            if (t->metrics) {
-                fprintf(t->metrics, "{\"step\": %ld, \"val_loss\": %.9g}\n", step + 1, (double)vl);
-                fflush(t->metrics);
-            }
+            if (!out && t->metrics)
+                out = metrics_failed(t, hp_metrics_write(t->metrics, "{\"step\": %ld, \"val_loss\": %.9g}", step + 1,
+                                                         (double)vl));
         }
+        st = outputs_agree(t, out, step + 1);
+        if (st) break;
         if (c->ckpt_dir && c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last || stop))
             st = save(t, step + 1);
         if (!st && stop) {
@@ -387,7 +475,17 @@ hp_status hp_trainer_run(hp_trainer *t) {
             break;
         }
     }
-    if (!st && trace_on && traced > 0 && traced < trace_steps) st = write_traces(t);
+    if (!st) {
+        hp_status out = HP_OK;
+        if (trace_on && traced > 0 && traced < trace_steps)
+            out = output_failed(t, write_traces(t), &t->warned_trace, "traces");
+        if (!out && t->metrics) {
+            hp_metrics *m = t->metrics;
+            t->metrics = NULL;
+            out = metrics_failed(t, hp_metrics_close(m));
+        }
+        st = outputs_agree(t, out, step);
+    }
     if (!st) {
         hp_train_event de = {.kind = HP_TRAIN_DONE, .steps_done = done, .seconds = hp_now() - t_start,
                              .tokens_per_s = done_time > 0 ? tokens * (double)done / done_time : 0};

@@ -6,9 +6,12 @@
  * Around the steps: validation on a held-out stream every val_every steps and
  * at the end, metrics as JSON lines, checkpoints every ckpt_every steps, at
  * the end and at stop_at (runtime/dist_ckpt: whole tensors, any plan
- * resumes them), resume bit for bit, and the first step through the
- * validation executor when asked. What is printed is the caller's: the
- * trainer reports events (the lead process only) through a callback. */
+ * resumes them; the checkpoint directory locked and recovered from an
+ * interrupted save first, io/ckpt_dir), resume bit for bit, and the first
+ * step through the validation executor when asked. Every output write is
+ * checked (runtime/metrics, traces). What is printed is the caller's: the
+ * trainer reports events (the lead process only, warnings from any) through a
+ * callback. */
 #ifndef HP_RUNTIME_TRAINER_H
 #define HP_RUNTIME_TRAINER_H
 
@@ -29,7 +32,10 @@ typedef enum {
     HP_TRAIN_VAL,       /* a validation pass finished (val_loss) */
     HP_TRAIN_CKPT,      /* a checkpoint was written (dir) */
     HP_TRAIN_STOPPED,   /* stop_at reached before steps */
-    HP_TRAIN_DONE       /* the loop ended (steps done, seconds) */
+    HP_TRAIN_DONE,      /* the loop ended (steps done, seconds) */
+    HP_TRAIN_NOTE,      /* something the caller may print (message): a recovered checkpoint directory,
+                         * a taken-over lock, metrics lines dropped on resume */
+    HP_TRAIN_WARNING    /* an output failed and stopped (message; on_write_error): from any process */
 } hp_train_event_kind;
 
 typedef struct {
@@ -40,6 +46,7 @@ typedef struct {
     double tokens_per_s, step_ms, eta_s, seconds;
     long steps_done;
     const char *dir;
+    const char *message; /* HP_TRAIN_NOTE, HP_TRAIN_WARNING */
     const hp_validate_report *vrep;
     /* HP_TRAIN_START */
     long nparams;
@@ -76,9 +83,14 @@ typedef struct {
     hp_data *train, *val;
     long val_every, val_steps;
     /* outputs */
-    const char *metrics;    /* JSON lines file ("" or NULL: none), appended on resume */
-    const char *ckpt_dir;   /* "" or NULL: no checkpoints */
+    const char *metrics;    /* JSON lines file ("" or NULL: none); on resume, cut back to start_step, then
+                             * appended (runtime/metrics) */
+    const char *ckpt_dir;   /* "" or NULL: no checkpoints. The lead process locks it for the run and
+                             * recovers it from an interrupted save first (io/ckpt_dir) */
     long ckpt_every;
+    int keep_last;          /* > 0: after each save keep only the keep_last newest step_* (and latest's) */
+    int on_write_error;     /* a failed metrics or trace write: 0 ends the run with an error naming the
+                             * file, 1 warns once (HP_TRAIN_WARNING) and that output stops */
     /* resume (borrowed): an opened checkpoint and its step, or NULL */
     const hp_ckpt *resume;
     long start_step;
