@@ -1,7 +1,7 @@
 /* tools/bench_fsdp: `hyperpar bench fsdp` — FSDP side by side in one run:
  * plain data parallel (replicated parameters, gradient all-reduce), the
  * fsdp2 style (PyTorch FSDP2's copies and one reduction in flight), and
- * hyperpar's FSDP and HSDP, on rank threads in emulated supernodes whose link
+ * hyperpar's FSDP and HSDP, beside one rank on the same threads, on rank threads in emulated supernodes whose link
  * is throttled (--inter-bw, --inter-latency). Per row: step time, exposed
  * communication (rank 0's compute waiting on collectives), the share of
  * communication hidden behind compute, and rank 0's memory. Each row runs in
@@ -25,14 +25,16 @@ typedef struct {
     const char *name;
     const char *fsdp; /* NULL: DP */
     int hsdp;         /* 1: replicas = supernodes */
+    int one;          /* 1: one rank, the same threads (the reference for tokens/s) */
 } fconfig;
 
 static const fconfig fconfigs[] = {
-    {"dp", NULL, 0},
-    {"fsdp2-style fsdp", "level=3 style=fsdp2", 0},
-    {"hyperpar fsdp", "level=3", 0},
-    {"fsdp2-style hsdp", "level=3 style=fsdp2", 1},
-    {"hyperpar hsdp", "level=3", 1},
+    {"1 rank", NULL, 0, 1},
+    {"dp", NULL, 0, 0},
+    {"fsdp2-style fsdp", "level=3 style=fsdp2", 0, 0},
+    {"hyperpar fsdp", "level=3", 0, 0},
+    {"fsdp2-style hsdp", "level=3 style=fsdp2", 1, 0},
+    {"hyperpar hsdp", "level=3", 1, 0},
 };
 
 static void child_row(void *result, void *ctx) {
@@ -87,13 +89,15 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
     }
     printf("%s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps\n",
            model, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps);
-    printf("%-18s %9s %9s %10s %10s %8s %9s %10s\n", "config", "tok/s", "step ms", "compute ms", "exposed ms", "exposed%",
-           "hidden%", "memory MB");
+    printf("%-18s %9s %7s %9s %10s %10s %8s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms", "exposed ms",
+           "exposed%", "hidden%", "memory MB");
+    double one_tps = 0;
     if (jf) fputs("[\n", jf);
     int rc = 0;
     for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
         const fconfig *fc = &fconfigs[i];
         hp_bench_fsdp_config cfg = {m, B, T, ranks, fc->hsdp ? supernodes : 1, fc->fsdp, supernodes, bw, lat, threads, steps};
+        if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
         frow r;
         memset(&r, 0, sizeof r);
         if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0) snprintf(r.err, sizeof r.err, "the benchmark process failed");
@@ -102,14 +106,16 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
             rc = 1;
             continue;
         }
-        printf("%-18s %9.0f %9.2f %10.2f %10.2f %7.2f%% %8.1f%% %10.2f\n", fc->name, r.r.tokens_per_s, r.r.step_ms,
-               r.r.compute_ms, r.r.exposed_comm_ms, 100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.hidden_pct, r.r.memory_mb);
+        if (fc->one) one_tps = r.r.tokens_per_s;
+        printf("%-18s %9.0f %6.1f%% %9.2f %10.2f %10.2f %7.2f%% %8.1f%% %10.2f\n", fc->name, r.r.tokens_per_s,
+               one_tps > 0 ? 100 * r.r.tokens_per_s / one_tps : 0.0, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+               100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.hidden_pct, r.r.memory_mb);
         if (jf)
             fprintf(jf,
                     "%s  {\"config\": \"%s\", \"model\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
                     "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
-                    i ? ",\n" : "", fc->name, model, ranks, supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
+                    i ? ",\n" : "", fc->name, model, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
                     r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     if (jf) {

@@ -68,11 +68,12 @@ expect_error "e4.plan:3: unit 'typo' matches no parameter" "$HP" train --plan e4
 python3 - <<'PY' || fail "bench fsdp's JSON: see above"
 import json
 rows = json.load(open("bench.json"))
-assert [r["config"] for r in rows] == ["dp", "fsdp2-style fsdp", "hyperpar fsdp", "fsdp2-style hsdp", "hyperpar hsdp"], rows
+assert [r["config"] for r in rows] == ["1 rank", "dp", "fsdp2-style fsdp", "hyperpar fsdp", "fsdp2-style hsdp", "hyperpar hsdp"], rows
 for r in rows:
     assert r["step_ms"] > 0 and r["tokens_per_s"] > 0 and 0 <= r["hidden_pct"] <= 100 and r["memory_mb"] > 0, r
     assert 0 <= r["exposed_comm_ms"] <= r["step_ms"], r
-dp, fs = rows[0], rows[2]
+dp, fs = rows[1], rows[3]
+assert rows[0]["ranks"] == 1 and rows[1]["ranks"] == 4, rows
 assert fs["memory_mb"] < dp["memory_mb"], (fs, dp)  # sharded state and one parameter copy per supernode
 PY
 expect_error "--fsdp or --dp" "$HP" train --fsdp 2 --dp 2 --steps 1
