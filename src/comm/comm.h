@@ -81,6 +81,12 @@ hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *valu
  * Print the error before destroying the world. */
 hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o);
 void hp_comm_world_destroy(hp_comm_world *w);
+/* Rank-threads of this process stopped answering and were left running
+ * (runtime/rank_threads): they may still use the world, so destroy then
+ * frees nothing; an MPI world's destroy ends the job (MPI_Abort), as after a
+ * failed collective. */
+void hp_comm_world_abandon(hp_comm_world *w);
+double hp_comm_timeout_s(const hp_comm_world *w);
 
 int hp_comm_world_size(const hp_comm_world *w);
 int hp_comm_supernodes(const hp_comm_world *w);
