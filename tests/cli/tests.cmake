@@ -9,7 +9,7 @@ endforeach()
 set_tests_properties(cli/golden PROPERTIES LABELS no-sanitize)
 # Faults across rank-threads and hosts (issue 11: defect 3, a stalled
 # rank-thread; defect 13, what Open MPI listens on; item 15, two test hosts).
-foreach(t stall)
+foreach(t stall mpi_listen)
   add_test(NAME cli/${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:hyperpar_cli>)
   set_tests_properties(cli/${t} PROPERTIES TIMEOUT 600 PROCESSORS 2)
 endforeach()
