@@ -26,6 +26,12 @@ struct hp_dist {
 };
 
 static void destroy_rank(hp_dist_rank *r) {
+    /* collectives a failed step started and never waited for: their lanes read the
+     * program's buffers and the rank's arguments until they return (a broken group
+     * fails them at once; another group's by its deadline) */
+    hp_rank_ctx *ctx = &r->c.rg.ctx;
+    for (int s = 0; ctx->reqs && s < ctx->nslots; s++)
+        if (ctx->reqs[s]) hp_status_free(hp_comm_wait(ctx->reqs[s])), ctx->reqs[s] = NULL;
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
@@ -98,6 +104,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
 
 void hp_dist_destroy(hp_dist *d) {
     if (!d) return;
+    hp_comm_world_end_if_failed(d->cfg.world); /* MPI after a failure: the job ends here */
     if (hp_dist_abandoned(d)) return; /* a rank-thread that did not answer may still use all of it */
     for (int i = 0; i < d->n && d->r; i++) destroy_rank(&d->r[i]);
     free(d->r);

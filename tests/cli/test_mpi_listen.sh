@@ -15,7 +15,7 @@
 # loopback fails the test.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
-command -v ss >/dev/null || { echo "SKIP: ss (iproute2) is not installed"; exit 0; }
+command -v ss >/dev/null || { echo "SKIP: ss (iproute2) is not installed"; exit 77; }
 small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --threads 2"
 "${MPIRUN[@]}" --report-uri uri.txt "$HP" train $small --dp 2 --steps 100000 --metrics m.jsonl >out.txt 2>err.txt &
 job=$!
