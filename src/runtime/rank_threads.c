@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Threads and the caller spin briefly before they sleep (a run usually
- * follows another within microseconds), as the compute pool does. */
+/* The threads spin briefly before they sleep (a run usually follows another
+ * within microseconds), as the compute pool's workers do. */
 #define SPIN_ITERS 20000
 
 struct hp_rank_threads {
@@ -131,25 +131,21 @@ int hp_rank_threads_run(hp_rank_threads *rt, hp_status *st, hp_rank_fn fn, void 
     pthread_cond_broadcast(&rt->wake);
     pthread_mutex_unlock(&rt->mu);
 
+    /* the caller sleeps at once: spinning here would take a core from the ranks */
     int64_t grace_ns = (int64_t)(grace_s * 1e9);
-    int spins = 0;
-    while (atomic_load_explicit(&rt->remaining, memory_order_acquire) > 0) {
-        if (!atomic_load(&rt->err_ns) && ++spins < SPIN_ITERS) continue;
-        pthread_mutex_lock(&rt->mu);
-        while (atomic_load(&rt->remaining) > 0) {
-            int64_t e = (int64_t)atomic_load(&rt->err_ns);
-            if (!e) {
-                pthread_cond_wait(&rt->done_cv, &rt->mu);
-                continue;
-            }
-            int64_t until = e + grace_ns;
-            if (now_ns() >= until) break;
-            struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
-            pthread_cond_timedwait(&rt->done_cv, &rt->mu, &ts);
+    pthread_mutex_lock(&rt->mu);
+    while (atomic_load(&rt->remaining) > 0) {
+        int64_t e = (int64_t)atomic_load(&rt->err_ns);
+        if (!e) {
+            pthread_cond_wait(&rt->done_cv, &rt->mu);
+            continue;
         }
-        pthread_mutex_unlock(&rt->mu);
-        break;
+        int64_t until = e + grace_ns;
+        if (now_ns() >= until) break;
+        struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
+        pthread_cond_timedwait(&rt->done_cv, &rt->mu, &ts);
     }
+    pthread_mutex_unlock(&rt->mu);
     int gone = 0;
     for (int i = 0; i < rt->n; i++) {
         if (atomic_load_explicit(&rt->fin[i], memory_order_acquire) == g)
