@@ -25,14 +25,14 @@ cleanup() {
   done
 }
 trap 'cleanup; rm -rf "$WORK"' EXIT
-if ! ip netns add $A 2>ns.err || ! ip netns add $B 2>>ns.err; then
-  echo "SKIP: this machine does not allow creating network namespaces: $(head -1 ns.err)"
+if ! ip netns add $A 2>ns.err || ! ip netns add $B 2>>ns.err || ! ip netns exec $A true 2>>ns.err ||
+  ! ip link add hpa netns $A type veth peer name hpb netns $B 2>>ns.err; then
+  echo "SKIP: this machine does not allow creating network namespaces joined by a veth pair: $(grep -m1 . ns.err)"
   exit 77
 fi
-ip link add hpa netns $A type veth peer name hpb netns $B &&
-  ip -n $A addr add 10.99.0.1/24 dev hpa && ip -n $B addr add 10.99.0.2/24 dev hpb &&
+ip -n $A addr add 10.99.0.1/24 dev hpa && ip -n $B addr add 10.99.0.2/24 dev hpb &&
   ip -n $A link set lo up && ip -n $B link set lo up && ip -n $A link set hpa up && ip -n $B link set hpb up ||
-  { fail "could not set up the veth link between the namespaces"; finish; }
+  { fail "could not set up the link between the namespaces"; finish; }
 printf '10.99.0.1 slots=1\n10.99.0.2 slots=1\n' >hosts
 T=4
 small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --threads 1 --steps 100000"
