@@ -81,6 +81,18 @@ hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *valu
  * Print the error before destroying the world. */
 hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o);
 void hp_comm_world_destroy(hp_comm_world *w);
+/* Rank-threads of this process stopped answering and were left running
+ * (runtime/rank_threads): they may still use the world, so destroy then
+ * frees nothing; an MPI world's destroy ends the job (MPI_Abort), as after a
+ * failed collective. */
+void hp_comm_world_abandon(hp_comm_world *w);
+/* After a collective of an MPI world failed (or the world was abandoned):
+ * ends the job now (MPI_Abort), before anything that calls still in flight
+ * on the rank's lanes may use is freed; those calls would wait for the
+ * missing peer until their own deadlines. Otherwise returns. The caller has
+ * printed its error. */
+void hp_comm_world_end_if_failed(hp_comm_world *w);
+double hp_comm_timeout_s(const hp_comm_world *w);
 
 int hp_comm_world_size(const hp_comm_world *w);
 int hp_comm_supernodes(const hp_comm_world *w);

@@ -143,6 +143,7 @@ struct hp_comm_world {
     hp_comm_mbox mbox;
     atomic_int next_gid;
     atomic_int failed; /* a collective failed (timed out, broke a group): destroy aborts an MPI job */
+    atomic_int abandoned; /* hp_comm_world_abandon: destroy frees nothing (or aborts an MPI job) */
     hp_comm_group *world_group;
 };
 

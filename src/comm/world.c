@@ -83,6 +83,7 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     hp_comm_mbox_init(&w->mbox);
     atomic_init(&w->next_gid, 0);
     atomic_init(&w->failed, 0);
+    atomic_init(&w->abandoned, 0);
     if (use_mpi) {
         hp_status st = setup_mpi(w);
         if (!st && o->supernodes > 0 && o->supernodes != w->S)
@@ -122,16 +123,27 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     return HP_OK;
 }
 
+void hp_comm_world_abandon(hp_comm_world *w) {
+    atomic_store(&w->abandoned, 1);
+    atomic_store(&w->failed, 1);
+}
+
+double hp_comm_timeout_s(const hp_comm_world *w) { return (double)w->timeout_ns / 1e9; }
+
+void hp_comm_world_end_if_failed(hp_comm_world *w) {
+    if (!w || !w->use_mpi || !atomic_load(&w->failed)) return;
+    /* A peer stopped answering: MPI_Finalize (and joining threads still waiting
+     * on it) would wait for it forever. The caller has printed its error by now
+     * (it names the collective, the group and the missing rank); end the job. */
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 void hp_comm_world_destroy(hp_comm_world *w) {
     if (!w) return;
-    if (w->use_mpi && atomic_load(&w->failed)) {
-        /* A peer stopped answering: MPI_Finalize (and joining threads still waiting
-         * on it) would wait for it forever. The caller has printed its error by now
-         * (it names the collective, the group and the missing rank); end the job. */
-        fflush(stdout);
-        fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    hp_comm_world_end_if_failed(w);
+    if (atomic_load(&w->abandoned)) return; /* threads left running may still use it */
     hp_comm_group_destroy(w->world_group); /* gives its lanes back to the ranks */
     if (w->ranks)
         for (int i = 0; i < w->nhosted; i++) rank_fini(&w->ranks[i]);

@@ -340,6 +340,9 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
 
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt) {
     if (!rt) return;
+    /* calls a failed step started and never waited for read the rank's buffers until they return */
+    for (int i = 0; rt->req && i < 3 * rt->plan->nunits; i++)
+        if (rt->req[i]) hp_status_free(hp_comm_wait(rt->req[i])), rt->req[i] = NULL;
     for (int i = 0; rt->staging && i <= rt->nstaging; i++) free(rt->staging[i]);
     free(rt->staging);
     free(rt->req), free(rt->args), free(rt->tens);

@@ -5,19 +5,34 @@
 #include <string.h>
 
 #include "parallel/piece.h"
+#include "runtime/rank_threads.h"
+
+typedef struct {
+    struct hp_dist *d;
+    hp_dist_fn fn;
+    void *ctx;
+} run_ctx;
 
 struct hp_dist {
     hp_dist_config cfg;
     hp_mesh mesh;
     hp_mesh_comm *mc;
-    hp_pool *ranks_pool; /* one thread per hosted rank */
+    hp_rank_threads *threads; /* one per hosted rank; NULL: one rank, run on the caller's thread */
+    double grace_s;           /* how long the other rank-threads may take to return after an error */
+    run_ctx run;              /* the current run (here, not on the caller's stack: an abandoned thread reads it) */
     int n;
     hp_dist_rank *r;
     hp_status *st; /* [n]: each rank's status in hp_dist_run (allocated once) */
 };
 
 static void destroy_rank(hp_dist_rank *r) {
-    hp_fsdp_rt_destroy(r->fsdp);
+    /* collectives a failed step started and never waited for: their lanes read the
+     * program's buffers and the rank's arguments until they return (a broken group
+     * fails them at once; another group's by its deadline) */
+    hp_rank_ctx *ctx = &r->c.rg.ctx;
+    for (int s = 0; ctx->reqs && s < ctx->nslots; s++)
+        if (ctx->reqs[s]) hp_status_free(hp_comm_wait(ctx->reqs[s])), ctx->reqs[s] = NULL;
+    hp_fsdp_rt_destroy(r->fsdp); /* (FSDP's own in-flight calls: waited there) */
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
@@ -69,7 +84,18 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         d->st = calloc((size_t)d->n, sizeof *d->st);
         if (!d->r || !d->st) st = hp_errorf("dist: out of memory");
     }
-    if (!st) st = hp_pool_create(&d->ranks_pool, d->n);
+    if (!st && d->n > 1) st = hp_rank_threads_create(&d->threads, d->n);
+    /* After one rank's error the others get a quarter of the comm timeout (0.5 to 5 s) to return:
+     * one waiting on the broken group returns within milliseconds; one that does not answer by
+     * then is left running, and the error is reported without it. Under MPI the job ends
+     * (MPI_Abort) after the error anyway, and the first process to abort ends the others before
+     * they print: there the others get 50 ms, so the process that saw the root cause (a rank
+     * missing at time T) reports before the processes stuck behind it, whose waits across
+     * supernodes end later (comm: a quarter of the timeout past T). */
+    d->grace_s = hp_comm_timeout_s(cfg->world) / 4;
+    if (d->grace_s < 0.5) d->grace_s = 0.5;
+    if (d->grace_s > 5) d->grace_s = 5;
+    if (hp_comm_uses_mpi(cfg->world)) d->grace_s = 0.05;
     for (int i = 0; i < d->n && !st; i++) {
         hp_dist_rank *r = &d->r[i];
         r->rank = first + i;
@@ -103,10 +129,12 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
 
 void hp_dist_destroy(hp_dist *d) {
     if (!d) return;
+    hp_comm_world_end_if_failed(d->cfg.world); /* MPI after a failure: the job ends here */
+    if (hp_dist_abandoned(d)) return; /* a rank-thread that did not answer may still use all of it */
     for (int i = 0; i < d->n && d->r; i++) destroy_rank(&d->r[i]);
     free(d->r);
     free(d->st);
-    hp_pool_destroy(d->ranks_pool);
+    hp_rank_threads_destroy(d->threads);
     hp_mesh_comm_destroy(d->mc);
     free(d);
 }
@@ -124,21 +152,19 @@ void *hp_dist_value(hp_dist_rank *r, int v) {
     return lv >= 0 ? hp_program_data(r->prog, lv) : NULL;
 }
 
-typedef struct {
-    hp_dist *d;
-    hp_dist_fn fn;
-    void *ctx;
-} run_ctx;
+int hp_dist_abandoned(const hp_dist *d) { return d->threads && hp_rank_threads_abandoned(d->threads) > 0; }
 
-static void run_task(void *c_, int tid, int nt) {
+static hp_status run_task(void *c_, int i) {
     run_ctx *c = c_;
-    (void)nt;
-    c->d->st[tid] = c->fn(&c->d->r[tid], c->ctx);
+    return c->fn(&c->d->r[i], c->ctx);
 }
 
 hp_status hp_dist_run(hp_dist *d, hp_dist_fn fn, void *ctx) {
-    run_ctx c = {d, fn, ctx};
-    hp_pool_run(d->ranks_pool, run_task, &c);
+    if (!d->threads) return fn(&d->r[0], ctx);
+    if (hp_dist_abandoned(d))
+        return hp_errorf("dist: rank-threads of this process stopped answering after an earlier error");
+    d->run = (run_ctx){d, fn, ctx};
+    int gone = hp_rank_threads_run(d->threads, d->st, run_task, &d->run, d->grace_s);
     hp_status first = HP_OK;
     for (int i = 0; i < d->n; i++) {
         if (!first)
@@ -146,6 +172,20 @@ hp_status hp_dist_run(hp_dist *d, hp_dist_fn fn, void *ctx) {
         else
             hp_status_free(d->st[i]);
         d->st[i] = HP_OK;
+    }
+    if (gone) {
+        hp_comm_world_abandon(d->cfg.world);
+        char which[256] = "";
+        size_t len = 0;
+        for (int i = 0, k = 0; i < d->n && len + 16 < sizeof which; i++)
+            if (!hp_rank_threads_returned(d->threads, i))
+                len += (size_t)snprintf(which + len, sizeof which - len, "%s%d", k++ ? ", " : "", d->r[i].rank);
+        hp_status st = hp_errorf("%s (rank-thread%s %s of this process did not return within %g s after it and "
+                                 "%s left running)",
+                                 first ? hp_status_msg(first) : "dist: a rank-thread stopped answering",
+                                 gone > 1 ? "s" : "", which, d->grace_s, gone > 1 ? "were" : "was");
+        hp_status_free(first);
+        return st;
     }
     return first;
 }

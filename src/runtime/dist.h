@@ -59,9 +59,19 @@ hp_comm_world *hp_dist_world(const hp_dist *d);
 int hp_dist_lead(const hp_dist *d);
 
 /* Runs fn(rank, ctx) on every hosted rank's thread and waits; returns the
- * first error (by local rank order). */
+ * first error (by local rank order). One rank runs on the caller's thread;
+ * several run on threads of their own (runtime/rank_threads), so a rank-thread
+ * that does not answer cannot hold the process: once one rank has failed (a
+ * collective timed out), the others get a quarter of the comm timeout (0.5 to
+ * 5 s; 50 ms under MPI, where the job is aborted next) to return, and those
+ * still running are abandoned. The error then names
+ * them; the dist and its comm world are marked abandoned (hp_dist_abandoned,
+ * hp_comm_world_abandon), runs nothing more, and its destroy frees nothing:
+ * the caller should report the error and exit. */
 typedef hp_status (*hp_dist_fn)(hp_dist_rank *r, void *ctx);
 hp_status hp_dist_run(hp_dist *d, hp_dist_fn fn, void *ctx);
+/* 1 once a run left rank-threads behind (see hp_dist_run). */
+int hp_dist_abandoned(const hp_dist *d);
 
 /* The rank's local piece of global value v (layout as produced) from a whole
  * tensor (src) into the rank's buffer for it, or back (gather, for checks). */

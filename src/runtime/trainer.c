@@ -39,7 +39,28 @@ struct hp_trainer {
     int32_t step_t;
     int eval, validated, tracing;
     int accum; /* micro-batches per step (>= 1) */
+    int stall_rank; long stall_step; /* test hook HP_TEST_STALL_RANK (see stall_hook); -1: off */
 };
+
+/* Test hook: HP_TEST_STALL_RANK=R:S makes rank R's thread stop answering (it
+ * sleeps 600 s) at the start of training step S (1-based), as a rank stuck
+ * outside any collective would; the tests use it to check that the other
+ * ranks report the timeout and the process exits without it. The hook says
+ * on stderr when it stalls (the tests time the exit from that line). */
+static void stall_hook_init(hp_trainer *t) {
+    t->stall_rank = -1;
+    const char *e = getenv("HP_TEST_STALL_RANK");
+    int rank;
+    long step;
+    if (e && sscanf(e, "%d:%ld", &rank, &step) == 2) t->stall_rank = rank, t->stall_step = step;
+}
+
+static void stall_hook(const hp_trainer *t, const hp_dist_rank *r) {
+    if (r->rank != t->stall_rank || t->step_t != t->stall_step || t->eval) return;
+    fprintf(stderr, "HP_TEST_STALL_RANK: rank %d stops answering at step %ld\n", r->rank, t->stall_step);
+    fflush(stderr);
+    for (int i = 0; i < 600; i++) sleep(1);
+}
 
 /* ---- the step on one rank ---- */
 
@@ -66,6 +87,7 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
         hp_trace_hook_attach(&rs->hook, r->prog, r->c.rg.g, rs->trace);
     else
         hp_trace_hook_detach(r->prog);
+    stall_hook(t, r);
     if (!t->validated) {
         HP_TRY(rank_inputs(r, c_));
         HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
@@ -197,6 +219,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     if (!t) return hp_errorf("trainer: out of memory");
     t->cfg = *cfg;
     t->accum = cfg->grad_accum > 1 ? cfg->grad_accum : 1;
+    stall_hook_init(t);
     hp_status st = HP_OK;
     if (t->accum > 1 && cfg->validate)
         st = hp_errorf("trainer: validation mode checks one micro-batch; run --validate without --grad-accum");
@@ -271,6 +294,10 @@ void hp_trainer_destroy(hp_trainer *t) {
     if (!t) return;
     hp_status_free(hp_metrics_close(t->metrics)); /* an error path: the run's error says more */
     hp_ckpt_lock_release(t->lock);
+    if (t->d && hp_dist_abandoned(t->d)) { /* rank-threads left running may still use all of it */
+        if (t->own_world) hp_comm_world_destroy(t->world); /* MPI: ends the job; else frees nothing */
+        return;
+    }
     hp_dist_ckpt_destroy(t->ck);
     if (t->rs && t->d)
         for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].trace);

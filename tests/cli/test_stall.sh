@@ -1,0 +1,56 @@
+# A stalled rank-thread does not stall its process (issue 11, defect 3): when
+# one rank-thread stops answering (the test hook HP_TEST_STALL_RANK=R:S makes
+# rank R's thread sleep 600 s at the start of step S), the others' collective
+# times out, and the process reports the error naming the collective, the
+# group and the missing rank and exits non-zero within the comm timeout +
+# 10 s, without joining the stalled thread. Covered: rank-threads of one
+# process (the stalled rank 1, and rank 0, which used to run on the caller's
+# thread) and MPI processes with 2 rank-threads each. The time is taken from
+# the hook's line on stderr ("HP_TEST_STALL_RANK: rank R stops answering") to
+# the exit, each line of stderr stamped as it arrives; `timeout 120` only
+# guards against the hang coming back (it would last 600 s).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/mpienv.sh"
+T=2
+small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 4 --threads 4 --comm-timeout $T"
+
+# stalled NAME RANK CMD...: runs CMD with rank RANK stalled at step 2; leaves
+# its stderr without the hook's line in NAME.err; checks the exit and its time.
+stalled() {
+  local name="$1" rank="$2"; shift 2
+  { HP_TEST_STALL_RANK="$rank:2" timeout 120 "$@" 2>&1 >"$name.out"; printf '\nexit %s\n' $?; } |
+    while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$name.stamped"
+  cut -d' ' -f2- "$name.stamped" | grep -v '^HP_TEST_STALL_RANK: ' | grep -v '^exit ' | grep . >"$name.err"
+  local rc t1 t2 secs
+  rc=$(sed -n 's/^[0-9.]* exit //p' "$name.stamped")
+  [ "$rc" != 124 ] || { fail "$name: the process hung with a stalled rank-thread"; return; }
+  [ "$rc" != 0 ] || fail "$name: exited 0 with a stalled rank-thread"
+  t1=$(grep -m1 " HP_TEST_STALL_RANK: rank $rank stops answering at step 2" "$name.stamped" | cut -d' ' -f1)
+  t2=$(grep ' exit ' "$name.stamped" | cut -d' ' -f1)
+  if [ -z "$t1" ]; then fail "$name: rank $rank never stalled: $(cat "$name.err")"; return; fi
+  secs=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }')
+  echo "$name: exited $rc, $secs s after rank $rank stalled (comm timeout $T s)"
+  awk -v s="$secs" -v t="$T" 'BEGIN { exit !(s <= t + 10) }' || fail "$name: exited $secs s after the stall (> $T + 10 s)"
+}
+
+# rank-threads of one process: rank 1 stops answering; rank 0's all-reduce of the loss times out
+stalled threads_dp "1" "$HP" train $small --dp 2
+grep -qF "comm: all_reduce on group 'dp[0,1]' (rank 0): timed out after $T s waiting for rank 1" threads_dp.err ||
+  fail "threads_dp: error: $(cat threads_dp.err)"
+grep -qF "rank-thread 1 of this process did not return" threads_dp.err || fail "threads_dp: error: $(cat threads_dp.err)"
+[ "$(grep -c . threads_dp.err)" = 1 ] || fail "threads_dp: error is not one line: $(cat threads_dp.err)"
+
+# rank 0 stops answering (its thread is a worker like the others; the caller only waits)
+stalled threads_tp "0" "$HP" train $small --dp 2 --tp 2
+grep -qF "on group 'tp[0,1]' (rank 1): timed out after $T s waiting for rank 0" threads_tp.err ||
+  fail "threads_tp: error: $(cat threads_tp.err)"
+grep -qF "rank-thread 0 of this process did not return" threads_tp.err || fail "threads_tp: error: $(cat threads_tp.err)"
+
+# MPI: 2 processes x 2 rank-threads; rank 1 (process 0) stops answering. Process 0 reports at
+# T (+ 50 ms for its other rank-thread) and aborts the job (MPI_Abort), which ends process 1,
+# whose wait across supernodes for rank 0 would end a quarter of T later (1 s here).
+T=4
+stalled mpi "1" "${MPIRUN[@]}" "$HP" train ${small/--comm-timeout 2/--comm-timeout $T} --dp 2 --tp 2
+grep -qF "on group 'tp[0,1]' (rank 0): timed out after $T s waiting for rank 1" mpi.err || fail "mpi: error: $(cat mpi.err)"
+grep -qF "rank-thread 1 of this process did not return" mpi.err || fail "mpi: error: $(cat mpi.err)"
+finish
