@@ -176,3 +176,32 @@ void hp_cli_error(hp_status st) {
     fprintf(stderr, "%s%s\n", strncmp(m, "hyperpar ", 9) ? "hyperpar: " : "", m);
     hp_status_free(st);
 }
+
+hp_status hp_args_sources(const char **src, const hp_opt *opts, int nopts, int argc, char **argv, int first) {
+    for (int i = 0; i < nopts; i++) src[i] = "default";
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i], *path = NULL;
+        if (!strcmp(a, "--config") && i + 1 < argc) path = argv[i + 1];
+        else if (!strncmp(a, "--config=", 9)) path = a + 9;
+        if (!path) continue;
+        hp_settings *cfg;
+        HP_TRY(hp_settings_load(&cfg, path));
+        for (int k = 0; k < hp_settings_count(cfg); k++) {
+            const char *key, *value;
+            int line;
+            hp_settings_entry(cfg, k, &key, &value, &line);
+            for (int j = 0; j < nopts; j++)
+                if (!strcmp(opts[j].name, key)) src[j] = "config";
+        }
+        hp_settings_free(cfg);
+    }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2)) continue;
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const hp_opt *o = find_opt(opts, nopts, name, len);
+        if (o) src[o - opts] = "flag";
+    }
+    return HP_OK;
+}

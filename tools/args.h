@@ -32,6 +32,10 @@ void hp_cli_error(hp_status st);
 
 /* Sets option `name` from text as a flag would (error names `where`). */
 hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where);
+/* Where each option's value comes from, for argv[first..argc) as
+ * hp_args_parse reads it: src[i] = "flag", "config" (the --config file) or
+ * "default". Errors as hp_args_parse's (the config file is read again). */
+hp_status hp_args_sources(const char **src, const hp_opt *opts, int nopts, int argc, char **argv, int first);
 /* Writes option i's current value as text. */
 void hp_args_format(char *buf, size_t n, const hp_opt *o);
 #endif
