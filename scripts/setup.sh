@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
-# --tests also installs what the tests need (python3, pkg-config).
+# --tests also installs what the tests need (python3, pkg-config, chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,7 +9,7 @@ sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
-    --tests) pkgs+=(python3 pkg-config) ;; # JSON reports (cli tests); the installed library (api/install)
+    --tests) pkgs+=(python3 pkg-config chromium) ;; # JSON and HTML checks (cli tests); the installed library (api/install); report pages in a browser (cli/report_browser)
     *) echo "setup: unknown argument '$arg' (use --sanitize, --tests)" >&2; exit 2 ;;
   esac
 done
