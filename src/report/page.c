@@ -82,7 +82,7 @@ static void compare(hp_sbuf *b, const hp_rep_run *runs, int n, hp_rep_summary *s
         hp_series_cmp c;
         hp_series_compare(&c, a ? a : &none, o ? o : &none);
         hp_rep_cmp *rc = &sum->cmp[sum->ncmp++];
-        snprintf(rc->name, sizeof rc->name, "%s", runs[i].path);
+        snprintf(rc->name, sizeof rc->name, "%.255s", runs[i].path);
         rc->n = c.n, rc->pearson = c.pearson, rc->max_abs_delta = c.max_abs_delta;
         hp_sb_put(b, "<tr><td>");
         hp_sb_html(b, runs[i].name);

@@ -46,11 +46,12 @@ static hp_status load_traces(hp_rep_run *r) {
 }
 
 static hp_status load(hp_rep_run *r, const char *path, int traces) {
+    if (strlen(path) >= sizeof r->path) return hp_errorf("%.200s...: the path is longer than %zu bytes", path, sizeof r->path - 1);
     snprintf(r->path, sizeof r->path, "%s", path);
     size_t n = strlen(r->path);
     while (n > 1 && r->path[n - 1] == '/') r->path[--n] = 0;
     const char *base = strrchr(r->path, '/');
-    snprintf(r->name, sizeof r->name, "%s", base ? base + 1 : r->path);
+    snprintf(r->name, sizeof r->name, "%.255s", base ? base + 1 : r->path);
     struct stat sb;
     if (stat(r->path, &sb) != 0) return hp_errorf("%s: no such run directory", r->path);
     if (!S_ISDIR(sb.st_mode)) { /* a metrics file alone */

@@ -70,7 +70,12 @@ static void axes(hp_sbuf *b, const frame *f, const hp_rep_chart *c) {
         }
         for (int i = 0; i < nt; i++) {
             double v = lg ? pow(10, tv[i]) : tv[i];
-            num(t, sizeof t, v);
+            if (lg && !axis) { /* sizes: 64K, 1M, 2G */
+                double r = v >= 1e9 ? v / 1e9 : v >= 1e6 ? v / 1e6 : v >= 1e3 ? v / 1e3 : v;
+                snprintf(t, sizeof t, "%.3g%s", r, v >= 1e9 ? "G" : v >= 1e6 ? "M" : v >= 1e3 ? "k" : "");
+            } else {
+                num(t, sizeof t, v);
+            }
             if (axis) {
                 double y = fy(f, v);
                 hp_sb_printf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>"
@@ -288,7 +293,7 @@ void hp_rep_svg_timeline(hp_sbuf *b, const char *id, int width, const hp_rep_tra
         any = 1;
     }
     if (!(t1 > t0)) t1 = t0 + 1;
-    int h = MT + nt * (2 * LANE + GAP) + MB;
+    int h = MT + nt * (2 * LANE + GAP) + MB + 10;
     double px0 = LABEL, px1 = width - MR, scale = (px1 - px0) / (t1 - t0);
     hp_sb_put(b, "<figure class=\"plot\" id=\"");
     hp_sb_html(b, id);
@@ -311,7 +316,19 @@ void hp_rep_svg_timeline(hp_sbuf *b, const char *id, int width, const hp_rep_tra
                      x, x, MT, ybot, x, ybot + 14, tt);
     }
     hp_sb_printf(b, "<text class=\"axis-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (ms)</text>",
-                 (px0 + px1) / 2, ybot + 32);
+                 (px0 + px1) / 2, ybot + 42);
+    /* where each step starts on the first rank */
+    double labelled = -1e9;
+    for (int st = from; nt > 0 && st <= to; st++) {
+        double a, z;
+        if (!hp_rep_trace_range(&a, &z, &t[0], st, st)) continue;
+        double x = px0 + (a - t0) * scale;
+        if (x - labelled < 44) continue; /* no room for its label */
+        labelled = x;
+        hp_sb_printf(b, "<line class=\"step\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#888\" "
+                        "stroke-dasharray=\"2 2\"/><text class=\"tick\" x=\"%.1f\" y=\"%.1f\">step %d</text>",
+                     x, x, MT, ybot, x + 2, ybot + 26, st + 1);
+    }
     for (int r = 0; r < nt; r++) {
         double y = MT + r * (2 * LANE + GAP);
         hp_sb_printf(b, "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"%s\">rank %d kernels</text>"
