@@ -66,7 +66,7 @@ void hp_series_dedupe(hp_series *s) {
 
 int hp_series_decimate(int *keep, const hp_series *s, double x0, double x1, int columns) {
     if (columns < 1) columns = 1;
-    if (s->n <= 4 * columns || !(x1 > x0)) {
+    if ((long)s->n <= 4L * columns || !(x1 > x0)) {
         for (int i = 0; i < s->n; i++) keep[i] = i;
         return s->n;
     }

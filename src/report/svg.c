@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ML = 70, MR = 16, MT = 10, MB = 42 };
+enum { ML = 70, MR = 24, MT = 10, MB = 42 };
 
 const char *hp_rep_color(int i) {
     static const char *const pal[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
