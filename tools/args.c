@@ -61,7 +61,13 @@ static const hp_opt *find_opt(const hp_opt *opts, int n, const char *name, size_
 
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd) {
+    return hp_args_parse_sources(NULL, help, opts, nopts, argc, argv, first, cmd);
+}
+
+hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts, int nopts, int argc, char **argv,
+                                int first, const char *cmd) {
     *help = 0;
+    for (int i = 0; src && i < nopts; i++) src[i] = "default";
     /* Pass 1: the config file, if any. */
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
@@ -92,6 +98,7 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
                 hp_settings_free(cfg);
                 return s;
             }
+            if (src) src[o - opts] = "config";
         }
         hp_settings_free(cfg);
     }
@@ -124,6 +131,7 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
         char where[200];
         snprintf(where, sizeof where, "hyperpar %s: --%s", cmd, o->name);
         HP_TRY(set_value(o, val, where));
+        if (src) src[o - opts] = "flag";
     }
     return HP_OK;
 }
@@ -177,31 +185,3 @@ void hp_cli_error(hp_status st) {
     hp_status_free(st);
 }
 
-hp_status hp_args_sources(const char **src, const hp_opt *opts, int nopts, int argc, char **argv, int first) {
-    for (int i = 0; i < nopts; i++) src[i] = "default";
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i], *path = NULL;
-        if (!strcmp(a, "--config") && i + 1 < argc) path = argv[i + 1];
-        else if (!strncmp(a, "--config=", 9)) path = a + 9;
-        if (!path) continue;
-        hp_settings *cfg;
-        HP_TRY(hp_settings_load(&cfg, path));
-        for (int k = 0; k < hp_settings_count(cfg); k++) {
-            const char *key, *value;
-            int line;
-            hp_settings_entry(cfg, k, &key, &value, &line);
-            for (int j = 0; j < nopts; j++)
-                if (!strcmp(opts[j].name, key)) src[j] = "config";
-        }
-        hp_settings_free(cfg);
-    }
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2)) continue;
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const hp_opt *o = find_opt(opts, nopts, name, len);
-        if (o) src[o - opts] = "flag";
-    }
-    return HP_OK;
-}

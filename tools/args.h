@@ -23,6 +23,10 @@ typedef struct {
 /* Parses argv[first..argc). Sets *help when --help/-h was given. */
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd);
+/* The same, and where each option's value came from: src[i] (src has nopts
+ * entries) = "flag", "config" (the --config file) or "default". */
+hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts, int nopts, int argc, char **argv,
+                                int first, const char *cmd);
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary);
 /* Prints a command's error as one line on stderr, "hyperpar: " first unless
  * the message already names the command ("hyperpar train: ..."); frees st. */
@@ -32,10 +36,6 @@ void hp_cli_error(hp_status st);
 
 /* Sets option `name` from text as a flag would (error names `where`). */
 hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where);
-/* Where each option's value comes from, for argv[first..argc) as
- * hp_args_parse reads it: src[i] = "flag", "config" (the --config file) or
- * "default". Errors as hp_args_parse's (the config file is read again). */
-hp_status hp_args_sources(const char **src, const hp_opt *opts, int nopts, int argc, char **argv, int first);
 /* Writes option i's current value as text. */
 void hp_args_format(char *buf, size_t n, const hp_opt *o);
 #endif

@@ -64,7 +64,6 @@ static hp_status resolve_run_dir(trainer *t) {
 
 /* Every setting's value and source (flag, config file, checkpoint or default), and the command line. */
 static hp_status record_settings(trainer *t, int argc, char **argv) {
-    HP_TRY(hp_args_sources(t->src, t->tab, t->ntab, argc, argv, 2));
     for (int i = 0; i < t->ntab; i++) {
         if (t->ck && !strcmp(t->src[i], "default"))
             for (int k = 0; k < hp_ckpt_info_nargs(t->ck); k++) {
@@ -91,7 +90,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
-    HP_TRY(hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train"));
+    HP_TRY(hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train"));
     if (help) {
         hp_args_usage(t->tab, t->ntab, "train", "Trains a GPT-2 style model (with no flags: a small GPT on text every Debian machine has).");
         t->finished = 1;
@@ -120,7 +119,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         char saved_plan[sizeof o->plan];
         int saved_dp = o->dp, saved_tp = o->tp;
         memcpy(saved_plan, o->plan, sizeof saved_plan);
-        hp_status st = hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train");
+        hp_status st = hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train");
         if (!st) replace_inherited_plan(o, saved_plan, saved_dp, saved_tp);
         for (int k = 0; k < NFROZEN && !st; k++)
             for (int i = 0; i < t->ntab; i++) {

@@ -12,9 +12,8 @@ CHECK="python3 $HERE/report_check.py"
 SMALL=(--layers 1 --heads 2 --channels 32 --batch 4 --seq 16 --threads 2 --val-steps 1 --log-every 100)
 
 # ---- a traced DP=2 run with its run directory
-printf 'warmup = 4\n' >a.cfg
 "$HP" train "${SMALL[@]}" --dp 2 --steps 20 --val-every 5 --lr 1e-2 --run-dir a --trace on --trace-steps 3 \
-  --config a.cfg >a.out 2>&1 || fail "train --run-dir a: $(tail -3 a.out)"
+  --config <(printf 'warmup = 4\n') >a.out 2>&1 || fail "train --run-dir a: $(tail -3 a.out)"
 for f in run.json config.json plan.json machine.json metrics.jsonl trace.rank0.json trace.rank1.json; do
   [ -s "a/$f" ] || fail "run directory lacks $f"
 done
@@ -52,6 +51,19 @@ grep -q 'id="plot-memory"' a/report.html || fail "no memory chart"
 "$HP" report a --trace-steps 2:3 -o a2.html >r2.out 2>&1 || fail "report --trace-steps: $(cat r2.out)"
 grep -q "traced steps 2 to 3 of 3" a2.html || fail "trace range not shown"
 expect_error "--trace-steps: expected 1 <= A <= B" "$HP" report a --trace-steps 3:1
+
+# a resumed run: the settings it inherits are marked as the checkpoint's
+"$HP" train "${SMALL[@]}" --steps 4 --lr 2e-3 --ckpt-dir ck --run-dir r1 >r1.out 2>&1 || fail "train r1: $(tail -3 r1.out)"
+"$HP" train --resume ck --steps 6 --threads 2 --run-dir r2 >r2.out 2>&1 || fail "resume r2: $(tail -3 r2.out)"
+python3 - r2 <<'PY' || fail "resumed run's settings"
+import json, sys
+src = {s["key"]: (s["value"], s["source"]) for s in json.load(open(f"{sys.argv[1]}/config.json"))["settings"]}
+assert src["lr"] == ("0.00200000009", "checkpoint") and src["steps"] == ("6", "flag"), (src["lr"], src["steps"])
+assert src["resume"] == ("ck", "flag") and src["layers"] == ("1", "checkpoint"), (src["resume"], src["layers"])
+run = json.load(open(f"{sys.argv[1]}/run.json"))
+assert run["start_step"] == 4 and run["last_step"] == 6 and run["status"] == "done", run
+PY
+[ "$(grep -c '"loss"' r2/metrics.jsonl)" = 2 ] || fail "resumed run's metrics: $(cat r2/metrics.jsonl)"
 
 # ---- --compare: a run with itself, and two runs (values computed here)
 "$HP" train "${SMALL[@]}" --steps 20 --val-every 5 --lr 5e-3 --run-dir b >b.out 2>&1 || fail "train b: $(tail -3 b.out)"
