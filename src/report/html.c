@@ -11,7 +11,7 @@ static const char css[] =
     "figcaption{font-size:13px;margin-bottom:2px}svg.chart{width:100%;height:auto;display:block}"
     ".legend span{margin-left:10px;white-space:nowrap}.legend i{display:inline-block;width:10px;height:10px;"
     "margin-right:3px;vertical-align:middle}"
-    ".logtoggle{float:right;font-size:12px}"
+    ".logtoggle{float:right;font-size:12px}.hover{font-size:12px;color:#555;margin-left:8px}"
     "rect.area{fill:#fff;stroke:#999}rect.lane{fill:#fafafa;stroke-width:0.5}line.grid{stroke:#eee}"
     "text.tick{font-size:11px;fill:#444}text.axis-label{font-size:12px;fill:#222}text.val{font-size:11px;fill:#333}"
     "path.series{fill:none;stroke-width:1.5}"
@@ -20,7 +20,7 @@ static const char css[] =
     ".note{background:#fff3cd;border:1px solid #e0c36a;padding:6px 10px;margin:6px 0}"
     ".errors{background:#f8d7da;border:1px solid #d9534f;padding:6px;white-space:pre-wrap}"
     ".src-default{color:#888}.scroll{max-height:420px;overflow:auto}"
-    "@media print{.logtoggle{display:none}.scroll{max-height:none;overflow:visible}body{max-width:none}"
+    "@media print{.logtoggle,.hover{display:none}.scroll{max-height:none;overflow:visible}body{max-width:none}"
     ".grid2{grid-template-columns:1fr 1fr}}";
 
 void hp_rep_page_begin(hp_sbuf *b, const char *title) {
@@ -39,5 +39,21 @@ void hp_rep_page_end(hp_sbuf *b) {
                  "c.addEventListener('change',function(){var f=c.closest('figure');"
                  "f.querySelector('.view-lin').style.display=c.checked?'none':'';"
                  "f.querySelector('.view-log').style.display=c.checked?'':'none';});});"
+                 /* hover: the nearest point of every curve under the pointer, in data units */
+                 "document.querySelectorAll('svg.chart').forEach(function(svg){"
+                 "var out=svg.closest('figure').querySelector('.hover');if(!out)return;"
+                 "svg.addEventListener('mousemove',function(ev){"
+                 "var g=[].filter.call(svg.querySelectorAll('g[data-f]'),function(x){return x.style.display!='none';})[0];"
+                 "if(!g)return;var f=g.getAttribute('data-f').split(' ').map(Number),r=svg.getBoundingClientRect();"
+                 "var px=(ev.clientX-r.left)*svg.viewBox.baseVal.width/r.width,t=[],bx=null;"
+                 "g.querySelectorAll('path.series').forEach(function(p){"
+                 "if(!p.pts)p.pts=p.getAttribute('d').replace('h0.1','').slice(1).split('L').map(function(s){"
+                 "return s.split(' ').map(Number);});var b=null;"
+                 "p.pts.forEach(function(q){if(!b||Math.abs(q[0]-px)<Math.abs(b[0]-px))b=q;});if(!b)return;"
+                 "var y=f[2]+(f[7]-b[1])/(f[7]-f[6])*(f[3]-f[2]);if(f[9])y=Math.pow(10,y);"
+                 "var x=f[0]+(b[0]-f[4])/(f[5]-f[4])*(f[1]-f[0]);if(f[8])x=Math.pow(10,x);if(bx===null)bx=x;"
+                 "t.push((p.getAttribute('data-series')||'')+' '+Number(y.toPrecision(5)));});"
+                 "out.textContent=bx===null?'':' at '+Number(bx.toPrecision(6))+': '+t.join(', ');});"
+                 "svg.addEventListener('mouseleave',function(){out.textContent='';});});"
                  "document.body.setAttribute('data-rendered','1');</script>\n</body></html>\n");
 }

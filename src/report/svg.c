@@ -139,7 +139,10 @@ static void view(hp_sbuf *b, const hp_rep_chart *c, const hp_rep_line *l, int n,
         f.y0 -= pad, f.y1 += pad;
     }
     if (!(f.x1 > f.x0)) f.x0 -= 0.5, f.x1 += 0.5;
-    hp_sb_printf(b, "<g class=\"%s\"%s>", logy ? "view-log" : "view-lin", logy ? " style=\"display:none\"" : "");
+    /* the frame, for the page's hover read-out: data range, plot area, log axes */
+    hp_sb_printf(b, "<g class=\"%s\"%s data-f=\"%.17g %.17g %.17g %.17g %.1f %.1f %.1f %.1f %d %d\">",
+                 logy ? "view-log" : "view-lin", logy ? " style=\"display:none\"" : "", f.x0, f.x1, f.y0, f.y1, f.px0,
+                 f.px1, f.py0, f.py1, f.logx, f.logy);
     axes(b, &f, c);
     int cols = (int)(f.px1 - f.px0);
     for (int i = 0; i < n; i++) {
@@ -180,6 +183,7 @@ void hp_rep_svg_lines(hp_sbuf *b, const hp_rep_chart *c, const hp_rep_line *l, i
     figure_open(b, c);
     legend(b, l, n);
     if (c->log_option) hp_sb_put(b, "<label class=\"logtoggle\"><input type=\"checkbox\"> log scale</label>");
+    hp_sb_put(b, "<span class=\"hover\"></span>");
     hp_sb_printf(b, "</figcaption><svg class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
                  c->width, c->height, c->width, c->height);
     view(b, c, l, n, 0, keep);

@@ -5,8 +5,9 @@
 # rendered DOM must hold the plots (path elements with a non-empty d, the
 # axis labels), the page's script must have run (body data-rendered) with no
 # error in the console or in the page's error box, and the screenshot at
-# laptop width must be a PNG of that width. A page with a broken script is
-# caught by the same checks (so they can fail).
+# laptop width must be a PNG of that width; a pointer over the loss plot reads
+# out the losses of the step under it. A page with a broken script is caught by
+# the same checks (so they can fail).
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 CHROME=$(command -v chromium || command -v chromium-browser || true)
@@ -90,6 +91,20 @@ rendered cmp "step" "loss (nats per token)"
 browse bench.html bench
 rendered bench "tokens_per_s" "ms per step" "bytes" "bus bandwidth (GB/s)"
 grep -q '<rect class="bar"' bench.dom || fail "no bars in the rendered bench page"
+# hovering over the loss plot's right end reads out the last step's losses
+sed 's|</body>|<script>var s=document.querySelector("#plot-loss svg"),r=s.getBoundingClientRect();s.dispatchEvent(new MouseEvent("mousemove",{clientX:r.right-5,clientY:r.top+40}));</script></body>|' \
+  a/report.html >hover.html
+browse hover.html hover
+python3 - hover.dom a/metrics.jsonl <<'PY' || fail "hover read-out"
+import json, re, sys
+m = re.search(r'<span class="hover"> at ([0-9.]+): training ([0-9.]+), validation ([0-9.]+)</span>', open(sys.argv[1]).read())
+assert m, "no hover text"
+rows = [json.loads(l) for l in open(sys.argv[2])]
+loss = [r["loss"] for r in rows if r.get("step") == 30 and "loss" in r][0]
+val = [r["val_loss"] for r in rows if r.get("step") == 30 and "val_loss" in r][0]
+assert float(m.group(1)) == 30, m.group(0)
+assert abs(float(m.group(2)) - loss) < 0.01 and abs(float(m.group(3)) - val) < 0.01, (m.group(0), loss, val)
+PY
 # the checks catch a broken page
 sed 's|</body>|<script>undefined_function_of_the_test()</script></body>|' a/report.html >broken.html
 browse broken.html broken
