@@ -660,7 +660,9 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
  *                 (appended and flushed line by line)
  * Traces go where hp_train_config.trace says (PREFIX.rankN.json; a prefix
  * inside the directory keeps them with the run). A run killed mid-way keeps
- * everything up to its last completed step. */
+ * everything up to its last completed step. hp_train_run writes the end
+ * status; a loop of hp_train_step leaves run.json "running" and writes no
+ * metrics (it has no events). */
 
 /* A fresh directory name under parent ("runs" when NULL):
  * parent/YYYYmmdd-HHMMSS, with -2, -3, ... when that exists (not created). */
