@@ -17,10 +17,10 @@ static int is_known(const char *k) {
     return 0;
 }
 
-static hp_series *curve(hp_metrics *m, const char *name, hp_status *st) {
+static hp_series *curve(hp_rep_metrics *m, const char *name, hp_status *st) {
     for (int i = 0; i < m->n; i++)
         if (!strcmp(m->m[i].name, name)) return &m->m[i].s;
-    hp_metric *nm = realloc(m->m, sizeof *nm * (size_t)(m->n + 1));
+    hp_rep_metric *nm = realloc(m->m, sizeof *nm * (size_t)(m->n + 1));
     if (!nm) {
         *st = hp_errorf("report: out of memory for the metrics");
         return NULL;
@@ -31,7 +31,7 @@ static hp_series *curve(hp_metrics *m, const char *name, hp_status *st) {
     return &m->m[m->n++].s;
 }
 
-static hp_status line_values(hp_metrics *m, const hp_json *v, const char *path, long line) {
+static hp_status line_values(hp_rep_metrics *m, const hp_json *v, const char *path, long line) {
     if (v->type != HP_JSON_OBJECT)
         return hp_errorf("%s:%ld: expected a JSON object, got %s", path, line, hp_json_type_name(v->type));
     const hp_json *sv = hp_json_get(v, "step");
@@ -70,7 +70,7 @@ static hp_status parse_error(hp_status st, const char *path, long line) {
     return e;
 }
 
-static hp_status load(hp_metrics *m, const char *text, size_t len, const char *path) {
+static hp_status load(hp_rep_metrics *m, const char *text, size_t len, const char *path) {
     long line = 0;
     for (size_t pos = 0; pos < len;) {
         const char *nl = memchr(text + pos, '\n', len - pos);
@@ -103,7 +103,7 @@ static hp_status load(hp_metrics *m, const char *text, size_t len, const char *p
     return HP_OK;
 }
 
-hp_status hp_metrics_load(hp_metrics *out, const char *path) {
+hp_status hp_rep_metrics_load(hp_rep_metrics *out, const char *path) {
     memset(out, 0, sizeof *out);
     char *text = NULL;
     size_t len = 0;
@@ -111,20 +111,20 @@ hp_status hp_metrics_load(hp_metrics *out, const char *path) {
     hp_status st = load(out, text, len, path);
     free(text);
     if (st) {
-        hp_metrics_free(out);
+        hp_rep_metrics_free(out);
         return st;
     }
     for (int i = 0; i < out->n; i++) hp_series_dedupe(&out->m[i].s);
     return HP_OK;
 }
 
-const hp_series *hp_metrics_get(const hp_metrics *m, const char *name) {
+const hp_series *hp_rep_metrics_get(const hp_rep_metrics *m, const char *name) {
     for (int i = 0; i < m->n; i++)
         if (!strcmp(m->m[i].name, name)) return &m->m[i].s;
     return NULL;
 }
 
-void hp_metrics_free(hp_metrics *m) {
+void hp_rep_metrics_free(hp_rep_metrics *m) {
     for (int i = 0; i < m->n; i++) hp_series_free(&m->m[i].s);
     free(m->m);
     memset(m, 0, sizeof *m);

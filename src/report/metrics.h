@@ -17,20 +17,20 @@
 typedef struct {
     char name[HP_METRIC_NAME];
     hp_series s; /* sorted by step, one point per step (the last written) */
-} hp_metric;
+} hp_rep_metric;
 
 typedef struct {
-    hp_metric *m;
+    hp_rep_metric *m;
     int n;
     long lines;     /* lines read (the truncated one not counted) */
     long nonfinite; /* null values of known fields */
     int truncated;  /* the last line was cut short */
     char note[600]; /* what was left out, when truncated */
-} hp_metrics;
+} hp_rep_metrics;
 
-hp_status hp_metrics_load(hp_metrics *out, const char *path);
+hp_status hp_rep_metrics_load(hp_rep_metrics *out, const char *path);
 /* The curve of field name, or NULL. */
-const hp_series *hp_metrics_get(const hp_metrics *m, const char *name);
-void hp_metrics_free(hp_metrics *m);
+const hp_series *hp_rep_metrics_get(const hp_rep_metrics *m, const char *name);
+void hp_rep_metrics_free(hp_rep_metrics *m);
 
 #endif

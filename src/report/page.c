@@ -34,7 +34,7 @@ static void header(hp_sbuf *b, const hp_rep_run *r, hp_rep_summary *sum) {
     hp_sb_put(b, "<h1>hyperpar run ");
     hp_sb_html(b, r->name);
     hp_sb_put(b, "</h1>\n");
-    const hp_series *loss = hp_metrics_get(&r->metrics, "loss");
+    const hp_series *loss = hp_rep_metrics_get(&r->metrics, "loss");
     long last = loss && loss->n ? (long)loss->x[loss->n - 1] : 0;
     const char *status = r->run ? hp_rep_json_str(r->run, "status", "unknown") : NULL;
     sum->finished = status && !strcmp(status, "done");
@@ -73,12 +73,12 @@ static void header(hp_sbuf *b, const hp_rep_run *r, hp_rep_summary *sum) {
 }
 
 static void compare(hp_sbuf *b, const hp_rep_run *runs, int n, hp_rep_summary *sum) {
-    const hp_series *a = hp_metrics_get(&runs[0].metrics, "loss");
+    const hp_series *a = hp_rep_metrics_get(&runs[0].metrics, "loss");
     hp_sb_put(b, "<h2>Comparison of training losses</h2><table id=\"compare\"><tr><th>run</th><th>against</th>"
                  "<th>common steps</th><th>Pearson r</th><th>max |&Delta;loss|</th></tr>");
     static const hp_series none;
     for (int i = 1; i < n && sum->ncmp < HP_REP_MAX_CMP; i++) {
-        const hp_series *o = hp_metrics_get(&runs[i].metrics, "loss");
+        const hp_series *o = hp_rep_metrics_get(&runs[i].metrics, "loss");
         hp_series_cmp c;
         hp_series_compare(&c, a ? a : &none, o ? o : &none);
         hp_rep_cmp *rc = &sum->cmp[sum->ncmp++];
@@ -107,7 +107,7 @@ static void field_chart(hp_sbuf *b, const hp_rep_run *runs, int n, const hp_rep_
     for (int i = 0; i < n && i < 17; i++)
         for (int k = 0; k < 2; k++) {
             const char *field = k ? f2 : f;
-            const hp_series *s = field ? hp_metrics_get(&runs[i].metrics, field) : NULL;
+            const hp_series *s = field ? hp_rep_metrics_get(&runs[i].metrics, field) : NULL;
             if (!s || s->n == 0) continue;
             if (n > 1) snprintf(names[m], sizeof names[m], "%s%s", runs[i].name, f2 ? (k ? " val" : " train") : "");
             else snprintf(names[m], sizeof names[m], "%s", f2 ? (k ? "validation" : "training") : "");
@@ -124,7 +124,7 @@ static void split_chart(hp_sbuf *b, const hp_rep_run *r, const hp_rep_opts *o) {
     hp_rep_line l[4];
     int m = 0;
     for (int k = 0; k < 4; k++) {
-        const hp_series *s = hp_metrics_get(&r->metrics, parts[k]);
+        const hp_series *s = hp_rep_metrics_get(&r->metrics, parts[k]);
         if (s && s->n) l[m] = (hp_rep_line){parts[k], s, hp_rep_color(k), 0}, m++;
     }
     if (!m) return;
@@ -331,7 +331,7 @@ hp_status hp_rep_run_page(char **html, size_t *len, hp_rep_summary *sum, const h
     snprintf(title, sizeof title, "hyperpar run %s", runs[0].name);
     hp_rep_page_begin(&b, title);
     header(&b, &runs[0], sum);
-    const hp_series *loss = hp_metrics_get(&runs[0].metrics, "loss");
+    const hp_series *loss = hp_rep_metrics_get(&runs[0].metrics, "loss");
     sum->steps = loss ? loss->n : 0;
     sum->truncated = runs[0].metrics.truncated;
     if (n > 1) compare(&b, runs, n, sum);
@@ -343,7 +343,7 @@ hp_status hp_rep_run_page(char **html, size_t *len, hp_rep_summary *sum, const h
     field_chart(&b, runs, n, &o, "plot-mfu", "MFU", "mfu", NULL, "fraction of FP32 peak", 0);
     field_chart(&b, runs, n, &o, "plot-step-ms", "step time", "step_ms", NULL, "ms per step", 1);
     split_chart(&b, &runs[0], &o);
-    const hp_metrics *m = &runs[0].metrics;
+    const hp_rep_metrics *m = &runs[0].metrics;
     for (int i = 0; i < m->n; i++)
         if (!is_known(m->m[i].name)) {
             char id[80];
@@ -352,7 +352,7 @@ hp_status hp_rep_run_page(char **html, size_t *len, hp_rep_summary *sum, const h
         }
     memory_chart(&b, &runs[0], &o);
     hp_sb_put(&b, "</div>\n");
-    if (!hp_metrics_get(m, "mfu"))
+    if (!hp_rep_metrics_get(m, "mfu"))
         hp_sb_put(&b, "<p class=\"missing\">MFU and the step-time split are drawn when the metrics record them "
                       "(fields mfu, compute_ms, comm_ms, optimizer_ms, other_ms); a traced run's split is below.</p>\n");
     timeline(&b, &runs[0], &o, sum);

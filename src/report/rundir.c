@@ -56,7 +56,7 @@ static hp_status load(hp_rep_run *r, const char *path, int traces) {
     if (stat(r->path, &sb) != 0) return hp_errorf("%s: no such run directory", r->path);
     if (!S_ISDIR(sb.st_mode)) { /* a metrics file alone */
         snprintf(r->metrics_path, sizeof r->metrics_path, "%s", r->path);
-        return hp_metrics_load(&r->metrics, r->metrics_path);
+        return hp_rep_metrics_load(&r->metrics, r->metrics_path);
     }
     HP_TRY(optional_json(&r->run, r->path, "run.json"));
     HP_TRY(optional_json(&r->config, r->path, "config.json"));
@@ -68,7 +68,7 @@ static hp_status load(hp_rep_run *r, const char *path, int traces) {
     if (!hp_fs_exists(r->metrics_path))
         return hp_errorf("%s: no metrics.jsonl%s%s%s", r->path, named ? " (run.json names " : "", named ? named : "",
                          named ? ", which is missing)" : " and no run.json naming a metrics file");
-    HP_TRY(hp_metrics_load(&r->metrics, r->metrics_path));
+    HP_TRY(hp_rep_metrics_load(&r->metrics, r->metrics_path));
     if (traces) HP_TRY(load_traces(r));
     return HP_OK;
 }
@@ -82,7 +82,7 @@ hp_status hp_rep_run_load(hp_rep_run *out, const char *path, int traces) {
 
 void hp_rep_run_free(hp_rep_run *r) {
     hp_json_free(r->run), hp_json_free(r->config), hp_json_free(r->plan), hp_json_free(r->machine);
-    hp_metrics_free(&r->metrics);
+    hp_rep_metrics_free(&r->metrics);
     for (int i = 0; i < r->ntraces; i++) hp_rep_trace_free(&r->traces[i]);
     free(r->traces);
     memset(r, 0, sizeof *r);

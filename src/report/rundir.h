@@ -16,7 +16,7 @@ typedef struct {
     char name[256];     /* its last component, for legends */
     hp_json *run, *config, *plan, *machine; /* NULL when the file is absent */
     char metrics_path[1100];
-    hp_metrics metrics;
+    hp_rep_metrics metrics;
     hp_rep_trace *traces; /* [ntraces], by rank */
     int ntraces;
 } hp_rep_run;

@@ -61,38 +61,38 @@ static const char *write_file(const char *name, const char *text) {
 }
 
 static void test_metrics(void) {
-    hp_metrics m;
+    hp_rep_metrics m;
     const char *p = write_file("report_m1.jsonl",
                                "{\"step\": 1, \"loss\": 5.5, \"lr\": 0.001, \"grad_norm\": 2, \"note\": \"x\"}\n"
                                "{\"step\": 1, \"val_loss\": 5.6}\n"
                                "\n"
                                "{\"step\": 2, \"loss\": null, \"lr\": 0.002, \"nonfinite\": true, \"mine\": 7}\n"
                                "{\"step\": 3, \"loss\": 4.5, \"lr\": 0.003}\n");
-    CHECK_OK(hp_metrics_load(&m, p));
-    const hp_series *loss = hp_metrics_get(&m, "loss"), *lr = hp_metrics_get(&m, "lr"), *mine = hp_metrics_get(&m, "mine");
+    CHECK_OK(hp_rep_metrics_load(&m, p));
+    const hp_series *loss = hp_rep_metrics_get(&m, "loss"), *lr = hp_rep_metrics_get(&m, "lr"), *mine = hp_rep_metrics_get(&m, "mine");
     CHECK(loss && loss->n == 2 && loss->x[0] == 1 && loss->y[1] == 4.5);
     CHECK(lr && lr->n == 3 && lr->y[2] == 0.003);
     CHECK(mine && mine->n == 1 && mine->y[0] == 7);
-    CHECK(hp_metrics_get(&m, "val_loss")->n == 1 && !hp_metrics_get(&m, "note"));
+    CHECK(hp_rep_metrics_get(&m, "val_loss")->n == 1 && !hp_rep_metrics_get(&m, "note"));
     CHECK(m.lines == 4 && m.nonfinite == 1 && !m.truncated);
-    hp_metrics_free(&m);
+    hp_rep_metrics_free(&m);
     /* a cut-short last line: noted */
     p = write_file("report_m2.jsonl", "{\"step\": 1, \"loss\": 5.5}\n{\"step\": 2, \"loss\": 5.4}\n{\"step\": 3, \"lo");
-    CHECK_OK(hp_metrics_load(&m, p));
-    CHECK(m.truncated && hp_metrics_get(&m, "loss")->n == 2 && strstr(m.note, "report_m2.jsonl:3: the last line is cut short"));
-    hp_metrics_free(&m);
+    CHECK_OK(hp_rep_metrics_load(&m, p));
+    CHECK(m.truncated && hp_rep_metrics_get(&m, "loss")->n == 2 && strstr(m.note, "report_m2.jsonl:3: the last line is cut short"));
+    hp_rep_metrics_free(&m);
     /* errors name the file and the line */
     p = write_file("report_m3.jsonl", "{\"step\": 1, \"loss\": 5.5}\n{\"step\": 2, \"lo\n{\"step\": 3, \"loss\": 5}\n");
-    CHECK_ERR(hp_metrics_load(&m, p), "report_m3.jsonl:2: not valid JSON");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_m3.jsonl:2: not valid JSON");
     p = write_file("report_m4.jsonl", "{\"step\": 1, \"loss\": {\"a\": 1}}\n");
-    CHECK_ERR(hp_metrics_load(&m, p), "report_m4.jsonl:1: field 'loss': an object is not a metrics value");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_m4.jsonl:1: field 'loss': an object is not a metrics value");
     p = write_file("report_m5.jsonl", "{\"step\": 1.5, \"loss\": 1}\n");
-    CHECK_ERR(hp_metrics_load(&m, p), "report_m5.jsonl:1: field 'step': expected a non-negative integer");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_m5.jsonl:1: field 'step': expected a non-negative integer");
     p = write_file("report_m6.jsonl", "[1, 2]\n");
-    CHECK_ERR(hp_metrics_load(&m, p), "report_m6.jsonl:1: expected a JSON object, got an array");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_m6.jsonl:1: expected a JSON object, got an array");
     p = write_file("report_m7.jsonl", "{\"step\": 1, \"grad_norm\": true}\n");
-    CHECK_ERR(hp_metrics_load(&m, p), "report_m7.jsonl:1: field 'grad_norm': expected a number or null");
-    CHECK_ERR(hp_metrics_load(&m, "report_missing.jsonl"), "report_missing.jsonl");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_m7.jsonl:1: field 'grad_norm': expected a number or null");
+    CHECK_ERR(hp_rep_metrics_load(&m, "report_missing.jsonl"), "report_missing.jsonl");
     for (int i = 1; i <= 7; i++) {
         char n[32];
         snprintf(n, sizeof n, "report_m%d.jsonl", i);
