@@ -2,7 +2,7 @@
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
 # --tests also installs what the tests need (python3, pkg-config, iproute2,
-# procps).
+# procps, chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,9 +10,9 @@ sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
-    # JSON reports (cli tests); the installed library (api/install); ss, ip netns and ps (cli/mpi_listen,
-    # cli/two_hosts: what mpirun listens on, two test hosts in network namespaces)
-    --tests) pkgs+=(python3 pkg-config iproute2 procps) ;;
+    # JSON and HTML checks (cli tests); the installed library (api/install); ss, ip netns and ps
+    # (cli/mpi_listen, cli/two_hosts); report pages in a browser (cli/report_browser)
+    --tests) pkgs+=(python3 pkg-config iproute2 procps chromium) ;;
     *) echo "setup: unknown argument '$arg' (use --sanitize, --tests)" >&2; exit 2 ;;
   esac
 done

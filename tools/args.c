@@ -61,7 +61,13 @@ static const hp_opt *find_opt(const hp_opt *opts, int n, const char *name, size_
 
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd) {
+    return hp_args_parse_sources(NULL, help, opts, nopts, argc, argv, first, cmd);
+}
+
+hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts, int nopts, int argc, char **argv,
+                                int first, const char *cmd) {
     *help = 0;
+    for (int i = 0; src && i < nopts; i++) src[i] = "default";
     /* Pass 1: the config file, if any. */
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
@@ -92,6 +98,7 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
                 hp_settings_free(cfg);
                 return s;
             }
+            if (src) src[o - opts] = "config";
         }
         hp_settings_free(cfg);
     }
@@ -124,6 +131,7 @@ hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char
         char where[200];
         snprintf(where, sizeof where, "hyperpar %s: --%s", cmd, o->name);
         HP_TRY(set_value(o, val, where));
+        if (src) src[o - opts] = "flag";
     }
     return HP_OK;
 }
@@ -176,3 +184,4 @@ void hp_cli_error(hp_status st) {
     fprintf(stderr, "%s%s\n", strncmp(m, "hyperpar ", 9) ? "hyperpar: " : "", m);
     hp_status_free(st);
 }
+

@@ -23,6 +23,10 @@ typedef struct {
 /* Parses argv[first..argc). Sets *help when --help/-h was given. */
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd);
+/* The same, and where each option's value came from: src[i] (src has nopts
+ * entries) = "flag", "config" (the --config file) or "default". */
+hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts, int nopts, int argc, char **argv,
+                                int first, const char *cmd);
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary);
 /* Prints a command's error as one line on stderr, "hyperpar: " first unless
  * the message already names the command ("hyperpar train: ..."); frees st. */

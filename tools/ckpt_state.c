@@ -5,7 +5,7 @@
 
 /* Settings that belong to one invocation, not to the run. */
 static int per_invocation(const char *name) {
-    static const char *const skip[] = {"resume", "init", "stop-at", "trace", "trace-steps"};
+    static const char *const skip[] = {"resume", "init", "stop-at", "trace", "trace-steps", "run-dir"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (!strcmp(name, skip[i])) return 1;
     return 0;

@@ -8,6 +8,8 @@ int hp_cmd_sample(int argc, char **argv);
 int hp_cmd_export(int argc, char **argv);
 int hp_cmd_bench(int argc, char **argv);
 int hp_cmd_plan(int argc, char **argv);
+/* `hyperpar report`, in tools/report.c */
+int hp_cmd_report(int argc, char **argv);
 /* `hyperpar bench comm ...` (argv[0] = "comm"), in tools/cmd_bench_comm.c */
 int hp_cmd_bench_comm(int argc, char **argv);
 /* `hyperpar bench parallel ...` (argv[0] = "parallel"), in tools/bench_parallel.c */

@@ -12,6 +12,8 @@ static void usage(FILE *f) {
           "  sample   generate text from a checkpoint\n"
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
           "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
+          "  report   one self-contained HTML page for a run directory (--compare: runs\n"
+          "           overlaid) or benchmark JSON files (--bench)\n"
           "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
           "           bench parallel: sharding plans against the plain engine;\n"
           "           bench fsdp: DP, the fsdp2 style and hyperpar's FSDP/HSDP)\n"
@@ -29,6 +31,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return hp_cmd_sample(argc, argv);
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
     if (!strcmp(cmd, "plan")) return hp_cmd_plan(argc, argv);
+    if (!strcmp(cmd, "report")) return hp_cmd_report(argc, argv);
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);

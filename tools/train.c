@@ -39,7 +39,50 @@ typedef struct {
     int finished;        /* setup did all there was to do (--help) */
     hp_progress pg;
     hp_train *tr;
+    /* the run directory: where each setting came from, the values as text */
+    char run_dir[600], trace[640];
+    const char *src[72];
+    char text[72][600];
+    hp_run_setting settings[72];
+    char command[4096];
 } trainer;
+
+/* The run directory (--run-dir; by default runs/<time> unless --metrics is
+ * given; "none": none) and --trace on (the run directory's trace prefix). */
+static hp_status resolve_run_dir(trainer *t) {
+    const train_opts *o = &t->o;
+    if (!strcmp(o->run_dir, "none")) t->run_dir[0] = 0;
+    else if (o->run_dir[0]) snprintf(t->run_dir, sizeof t->run_dir, "%s", o->run_dir);
+    else if (!o->metrics[0]) HP_TRY(hp_run_dir_default(t->run_dir, (int)sizeof t->run_dir, "runs"));
+    snprintf(t->trace, sizeof t->trace, "%s", o->trace);
+    if (!strcmp(o->trace, "on")) {
+        if (!t->run_dir[0]) return hp_errorf("hyperpar train: --trace on puts the traces in the run directory, and there is none (--run-dir DIR)");
+        snprintf(t->trace, sizeof t->trace, "%s/trace", t->run_dir);
+    }
+    return HP_OK;
+}
+
+/* Every setting's value and source (flag, config file, checkpoint or default), and the command line. */
+static hp_status record_settings(trainer *t, int argc, char **argv) {
+    for (int i = 0; i < t->ntab; i++) {
+        if (t->ck && !strcmp(t->src[i], "default"))
+            for (int k = 0; k < hp_ckpt_info_nargs(t->ck); k++) {
+                const char *key, *value;
+                hp_ckpt_info_arg(t->ck, k, &key, &value);
+                if (!strcmp(key, t->tab[i].name)) t->src[i] = "checkpoint";
+            }
+        hp_args_format(t->text[i], sizeof t->text[i], &t->tab[i]);
+        t->settings[i] = (hp_run_setting){t->tab[i].name, t->text[i], t->src[i]};
+    }
+    size_t used = 0;
+    for (int i = 0; i < argc && used + 2 < sizeof t->command; i++) {
+        int w = snprintf(t->command + used, sizeof t->command - used, "%s%s", i ? " " : "", argv[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (used >= sizeof t->command) used = sizeof t->command - 1;
+    return HP_OK;
+}
 
 static hp_status setup(trainer *t, int argc, char **argv) {
     train_opts *o = &t->o;
@@ -47,7 +90,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
-    HP_TRY(hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train"));
+    HP_TRY(hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train"));
     if (help) {
         hp_args_usage(t->tab, t->ntab, "train", "Trains a GPT-2 style model (with no flags: a small GPT on text every Debian machine has).");
         t->finished = 1;
@@ -76,7 +119,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         char saved_plan[sizeof o->plan];
         int saved_dp = o->dp, saved_tp = o->tp;
         memcpy(saved_plan, o->plan, sizeof saved_plan);
-        hp_status st = hp_args_parse(&help, t->tab, t->ntab, argc, argv, 2, "train");
+        hp_status st = hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train");
         if (!st) replace_inherited_plan(o, saved_plan, saved_dp, saved_tp);
         for (int k = 0; k < NFROZEN && !st; k++)
             for (int i = 0; i < t->ntab; i++) {
@@ -101,7 +144,8 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     }
     HP_TRY(hp_model_gpt2(&t->model, &t->m, o->batch, o->seq));
     hp_ckpt_args_fill(&t->args, t->tab, t->ntab);
-    return HP_OK;
+    HP_TRY(resolve_run_dir(t));
+    return record_settings(t, argc, argv);
 }
 
 static void on_event(void *ctx, const hp_event *e) {
@@ -127,6 +171,7 @@ static void on_event(void *ctx, const hp_event *e) {
                              mm->activations / 1e6, (mm->scratch + mm->inputs) / 1e6);
         }
         if (e->start_step) hp_progress_note(pg, "resumed at step %ld", e->start_step);
+        if (t->run_dir[0]) hp_progress_note(pg, "run directory: %s", t->run_dir);
         break;
     case HP_EVENT_VALIDATED: {
         const hp_validation *rep = e->validation;
@@ -194,7 +239,9 @@ static hp_status run(trainer *t) {
     c.on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;
-    c.trace = o->trace, c.trace_steps = o->trace_steps;
+    c.trace = t->trace, c.trace_steps = o->trace_steps;
+    c.run_dir = t->run_dir[0] ? t->run_dir : NULL;
+    c.run_nsettings = t->ntab, c.run_settings = t->settings, c.run_command = t->command;
     c.on_event = on_event, c.event_ctx = t;
     hp_progress_init(&t->pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));
     HP_TRY(hp_train_create(&t->tr, &c));

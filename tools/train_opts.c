@@ -94,8 +94,9 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
         OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
         OPT("on-write-error", OPT_STR, on_write_error, "fail | warn: a failed metrics or trace write (warn: once, then that output stops)"),
-        OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json"),
+        OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json (on: DIR/trace, in the run directory)"),
         OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
+        OPT("run-dir", OPT_STR, run_dir, "run directory: settings, plan, machine, metrics, traces (default runs/<time> without --metrics; none: off)"),
     };
     int n = (int)(sizeof tab / sizeof tab[0]);
     if (t) memcpy(t, tab, sizeof tab);

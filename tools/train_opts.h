@@ -44,6 +44,8 @@ typedef struct {
     char on_nan[16];
     /* tracing */
     char trace[512];
+    /* the run directory ("" : runs/<timestamp> unless --metrics is given; "none": none) */
+    char run_dir[512];
     long trace_steps;
 } train_opts;
 

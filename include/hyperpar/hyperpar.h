@@ -94,8 +94,8 @@
  * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
  *
  * Contents: version; status; model; sharding plans; plan reports; the comm
- * world; training; inference and benchmarks; for programs (errors, clocks,
- * settings files); checkpoints. */
+ * world; training; inference and benchmarks; run directories and reports;
+ * for programs (errors, clocks, settings files); checkpoints. */
 #ifndef HYPERPAR_HYPERPAR_H
 #define HYPERPAR_HYPERPAR_H
 
@@ -387,6 +387,14 @@ typedef struct {
     const hp_plan_memory *memory;    /* HP_EVENT_START: rank 0's program (bytes, as `hyperpar plan` counts them) */
 } hp_event;
 
+/* One resolved setting of a run, as the run directory records it. */
+typedef struct {
+    const char *key;    /* "lr" */
+    const char *value;  /* "0.001" */
+    const char *source; /* where the value came from: "default", "config" (a settings file), "flag",
+                         * "checkpoint" (a resumed run's saved settings) */
+} hp_run_setting;
+
 typedef struct {
     /* the model and its distribution */
     const hp_model *model;      /* required (borrowed) */
@@ -447,6 +455,11 @@ typedef struct {
     const char *resume;         /* NULL: a fresh run; else a checkpoint directory or a ckpt_dir with 'latest' */
     const char *trace;          /* NULL: none; else PREFIX for Chrome traces PREFIX.rankN.json */
     long trace_steps;           /* steps traced from the first (>= 1) */
+    /* The run directory (see "run directories and reports"): NULL: none. */
+    const char *run_dir;
+    int run_nsettings;                  /* the resolved settings recorded in config.json */
+    const hp_run_setting *run_settings; /* [run_nsettings] */
+    const char *run_command;            /* the command line, recorded in run.json; NULL: none */
     void (*on_event)(void *ctx, const hp_event *e);
     void *event_ctx;
 } hp_train_config;
@@ -627,6 +640,71 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
 #define HP_ON_NAN_SKIP 1
 #define HP_ON_WRITE_ERROR_FAIL 0
 #define HP_ON_WRITE_ERROR_WARN 1
+
+/* ---- run directories and reports ---------------------------------------- */
+
+/* A run directory (hp_train_config.run_dir) is written as the run goes, by
+ * the process hosting rank 0, each file atomically:
+ *   run.json      the run's record: status ("running", then "done" or
+ *                 "failed" with the error), the command, start and update
+ *                 times, steps, mesh and ranks, the metrics file, the trace
+ *                 prefix and the checkpoints' directory, the last step and
+ *                 the process's peak memory; rewritten at the start, after
+ *                 every validation and checkpoint, and at the end
+ *   config.json   every setting with its value and source (run_settings)
+ *   plan.json     the plan as compiled: the passes, and per rank the
+ *                 layouts and local shapes, the collectives with totals per
+ *                 phase and kind, the memory of its program
+ *   machine.json  CPU model, cores, the ISA the kernels use, library versions
+ *   metrics.jsonl the metrics when hp_train_config.metrics is NULL
+ *                 (appended and flushed line by line)
+ * Traces go where hp_train_config.trace says (PREFIX.rankN.json; a prefix
+ * inside the directory keeps them with the run). A run killed mid-way keeps
+ * everything up to its last completed step. hp_train_run writes the end
+ * status; a loop of hp_train_step leaves run.json "running" and writes no
+ * metrics (it has no events). */
+
+/* A fresh directory name under parent ("runs" when NULL):
+ * parent/YYYYmmdd-HHMMSS, with -2, -3, ... when that exists (not created). */
+hp_status hp_run_dir_default(char *buf, int n, const char *parent);
+
+/* hp_report_write: one self-contained HTML page (inline SVG and CSS, a few
+ * lines of inline JavaScript, no URL of anything outside the file). */
+typedef struct {
+    const char *run_dir;               /* the run (a run directory, or a metrics file); NULL with bench */
+    const char *const *compare;        /* [ncompare] runs overlaid on it, each compared with it */
+    int ncompare;
+    const char *const *bench;          /* [nbench] benchmark JSON files (bench, bench comm, bench
+                                        * parallel --json): a benchmark page instead of a run's */
+    int nbench;
+    const char *out;                   /* the page; NULL: RUN_DIR/report.html, or the first bench file's
+                                        * name with .html for .json */
+    int width;                         /* plot width in CSS pixels; points are decimated to it; 0: 760 */
+    long trace_from, trace_to;         /* traced steps in the timeline (1-based, inclusive); 0: all */
+} hp_report_config;
+
+#define HP_REPORT_MAX_COMPARE 16
+
+typedef struct {
+    char out[1024];     /* the file written */
+    long bytes;         /* its size */
+    long steps;         /* training-loss points of the run */
+    int truncated;      /* its metrics' last line was cut short (the page says so) */
+    int finished;       /* its run.json says "done" */
+    int ncompare;
+    struct {
+        char run[256];
+        long steps;          /* steps both runs have */
+        double pearson;      /* of the training losses over them; NaN when undefined */
+        double max_abs_delta; /* max |loss difference| over them */
+    } compare[HP_REPORT_MAX_COMPARE];
+    int traced_ranks;
+    double hidden_share; /* share of communication time overlapping compute, the shown steps; -1: no trace */
+} hp_report_summary;
+
+/* Reads the run (or benchmark files) and writes the page atomically; errors
+ * are one line naming the file (and line) at fault. sum may be NULL. */
+hp_status hp_report_write(hp_report_summary *sum, const hp_report_config *c);
 
 /* ---- for programs: errors, clocks, settings files ----------------------- */
 

@@ -7,6 +7,8 @@
 
 #include "api/ckpt_state.h"
 #include "api/plan_report.h"
+#include "api/run_dir.h"
+#include "io/fsutil.h"
 #include "io/llmc.h"
 #include "optim/schedule.h"
 #include "runtime/dist.h"
@@ -27,6 +29,8 @@ struct hp_train {
     hp_lr_schedule lr;
     int32_t *tokens, *targets;
     hp_trainer *tr;
+    hp_api_run *run;     /* the run directory, or NULL */
+    hp_status run_err;   /* the first failed write of run.json during the loop */
 };
 
 hp_status hp_optimizer_parse(hp_optimizer_type *out, const char *name) {
@@ -166,6 +170,9 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         [HP_TRAIN_VAL] = HP_EVENT_VAL,     [HP_TRAIN_CKPT] = HP_EVENT_CKPT,           [HP_TRAIN_STOPPED] = HP_EVENT_STOPPED,
         [HP_TRAIN_DONE] = HP_EVENT_DONE,   [HP_TRAIN_NOTE] = HP_EVENT_NOTE,           [HP_TRAIN_WARNING] = HP_EVENT_WARNING};
     if (ie->kind == HP_TRAIN_STEP) t->done = ie->step;
+    if (t->run && !t->run_err)
+        t->run_err = hp_api_run_progress(t->run, ie->kind == HP_TRAIN_STEP ? ie->step : 0,
+                                         ie->kind == HP_TRAIN_VAL || ie->kind == HP_TRAIN_CKPT || ie->kind == HP_TRAIN_STOPPED);
     if (!t->cfg.on_event) return;
     hp_event e = {.kind = kinds[ie->kind], .step = ie->step, .loss = ie->loss, .lr = ie->lr,
                   .grad_norm = ie->grad_norm, .nonfinite = ie->nonfinite, .val_loss = ie->val_loss,
@@ -281,7 +288,24 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.state_json = state_json, ic.state_ctx = t;
     ic.on_event = on_event, ic.event_ctx = t;
     ic.trace = t->trace, ic.trace_steps = c->trace_steps;
-    return hp_trainer_create(&t->tr, &ic);
+    if (set(c->run_dir)) {
+        HP_TRY(hp_api_run_create(&t->run, c));
+        if (!t->metrics) { /* the metrics go into the run directory */
+            t->metrics = hp_fs_join(c->run_dir, "metrics.jsonl");
+            if (!t->metrics) return hp_errorf("hp_train_create: out of memory");
+            ic.metrics = t->cfg.metrics = t->metrics;
+        }
+    }
+    HP_TRY(hp_trainer_create(&t->tr, &ic));
+    hp_dist *d = hp_trainer_dist(t->tr);
+    if (t->run && hp_dist_lead(d)) {
+        char mesh[128];
+        hp_mesh_str(mesh, sizeof mesh, hp_dist_mesh(d));
+        HP_TRY(hp_api_run_start(t->run, c, t->m, t->metrics, hp_mesh_size(hp_dist_mesh(d)), mesh, t->start_step));
+    }
+    /* the caller's strings: recorded, not kept */
+    t->cfg.run_dir = NULL, t->cfg.run_settings = NULL, t->cfg.run_nsettings = 0, t->cfg.run_command = NULL;
+    return HP_OK;
 }
 
 hp_status hp_train_create(hp_train **out, const hp_train_config *c) {
@@ -302,7 +326,12 @@ hp_status hp_train_run(hp_train *t) {
     if (t->stepped) return hp_errorf("hp_train_run: %ld steps were already run with hp_train_step", t->done);
     if (t->ran) return hp_errorf("hp_train_run: the run was already done");
     t->ran = 1;
-    HP_TRY(hp_trainer_run(t->tr));
+    hp_status st = hp_trainer_run(t->tr);
+    if (t->run) {
+        if (!st && t->run_err) st = t->run_err, t->run_err = HP_OK;
+        st = hp_api_run_finish(t->run, st);
+    }
+    HP_TRY(st);
     long end = t->cfg.stop_at > 0 && t->cfg.stop_at < t->cfg.steps ? t->cfg.stop_at : t->cfg.steps;
     if (end > t->done) t->done = end; /* processes without rank 0 get no events */
     return HP_OK;
@@ -324,6 +353,8 @@ int hp_train_is_lead(const hp_train *t) { return hp_dist_lead(hp_trainer_dist(t-
 void hp_train_free(hp_train *t) {
     if (!t) return;
     hp_trainer_destroy(t->tr);
+    hp_api_run_free(t->run);
+    hp_status_free(t->run_err);
     if (t->have_ck) hp_ckpt_close(&t->ck);
     free(t->ck_dir);
     hp_data_close(t->train);

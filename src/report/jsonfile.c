@@ -1,0 +1,34 @@
+/* report/jsonfile: JSON files with line numbers in errors (see the header). */
+#include "report/jsonfile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/fsutil.h"
+
+hp_status hp_rep_json_load(hp_json **out, const char *path) {
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    HP_TRY(hp_fs_read_all(&text, &len, path));
+    hp_status st = hp_json_parse(out, text, len);
+    if (st) {
+        const char *m = hp_status_msg(st), *p = strstr(m, "offset ");
+        size_t off = p ? (size_t)strtoull(p + 7, NULL, 10) : 0;
+        long line = 1;
+        for (size_t i = 0; i < off && i < len; i++) line += text[i] == '\n';
+        st = hp_error_wrap(st, "%s:%ld", path, line);
+    }
+    free(text);
+    return st;
+}
+
+const char *hp_rep_json_str(const hp_json *obj, const char *key, const char *def) {
+    const hp_json *v = hp_json_get(obj, key);
+    return v && v->type == HP_JSON_STRING ? v->str : def;
+}
+
+double hp_rep_json_num(const hp_json *obj, const char *key, double def) {
+    const hp_json *v = hp_json_get(obj, key);
+    return v && v->type == HP_JSON_NUMBER ? v->number : def;
+}

@@ -1,0 +1,89 @@
+/* report/rundir: run directories read back (see the header). */
+#include "report/rundir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/fsutil.h"
+#include "report/jsonfile.h"
+
+/* DIR/name parsed when present. */
+static hp_status optional_json(hp_json **out, const char *dir, const char *name) {
+    *out = NULL;
+    char *p = hp_fs_join(dir, name);
+    if (!p) return hp_errorf("%s/%s: out of memory", dir, name);
+    hp_status st = hp_fs_exists(p) ? hp_rep_json_load(out, p) : HP_OK;
+    if (!st && *out && (*out)->type != HP_JSON_OBJECT) {
+        st = hp_errorf("%s: expected a JSON object, got %s", p, hp_json_type_name((*out)->type));
+        hp_json_free(*out), *out = NULL;
+    }
+    free(p);
+    return st;
+}
+
+static hp_status load_traces(hp_rep_run *r) {
+    char prefix[1100];
+    const char *tp = r->run ? hp_rep_json_str(r->run, "trace", NULL) : NULL;
+    if (tp) snprintf(prefix, sizeof prefix, "%s", tp);
+    else snprintf(prefix, sizeof prefix, "%s/trace", r->path);
+    int ranks = r->run ? (int)hp_rep_json_num(r->run, "ranks", 0) : 0;
+    for (int k = 0; ranks <= 0 || k < ranks; k++) {
+        char p[1200];
+        snprintf(p, sizeof p, "%s.rank%d.json", prefix, k);
+        if (!hp_fs_exists(p)) {
+            if (ranks <= 0) break;
+            continue; /* another process's ranks, not here */
+        }
+        hp_rep_trace *nt = realloc(r->traces, sizeof *nt * (size_t)(r->ntraces + 1));
+        if (!nt) return hp_errorf("%s: out of memory", p);
+        r->traces = nt;
+        HP_TRY(hp_rep_trace_load(&r->traces[r->ntraces], p));
+        r->ntraces++;
+    }
+    return HP_OK;
+}
+
+static hp_status load(hp_rep_run *r, const char *path, int traces) {
+    if (strlen(path) >= sizeof r->path) return hp_errorf("%.200s...: the path is longer than %zu bytes", path, sizeof r->path - 1);
+    snprintf(r->path, sizeof r->path, "%s", path);
+    size_t n = strlen(r->path);
+    while (n > 1 && r->path[n - 1] == '/') r->path[--n] = 0;
+    const char *base = strrchr(r->path, '/');
+    snprintf(r->name, sizeof r->name, "%.255s", base ? base + 1 : r->path);
+    struct stat sb;
+    if (stat(r->path, &sb) != 0) return hp_errorf("%s: no such run directory", r->path);
+    if (!S_ISDIR(sb.st_mode)) { /* a metrics file alone */
+        snprintf(r->metrics_path, sizeof r->metrics_path, "%s", r->path);
+        return hp_rep_metrics_load(&r->metrics, r->metrics_path);
+    }
+    HP_TRY(optional_json(&r->run, r->path, "run.json"));
+    HP_TRY(optional_json(&r->config, r->path, "config.json"));
+    HP_TRY(optional_json(&r->plan, r->path, "plan.json"));
+    HP_TRY(optional_json(&r->machine, r->path, "machine.json"));
+    snprintf(r->metrics_path, sizeof r->metrics_path, "%s/metrics.jsonl", r->path);
+    const char *named = r->run ? hp_rep_json_str(r->run, "metrics", NULL) : NULL;
+    if (!hp_fs_exists(r->metrics_path) && named) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", named);
+    if (!hp_fs_exists(r->metrics_path))
+        return hp_errorf("%s: no metrics.jsonl%s%s%s", r->path, named ? " (run.json names " : "", named ? named : "",
+                         named ? ", which is missing)" : " and no run.json naming a metrics file");
+    HP_TRY(hp_rep_metrics_load(&r->metrics, r->metrics_path));
+    if (traces) HP_TRY(load_traces(r));
+    return HP_OK;
+}
+
+hp_status hp_rep_run_load(hp_rep_run *out, const char *path, int traces) {
+    memset(out, 0, sizeof *out);
+    hp_status st = load(out, path, traces);
+    if (st) hp_rep_run_free(out);
+    return st;
+}
+
+void hp_rep_run_free(hp_rep_run *r) {
+    hp_json_free(r->run), hp_json_free(r->config), hp_json_free(r->plan), hp_json_free(r->machine);
+    hp_rep_metrics_free(&r->metrics);
+    for (int i = 0; i < r->ntraces; i++) hp_rep_trace_free(&r->traces[i]);
+    free(r->traces);
+    memset(r, 0, sizeof *r);
+}
