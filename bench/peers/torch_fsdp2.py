@@ -56,6 +56,11 @@ class GPT(nn.Module):
         self.h = nn.ModuleList(Block(C, H) for _ in range(L))
         self.lnf = nn.LayerNorm(C)
         self.V = V
+        for mod in self.modules():  # GPT-2's initialisation (N(0, 0.02), zero biases)
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(mod.weight, 0.0, 0.02)
+            if isinstance(mod, nn.Linear):
+                nn.init.zeros_(mod.bias)
 
     def forward(self, idx, targets):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
