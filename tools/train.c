@@ -227,6 +227,7 @@ static hp_status run(trainer *t) {
     c.warmup_steps = o->warmup, c.min_lr_frac = o->min_lr_frac;
     c.grad_clip = o->grad_clip;
     c.grad_accum = o->grad_accum;
+    c.grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
     c.steps = o->steps, c.stop_at = o->stop_at;
     c.seed = o->seed;

@@ -26,6 +26,7 @@ void hp_train_defaults(train_opts *o) {
     o->dp = 1, o->tp = 1;
     o->comm_timeout = 300;
     snprintf(o->overlap, sizeof o->overlap, "on");
+    snprintf(o->grad_accum_comm, sizeof o->grad_accum_comm, "every");
     snprintf(o->fsdp_style, sizeof o->fsdp_style, "hyperpar");
     snprintf(o->reshard, sizeof o->reshard, "on");
     o->prefetch = 1;
@@ -57,6 +58,8 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("weight-decay", OPT_FLOAT, weight_decay, "decoupled weight decay"),
         OPT("grad-clip", OPT_FLOAT, grad_clip, "clip the global gradient norm (0 = off)"),
         OPT("grad-accum", OPT_INT, grad_accum, "micro-batches of --batch per optimizer step (gradients averaged)"),
+        OPT("grad-accum-comm", OPT_STR, grad_accum_comm, "every | last: FSDP reduces every micro-batch (sharded "
+                                                          "accumulators) or only the last (whole-unit accumulators)"),
         OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
         OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
         OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
@@ -113,6 +116,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->grad_clip < 0) return hp_errorf("hyperpar train: --grad-clip must be >= 0, got %g", (double)o->grad_clip);
     if (o->grad_accum < 0 || o->grad_accum > 4096)
         return hp_errorf("hyperpar train: --grad-accum must be in 1..4096, got %d", o->grad_accum);
+    if (strcmp(o->grad_accum_comm, "every") && strcmp(o->grad_accum_comm, "last"))
+        return hp_errorf("hyperpar train: --grad-accum-comm must be every or last, got '%s'", o->grad_accum_comm);
     if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
     if (o->keep_last < 0) return hp_errorf("hyperpar train: --keep-last must be >= 0, got %d", o->keep_last);
     if (o->keep_last > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --keep-last needs --ckpt-dir");

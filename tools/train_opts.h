@@ -20,6 +20,7 @@ typedef struct {
     long steps;
     float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
     int grad_accum;
+    char grad_accum_comm[8];
     char schedule[16];
     long warmup;
     char optimizer[16];

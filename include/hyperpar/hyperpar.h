@@ -421,6 +421,8 @@ typedef struct {
     int grad_accum;             /* micro-batches per optimizer step (0 or 1: none); the model's batch is one
                                  * micro-batch, the gradients are their mean (accumulated per rank; under
                                  * FSDP every micro-batch's reduced shard into a sharded accumulator) */
+    int grad_accum_comm_last;   /* FSDP levels 2, 3: no communication before the last micro-batch; each unit's
+                                 * whole gradient accumulated per rank instead (4 bytes per parameter more) */
     int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an
                                  * error naming the step (nothing of that state is checkpointed), 1 skips
                                  * the step (HP_ON_NAN_STOP / HP_ON_NAN_SKIP) */

@@ -215,8 +215,9 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
             m->optimizer += b; /* AdamW m, v; Muon momentum */
         } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
             continue; /* in the gradient buffer */
-        } else if (f->level && val->persistent && !strncmp(val->name, "fsdp.", 5)) {
-            m->grads += b; /* a unit's gradient (level 1) or the rank's reduced shard of it */
+        } else if ((f->level && val->persistent && !strncmp(val->name, "fsdp.", 5)) ||
+                   (val->persistent && !strncmp(val->name, "accum.", 6) && val->dtype == HP_F32)) {
+            m->grads += b; /* a unit's gradient (level 1), the rank's reduced shard, or an accumulator */
         } else if (val->persistent) {
             m->inputs += b;
         }

@@ -276,6 +276,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;
+    ic.accum_comm_last = c->grad_accum_comm_last;
     ic.on_nan = c->on_nan;
     ic.lr = t->lr;
     ic.steps = c->steps, ic.stop_at = c->stop_at;

@@ -13,9 +13,44 @@ static int accumulator(hp_graph *g, int grad, const char *name) {
     return a;
 }
 
-hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int K) {
+/* comm_last: per unit, the whole gradient accumulated where it is complete,
+ * its reduction rewired to the accumulator and told the micro-batch. */
+static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro) {
+    hp_graph *g = rg->g;
+    for (int u = 0; u < f->nunits; u++) {
+        hp_fsdp_unit *un = &f->units[u];
+        int a = accumulator(g, un->grad, g->vals[un->grad].name), xin[2] = {un->grad, a};
+        hp_attrs at;
+        memset(&at, 0, sizeof at);
+        int node = a >= 0 ? hp_graph_node_list(g, &hp_op_grad_accumulate, &micro, 1, xin, 2, NULL, 0, &at, HP_PHASE_BWD)
+                          : -1;
+        HP_TRY(hp_graph_status(g));
+        snprintf(g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.grad_accumulate", un->name);
+        HP_TRY(hp_rank_graph_sync_nodes(rg));
+        rg->hint[node] = HP_HINT_BEFORE(un->reduce_node);
+        /* the unit's reduce start and wait, and the replicas' wait: read the accumulator, skip until the last */
+        for (int i = 0; i < g->nnodes; i++) {
+            hp_node *n = &g->nodes[i];
+            if (n->op->communicates && !strncmp(n->op->name, "fsdp_", 5) && n->a.i[0] == u && n->phase == HP_PHASE_BWD) {
+                if (n->nin >= HP_MAX_IN) return hp_errorf("accumulate: node '%s' has no room for an input", n->name);
+                for (int k = 0; k < n->nin; k++)
+                    if (n->in[k] == un->grad) n->in[k] = a;
+                n->in[n->nin++] = micro;
+                n->a.i[1] = 1;
+            }
+        }
+    }
+    return HP_OK;
+}
+
+hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int K, int comm_last) {
     *micro = -1;
     if (K <= 1) return HP_OK;
+    if (comm_last && (!f || !f->level))
+        return hp_errorf("accumulate: communicating at the last micro-batch only is built for FSDP (levels 2, 3)");
+    if (comm_last && f->level == 1)
+        return hp_errorf("accumulate: communicating at the last micro-batch only needs FSDP level 2 or 3 (level 1 "
+                         "reduces its gradients in place)");
     hp_graph *g = rg->g;
     int np = hp_graph_params(g, NULL, 0), nx = 0;
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
@@ -33,7 +68,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         xin[nx++] = gv, xin[nx++] = a;
         g->vals[p].grad = a; /* the optimizer reads the accumulator */
     }
-    for (int u = 0; f && f->level && u < f->nunits; u++) {
+    for (int u = 0; f && f->level && !comm_last && u < f->nunits; u++) {
         hp_fsdp_unit *un = &f->units[u];
         int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
         if (a < 0) break;
@@ -42,6 +77,17 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
     }
     *micro = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(2), "accum.micro");
     if (*micro >= 0) g->vals[*micro].persistent = 1, g->vals[*micro].no_grad = 1;
+    if (comm_last && *micro >= 0) {
+        hp_status st = unit_accumulators(rg, f, *micro);
+        if (st) {
+            free(ids), free(xin);
+            return st;
+        }
+    }
+    if (nx == 0) { /* nothing else to accumulate */
+        free(ids), free(xin);
+        return hp_graph_status(g);
+    }
     hp_attrs at;
     memset(&at, 0, sizeof at);
     int node = hp_graph_node_list(g, &hp_op_grad_accumulate, micro, 1, xin, nx, NULL, 0, &at, HP_PHASE_BWD);

@@ -11,7 +11,14 @@
  * (hp_fsdp_unit.grad_acc), so the accumulators are sharded like the shards
  * and every micro-batch's gradients are reduced as they are complete. Per
  * micro-batch the caller sets the input `micro` (i32 [2]: the index and K).
- * K = 1: the pass does nothing. */
+ * K = 1: the pass does nothing.
+ *
+ * FSDP's other choice (comm_last, levels 2 and 3): no communication before
+ * the last micro-batch — each unit's whole gradient is accumulated on its
+ * rank (a persistent accumulator of the unit's size: 4 bytes per managed
+ * parameter more per rank), right after the unit's last backward node, and
+ * the unit's reduction nodes, given the micro-batch input, reduce that
+ * accumulator at the last micro-batch only. */
 #ifndef HP_PARALLEL_ACCUM_H
 #define HP_PARALLEL_ACCUM_H
 
@@ -20,7 +27,7 @@
 #include "parallel/lower.h"
 
 /* *micro: the input's local value (-1 when K = 1). */
-hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *fsdp, int K);
+hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *fsdp, int K, int comm_last);
 
 extern const hp_opdef hp_op_grad_accumulate;
 

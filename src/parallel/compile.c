@@ -104,9 +104,10 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
 static hp_status pass_accumulate(hp_compiled *c, const hp_compile_opts *o) {
     c->micro = -1;
     if (!o->train || o->grad_accum <= 1) return HP_OK;
-    HP_TRY(hp_pass_accumulate(&c->micro, &c->rg, c->fsdp.level ? &c->fsdp : NULL, o->grad_accum));
+    HP_TRY(hp_pass_accumulate(&c->micro, &c->rg, c->fsdp.level ? &c->fsdp : NULL, o->grad_accum, o->accum_comm_last));
     note(c, "accumulate", "%d micro-batches per step: an accumulator per gradient%s", o->grad_accum,
-         c->fsdp.level ? " (FSDP: per reduced shard)" : "");
+         !c->fsdp.level ? "" : o->accum_comm_last ? " (FSDP: per whole unit, reduced at the last micro-batch)"
+                                                  : " (FSDP: per reduced shard)");
     return HP_OK;
 }
 

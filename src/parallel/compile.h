@@ -42,6 +42,7 @@ typedef struct {
     const hp_optim_config *optim; /* NULL: no optimizer phase */
     float max_norm;               /* gradient clipping (<= 0: off) */
     int grad_accum;               /* micro-batches per step (<= 1: none; parallel/accum) */
+    int accum_comm_last;          /* FSDP: reduce once, at the last micro-batch (whole-unit accumulators) */
     hp_schedule_opts schedule;
 } hp_compile_opts;
 

@@ -263,6 +263,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
         if (st) break;
+        f->units[u].reduce_node = s;
         rg->hint[s] = HP_HINT_AFTER(last[2 * q]);
         rg->hint[w] = HP_HINT_END;
         /* hyperpar: the previous unit's reduction overlaps this unit's; fsdp2: one in flight */
@@ -351,6 +352,15 @@ void hp_fsdp_rt_destroy(hp_fsdp_rt *rt) {
 
 /* ---- the operators ---- */
 
+/* Gradient accumulation that communicates at the last micro-batch only
+ * (parallel/accum): the reduction nodes carry the micro-batch input last
+ * (a.i[1] = 1) and do nothing before the last micro-batch. */
+static int skipped(const hp_node *n, const hp_tensor *in) {
+    if (!n->a.i[1]) return 0;
+    const int32_t *m = in[n->nin - 1].data;
+    return m[0] != m[1] - 1;
+}
+
 static hp_fsdp_rt *rt_of(const hp_kctx *k) { return ((hp_rank_ctx *)k->rank)->fsdp; }
 
 static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
@@ -404,6 +414,8 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
 static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
+    rt->req[3 * u + 1] = NULL;
+    if (skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     const float *from = in[0].data;
     if (rt->staging) { /* fsdp2: the gradient copied into a staging buffer first */
@@ -421,7 +433,8 @@ static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     wait_slot(k, 3 * u + 1);
-    if (*k->err || rt->plan->replicas <= 1) return;
+    rt->req[3 * u + 2] = NULL;
+    if (*k->err || rt->plan->replicas <= 1 || skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
     if (rt->staging) wait_slot(k, 3 * u + 2); /* fsdp2: a separate, blocking all-reduce */
