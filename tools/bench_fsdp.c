@@ -12,6 +12,7 @@
 #include <hyperpar/hyperpar.h>
 
 #include "args.h"
+#include "bench_models.h"
 #include "child.h"
 #include "commands.h"
 
@@ -68,10 +69,9 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         hp_args_usage(tab, ntab, "bench fsdp", "GPT-2's step under DP, the fsdp2 style and hyperpar's FSDP and HSDP.");
         return 0;
     }
-    hp_model_config m = {4, 4, 256, 256, 128};
-    int B = 8, T = 128;
-    if (!st && !strcmp(model, "gpt2-124m")) m = (hp_model_config){12, 12, 768, 50257, 1024}, B = 4, T = 256;
-    else if (!st && strcmp(model, "small")) st = hp_errorf("hyperpar bench fsdp: --model '%s' is not small or gpt2-124m", model);
+    hp_model_config m;
+    int B = 0, T = 0;
+    if (!st) st = hp_bench_model(&m, &B, &T, model, "bench fsdp");
     if (!st && (steps < 1 || threads < 1 || ranks < 1 || supernodes < 1))
         st = hp_errorf("hyperpar bench fsdp: --steps, --threads, --ranks and --supernodes must be >= 1");
     if (!st && (ranks % supernodes || B % ranks))

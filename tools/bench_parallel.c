@@ -12,6 +12,7 @@
 #include <hyperpar/hyperpar.h>
 
 #include "args.h"
+#include "bench_models.h"
 #include "child.h"
 #include "commands.h"
 #include "output.h"
@@ -65,10 +66,9 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
         hp_args_usage(tab, ntab, "bench parallel", "Step time of GPT-2 through sharding plans on rank threads.");
         return 0;
     }
-    hp_model_config m = {4, 4, 256, 256, 128};
-    int B = 8, T = 128;
-    if (!st && !strcmp(model, "gpt2-124m")) m = (hp_model_config){12, 12, 768, 50257, 1024}, B = 4, T = 256;
-    else if (!st && strcmp(model, "small")) st = hp_errorf("hyperpar bench parallel: --model '%s' is not small or gpt2-124m", model);
+    hp_model_config m;
+    int B = 0, T = 0;
+    if (!st) st = hp_bench_model(&m, &B, &T, model, "bench parallel");
     if (!st && (steps < 1 || threads < 1)) st = hp_errorf("hyperpar bench parallel: --steps and --threads must be >= 1");
     if (!st && strcmp(overlap, "on") && strcmp(overlap, "off"))
         st = hp_errorf("hyperpar bench parallel: --overlap must be on or off, got '%s'", overlap);

@@ -14,15 +14,10 @@
 #include "runtime/program.h"
 #include "runtime/validate.h"
 #include "testutil.h"
+#include "validate_model.h"
 
 enum { B = 4, T = 8 };
 
-typedef struct {
-    hp_graph *g;
-    hp_gpt2_io io;
-    hp_param_store ps;
-    int32_t tokens[B * T], targets[B * T];
-} model;
 
 typedef struct {
     hp_plan plan;
@@ -32,22 +27,6 @@ typedef struct {
     hp_dist *d;
 } setup;
 
-static void model_build(model *m) {
-    hp_gpt2_config c = {.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16};
-    CHECK_OK(hp_graph_create(&m->g));
-    CHECK_OK(hp_gpt2_build(m->g, &m->io, &c, B, T));
-    CHECK_OK(hp_autodiff(m->g, m->io.loss, &hp_op_add));
-    CHECK_OK(hp_param_store_create(&m->ps, m->g));
-    float *ptrs[64];
-    for (int i = 0; i < m->ps.n; i++) ptrs[i] = hp_param_ptr(&m->ps, i);
-    CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])m->ps.name, m->ps.shape, m->ps.n, &c, 11));
-    hp_rng rng;
-    hp_rng_seed(&rng, 5);
-    for (int i = 0; i < B * T; i++) {
-        m->tokens[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
-        m->targets[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
-    }
-}
 
 /* The plan's dist with the model's parameters and batch scattered to every rank. */
 static int setup_create(setup *s, const model *m, int dp, int tp) {
@@ -245,7 +224,7 @@ int main(void) {
     hp_kernels_init();
     model m;
     memset(&m, 0, sizeof m);
-    model_build(&m);
+    model_build(&m, B, T);
     test_clean(&m, 2, 1);
     test_clean(&m, 1, 2);
     test_clean(&m, 2, 2);
@@ -269,7 +248,6 @@ int main(void) {
             setup_free(&s);
         }
     }
-    hp_param_store_free(&m.ps);
-    hp_graph_destroy(m.g);
+    model_free(&m);
     return hp_test_finish("test_validate");
 }

@@ -1,0 +1,48 @@
+/* tests/engine/validate_model: the small GPT-2 the validation tests run (L=2,
+ * NH=4, C=32, V=200 padded to 256), differentiated, GPT-2-initialised from a
+ * fixed seed, with one random batch of B x T tokens and targets. */
+#ifndef HP_TESTS_VALIDATE_MODEL_H
+#define HP_TESTS_VALIDATE_MODEL_H
+
+#include <stdlib.h>
+
+#include "core/autodiff.h"
+#include "core/rng.h"
+#include "models/gpt2.h"
+#include "ops/ops.h"
+#include "runtime/params.h"
+#include "testutil.h"
+
+typedef struct {
+    hp_graph *g;
+    hp_gpt2_io io;
+    hp_param_store ps;
+    int32_t *tokens, *targets; /* [B * T] */
+} model;
+
+static inline void model_build(model *m, int B, int T) {
+    hp_gpt2_config c = {.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16};
+    CHECK_OK(hp_graph_create(&m->g));
+    CHECK_OK(hp_gpt2_build(m->g, &m->io, &c, B, T));
+    CHECK_OK(hp_autodiff(m->g, m->io.loss, &hp_op_add));
+    CHECK_OK(hp_param_store_create(&m->ps, m->g));
+    float *ptrs[64];
+    for (int i = 0; i < m->ps.n; i++) ptrs[i] = hp_param_ptr(&m->ps, i);
+    CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])m->ps.name, m->ps.shape, m->ps.n, &c, 11));
+    m->tokens = malloc(sizeof(int32_t) * (size_t)(B * T));
+    m->targets = malloc(sizeof(int32_t) * (size_t)(B * T));
+    hp_rng rng;
+    hp_rng_seed(&rng, 5);
+    for (int i = 0; i < B * T; i++) {
+        m->tokens[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
+        m->targets[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
+    }
+}
+
+static inline void model_free(model *m) {
+    free(m->tokens), free(m->targets);
+    hp_param_store_free(&m->ps);
+    hp_graph_destroy(m->g);
+}
+
+#endif
