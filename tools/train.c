@@ -17,7 +17,7 @@
  * the plan: checkpoints hold whole tensors, so any plan or world size resumes
  * them). */
 static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
-                                               "data", "shuffle", "seed", "optimizer"};
+                                               "data", "data-kind", "shuffle", "seed", "optimizer"};
 
 /* A resumed run inherits the checkpoint's plan; a plan given now replaces it:
  * --dp/--tp drop an inherited --plan file, and --plan drops inherited --dp/--tp. */
@@ -181,6 +181,7 @@ static hp_status run(trainer *t) {
     c.seed = o->seed;
     c.init_llmc = t->ck ? NULL : o->init;
     c.data = o->data, c.val_data = o->val_data;
+    HP_TRY(hp_data_kind_parse(&c.data_kind, o->data_kind));
     c.val_fraction = o->val_fraction, c.shuffle = o->shuffle;
     c.val_every = o->val_every, c.val_steps = o->val_steps;
     c.metrics = o->metrics;

@@ -9,6 +9,7 @@ void hp_train_defaults(train_opts *o) {
     memset(o, 0, sizeof *o);
     o->layers = 4, o->heads = 4, o->channels = 128, o->vocab = 256, o->max_seq = 128;
     snprintf(o->data, sizeof o->data, "%s", HP_DEFAULT_DATA);
+    snprintf(o->data_kind, sizeof o->data_kind, "auto");
     o->val_fraction = 0.1f;
     o->batch = 8, o->seq = 128, o->steps = 300;
     o->lr = 1e-3f, o->beta1 = 0.9f, o->beta2 = 0.95f, o->eps = 1e-8f, o->weight_decay = 0.0f;
@@ -43,6 +44,8 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("max-seq", OPT_INT, max_seq, "position table length (maxT)"),
         OPT("init", OPT_STR, init, "start from an llm.c checkpoint (sets the model shape)"),
         OPT("data", OPT_STR, data, "training data: llm.c token shards (file or glob) or text"),
+        OPT("data-kind", OPT_STR, data_kind, "auto | tokens | text (auto: token shards by their magic; text only for "
+                                             "a file not named .bin with --vocab 256)"),
         OPT("val-data", OPT_STR, val_data, "validation data (default: the last --val-fraction of --data)"),
         OPT("val-fraction", OPT_FLOAT, val_fraction, "share of --data held out for validation"),
         OPT("shuffle", OPT_FLAG, shuffle, "visit B*T windows in a seeded random order per epoch"),
@@ -124,6 +127,8 @@ hp_status hp_train_check(const train_opts *o) {
         return hp_errorf("hyperpar train: --reshard must be on or off, got '%s'", o->reshard);
     if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off"))
         return hp_errorf("hyperpar train: --overlap must be on or off, got '%s'", o->overlap);
+    if (strcmp(o->data_kind, "auto") && strcmp(o->data_kind, "tokens") && strcmp(o->data_kind, "text"))
+        return hp_errorf("hyperpar train: --data-kind must be auto, tokens or text, got '%s'", o->data_kind);
     if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
         return hp_errorf("hyperpar train: --on-nan must be stop or skip-step, got '%s'", o->on_nan);
     if (o->trace_steps < 1) return hp_errorf("hyperpar train: --trace-steps must be >= 1, got %ld", o->trace_steps);

@@ -13,7 +13,7 @@
 typedef struct {
     int layers, heads, channels, vocab, max_seq;
     char init[512];
-    char data[512], val_data[512];
+    char data[512], val_data[512], data_kind[16];
     float val_fraction;
     int shuffle;
     int batch, seq;
