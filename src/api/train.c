@@ -264,9 +264,9 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
                          text ? "text" : "llm.c token shards");
     }
     if (set(c->resume)) {
-        HP_TRY(hp_api_ckpt_open(&t->ck, &t->ck_dir, c->resume));
+        HP_TRY(hp_api_ckpt_open(&t->ck, &t->ck_dir, c->resume, 1));
         t->have_ck = 1;
-        HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), t->train));
+        HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), c->steps, t->train));
         t->done = t->start_step;
     }
     size_t n = (size_t)t->m->B * (size_t)t->m->T;

@@ -437,6 +437,9 @@ hp_status hp_data_state_from_json(hp_data_state *s, const hp_json *obj) {
     if (strncmp(rng, "0x", 2) != 0 || *end != 0 || errno == ERANGE || end == rng + 2)
         return hp_errorf("key 'rng': expected a hex string like \"0x0123456789abcdef\", got \"%s\"", rng);
     t.rng = (uint64_t)r;
+    if (t.position < 0) return hp_errorf("key 'position': %" PRId64 " is negative", t.position);
+    if (t.epoch < 0) return hp_errorf("key 'epoch': %" PRId64 " is negative", t.epoch);
+    if (t.n_tokens < 2) return hp_errorf("key 'n_tokens': %" PRId64 " is below 2 (no stream is that short)", t.n_tokens);
     *s = t;
     return HP_OK;
 }
