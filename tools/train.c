@@ -44,6 +44,7 @@ typedef struct {
 static hp_status setup(trainer *t, int argc, char **argv) {
     train_opts *o = &t->o;
     hp_train_defaults(o);
+    hp_train_shape_unset(o); /* to tell a shape flag given from its default (--init) */
     t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
@@ -53,7 +54,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         t->finished = 1;
         return HP_OK;
     }
-    hp_model_config m = {o->layers, o->heads, o->channels, o->vocab, o->max_seq};
+    hp_model_config m;
     if (o->resume[0]) {
         HP_TRY(hp_ckpt_info_open(&t->ck, o->resume));
         const char *dir = hp_ckpt_info_dir(t->ck);
@@ -91,6 +92,10 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         hp_ckpt_info_model(t->ck, &m);
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
+        HP_TRY(hp_train_shape_resolve(o, &m, o->init, "train"));
+    } else {
+        HP_TRY(hp_train_shape_resolve(o, NULL, NULL, "train"));
+        m = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
     }
     HP_TRY(hp_train_check(o));
     t->m = m;

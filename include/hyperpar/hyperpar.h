@@ -472,7 +472,7 @@ void hp_train_free(hp_train *t);
 typedef struct hp_infer hp_infer;
 
 /* ckpt: a checkpoint directory or a ckpt_dir with 'latest'; T: positions per
- * forward (0: the model's max_seq; at most max_seq); threads >= 1. */
+ * forward (0: the model's max_seq; at most max_seq); threads in 1..256. */
 hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads);
 void hp_infer_free(hp_infer *inf);
 int hp_infer_vocab(const hp_infer *inf);        /* V: tokens are 0..V-1 */

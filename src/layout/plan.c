@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void hp_plan_init(hp_plan *out, const hp_mesh *m) {
     memset(out, 0, sizeof *out);
@@ -200,6 +201,9 @@ hp_status hp_plan_load(hp_plan *out, const char *path) {
     hp_mesh none;
     memset(&none, 0, sizeof none);
     hp_plan_init(out, &none);
+    struct stat sb; /* before opening: a FIFO would block, a directory reads as an error */
+    if (stat(path, &sb) != 0) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return hp_errorf("%s: not a regular file (a plan file is a text file)", path);
     FILE *f = fopen(path, "rb");
     if (!f) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
