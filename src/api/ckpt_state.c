@@ -1,6 +1,7 @@
 /* api/ckpt_state: checkpoint state.json of API runs (see the header). */
 #include "api/ckpt_state.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +40,18 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
 hp_status hp_api_ckpt_dir(char **dir, const char *path) {
     char probe[1100];
     struct stat st;
+    if (stat(path, &st) != 0) return hp_errorf("%s: cannot open the checkpoint: %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return hp_errorf("%s: not a directory (a checkpoint, or a checkpoint directory's parent with 'latest')", path);
     snprintf(probe, sizeof probe, "%s/%s", path, HP_CKPT_STATE);
     if (stat(probe, &st) == 0) {
         *dir = strdup(path);
         return *dir ? HP_OK : hp_errorf("%s: out of memory", path);
     }
+    snprintf(probe, sizeof probe, "%s/%s", path, HP_CKPT_LATEST);
+    if (lstat(probe, &st) != 0 && errno == ENOENT)
+        return hp_errorf("%s: not a checkpoint (no %s) nor a checkpoint directory's parent (no '%s')", path,
+                         HP_CKPT_STATE, HP_CKPT_LATEST);
     return hp_ckpt_get_latest(dir, path);
 }
 

@@ -17,6 +17,12 @@ expect_error 'bad\x1b[31mname\nx*: no files match this pattern' "$HP" train --da
 grep -q $'\x1b' err.txt && fail "an escape byte reached the terminal: $(od -c err.txt | head -3)"
 printf 'mesh: dp=2\nparam h.*.x\x07y: R\n' > bell.plan
 expect_error "bell.plan:2: param 'h.*.x\\x07y' matches no parameter" "$HP" plan --plan bell.plan --batch 2 --seq 16
+# a path that is no checkpoint: named once, with what it lacks
+touch afile; mkdir emptyd
+expect_error "afile: not a directory (a checkpoint, or a checkpoint directory's parent with 'latest')" "$HP" sample --ckpt afile
+expect_error "hyperpar: nowhere: cannot open the checkpoint: No such file or directory" "$HP" train --resume nowhere
+expect_error "emptyd: not a checkpoint (no state.json) nor a checkpoint directory's parent (no 'latest')" \
+  "$HP" export --ckpt emptyd --llmc x.bin
 # the weights alone are enough for sample and export; resume still needs the optimizer state
 cp -r ck/step_000040 noopt
 rm noopt/optim.safetensors
