@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,11 @@ static hp_status set_value(const hp_opt *o, const char *val, const char *where) 
     }
     case OPT_FLOAT: {
         double v = strtod(val, &end);
-        if (!*val || *end || errno) return hp_errorf("%s: expected a number, got '%s'", where, val);
-        *(float *)o->ptr = (float)v;
+        if (!*val || *end || (errno && errno != ERANGE)) return hp_errorf("%s: expected a number, got '%s'", where, val);
+        float f = (float)v;
+        if (!isfinite(f) || (errno == ERANGE && v != 0)) /* nan, inf, or beyond a float's range */
+            return hp_errorf("%s: expected a finite number, got '%s'", where, val);
+        *(float *)o->ptr = f;
         return HP_OK;
     }
     case OPT_STR:

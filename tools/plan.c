@@ -24,6 +24,7 @@ int hp_cmd_plan(int argc, char **argv) {
     if (!p) return 1;
     plan_opts *po = &p->po;
     hp_train_defaults(&po->o);
+    hp_train_shape_unset(&po->o); /* to tell a shape flag given from its default (--init) */
     int nt = hp_train_opt_table(NULL, &po->o);
     hp_opt *tab = calloc((size_t)nt + 5, sizeof *tab);
     hp_status st = tab ? HP_OK : hp_errorf("out of memory");

@@ -58,6 +58,13 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
 hp_status hp_planner_build(planner *p) {
     plan_opts *po = &p->po;
     const train_opts *o = &po->o;
+    if (o->init[0]) {
+        hp_model_config m;
+        HP_TRY(hp_model_config_llmc(&m, o->init));
+        HP_TRY(hp_train_shape_resolve(&po->o, &m, o->init, "plan"));
+    } else {
+        HP_TRY(hp_train_shape_resolve(&po->o, NULL, NULL, "plan"));
+    }
     HP_TRY(check_opts(po));
     HP_TRY(hp_train_plan(&p->plan, o, "hyperpar plan"));
     HP_TRY(check_mesh(po, p->plan));

@@ -1,6 +1,7 @@
 /* tools/sample: `hyperpar sample` — generates tokens from a checkpoint. A model
  * with V = 256 reads and writes raw bytes (text); otherwise token ids are
- * printed. Each new token runs the forward program over the last T tokens. */
+ * printed. Each new token runs the forward program over the last T tokens
+ * (a prompt longer than T: its last T bytes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@ static hp_status generate(hp_infer *inf, int32_t *ctx, int n, const sample_opts 
 static hp_status sample(const sample_opts *o) {
     if (!o->ckpt[0]) return hp_errorf("hyperpar sample: --ckpt DIR is required");
     if (o->tokens < 1) return hp_errorf("hyperpar sample: --tokens must be >= 1, got %d", o->tokens);
+    if (o->threads < 1 || o->threads > 256) return hp_errorf("hyperpar sample: --threads must be in 1..256, got %d", o->threads);
+    if (o->temperature < 0)
+        return hp_errorf("hyperpar sample: --temperature must be >= 0 (0: greedy), got %g", (double)o->temperature);
     hp_infer *inf;
     HP_TRY(hp_infer_create(&inf, o->ckpt, 0, o->threads));
     int T = hp_infer_seq(inf), n = 0, text = hp_infer_vocab(inf) == 256;
@@ -52,8 +56,9 @@ static hp_status sample(const sample_opts *o) {
         hp_infer_free(inf);
         return hp_errorf("hyperpar sample: out of memory");
     }
-    if (o->prompt[0] && text) {
-        for (const char *p = o->prompt; *p && n < T; p++) ctx[n++] = (unsigned char)*p;
+    if (o->prompt[0] && text) { /* a prompt longer than the context: its last T bytes */
+        size_t len = strlen(o->prompt), first = len > (size_t)T ? len - (size_t)T : 0;
+        for (size_t i = first; i < len; i++) ctx[n++] = (unsigned char)o->prompt[i];
         fputs(o->prompt, stdout);
     } else {
         ctx[n++] = text ? '\n' : 0;
@@ -72,7 +77,7 @@ int hp_cmd_sample(int argc, char **argv) {
         {"tokens", OPT_INT, &o.tokens, 0, "tokens to generate"},
         {"temperature", OPT_FLOAT, &o.temperature, 0, "sampling temperature (0 = greedy)"},
         {"seed", OPT_U64, &o.seed, 0, "sampling seed"},
-        {"threads", OPT_INT, &o.threads, 0, "compute threads"},
+        {"threads", OPT_INT, &o.threads, 0, "compute threads (1..256)"},
     };
     int help = 0, n = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, n, argc, argv, 2, "sample");

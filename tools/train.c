@@ -17,7 +17,7 @@
  * the plan: checkpoints hold whole tensors, so any plan or world size resumes
  * them). */
 static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
-                                               "data", "shuffle", "seed", "optimizer"};
+                                               "data", "data-kind", "shuffle", "seed", "optimizer"};
 
 /* A resumed run inherits the checkpoint's plan; a plan given now replaces it:
  * --dp/--tp drop an inherited --plan file, and --plan drops inherited --dp/--tp. */
@@ -87,6 +87,7 @@ static hp_status record_settings(trainer *t, int argc, char **argv) {
 static hp_status setup(trainer *t, int argc, char **argv) {
     train_opts *o = &t->o;
     hp_train_defaults(o);
+    hp_train_shape_unset(o); /* to tell a shape flag given from its default (--init) */
     t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
@@ -96,7 +97,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         t->finished = 1;
         return HP_OK;
     }
-    hp_model_config m = {o->layers, o->heads, o->channels, o->vocab, o->max_seq};
+    hp_model_config m;
     if (o->resume[0]) {
         HP_TRY(hp_ckpt_info_open(&t->ck, o->resume));
         const char *dir = hp_ckpt_info_dir(t->ck);
@@ -134,6 +135,10 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         hp_ckpt_info_model(t->ck, &m);
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
+        HP_TRY(hp_train_shape_resolve(o, &m, o->init, "train"));
+    } else {
+        HP_TRY(hp_train_shape_resolve(o, NULL, NULL, "train"));
+        m = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
     }
     HP_TRY(hp_train_check(o));
     t->m = m;
@@ -233,6 +238,7 @@ static hp_status run(trainer *t) {
     c.seed = o->seed;
     c.init_llmc = t->ck ? NULL : o->init;
     c.data = o->data, c.val_data = o->val_data;
+    HP_TRY(hp_data_kind_parse(&c.data_kind, o->data_kind));
     c.val_fraction = o->val_fraction, c.shuffle = o->shuffle;
     c.val_every = o->val_every, c.val_steps = o->val_steps;
     c.metrics = o->metrics;

@@ -9,6 +9,7 @@ void hp_train_defaults(train_opts *o) {
     memset(o, 0, sizeof *o);
     o->layers = 4, o->heads = 4, o->channels = 128, o->vocab = 256, o->max_seq = 128;
     snprintf(o->data, sizeof o->data, "%s", HP_DEFAULT_DATA);
+    snprintf(o->data_kind, sizeof o->data_kind, "auto");
     o->val_fraction = 0.1f;
     o->batch = 8, o->seq = 128, o->steps = 300;
     o->lr = 1e-3f, o->beta1 = 0.9f, o->beta2 = 0.95f, o->eps = 1e-8f, o->weight_decay = 0.0f;
@@ -45,6 +46,8 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("max-seq", OPT_INT, max_seq, "position table length (maxT)"),
         OPT("init", OPT_STR, init, "start from an llm.c checkpoint (sets the model shape)"),
         OPT("data", OPT_STR, data, "training data: llm.c token shards (file or glob) or text"),
+        OPT("data-kind", OPT_STR, data_kind, "auto | tokens | text (auto: token shards by their magic; text only for "
+                                             "a file not named .bin with --vocab 256)"),
         OPT("val-data", OPT_STR, val_data, "validation data (default: the last --val-fraction of --data)"),
         OPT("val-fraction", OPT_FLOAT, val_fraction, "share of --data held out for validation"),
         OPT("shuffle", OPT_FLAG, shuffle, "visit B*T windows in a seeded random order per epoch"),
@@ -107,42 +110,91 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
 }
 #undef OPT
 
+/* The most ranks a mesh of --dp x --tp may have (rank-threads of one process,
+ * or processes x threads under mpirun). */
+#define HP_TRAIN_MAX_RANKS 4096
+
 hp_status hp_train_check(const train_opts *o) {
-    if (o->batch < 1) return hp_errorf("hyperpar train: --batch must be >= 1, got %d", o->batch);
-    if (o->seq < 1) return hp_errorf("hyperpar train: --seq must be >= 1, got %d", o->seq);
-    if (o->steps < 1) return hp_errorf("hyperpar train: --steps must be >= 1, got %ld", o->steps);
-    if (o->threads < 1 || o->threads > 256) return hp_errorf("hyperpar train: --threads must be in 1..256, got %d", o->threads);
-    if (!(o->lr > 0)) return hp_errorf("hyperpar train: --lr must be > 0, got %g", (double)o->lr);
-    if (o->grad_clip < 0) return hp_errorf("hyperpar train: --grad-clip must be >= 0, got %g", (double)o->grad_clip);
-    if (o->grad_accum < 0 || o->grad_accum > 4096)
-        return hp_errorf("hyperpar train: --grad-accum must be in 1..4096, got %d", o->grad_accum);
+#define BAD(...) return hp_errorf("hyperpar train: " __VA_ARGS__)
+    if (o->batch < 1) BAD("--batch must be >= 1, got %d", o->batch);
+    if (o->seq < 1) BAD("--seq must be >= 1, got %d", o->seq);
+    if (o->steps < 1) BAD("--steps must be >= 1, got %ld", o->steps);
+    if (o->threads < 1 || o->threads > 256) BAD("--threads must be in 1..256, got %d", o->threads);
+    if (!(o->lr > 0)) BAD("--lr must be > 0, got %g", (double)o->lr);
+    if (!(o->beta1 >= 0 && o->beta1 < 1)) BAD("--beta1 must be in [0, 1), got %g", (double)o->beta1);
+    if (!(o->beta2 >= 0 && o->beta2 < 1)) BAD("--beta2 must be in [0, 1), got %g", (double)o->beta2);
+    if (!(o->eps > 0)) BAD("--eps must be > 0, got %g", (double)o->eps);
+    if (o->weight_decay < 0) BAD("--weight-decay must be >= 0, got %g", (double)o->weight_decay);
+    if (o->grad_clip < 0) BAD("--grad-clip must be >= 0, got %g", (double)o->grad_clip);
+    if (o->warmup < 0) BAD("--warmup must be >= 0, got %ld", o->warmup);
+    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) BAD("--min-lr-frac must be in [0, 1], got %g", (double)o->min_lr_frac);
+    if (!(o->muon_lr > 0)) BAD("--muon-lr must be > 0, got %g", (double)o->muon_lr);
+    if (!(o->muon_beta >= 0 && o->muon_beta < 1)) BAD("--muon-beta must be in [0, 1), got %g", (double)o->muon_beta);
+    if (o->muon_weight_decay < 0) BAD("--muon-weight-decay must be >= 0, got %g", (double)o->muon_weight_decay);
+    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) BAD("--val-fraction must be in [0, 1), got %g", (double)o->val_fraction);
+    if (o->val_every < 0) BAD("--val-every must be >= 0 (0: only at the end), got %ld", o->val_every);
+    if (o->val_steps < 1) BAD("--val-steps must be >= 1, got %ld", o->val_steps);
+    if (o->ckpt_every < 0) BAD("--ckpt-every must be >= 0 (0: only at the end), got %ld", o->ckpt_every);
+    if (o->ckpt_every > 0 && !o->ckpt_dir[0]) BAD("--ckpt-every needs --ckpt-dir");
+    if (o->grad_accum < 0 || o->grad_accum > 4096) BAD("--grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (strcmp(o->grad_accum_comm, "every") && strcmp(o->grad_accum_comm, "last"))
-        return hp_errorf("hyperpar train: --grad-accum-comm must be every or last, got '%s'", o->grad_accum_comm);
-    if (o->ckpt_every > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --ckpt-every needs --ckpt-dir");
-    if (o->keep_last < 0) return hp_errorf("hyperpar train: --keep-last must be >= 0, got %d", o->keep_last);
-    if (o->keep_last > 0 && !o->ckpt_dir[0]) return hp_errorf("hyperpar train: --keep-last needs --ckpt-dir");
+        BAD("--grad-accum-comm must be every or last, got '%s'", o->grad_accum_comm);
+    if (o->keep_last < 0) BAD("--keep-last must be >= 0, got %d", o->keep_last);
+    if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (strcmp(o->on_write_error, "fail") && strcmp(o->on_write_error, "warn"))
-        return hp_errorf("hyperpar train: --on-write-error must be fail or warn, got '%s'", o->on_write_error);
-    if (o->val_steps < 1) return hp_errorf("hyperpar train: --val-steps must be >= 1, got %ld", o->val_steps);
-    if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar train: --dp and --tp must be >= 1");
-    if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar train: give --plan or --dp/--tp, not both");
-    if (!(o->comm_timeout > 0)) return hp_errorf("hyperpar train: --comm-timeout must be > 0");
-    if (o->fsdp < 0) return hp_errorf("hyperpar train: --fsdp must be >= 1, got %d", o->fsdp);
-    if (o->zero < 0 || o->zero > 3) return hp_errorf("hyperpar train: --zero must be 1, 2 or 3, got %d", o->zero);
-    if (o->prefetch < 0 || o->prefetch > 8) return hp_errorf("hyperpar train: --prefetch must be in 0..8, got %d", o->prefetch);
-    if (o->fsdp > 1 && o->dp > 1) return hp_errorf("hyperpar train: give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
-    if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) return hp_errorf("hyperpar train: --hsdp R,S replaces --fsdp and --dp");
+        BAD("--on-write-error must be fail or warn, got '%s'", o->on_write_error);
+    if (o->stop_at < 0) BAD("--stop-at must be >= 0 (0: none), got %ld", o->stop_at);
+    if (o->log_every < 1) BAD("--log-every must be >= 1, got %ld", o->log_every);
+    if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
+    if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");
+    if ((long)o->dp * o->tp > HP_TRAIN_MAX_RANKS)
+        BAD("--dp %d x --tp %d is %ld ranks, above the limit of %d", o->dp, o->tp, (long)o->dp * o->tp, HP_TRAIN_MAX_RANKS);
+    if (o->dp > o->batch)
+        BAD("--dp %d is more than --batch %d: every data-parallel rank needs at least one sequence", o->dp, o->batch);
+    if (o->tp > o->heads) BAD("--tp %d is more than --heads %d: every tensor-parallel rank needs at least one head", o->tp, o->heads);
+    if (!(o->comm_timeout > 0)) BAD("--comm-timeout must be > 0");
+    if (o->fsdp < 0) BAD("--fsdp must be >= 1, got %d", o->fsdp);
+    if (o->zero < 0 || o->zero > 3) BAD("--zero must be 1, 2 or 3, got %d", o->zero);
+    if (o->prefetch < 0 || o->prefetch > 8) BAD("--prefetch must be in 0..8, got %d", o->prefetch);
+    if (o->fsdp > 1 && o->dp > 1) BAD("give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
+    if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) BAD("--hsdp R,S replaces --fsdp and --dp");
     if ((o->fsdp > 1 || o->hsdp[0] || o->zero) && o->plan[0])
-        return hp_errorf("hyperpar train: with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
+        BAD("with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
     if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
-        return hp_errorf("hyperpar train: --fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
-    if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off"))
-        return hp_errorf("hyperpar train: --reshard must be on or off, got '%s'", o->reshard);
-    if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off"))
-        return hp_errorf("hyperpar train: --overlap must be on or off, got '%s'", o->overlap);
+        BAD("--fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
+    if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off")) BAD("--reshard must be on or off, got '%s'", o->reshard);
+    if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off")) BAD("--overlap must be on or off, got '%s'", o->overlap);
+    if (strcmp(o->data_kind, "auto") && strcmp(o->data_kind, "tokens") && strcmp(o->data_kind, "text"))
+        BAD("--data-kind must be auto, tokens or text, got '%s'", o->data_kind);
     if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
-        return hp_errorf("hyperpar train: --on-nan must be stop or skip-step, got '%s'", o->on_nan);
-    if (o->trace_steps < 1) return hp_errorf("hyperpar train: --trace-steps must be >= 1, got %ld", o->trace_steps);
+        BAD("--on-nan must be stop or skip-step, got '%s'", o->on_nan);
+    if (o->trace_steps < 1) BAD("--trace-steps must be >= 1, got %ld", o->trace_steps);
+    return HP_OK;
+#undef BAD
+}
+
+void hp_train_shape_unset(train_opts *o) {
+    o->layers = o->heads = o->channels = o->vocab = o->max_seq = HP_SHAPE_UNSET;
+}
+
+hp_status hp_train_shape_resolve(train_opts *o, const hp_model_config *init, const char *init_path, const char *cmd) {
+    train_opts d;
+    hp_train_defaults(&d);
+    struct {
+        const char *flag;
+        int *v, def, file;
+    } f[] = {{"layers", &o->layers, d.layers, init ? init->layers : 0},
+             {"heads", &o->heads, d.heads, init ? init->heads : 0},
+             {"channels", &o->channels, d.channels, init ? init->channels : 0},
+             {"vocab", &o->vocab, d.vocab, init ? init->vocab : 0},
+             {"max-seq", &o->max_seq, d.max_seq, init ? init->max_seq : 0}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (init && *f[i].v != HP_SHAPE_UNSET && *f[i].v != f[i].file)
+            return hp_errorf("hyperpar %s: --%s %d conflicts with --init %s, whose model has %s %d (--init sets the "
+                             "model shape: leave --%s out)",
+                             cmd, f[i].flag, *f[i].v, init_path, f[i].flag, f[i].file, f[i].flag);
+        *f[i].v = init ? f[i].file : *f[i].v == HP_SHAPE_UNSET ? f[i].def : *f[i].v;
+    }
     return HP_OK;
 }
 

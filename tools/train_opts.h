@@ -13,7 +13,7 @@
 typedef struct {
     int layers, heads, channels, vocab, max_seq;
     char init[512];
-    char data[512], val_data[512];
+    char data[512], val_data[512], data_kind[16];
     float val_fraction;
     int shuffle;
     int batch, seq;
@@ -54,6 +54,14 @@ void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
 hp_status hp_train_check(const train_opts *o);
+/* Before parsing: the model shape flags marked as not given (HP_SHAPE_UNSET),
+ * so that hp_train_shape_resolve can tell a flag given from a default. */
+#define HP_SHAPE_UNSET (-2147483647 - 1)
+void hp_train_shape_unset(train_opts *o);
+/* After parsing: with init (the shape of the --init file init_path) every
+ * shape flag given must agree with it, and the shape becomes init's; without,
+ * a flag not given takes its default. */
+hp_status hp_train_shape_resolve(train_opts *o, const hp_model_config *init, const char *init_path, const char *cmd);
 /* 1 when the run is distributed (--plan, or --dp/--tp/--fsdp/--hsdp above 1). */
 int hp_train_is_distributed(const train_opts *o);
 /* The run's plan: --plan FILE, else GPT-2's over --dp/--tp, with FSDP from

@@ -323,10 +323,18 @@ typedef enum {
  * has no warmup. */
 typedef enum { HP_SCHEDULE_COSINE = 0, HP_SCHEDULE_LINEAR = 1, HP_SCHEDULE_CONSTANT = 2 } hp_schedule_type;
 
-/* Names as `hyperpar train` spells them: "adamw" | "muon", and "cosine" |
- * "linear" | "constant"; an unknown name is an error naming it. */
+/* What the training data is (hp_train_config.data_kind). AUTO: a file that
+ * starts with the llm.c shard magic is token shards; any other is text (raw
+ * bytes) only when it cannot be a shard — its name does not end in .bin and
+ * the vocabulary is 256 — else an error naming the file and the magic found. */
+typedef enum { HP_TRAIN_DATA_AUTO = 0, HP_TRAIN_DATA_TOKENS = 1, HP_TRAIN_DATA_TEXT = 2 } hp_train_data_kind;
+
+/* Names as `hyperpar train` spells them: "adamw" | "muon", "cosine" |
+ * "linear" | "constant", and "auto" | "tokens" | "text"; an unknown name is
+ * an error naming it. */
 hp_status hp_optimizer_parse(hp_optimizer_type *out, const char *name);
 hp_status hp_schedule_parse(hp_schedule_type *out, const char *name);
+hp_status hp_data_kind_parse(hp_train_data_kind *out, const char *name);
 
 /* The padded vocabulary of a model (Vp: vocab rounded up to 128). */
 int hp_model_padded_vocab(const hp_model *m);
@@ -432,6 +440,7 @@ typedef struct {
     const char *init_llmc;      /* NULL: GPT-2 initialisation; else start from these llm.c weights */
     /* data: llm.c token shards (a file or a glob) or text read as bytes */
     const char *data;
+    hp_train_data_kind data_kind; /* of data and val_data (one kind for both) */
     const char *val_data;       /* NULL: the last val_fraction of data */
     float val_fraction;         /* 0: validate on the training data */
     int shuffle;                /* 1: seeded random order of B*T windows per epoch */
@@ -497,7 +506,7 @@ void hp_train_free(hp_train *t);
 typedef struct hp_infer hp_infer;
 
 /* ckpt: a checkpoint directory or a ckpt_dir with 'latest'; T: positions per
- * forward (0: the model's max_seq; at most max_seq); threads >= 1. */
+ * forward (0: the model's max_seq; at most max_seq); threads in 1..256. */
 hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads);
 void hp_infer_free(hp_infer *inf);
 int hp_infer_vocab(const hp_infer *inf);        /* V: tokens are 0..V-1 */

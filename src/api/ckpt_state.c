@@ -1,6 +1,8 @@
 /* api/ckpt_state: checkpoint state.json of API runs (see the header). */
 #include "api/ckpt_state.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,9 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
 hp_status hp_api_ckpt_dir(char **dir, const char *path) {
     char probe[1100];
     struct stat st;
+    if (stat(path, &st) != 0) return hp_errorf("%s: cannot open the checkpoint: %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return hp_errorf("%s: not a directory (a checkpoint, or a checkpoint directory's parent with 'latest')", path);
     snprintf(probe, sizeof probe, "%s/%s", path, HP_CKPT_STATE);
     if (stat(probe, &st) == 0) {
         *dir = strdup(path);
@@ -46,9 +51,67 @@ hp_status hp_api_ckpt_dir(char **dir, const char *path) {
     return hp_ckpt_find(dir, path);
 }
 
-hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path) {
+#define STATE_FORMAT "hyperpar-train-1"
+
+/* An optional integer field in [lo, hi]. */
+static hp_status check_range(const hp_json *st, const char *key, int64_t lo, int64_t hi) {
+    if (!hp_json_get(st, key)) return HP_OK;
+    int64_t x;
+    HP_TRY(hp_json_get_int(&x, st, key));
+    if (x < lo || x > hi) return hp_errorf("key '%s': %lld is outside [%lld, %lld]", key, (long long)x, (long long)lo, (long long)hi);
+    return HP_OK;
+}
+
+/* Every field of a state.json (an object) this library reads. */
+static hp_status check_state(const hp_json *st) {
+    const hp_json *f = hp_json_get(st, "format");
+    if (!f) return hp_errorf("missing key 'format' (expected \"" STATE_FORMAT "\")");
+    if (f->type != HP_JSON_STRING || strcmp(f->str, STATE_FORMAT))
+        return hp_errorf("key 'format': expected \"" STATE_FORMAT "\", got %s%s%s",
+                         f->type == HP_JSON_STRING ? "\"" : "", f->type == HP_JSON_STRING ? f->str : hp_json_type_name(f->type),
+                         f->type == HP_JSON_STRING ? "\"" : "");
+    int64_t step;
+    HP_TRY(hp_json_get_int(&step, st, "step"));
+    if (step < 0) return hp_errorf("key 'step': %lld is negative", (long long)step);
+    if (step > HP_API_MAX_STEP)
+        return hp_errorf("key 'step': %lld is above the limit of %lld", (long long)step, (long long)HP_API_MAX_STEP);
+    const hp_json *m = hp_json_get(st, "model");
+    if (!m) return hp_errorf("missing key 'model'");
+    if (m->type != HP_JSON_OBJECT) return hp_errorf("key 'model': expected an object, got %s", hp_json_type_name(m->type));
+    hp_gpt2_config c;
+    hp_status e = hp_gpt2_config_from_json(&c, m);
+    if (e) return hp_error_wrap(e, "model");
+    const hp_json *dj = hp_json_get(st, "data");
+    if (!dj) return hp_errorf("missing key 'data'");
+    if (dj->type != HP_JSON_OBJECT) return hp_errorf("key 'data': expected an object, got %s", hp_json_type_name(dj->type));
+    hp_data_state ds;
+    e = hp_data_state_from_json(&ds, dj);
+    if (e) return hp_error_wrap(e, "data");
+    if (ds.epoch > step) return hp_errorf("data: key 'epoch': %lld is more than the step %lld (an epoch takes a step at least)",
+                                          (long long)ds.epoch, (long long)step);
+    const hp_json *args = hp_json_get(st, "args");
+    if (args && args->type != HP_JSON_OBJECT)
+        return hp_errorf("key 'args': expected an object, got %s", hp_json_type_name(args->type));
+    for (int i = 0; args && i < args->n; i++)
+        if (args->items[i].type != HP_JSON_STRING)
+            return hp_errorf("args: key '%s': expected a string, got %s", args->keys[i], hp_json_type_name(args->items[i].type));
+    HP_TRY(check_range(st, "batch", 1, INT32_MAX));
+    HP_TRY(check_range(st, "seq", 1, INT32_MAX));
+    const hp_json *o = hp_json_get(st, "optimizer");
+    if (o && o->type != HP_JSON_STRING) return hp_errorf("key 'optimizer': expected a string, got %s", hp_json_type_name(o->type));
+    return HP_OK;
+}
+
+hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path, int with_optim) {
     HP_TRY(hp_api_ckpt_dir(dir, path));
-    hp_status st = hp_ckpt_open(ck, *dir);
+    hp_status st = with_optim ? hp_ckpt_open(ck, *dir) : hp_ckpt_open_weights(ck, *dir);
+    if (!st) {
+        st = check_state(ck->state);
+        if (st) {
+            st = hp_error_wrap(st, "%s/%s", *dir, HP_CKPT_STATE);
+            hp_ckpt_close(ck);
+        }
+    }
     if (st) {
         free(*dir);
         *dir = NULL;
@@ -68,7 +131,7 @@ static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, 
 }
 
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
-                             hp_data *train) {
+                             long steps, hp_data *train) {
     hp_gpt2_config c;
     HP_TRY(hp_ckpt_model_config(&c, ck, dir));
     const hp_gpt2_config *r = &m->cfg;
@@ -83,9 +146,11 @@ hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, con
         return hp_errorf("%s/state.json: optimizer '%s' differs from the run's '%s'", dir,
                          o->type == HP_JSON_STRING ? o->str : "?", optimizer);
     int64_t s;
-    hp_status st = hp_json_get_int(&s, ck->state, "step");
+    hp_status st = hp_json_get_int(&s, ck->state, "step"); /* checked when opened */
     if (st) return hp_error_wrap(st, "%s/state.json", dir);
-    if (s < 0) return hp_errorf("%s/state.json: step %lld is negative", dir, (long long)s);
+    if (s > steps)
+        return hp_errorf("%s/state.json: key 'step': %lld is past the run's last step %ld (steps)", dir, (long long)s,
+                         steps);
     *step = (long)s;
     const hp_json *dj = hp_json_get(ck->state, "data");
     hp_data_state ds;
@@ -111,7 +176,7 @@ hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path) {
     hp_ckpt_info *ci = calloc(1, sizeof *ci);
     if (!ci) return hp_errorf("%s: out of memory", path);
     ci->nargs = -1;
-    hp_status st = hp_api_ckpt_open(&ci->ck, &ci->dir, path);
+    hp_status st = hp_api_ckpt_open(&ci->ck, &ci->dir, path, 0);
     if (st) {
         free(ci);
         return st;
@@ -130,8 +195,7 @@ hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path) {
         ci->values = calloc((size_t)args->n + 1, sizeof *ci->values);
         if (!ci->keys || !ci->values) st = hp_errorf("%s/state.json: out of memory", ci->dir);
         ci->nargs = 0;
-        for (int i = 0; !st && i < args->n; i++) {
-            if (args->items[i].type != HP_JSON_STRING) continue;
+        for (int i = 0; !st && i < args->n; i++) { /* strings only: checked when opened */
             ci->keys[ci->nargs] = args->keys[i], ci->values[ci->nargs] = args->items[i].str;
             ci->nargs++;
         }

@@ -21,12 +21,19 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
  * the newest complete step_* when 'latest' is missing or dangling (*dir
  * malloc'd). Changes nothing on disk. */
 hp_status hp_api_ckpt_dir(char **dir, const char *path);
-/* hp_api_ckpt_dir, then the checkpoint opened (*dir malloc'd; NULL on error).
- * Its model shape: hp_ckpt_model_config (models/gpt2_config). */
-hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path);
+/* hp_api_ckpt_dir, then the checkpoint opened (*dir malloc'd; NULL on error)
+ * and its state.json validated field by field (format, step, model, data,
+ * args, batch, seq, optimizer: a one-line error naming the file and the
+ * field). with_optim 0: optim.safetensors is not needed (inference and
+ * export read only the weights; ck->optim stays NULL). Its model shape:
+ * hp_ckpt_model_config (models/gpt2_config). */
+hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path, int with_optim);
+/* The largest step a checkpoint may record. */
+#define HP_API_MAX_STEP ((int64_t)1 << 40)
 /* Checks an opened checkpoint against the run (model, batch, seq,
- * optimizer), reads its step and sets the training stream's position. */
+ * optimizer, a step not past the run's `steps`), reads its step and sets the
+ * training stream's position. */
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
-                             hp_data *train);
+                             long steps, hp_data *train);
 
 #endif

@@ -25,7 +25,7 @@ hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir) {
     if (!ckpt_dir || !ckpt_dir[0]) return hp_errorf("hp_export_llmc: no checkpoint directory given");
     char *dir = NULL;
     hp_ckpt ck;
-    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir));
+    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir, 0));
     hp_gpt2_config c;
     float *flat = NULL;
     hp_status st = hp_ckpt_model_config(&c, &ck, dir);

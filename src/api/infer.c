@@ -15,10 +15,10 @@ struct hp_infer {
 hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads) {
     *out = NULL;
     if (!ckpt || !ckpt[0]) return hp_errorf("hp_infer_create: no checkpoint directory given");
-    if (threads < 1) return hp_errorf("hp_infer_create: threads must be >= 1, got %d", threads);
+    if (threads < 1 || threads > 256) return hp_errorf("hp_infer_create: threads must be in 1..256, got %d", threads);
     char *dir = NULL;
     hp_ckpt ck;
-    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt));
+    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt, 0));
     hp_gpt2_config m;
     hp_infer *inf = calloc(1, sizeof *inf);
     hp_status st = inf ? hp_ckpt_model_config(&m, &ck, dir) : hp_errorf("hp_infer_create: out of memory");

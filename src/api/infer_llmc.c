@@ -18,7 +18,7 @@ hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir) {
     if (!ckpt_dir || !ckpt_dir[0]) return hp_errorf("hp_ckpt_llmc_shape: no checkpoint directory given");
     char *dir = NULL;
     hp_ckpt ck;
-    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir));
+    HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir, 0));
     hp_gpt2_config c;
     hp_status st = hp_ckpt_model_config(&c, &ck, dir);
     if (!st) *out = shape_of(&c);

@@ -47,6 +47,16 @@ hp_status hp_schedule_parse(hp_schedule_type *out, const char *name) {
     return HP_OK;
 }
 
+hp_status hp_data_kind_parse(hp_train_data_kind *out, const char *name) {
+    static const char *const names[] = {"auto", "tokens", "text"};
+    for (int i = 0; i < 3; i++)
+        if (name && !strcmp(name, names[i])) {
+            *out = (hp_train_data_kind)i;
+            return HP_OK;
+        }
+    return hp_errorf("unknown data kind '%s' (expected auto, tokens or text)", name ? name : "(null)");
+}
+
 int hp_model_padded_vocab(const hp_model *m) { return m->cfg.Vp; }
 
 void hp_train_config_default(hp_train_config *c, const hp_model *model) {
@@ -71,6 +81,8 @@ static hp_status check(const hp_train_config *c) {
 #define BAD(...) return hp_errorf("hp_train_config: " __VA_ARGS__)
     if (!c->model) BAD("model is NULL");
     if (!set(c->data)) BAD("data: no training data given");
+    if (c->data_kind != HP_TRAIN_DATA_AUTO && c->data_kind != HP_TRAIN_DATA_TOKENS && c->data_kind != HP_TRAIN_DATA_TEXT)
+        BAD("data_kind: %d is not a hp_train_data_kind", (int)c->data_kind);
     if (c->threads < 1 || c->threads > 256) BAD("threads must be in 1..256, got %d", c->threads);
     if (c->steps < 1) BAD("steps must be >= 1, got %ld", c->steps);
     if (c->stop_at < 0) BAD("stop_at must be >= 0, got %ld", c->stop_at);
@@ -133,7 +145,9 @@ static hp_status open_data(hp_data **d, const hp_train *t, int val) {
     dc.path = val && own_val ? c->val_data : c->data;
     dc.split = own_val ? HP_DATA_ALL : val ? HP_DATA_VAL : HP_DATA_TRAIN;
     if (!own_val && c->val_fraction <= 0) dc.split = HP_DATA_ALL;
-    dc.kind = HP_DATA_AUTO;
+    dc.kind = c->data_kind == HP_TRAIN_DATA_TOKENS ? HP_DATA_TOKENS
+              : c->data_kind == HP_TRAIN_DATA_TEXT ? HP_DATA_TEXT
+                                                   : HP_DATA_AUTO;
     dc.vocab = t->m->cfg.V;
     dc.B = t->m->B, dc.T = t->m->T;
     dc.seed = val ? 0 : c->seed;
@@ -255,10 +269,16 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     HP_TRY(lr_schedule(&t->lr, c));
     HP_TRY(open_data(&t->train, t, 0));
     if (c->val_steps > 0) HP_TRY(open_data(&t->val, t, 1));
+    if (t->val && hp_data_kind_of(t->val) != hp_data_kind_of(t->train)) {
+        int text = hp_data_kind_of(t->train) == HP_DATA_TEXT;
+        return hp_errorf("%s: the validation data is %s but the training data %s is %s: both must be of one kind",
+                         c->val_data, text ? "llm.c token shards" : "text", c->data,
+                         text ? "text" : "llm.c token shards");
+    }
     if (set(c->resume)) {
-        HP_TRY(hp_api_ckpt_open(&t->ck, &t->ck_dir, c->resume));
+        HP_TRY(hp_api_ckpt_open(&t->ck, &t->ck_dir, c->resume, 1));
         t->have_ck = 1;
-        HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), t->train));
+        HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), c->steps, t->train));
         t->done = t->start_step;
     }
     size_t n = (size_t)t->m->B * (size_t)t->m->T;

@@ -49,6 +49,21 @@ void hp_graph_scope(hp_graph *g, const char *fmt, ...) {
 
 int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, const char *name) {
     if (g->err) return -1;
+    int64_t numel;
+    if (shape.ndim < 0 || shape.ndim > HP_MAX_DIMS || !hp_shape_numel_checked(&numel, &shape)) {
+        char sb[128];
+        int bad_rank = shape.ndim < 0 || shape.ndim > HP_MAX_DIMS, negative = 0;
+        if (bad_rank) shape.ndim = 0;
+        for (int i = 0; i < shape.ndim; i++) negative |= shape.d[i] < 0;
+        hp_graph_fail(g, bad_rank   ? hp_errorf("graph: value '%s' has a rank outside 0..%d", name ? name : "", HP_MAX_DIMS)
+                         : negative ? hp_errorf("graph: value '%s' of shape %s has a negative dimension", name ? name : "",
+                                                hp_shape_str(sb, sizeof sb, &shape))
+                                    : hp_errorf("graph: value '%s' of shape %s has more than the %lld elements a tensor "
+                                                "may have",
+                                                name ? name : "", hp_shape_str(sb, sizeof sb, &shape),
+                                                (long long)HP_MAX_NUMEL));
+        return -1;
+    }
     if (g->nvals == g->capv) {
         int cap = g->capv ? g->capv * 2 : 64;
         hp_value *v = realloc(g->vals, (size_t)cap * sizeof *v);
@@ -88,6 +103,13 @@ static int check_shape(hp_graph *g, const char *what, const char *name, hp_shape
                                        name, i, (long long)s.d[i]));
             return 0;
         }
+    int64_t numel;
+    if (!hp_shape_numel_checked(&numel, &s)) {
+        char sb[128];
+        hp_graph_fail(g, hp_errorf("graph: %s '%s': shape %s has more than the %lld elements a tensor may have", what,
+                                   name, hp_shape_str(sb, sizeof sb, &s), (long long)HP_MAX_NUMEL));
+        return 0;
+    }
     return 1;
 }
 

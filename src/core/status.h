@@ -1,6 +1,8 @@
 /* core/status: the error value every fallible function returns.
  * HP_OK (NULL) means success; anything else is a heap-allocated error that
- * carries a one-line message. The caller owns it and frees it with
+ * carries a one-line message (control bytes from input, such as a newline or
+ * an escape sequence in a file name, are written as \n, \xNN). The caller
+ * owns it and frees it with
  * hp_status_free (or hands it up with HP_TRY). */
 #ifndef HP_CORE_STATUS_H
 #define HP_CORE_STATUS_H

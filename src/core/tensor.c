@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "core/checked.h"
+
 size_t hp_dtype_size(hp_dtype t) {
     switch (t) {
     case HP_F32: return 4;
@@ -26,6 +28,14 @@ int64_t hp_shape_numel(const hp_shape *s) {
     int64_t n = 1;
     for (int i = 0; i < s->ndim; i++) n *= s->d[i];
     return n;
+}
+
+int hp_shape_numel_checked(int64_t *out, const hp_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++)
+        if (s->d[i] < 0 || !hp_mul_i64(&n, n, s->d[i]) || n > HP_MAX_NUMEL) return 0;
+    *out = n;
+    return 1;
 }
 
 int hp_shape_eq(const hp_shape *a, const hp_shape *b) {

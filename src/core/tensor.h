@@ -25,7 +25,14 @@ typedef struct {
 
 size_t hp_dtype_size(hp_dtype t);
 const char *hp_dtype_name(hp_dtype t);
+/* The element count (dims must already be checked: see hp_shape_numel_checked). */
 int64_t hp_shape_numel(const hp_shape *s);
+/* The most elements one tensor may have (2^40: 4 TiB of fp32), so that every
+ * byte count of a tensor fits int64_t with room to spare. */
+#define HP_MAX_NUMEL ((int64_t)1 << 40)
+/* *out = the element count of s; 0 when a dimension is negative, or the product
+ * overflows or exceeds HP_MAX_NUMEL. */
+int hp_shape_numel_checked(int64_t *out, const hp_shape *s);
 int hp_shape_eq(const hp_shape *a, const hp_shape *b);
 hp_shape hp_shape1(int64_t a);
 hp_shape hp_shape2(int64_t a, int64_t b);

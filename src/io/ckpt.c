@@ -55,7 +55,7 @@ void hp_ckpt_close(hp_ckpt *ck) {
     memset(ck, 0, sizeof *ck);
 }
 
-hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir) {
+static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
     memset(ck, 0, sizeof *ck);
     struct stat sb;
     if (stat(dir, &sb) != 0) return hp_errorf("%s: cannot open checkpoint: %s", dir, strerror(errno));
@@ -63,7 +63,7 @@ hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir) {
     char *p = hp_fs_join(dir, HP_CKPT_MODEL);
     hp_status e = hp_safetensors_open(&ck->model, p);
     free(p);
-    if (!e) {
+    if (!e && with_optim) {
         p = hp_fs_join(dir, HP_CKPT_OPTIM);
         e = hp_safetensors_open(&ck->optim, p);
         free(p);
@@ -84,3 +84,6 @@ hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir) {
     if (e) hp_ckpt_close(ck);
     return e;
 }
+
+hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir) { return open_ckpt(ck, dir, 1); }
+hp_status hp_ckpt_open_weights(hp_ckpt *ck, const char *dir) { return open_ckpt(ck, dir, 0); }

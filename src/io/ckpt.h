@@ -34,6 +34,9 @@ typedef struct {
 } hp_ckpt;
 
 hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir);
+/* The same without optim.safetensors (ck->optim NULL): what reading the
+ * weights alone needs (sampling, export); the file may be missing. */
+hp_status hp_ckpt_open_weights(hp_ckpt *ck, const char *dir);
 void hp_ckpt_close(hp_ckpt *ck);
 
 #endif

@@ -127,11 +127,54 @@ static hp_status list_files(char ***names, int *count, const char *path) {
     return HP_OK;
 }
 
-/* Maps one file and decides its kind (when kind is AUTO). */
-static hp_status map_file(shard *s, hp_data_kind *kind) {
-    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hp_errorf("%s: cannot open: %s", s->path, strerror(errno));
+static int named_bin(const char *path) {
+    size_t n = strlen(path);
+    return n >= 4 && !strcmp(path + n - 4, ".bin");
+}
+
+/* The kind of a mapped file when asked for AUTO: a token shard when it starts
+ * with the magic; otherwise text, but only when it cannot be a shard (its name
+ * does not end in .bin and the vocabulary is 256). */
+static hp_status auto_kind(hp_data_kind *kind, const shard *s, int vocab) {
+    int32_t magic = 0;
+    if (s->map_len >= 4) memcpy(&magic, s->map, 4);
+    if (s->map_len >= 4 && magic == HP_DATA_MAGIC) {
+        *kind = HP_DATA_TOKENS;
+        return HP_OK;
+    }
+    if (named_bin(s->path)) {
+        if (s->map_len < 4)
+            return hp_errorf("%s: a .bin file of %zu bytes: too short for the llm.c token shard magic %d (data kind "
+                             "text reads it as bytes)",
+                             s->path, s->map_len, HP_DATA_MAGIC);
+        return hp_errorf("%s: bad magic %d (0x%08x) where an llm.c token shard starts with %d: a .bin file is read as "
+                         "token shards (data kind text reads it as bytes)",
+                         s->path, magic, (unsigned)magic, HP_DATA_MAGIC);
+    }
+    if (vocab != 256)
+        return hp_errorf("%s: not an llm.c token shard (no magic %d) and the vocabulary is %d, not 256: text is read "
+                         "as bytes only with vocabulary 256 or data kind text",
+                         s->path, HP_DATA_MAGIC, vocab);
+    *kind = HP_DATA_TEXT;
+    return HP_OK;
+}
+
+/* Maps one file and decides its kind (when kind is AUTO). Anything but a
+ * regular file (a FIFO, a device, a directory) is refused before it is
+ * opened: opening a FIFO for reading waits for a writer. */
+static hp_status map_file(shard *s, hp_data_kind *kind, int vocab) {
     struct stat sb;
+    if (stat(s->path, &sb) != 0) return hp_errorf("%s: cannot open: %s", s->path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return hp_errorf("%s: not a regular file (%s): data must be a file", s->path,
+                         S_ISFIFO(sb.st_mode)  ? "a FIFO"
+                         : S_ISDIR(sb.st_mode) ? "a directory"
+                         : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                         : S_ISSOCK(sb.st_mode) ? "a socket"
+                                                : "not a file");
+    /* O_NONBLOCK: should the path turn into a FIFO after the check, open still returns */
+    int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return hp_errorf("%s: cannot open: %s", s->path, strerror(errno));
     hp_status e = HP_OK;
     if (fstat(fd, &sb) != 0)
         e = hp_errorf("%s: cannot stat: %s", s->path, strerror(errno));
@@ -149,11 +192,7 @@ static hp_status map_file(shard *s, hp_data_kind *kind) {
     close(fd);
     if (e) return e;
     const size_t hbytes = HP_DATA_HEADER_INTS * sizeof(int32_t);
-    if (*kind == HP_DATA_AUTO) {
-        int32_t magic = 0;
-        if (s->map_len >= 4) memcpy(&magic, s->map, 4);
-        *kind = (s->map_len >= hbytes && magic == HP_DATA_MAGIC) ? HP_DATA_TOKENS : HP_DATA_TEXT;
-    }
+    if (*kind == HP_DATA_AUTO) HP_TRY(auto_kind(kind, s, vocab));
     if (*kind == HP_DATA_TEXT) {
         s->bytes = s->map;
         s->n = (int64_t)s->map_len;
@@ -164,7 +203,8 @@ static hp_status map_file(shard *s, hp_data_kind *kind) {
                          hbytes);
     const int32_t *h = s->map;
     if (h[0] != HP_DATA_MAGIC)
-        return hp_errorf("%s: bad magic %d (expected %d: not an llm.c token shard)", s->path, h[0], HP_DATA_MAGIC);
+        return hp_errorf("%s: bad magic %d (0x%08x; expected %d: not an llm.c token shard)", s->path, h[0],
+                         (unsigned)h[0], HP_DATA_MAGIC);
     if (h[1] != HP_DATA_VERSION)
         return hp_errorf("%s: unsupported token shard version %d (expected %d)", s->path, h[1], HP_DATA_VERSION);
     size_t have = (s->map_len - hbytes) / 2;
@@ -175,6 +215,8 @@ static hp_status map_file(shard *s, hp_data_kind *kind) {
     s->n = h[2];
     return HP_OK;
 }
+
+static const char *kind_name(hp_data_kind k) { return k == HP_DATA_TEXT ? "text" : "llm.c token shards"; }
 
 static hp_status check_tokens(const shard *s, int vocab) {
     if (s->tok) {
@@ -221,9 +263,12 @@ static hp_status open_body(hp_data *d) {
     int64_t total = 0;
     for (int i = 0; i < count; i++) {
         shard *s = &d->shards[i];
-        hp_data_kind k = d->kind;
-        HP_TRY(map_file(s, &k));
+        hp_data_kind k = c->kind; /* AUTO: decided per file; every file must come out the same */
+        HP_TRY(map_file(s, &k, c->vocab));
         if (d->kind == HP_DATA_AUTO) d->kind = k;
+        if (k != d->kind)
+            return hp_errorf("%s: is %s but %s is %s: the files of one source must be of one kind", s->path,
+                             kind_name(k), d->shards[0].path, kind_name(d->kind));
         HP_TRY(check_tokens(s, c->vocab));
         s->start = total;
         total += s->n;
@@ -281,6 +326,7 @@ void hp_data_rewind(hp_data *d) {
 }
 
 int64_t hp_data_num_tokens(const hp_data *d) { return d->n; }
+hp_data_kind hp_data_kind_of(const hp_data *d) { return d->kind; }
 
 int64_t hp_data_steps_per_epoch(const hp_data *d) {
     if (d->cfg.order == HP_DATA_SHUFFLE) return d->per_epoch;
@@ -391,6 +437,9 @@ hp_status hp_data_state_from_json(hp_data_state *s, const hp_json *obj) {
     if (strncmp(rng, "0x", 2) != 0 || *end != 0 || errno == ERANGE || end == rng + 2)
         return hp_errorf("key 'rng': expected a hex string like \"0x0123456789abcdef\", got \"%s\"", rng);
     t.rng = (uint64_t)r;
+    if (t.position < 0) return hp_errorf("key 'position': %" PRId64 " is negative", t.position);
+    if (t.epoch < 0) return hp_errorf("key 'epoch': %" PRId64 " is negative", t.epoch);
+    if (t.n_tokens < 2) return hp_errorf("key 'n_tokens': %" PRId64 " is below 2 (no stream is that short)", t.n_tokens);
     *s = t;
     return HP_OK;
 }

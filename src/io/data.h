@@ -3,7 +3,12 @@
  * uint16 tokens), given as one file or a glob(3) pattern (matches sorted by
  * name with strcmp, concatenated logically), or raw text read as bytes
  * (tokens 0..255). Files are mapped read-only, checked once at open (sizes,
- * headers, every token < V), never copied whole.
+ * headers, every token < V), never copied whole. Only regular files are read
+ * (a FIFO or device is refused before it is opened). The kind is asked for
+ * (TOKENS, TEXT) or found (AUTO, per file): a file that starts with the magic
+ * is a shard; any other file is text only when it cannot be a shard — its
+ * name does not end in .bin and V is 256 — else an error naming the file and
+ * the magic found. The files of one source are all of one kind.
  *
  * A batch of B x T reads B*T+1 consecutive tokens (inputs, and targets
  * shifted by one). With world > 1, rank r of a step reads the r-th of world
@@ -41,7 +46,7 @@ typedef enum { HP_DATA_ALL = 0, HP_DATA_TRAIN = 1, HP_DATA_VAL = 2 } hp_data_spl
 
 typedef struct {
     const char *path;    /* a file, or a glob pattern if it contains * ? [ */
-    hp_data_kind kind;   /* AUTO: token shard if the file starts with the magic, else text */
+    hp_data_kind kind;   /* AUTO: see above */
     int vocab;           /* V: every token must be < V (text needs V >= the largest byte + 1) */
     int B, T;
     uint64_t seed;
@@ -70,6 +75,8 @@ void hp_data_get_state(const hp_data *d, hp_data_state *s);
 hp_status hp_data_set_state(hp_data *d, const hp_data_state *s);
 /* Tokens in this stream (after the split). */
 int64_t hp_data_num_tokens(const hp_data *d);
+/* TOKENS or TEXT: what the source turned out to be. */
+hp_data_kind hp_data_kind_of(const hp_data *d);
 /* Steps until the epoch count goes up, counted from the start of an epoch
  * (SEQUENTIAL: from offset 0). */
 int64_t hp_data_steps_per_epoch(const hp_data *d);

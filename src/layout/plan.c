@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void hp_plan_init(hp_plan *out, const hp_mesh *m) {
     memset(out, 0, sizeof *out);
@@ -200,6 +201,9 @@ hp_status hp_plan_load(hp_plan *out, const char *path) {
     hp_mesh none;
     memset(&none, 0, sizeof none);
     hp_plan_init(out, &none);
+    struct stat sb; /* before opening: a FIFO would block, a directory reads as an error */
+    if (stat(path, &sb) != 0) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return hp_errorf("%s: not a regular file (a plan file is a text file)", path);
     FILE *f = fopen(path, "rb");
     if (!f) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
@@ -246,6 +250,79 @@ hp_status hp_plan_layout_of(hp_layout *out, const hp_plan *p, const char *name, 
         return HP_OK;
     }
     return HP_OK;
+}
+
+/* Levenshtein distance between a[0..na) and b[0..nb) (each clipped to
+ * DIST_MAX characters: enough to rank parameter names). */
+enum { DIST_MAX = 160 };
+static int edit_distance(const char *a, const char *b) {
+    int na = (int)strlen(a), nb = (int)strlen(b);
+    if (na > DIST_MAX) na = DIST_MAX;
+    if (nb > DIST_MAX) nb = DIST_MAX;
+    int row[DIST_MAX + 1];
+    for (int j = 0; j <= nb; j++) row[j] = j;
+    for (int i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= nb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* name with every run of digits replaced by '*' ("h.11.ln1.weight" ->
+ * "h.*.ln1.weight"): how a glob over layers spells it. */
+static void digits_to_star(char *out, size_t n, const char *name) {
+    size_t k = 0;
+    for (const char *c = name; *c && k + 1 < n; c++) {
+        if (isdigit((unsigned char)*c)) {
+            if (k == 0 || out[k - 1] != '*' || !isdigit((unsigned char)c[-1])) out[k++] = '*';
+            while (isdigit((unsigned char)c[1])) c++;
+        } else {
+            out[k++] = *c;
+        }
+    }
+    out[k] = 0;
+}
+
+/* The name in names[n] closest to pattern (by itself or in its glob form). */
+static const char *closest(const char *pattern, const char *const *names, int n) {
+    const char *best = NULL;
+    int bd = 0;
+    for (int i = 0; i < n; i++) {
+        char glob[DIST_MAX + 1];
+        digits_to_star(glob, sizeof glob, names[i]);
+        int d = edit_distance(pattern, names[i]), dg = edit_distance(pattern, glob);
+        if (dg < d) d = dg;
+        if (!best || d < bd) best = names[i], bd = d;
+    }
+    return best;
+}
+
+static hp_status check_rule_list(const hp_plan_rule *rules, int nr, const char *kind, const char *what,
+                                 const char *const *names, int n) {
+    for (int r = 0; r < nr; r++) {
+        int hit = 0;
+        for (int i = 0; i < n && !hit; i++) hit = fnmatch(rules[r].pattern, names[i], 0) == 0;
+        if (hit) continue;
+        const char *near = closest(rules[r].pattern, names, n);
+        if (!near) return hp_errorf("%s: %s '%s' matches no %s (the model has none)", rules[r].where, kind,
+                                    rules[r].pattern, what);
+        return hp_errorf("%s: %s '%s' matches no %s of the model (closest: '%s')", rules[r].where, kind,
+                         rules[r].pattern, what, near);
+    }
+    return HP_OK;
+}
+
+hp_status hp_plan_check_rules(const hp_plan *p, const char *const *params, int np, const char *const *inputs, int ni) {
+    HP_TRY(check_rule_list(p->params, p->nparams, "param", "parameter", params, np));
+    return check_rule_list(p->inputs, p->ninputs, "input", "input", inputs, ni);
 }
 
 /* Appends printf output at *used (counting what would not fit). */

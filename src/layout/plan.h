@@ -85,6 +85,11 @@ hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *lay
 /* The layout of parameter (is_input = 0) or input (1) `name`, checked against
  * the tensor's rank; errors name the rule, the layout and the tensor. */
 hp_status hp_plan_layout_of(hp_layout *out, const hp_plan *p, const char *name, int is_input, int tensor_ndim);
+/* Every rule must match at least one of the model's parameter (params[np])
+ * or input (inputs[ni]) names: a rule that matches none (a typo such as
+ * `h.*.mlp.fc.wieght`) is an error naming the rule's place (`FILE:LINE`) with
+ * the closest real name (edit distance) as a hint. */
+hp_status hp_plan_check_rules(const hp_plan *p, const char *const *params, int np, const char *const *inputs, int ni);
 /* The plan in the file format (parses back to the same plan); returns buf.
  * hp_plan_str_size gives the bytes needed (with the terminating 0). */
 char *hp_plan_str(char *buf, size_t n, const hp_plan *p);

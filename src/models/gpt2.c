@@ -8,7 +8,17 @@
 #include "ops/ops.h"
 
 hp_status hp_gpt2_config_check(hp_gpt2_config *c) {
-    if (c->Vp == 0) c->Vp = (c->V + 127) / 128 * 128;
+    /* the limits first: Vp and the parameter count are computed from them */
+#define LIMIT(v, name, max)                                                                                    \
+    if ((v) > (max)) return hp_errorf("gpt2: %s = %d is above the limit of %d", name, (int)(v), (int)(max))
+    LIMIT(c->L, "layers (L)", HP_GPT2_MAX_LAYERS);
+    LIMIT(c->NH, "heads (NH)", HP_GPT2_MAX_HEADS);
+    LIMIT(c->C, "channels (C)", HP_GPT2_MAX_CHANNELS);
+    LIMIT(c->V, "vocabulary (V)", HP_GPT2_MAX_VOCAB);
+    LIMIT(c->Vp, "padded vocabulary (Vp)", HP_GPT2_MAX_VOCAB);
+    LIMIT(c->maxT, "max sequence length (maxT)", HP_GPT2_MAX_SEQ);
+#undef LIMIT
+    if (c->Vp == 0 && c->V > 0) c->Vp = (c->V + 127) / 128 * 128;
     if (c->L < 1) return hp_errorf("gpt2: layers (L) must be >= 1, got %d", c->L);
     if (c->NH < 1) return hp_errorf("gpt2: heads (NH) must be >= 1, got %d", c->NH);
     if (c->C < 1 || c->C % c->NH)
@@ -16,6 +26,10 @@ hp_status hp_gpt2_config_check(hp_gpt2_config *c) {
     if (c->V < 1) return hp_errorf("gpt2: vocabulary (V) must be >= 1, got %d", c->V);
     if (c->Vp < c->V) return hp_errorf("gpt2: padded vocabulary Vp = %d is below V = %d", c->Vp, c->V);
     if (c->maxT < 1) return hp_errorf("gpt2: max sequence length (maxT) must be >= 1, got %d", c->maxT);
+    size_t n = hp_gpt2_num_params(c); /* fits: every factor is within its limit */
+    if ((int64_t)n > HP_GPT2_MAX_PARAMS)
+        return hp_errorf("gpt2: %zu parameters (L=%d C=%d Vp=%d maxT=%d) are above the limit of %lld", n, c->L, c->C,
+                         c->Vp, c->maxT, (long long)HP_GPT2_MAX_PARAMS);
     return HP_OK;
 }
 

@@ -27,7 +27,17 @@ typedef struct {
     int logits;  /* [B,T,Vp] */
 } hp_gpt2_io;
 
-/* Fills Vp (V rounded up to 128) when 0, and checks the shape. */
+/* The largest shapes accepted (checked before anything is built, so every
+ * size product of the model fits int64_t): */
+#define HP_GPT2_MAX_LAYERS 1024
+#define HP_GPT2_MAX_HEADS 1024
+#define HP_GPT2_MAX_CHANNELS 65536
+#define HP_GPT2_MAX_VOCAB (1 << 24)
+#define HP_GPT2_MAX_SEQ (1 << 20)
+#define HP_GPT2_MAX_PARAMS ((int64_t)1 << 40)
+
+/* Fills Vp (V rounded up to 128) when 0, and checks the shape against the
+ * limits above. */
 hp_status hp_gpt2_config_check(hp_gpt2_config *c);
 /* Builds the forward graph for batches of B x T tokens into g. */
 hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, int B, int T);

@@ -22,7 +22,22 @@ static void note(hp_compiled *c, const char *name, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Every rule of the plan matches a parameter or input of g. */
+static hp_status check_rules(const hp_plan *p, const hp_graph *g) {
+    const char **names = malloc(sizeof *names * (size_t)(g->nvals ? g->nvals : 1));
+    if (!names) return hp_errorf("compile: out of memory");
+    int np = 0, ni = 0;
+    for (int v = 0; v < g->nvals; v++) /* parameters from the front, inputs from the back */
+        if (g->vals[v].kind == HP_V_PARAM) names[np++] = g->vals[v].name;
+    for (int v = g->nvals - 1; v >= 0; v--)
+        if (g->vals[v].kind == HP_V_INPUT) names[g->nvals - 1 - ni++] = g->vals[v].name;
+    hp_status st = hp_plan_check_rules(p, names, np, names + g->nvals - ni, ni);
+    free(names);
+    return st;
+}
+
 hp_status hp_layouts_from_plan(hp_layout *layouts, unsigned char *fixed, const hp_plan *p, const hp_graph *g) {
+    HP_TRY(check_rules(p, g));
     for (int v = 0; v < g->nvals; v++) {
         const hp_value *val = &g->vals[v];
         fixed[v] = 0;

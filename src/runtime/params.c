@@ -1,12 +1,15 @@
 #include "runtime/params.h"
 
+#include "core/checked.h"
 #include "optim/route.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void *hp_alloc_zeroed(size_t n) {
+    if (n > SIZE_MAX - 4095) return NULL;
     size_t sz = (n + 4095) / 4096 * 4096;
     if (sz == 0) sz = 4096;
     void *p = aligned_alloc(4096, sz);
@@ -28,15 +31,18 @@ static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at,
         return hp_errorf("parameters: out of memory");
     }
     hp_graph_params(g, ids, n);
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
+    size_t off = 0, bytes = 0;
+    int fits = 1;
+    for (int i = 0; i < n && fits; i++) {
         const hp_value *v = &g->vals[ids[i]];
         memcpy(ps->name[i], v->name, HP_NAME_LEN);
         ps->shape[i] = v->shape;
         ps->hidden_matrix[i] = hp_optim_hidden_matrix(v->name, &v->shape);
         ps->offset[i] = at ? at[i] : off;
-        off += ((size_t)hp_shape_numel(&v->shape) + 15) / 16 * 16;
-        if (at && at[i] + (size_t)hp_shape_numel(&v->shape) > total) {
+        int64_t numel = 0;
+        size_t end = 0;
+        fits = hp_shape_numel_checked(&numel, &v->shape) && hp_add_size(&off, off, ((size_t)numel + 15) / 16 * 16);
+        if (fits && at && (!hp_add_size(&end, at[i], (size_t)numel) || end > total)) {
             free(ids);
             hp_param_store_free(ps);
             return hp_errorf("parameters: '%s' lies outside the store's layout", v->name);
@@ -45,12 +51,16 @@ static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at,
     free(ids);
     ps->n = n;
     ps->total = at ? total : off;
+    if (!fits || !hp_mul_size(&bytes, ps->total, sizeof(float))) {
+        hp_param_store_free(ps);
+        return hp_errorf("parameters: their size overflows the address space (more than %zu floats)",
+                         SIZE_MAX / sizeof(float));
+    }
     if (!alloc) return HP_OK;
-    off = ps->total;
-    ps->data = hp_alloc_zeroed(off * sizeof(float));
+    ps->data = hp_alloc_zeroed(bytes);
     if (!ps->data) {
         hp_param_store_free(ps);
-        return hp_errorf("parameters: cannot allocate %zu MB", off * 4 >> 20);
+        return hp_errorf("parameters: cannot allocate %zu MB", bytes >> 20);
     }
     return HP_OK;
 }

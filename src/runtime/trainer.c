@@ -10,6 +10,7 @@
 
 #include "core/timing.h"
 #include "io/ckpt_dir.h"
+#include "io/outpath.h"
 #include "runtime/dist_ckpt.h"
 #include "runtime/metrics.h"
 #include "runtime/trace_hook.h"
@@ -274,6 +275,9 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
     if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
     if (!st) st = check_finite(t, cfg->resume ? "the checkpoint" : "the initial weights");
+    /* outputs written later are checked now, not at the first save */
+    if (!st && t->lead && cfg->ckpt_dir && cfg->ckpt_dir[0]) st = hp_outpath_check_dir(cfg->ckpt_dir, "the checkpoint directory");
+    if (!st && cfg->trace && cfg->trace[0]) st = hp_outpath_check_file(cfg->trace, "the trace file prefix");
     if (!st && t->lead && cfg->metrics && cfg->metrics[0]) {
         long dropped = 0;
         st = hp_metrics_open(&t->metrics, &dropped, cfg->metrics, cfg->resume ? cfg->start_step : -1);

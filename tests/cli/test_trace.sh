@@ -53,6 +53,6 @@ python3 -c "import json; d = json.load(open('one.rank0.json')); assert any(e.get
 "$HP" bench --model small --steps 2 --trace bt >log.txt 2>&1 || fail "bench --trace failed: $(tail -2 log.txt)"
 python3 -c "import json; d = json.load(open('bt.small.rank0.json')); assert len([e for e in d['traceEvents'] if e['ph'] == 'X']) > 100" ||
   fail "bench trace"
-# a trace that cannot be written: one line naming the file, non-zero exit
-expect_error "nodir/t.rank0.json" "$HP" train $small --trace nodir/t
+# a trace that cannot be written: one line naming the prefix, non-zero exit, before the first step
+expect_error "nodir/t: the trace file prefix cannot be written" "$HP" train $small --trace nodir/t
 finish

@@ -5,6 +5,7 @@
  * be checked exactly. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/data.h"
@@ -277,7 +278,9 @@ static void test_text(const char *dir) {
         CHECK(ok);
         hp_data_close(d);
     }
-    c.vocab = 128;
+    c.vocab = 128; /* AUTO: text only at vocabulary 256 */
+    CHECK_ERR(hp_data_open(&d, &c), "text.txt: not an llm.c token shard (no magic 20240520) and the vocabulary is 128");
+    c.kind = HP_DATA_TEXT;
     CHECK_ERR(hp_data_open(&d, &c), "text.txt: byte 128 at position 100 is >= the vocabulary size V = 128");
     c.vocab = 256;
     c.kind = HP_DATA_TOKENS; /* a text file is not a shard */
@@ -306,7 +309,34 @@ static void test_errors(const char *dir, const char *glob) {
     CHECK_ERR(hp_data_open(&d, &c), "bad.bin: the data has 10 tokens, fewer than one batch");
     write_shard(dir, "bad.bin", 0, 50, 50, 20240521);
     c.kind = HP_DATA_TOKENS;
-    CHECK_ERR(hp_data_open(&d, &c), "bad.bin: bad magic 20240521 (expected 20240520");
+    CHECK_ERR(hp_data_open(&d, &c), "bad.bin: bad magic 20240521 (0x0134d889; expected 20240520");
+    /* AUTO: a .bin without the magic is an error at any vocabulary, never text */
+    c.kind = HP_DATA_AUTO;
+    CHECK_ERR(hp_data_open(&d, &c), "bad.bin: bad magic 20240521 (0x0134d889) where an llm.c token shard starts with");
+    c.vocab = 256;
+    CHECK_ERR(hp_data_open(&d, &c), "bad.bin: bad magic 20240521");
+    c.kind = HP_DATA_TEXT; /* asked for: read as bytes */
+    CHECK_OK(hp_data_open(&d, &c));
+    if (d) CHECK(hp_data_kind_of(d) == HP_DATA_TEXT && hp_data_num_tokens(d) == 1024 + 100);
+    hp_data_close(d);
+    free(p);
+    /* AUTO per file: a glob of shards and text is refused */
+    write_shard(dir, "mix_0.bin", 0, 50, 50, 20240520);
+    p = hp_fs_join(dir, "mix_1.txt");
+    CHECK_OK(hp_fs_write_atomic(p, "some text, not a shard", 22));
+    free(p);
+    p = hp_fs_join(dir, "mix_*");
+    c = base_cfg(p);
+    c.vocab = 256;
+    CHECK_ERR(hp_data_open(&d, &c), "mix_1.txt: is text but");
+    free(p);
+    /* a FIFO is refused before it is opened (opening it for reading would wait for a writer) */
+    p = hp_fs_join(dir, "fifo");
+    CHECK(mkfifo(p, 0600) == 0);
+    c = base_cfg(p);
+    CHECK_ERR(hp_data_open(&d, &c), "fifo: not a regular file (a FIFO)");
+    c = base_cfg(dir);
+    CHECK_ERR(hp_data_open(&d, &c), "not a regular file (a directory)");
     free(p);
 
     p = hp_fs_join(dir, "missing.bin");
