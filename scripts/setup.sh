@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
-# --tests also installs what the tests need (python3, pkg-config).
+# --tests also installs what the tests need (python3, pkg-config; clang and
+# its runtime libraries with libFuzzer for the fuzz targets, tests/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,7 +10,9 @@ sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
-    --tests) pkgs+=(python3 pkg-config) ;; # JSON reports (cli tests); the installed library (api/install)
+    # JSON reports (cli tests); the installed library (api/install); clang with
+    # its libFuzzer, ASan and UBSan runtimes (libclang-rt-14-dev) for tests/fuzz/run.sh
+    --tests) pkgs+=(python3 pkg-config clang libclang-rt-14-dev) ;;
     *) echo "setup: unknown argument '$arg' (use --sanitize, --tests)" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,59 @@
+/* Fuzz target: the sharding-plan parser (layout/plan, with the mesh and
+ * layout text forms under it). Any input either fails with a message or
+ * gives a plan that prints to text which parses back to the same plan;
+ * lookups of a few GPT-2 names give a layout or a message. */
+#include "fuzz_util.h"
+#include "layout/plan.h"
+
+static int same_rules(const hp_plan_rule *a, const hp_plan_rule *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(a[i].pattern, b[i].pattern) || !hp_layout_eq(&a[i].layout, &b[i].layout)) return 0;
+    return 1;
+}
+
+static int same_plan(const hp_plan *a, const hp_plan *b) {
+    if (a->mesh.ndim != b->mesh.ndim || a->nparams != b->nparams || a->ninputs != b->ninputs) return 0;
+    for (int i = 0; i < a->mesh.ndim; i++)
+        if (a->mesh.size[i] != b->mesh.size[i] || strcmp(a->mesh.name[i], b->mesh.name[i])) return 0;
+    return same_rules(a->params, b->params, a->nparams) && same_rules(a->inputs, b->inputs, a->ninputs);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* The parser reads NUL-terminated text (hp_plan_load refuses a NUL). */
+    if (memchr(data, 0, size)) return 0;
+    char *text = malloc(size + 1);
+    FUZZ_CHECK(text != NULL);
+    memcpy(text, data, size);
+    text[size] = 0;
+    hp_plan p;
+    hp_status e = hp_plan_parse(&p, text, "fuzz.plan");
+    free(text);
+    if (fuzz_err(e)) return 0;
+
+    FUZZ_CHECK(p.mesh.ndim >= 1 && p.mesh.ndim <= HP_MESH_MAX_DIMS && hp_mesh_size(&p.mesh) >= 1);
+    static const struct {
+        const char *name;
+        int is_input, ndim;
+    } names[] = {{"wte", 0, 2}, {"h.0.attn.qkv.weight", 0, 3}, {"h.11.mlp.fc.bias", 0, 1}, {"lnf.weight", 0, 1},
+                 {"tokens", 1, 2}, {"targets", 1, 2}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        hp_layout l;
+        if (!fuzz_err(hp_plan_layout_of(&l, &p, names[i].name, names[i].is_input, names[i].ndim)))
+            FUZZ_CHECK(l.ndim == p.mesh.ndim);
+    }
+
+    size_t n = hp_plan_str_size(&p);
+    char *printed = malloc(n);
+    FUZZ_CHECK(printed != NULL);
+    hp_plan_str(printed, n, &p);
+    FUZZ_CHECK(strlen(printed) + 1 == n);
+    hp_plan q;
+    e = hp_plan_parse(&q, printed, "printed");
+    if (e) fprintf(stderr, "printed plan:\n%s\ndoes not parse: %s\n", printed, hp_status_msg(e));
+    FUZZ_CHECK(e == HP_OK);
+    FUZZ_CHECK(same_plan(&p, &q));
+    hp_plan_free(&q);
+    free(printed);
+    hp_plan_free(&p);
+    return 0;
+}
