@@ -1,7 +1,9 @@
 /* Fuzz target: the sharding-plan parser (layout/plan, with the mesh and
  * layout text forms under it). Any input either fails with a message or
  * gives a plan that prints to text which parses back to the same plan;
- * lookups of a few GPT-2 names give a layout or a message. */
+ * lookups of a few GPT-2 names give a layout or a message. Reading the
+ * input as a file (hp_plan_load; one input in 16) gives the same plan or
+ * also fails. */
 #include "fuzz_util.h"
 #include "layout/plan.h"
 
@@ -18,9 +20,27 @@ static int same_plan(const hp_plan *a, const hp_plan *b) {
     return same_rules(a->params, b->params, a->nparams) && same_rules(a->inputs, b->inputs, a->ninputs);
 }
 
+/* Reading the input as a file gives the same plan as parsing it, or also
+ * fails (a NUL byte is refused there); p is the parse's plan or NULL. */
+static void check_load(const uint8_t *data, size_t size, const hp_plan *p) {
+    char path[128];
+    fuzz_write_file(path, sizeof path, "in.plan", data, size);
+    hp_plan f;
+    hp_status e = hp_plan_load(&f, path);
+    unlink(path);
+    FUZZ_CHECK(!e == (p != NULL));
+    if (fuzz_err(e)) return;
+    FUZZ_CHECK(same_plan(p, &f));
+    hp_plan_free(&f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    int through_file = fuzz_sample(data, size, 16) || size >= 4000; /* a file is slower: a sample */
     /* The parser reads NUL-terminated text (hp_plan_load refuses a NUL). */
-    if (memchr(data, 0, size)) return 0;
+    if (memchr(data, 0, size)) {
+        if (through_file) check_load(data, size, NULL);
+        return 0;
+    }
     char *text = malloc(size + 1);
     FUZZ_CHECK(text != NULL);
     memcpy(text, data, size);
@@ -28,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hp_plan p;
     hp_status e = hp_plan_parse(&p, text, "fuzz.plan");
     free(text);
+    if (through_file) check_load(data, size, e ? NULL : &p);
     if (fuzz_err(e)) return 0;
 
     FUZZ_CHECK(p.mesh.ndim >= 1 && p.mesh.ndim <= HP_MESH_MAX_DIMS && hp_mesh_size(&p.mesh) >= 1);

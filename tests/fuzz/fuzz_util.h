@@ -30,19 +30,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                                \
     } while (0)
 
+static inline int fuzz_env_on_(const char *name) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, "1");
+}
+
 /* Frees an error after checking it carries a message (and returns 1 when
  * there was one), so targets can write `if (fuzz_err(e)) return 0;`. With
  * HP_FUZZ_VERBOSE=1 in the environment the messages are printed (to see
- * how far a seed gets). */
+ * how far a seed gets); with HP_FUZZ_ONE_LINE=1 a message holding a control
+ * byte (a newline or escape echoed from the input) is a failure too. */
 static inline int fuzz_err(hp_status e) {
     if (!e) return 0;
     const char *m = hp_status_msg(e);
     FUZZ_CHECK(m != NULL && m[0] != 0);
-    static int verbose = -1;
-    if (verbose < 0) verbose = getenv("HP_FUZZ_VERBOSE") && !strcmp(getenv("HP_FUZZ_VERBOSE"), "1");
+    static int verbose = -1, one_line = -1;
+    if (verbose < 0) verbose = fuzz_env_on_("HP_FUZZ_VERBOSE");
+    if (one_line < 0) one_line = fuzz_env_on_("HP_FUZZ_ONE_LINE");
     if (verbose) fprintf(stderr, "fuzz: error: %s\n", m);
+    if (one_line)
+        for (const char *c = m; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                fprintf(stderr, "fuzz: error message holds byte 0x%02x: %s\n", (unsigned char)*c, m);
+                FUZZ_CHECK(!"an error message is one line of printable text");
+            }
     hp_status_free(e);
     return 1;
+}
+
+/* 1 for about one input in `one_in`, chosen by a hash of the input (so a
+ * replayed input takes the same path): costly extra checks (going through
+ * a file for a reader that also parses memory) run on a sample. */
+static inline int fuzz_sample(const uint8_t *data, size_t size, unsigned one_in) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
+    return h % one_in == 0;
 }
 
 static char fuzz_dir_[64];
@@ -51,12 +73,14 @@ static inline void fuzz_dir_remove_(void) {
     if (fuzz_dir_[0]) rmdir(fuzz_dir_);
 }
 
-/* The target's private directory under $TMPDIR (or /tmp), made once and
- * removed at exit (its files are removed by the target after each input). */
+/* The target's private directory under $TMPDIR, else /dev/shm (memory: a
+ * file per input costs little there), else /tmp; made once and removed at
+ * exit (the target removes its files after each input). */
 static inline const char *fuzz_dir(void) {
     if (!fuzz_dir_[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(fuzz_dir_, sizeof fuzz_dir_, "%s/hp_fuzz_XXXXXX", t && *t && strlen(t) < 40 ? t : "/tmp");
+        if (!t || !*t || strlen(t) >= 40) t = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+        snprintf(fuzz_dir_, sizeof fuzz_dir_, "%s/hp_fuzz_XXXXXX", t);
         if (!mkdtemp(fuzz_dir_)) {
             fprintf(stderr, "fuzz: cannot make a directory %s: %s\n", fuzz_dir_, strerror(errno));
             abort();
