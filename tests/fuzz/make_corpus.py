@@ -3,7 +3,7 @@
 
 The seeds are small valid inputs (and a few near misses) of each format, so
 the fuzzer starts from inputs that reach deep into the readers. Run it again
-after changing a format; regression inputs (crash-*, regress-*) found by
+after changing a format; regression inputs (regress_*) found by
 fuzzing sit next to the seeds and are kept by hand, not written here.
 """
 import os

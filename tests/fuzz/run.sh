@@ -8,7 +8,7 @@
 # end) and corpus size; a crash, leak, timeout (10 s per input) or broken
 # property fails the run and leaves the input in build-fuzz/artifacts/.
 # A finding is fixed in the reader and its input copied into the seed
-# corpus as regress-<what> (tests/fuzz/corpus/<target>/), where
+# corpus as regress_<what> (tests/fuzz/corpus/<target>/), where
 # fuzz/replay_<target> runs it in every test suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
