@@ -27,6 +27,13 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S tests/fuzz -B build-fuzz -DCMAKE_C_COMPILER="$cc" >/dev/null
 cmake --build build-fuzz -j"$jobs" >/dev/null
 
+# The targets' scratch files: in memory when /dev/shm is there, and removed
+# even when a target dies on a finding.
+base=/tmp
+[[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm
+export TMPDIR
+TMPDIR=$(mktemp -d "$base/hp-fuzz.XXXXXX")
+trap 'rm -rf "$TMPDIR"' EXIT
 # libFuzzer sets up ASan's reporting itself; UBSan stops at the first error.
 export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
