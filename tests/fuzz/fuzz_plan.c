@@ -1,5 +1,5 @@
 /* Fuzz target: the sharding-plan parser (layout/plan, with the mesh and
- * layout text forms under it). Any input either fails with a message or
+ * layout text forms and the FSDP lines, layout/plan_fsdp, under it). Any input either fails with a message or
  * gives a plan that prints to text which parses back to the same plan;
  * lookups of a few GPT-2 names give a layout or a message. Reading the
  * input as a file (hp_plan_load; one input in 16) gives the same plan or
@@ -13,8 +13,25 @@ static int same_rules(const hp_plan_rule *a, const hp_plan_rule *b, int n) {
     return 1;
 }
 
+static int same_fsdp(const hp_fsdp_spec *a, const hp_fsdp_spec *b) {
+    if (a->level != b->level || a->nunits != b->nunits) return 0;
+    if (a->level > 0 &&
+        (a->shard_axis != b->shard_axis || a->replicate_axis != b->replicate_axis ||
+         a->reshard_after_forward != b->reshard_after_forward || a->prefetch != b->prefetch ||
+         a->reduce_bf16 != b->reduce_bf16 || a->style != b->style))
+        return 0;
+    for (int i = 0; i < a->nunits; i++) {
+        const hp_fsdp_unit_rule *u = &a->units[i], *v = &b->units[i];
+        if (strcmp(u->name, v->name) || u->nglobs != v->nglobs) return 0;
+        for (int k = 0; k < u->nglobs; k++)
+            if (strcmp(u->globs[k], v->globs[k])) return 0;
+    }
+    return 1;
+}
+
 static int same_plan(const hp_plan *a, const hp_plan *b) {
     if (a->mesh.ndim != b->mesh.ndim || a->nparams != b->nparams || a->ninputs != b->ninputs) return 0;
+    if (!same_fsdp(&a->fsdp, &b->fsdp)) return 0;
     for (int i = 0; i < a->mesh.ndim; i++)
         if (a->mesh.size[i] != b->mesh.size[i] || strcmp(a->mesh.name[i], b->mesh.name[i])) return 0;
     return same_rules(a->params, b->params, a->nparams) && same_rules(a->inputs, b->inputs, a->ninputs);
@@ -52,6 +69,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fuzz_err(e)) return 0;
 
     FUZZ_CHECK(p.mesh.ndim >= 1 && p.mesh.ndim <= HP_MESH_MAX_DIMS && hp_mesh_size(&p.mesh) >= 1);
+    const hp_fsdp_spec *f = &p.fsdp;
+    FUZZ_CHECK(f->level >= 0 && f->level <= 3 && f->nunits >= 0);
+    if (f->level > 0) {
+        FUZZ_CHECK(f->shard_axis >= 0 && f->shard_axis < p.mesh.ndim && f->shard_axis != f->replicate_axis);
+        FUZZ_CHECK(f->replicate_axis >= -1 && f->replicate_axis < p.mesh.ndim);
+    }
+    for (int i = 0; i < f->nunits; i++) FUZZ_CHECK(f->units[i].name[0] && f->units[i].nglobs > 0);
     static const struct {
         const char *name;
         int is_input, ndim;

@@ -71,6 +71,16 @@ def plan_seeds():
         "param x: P(avg)@dp,P(max)@tp\r\n"
         "input tokens: R@pp,S(1)@tp\n")
     put("plan", "bad_layout", "mesh: dp=2\nparam w: S(9)@tp\n")
+    put("plan", "fsdp_units", "mesh: dp=4\n"
+        "fsdp: shard=dp level=2 reshard=off prefetch=2 reduce=bf16 style=fsdp2\n"
+        "unit block0: h.0.* h.1.*\n"
+        "unit root: wte wpe lnf.*\n"
+        "param wte: S(0)@dp\n")
+    put("plan", "hsdp", "mesh: rep=2,dp=2,tp=2\n"
+        "unit  first :h.0.*\n"
+        "fsdp: shard=dp replicate=rep   # HSDP\n"
+        "param h.*.mlp.fc.weight: S(0)@tp\n")
+    put("plan", "fsdp_bad", "mesh: dp=2\nfsdp: shard=dp replicate=dp level=4\nunit u:\n")
 
 
 def safetensors(tensors, metadata=None, pad=True):
