@@ -2,7 +2,8 @@
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
 # --tests also installs what the tests need (python3, pkg-config, iproute2,
-# procps, chromium).
+# procps, chromium; clang and its runtime libraries with libFuzzer for the
+# fuzz targets, tests/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +12,9 @@ for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
     # JSON and HTML checks (cli tests); the installed library (api/install); ss, ip netns and ps
-    # (cli/mpi_listen, cli/two_hosts); report pages in a browser (cli/report_browser)
-    --tests) pkgs+=(python3 pkg-config iproute2 procps chromium) ;;
+    # (cli/mpi_listen, cli/two_hosts); report pages in a browser (cli/report_browser); clang with
+    # its libFuzzer, ASan and UBSan runtimes (libclang-rt-14-dev) for tests/fuzz/run.sh
+    --tests) pkgs+=(python3 pkg-config iproute2 procps chromium clang libclang-rt-14-dev) ;;
     *) echo "setup: unknown argument '$arg' (use --sanitize, --tests)" >&2; exit 2 ;;
   esac
 done
