@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
+# oneDNN is libdnnl-dev (2.6, OpenMP runtime: the bf16 GEMMs);
 # --tests also installs what the tests need (python3, pkg-config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
+sanitize=0 pkgs=(cmake gcc make libopenblas-dev libdnnl-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
