@@ -12,7 +12,7 @@ install(FILES ${CMAKE_SOURCE_DIR}/include/hyperpar/hyperpar.h DESTINATION ${CMAK
 
 # pkg-config: the link dependencies as full paths (what find_package found).
 set(hp_pc_libs "${OPENBLAS_LIB} ${DNNL_LIB}")
-foreach(l ${OpenMP_C_LIBRARIES})
+foreach(l ${HP_OMP_LIBS})
   string(APPEND hp_pc_libs " ${l}")
 endforeach()
 foreach(l ${MPI_C_LIBRARIES})
