@@ -15,7 +15,8 @@
  * denormals, both equal to hp_f32_to_bf16 (core/tensor.h); and every kernel
  * run again with the portable path forced (hp_kernels_set_portable) gives the
  * same bits as before. Run under HP_KERNELS_PORTABLE=1 (ctest
- * kernels/bf16_portable_env), the environment switch is checked too. */
+ * kernels/bf16_portable_env), the environment switch is checked too. The
+ * cpuid features agree with the compiler's own detection. */
 #include "core/tensor.h"
 #include "kernels/bf16.h"
 #include "kernels/isa.h"
@@ -310,6 +311,15 @@ int main(void) {
     if (env_on) CHECK(hp_kernels_bf16_cvt_isa() == HP_ISA_PORTABLE);
     hp_cpu_features f;
     hp_cpu_features_get(&f);
+    /* cpuid + xgetbv as libgcc's own detection reads them */
+    CHECK(f.avx2 == !!__builtin_cpu_supports("avx2") && f.avx512f == !!__builtin_cpu_supports("avx512f"));
+    CHECK(f.avx512_bf16 == !!__builtin_cpu_supports("avx512bf16"));
+    CHECK(!f.avx512_bf16 || (f.avx512f && f.avx512bw && f.avx512vl));
+    CHECK(!f.amx_bf16 || f.amx_tile);
+    hp_isa best = hp_cpu_best_isa();
+    CHECK(best == (f.amx_bf16 ? HP_ISA_AMX : f.avx512_bf16 ? HP_ISA_AVX512_BF16 : f.avx512bw && f.avx512vl ? HP_ISA_AVX512
+                   : f.avx2 && f.fma ? HP_ISA_AVX2 : HP_ISA_PORTABLE));
+    CHECK(!strcmp(hp_isa_name(HP_ISA_AVX512_BF16), "avx512-bf16") && !strcmp(hp_isa_name(HP_ISA_PORTABLE), "portable"));
     printf("cpu: avx2 %d avx512f %d avx512-bf16 %d amx-bf16 %d; bf16 conversions: %s\n", f.avx2, f.avx512f,
            f.avx512_bf16, f.amx_bf16, hp_isa_name(hp_kernels_bf16_cvt_isa()));
     hp_pool *p2;
