@@ -135,7 +135,7 @@ int hp_cmd_bench(int argc, char **argv) {
     hp_opt tab[] = {
         {"model", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
         {"threads", OPT_INT, &threads, 0, "compute threads"},
-        {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default)"},
+        {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default; with --gemm: runs per product, 3)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
         {"trace", OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
         {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak"},
