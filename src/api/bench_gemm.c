@@ -126,12 +126,14 @@ static hp_status run_backend(double *sec, gemm_bufs *b, int k, hp_pool *pool, hp
     return st;
 }
 
-/* The three backends in turn, round after round, until each ran at least
- * reps times and for at least MIN_SEC in all (so that short products get
- * enough runs for their best to miss other processes' load), at most
- * MAX_ROUNDS rounds; best time of each. */
-#define MIN_SEC 0.4
-#define MAX_ROUNDS 400
+/* Each backend runs back to back (a warm-up, then at least reps runs and at
+ * least MIN_SEC, at most MAX_RUNS): interleaving them would let one's idle
+ * threads go to sleep (the pool's) or keep spinning (OpenMP's) across the
+ * other's runs, which is not how a training step calls them. Two passes, the
+ * second in reverse order, so a change of the machine's load over time hits
+ * all three alike; best time of each over both. */
+#define MIN_SEC 0.2
+#define MAX_RUNS 200
 
 hp_status hp_bench_gemm(hp_bench_gemm_result *res, const hp_bench_gemm_config *cfg) {
     memset(res, 0, sizeof *res);
@@ -165,19 +167,18 @@ hp_status hp_bench_gemm(hp_bench_gemm_result *res, const hp_bench_gemm_config *c
         st = hp_gemm_prepare(&b.g32, ctx, &d32);
     }
     if (!st) st = hp_gemm_prepare(&b.g16, ctx, &d16);
-    double best[3] = {1e30, 1e30, 1e30}, total[3] = {0, 0, 0};
-    for (int r = 0; !st && r <= MAX_ROUNDS; r++) {
-        int done = r > reps;
-        for (int k = 0; k < 3; k++) done = done && total[k] >= MIN_SEC;
-        if (done) break;
-        for (int k = 0; !st && k < 3; k++) {
-            double t;
-            st = run_backend(&t, &b, k, pool, p, N, IC, OC);
-            if (r == 0) continue; /* warm-up */
-            total[k] += t;
-            if (t < best[k]) best[k] = t;
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int pass = 0; !st && pass < 2; pass++)
+        for (int j = 0; !st && j < 3; j++) {
+            int k = pass ? 2 - j : j;
+            double total = 0, t;
+            st = run_backend(&t, &b, k, pool, p, N, IC, OC); /* warm-up */
+            for (int r = 0; !st && r < MAX_RUNS && (r < reps || total < MIN_SEC); r++) {
+                st = run_backend(&t, &b, k, pool, p, N, IC, OC);
+                total += t;
+                if (t < best[k]) best[k] = t;
+            }
         }
-    }
     if (!st) {
         snprintf(res->impl_f32, sizeof res->impl_f32, "%s", hp_gemm_impl(b.g32));
         snprintf(res->impl_bf16, sizeof res->impl_bf16, "%s", hp_gemm_impl(b.g16));

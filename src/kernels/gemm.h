@@ -95,10 +95,11 @@ hp_status hp_gemm_linear_bwd(const hp_gemm_linear *l, void *dinp, float *dweight
 
 /* ---- fp32: oneDNN or OpenBLAS, per shape ---- */
 typedef enum { HP_GEMM_OPENBLAS = 0, HP_GEMM_ONEDNN = 1 } hp_gemm_backend;
-/* Best-of-`reps` seconds of product p of an fp32 linear layer through the
+/* Best-of-2x`reps` seconds of product p of an fp32 linear layer through the
  * engine's OpenBLAS kernels (hp_k_matmul_fwd / _bwd on ctx's pool) and through
- * a oneDNN primitive on ctx, on random data it allocates. A tuning step for the compile step, never a
- * steady-state call. */
+ * a oneDNN primitive on ctx, on random data it allocates; each backend's runs
+ * back to back (blocks in the order OpenBLAS, oneDNN, oneDNN, OpenBLAS). A
+ * tuning step for the compile step, never a steady-state call. */
 hp_status hp_gemm_f32_measure(double *sec_blas, double *sec_dnnl, hp_gemm_ctx *ctx,
                               hp_linear_product p, long N, long IC, long OC, int reps);
 /* The faster of the two measured (a tie keeps OpenBLAS, the fp32 default). */
