@@ -4,14 +4,17 @@
 #   P/lib/pkgconfig/hyperpar.pc (pkg-config --cflags --libs hyperpar), and
 #   P/lib/cmake/hyperpar/ (find_package(hyperpar): the target hyperpar::hyperpar).
 # The library is static, so both name everything a link needs: OpenBLAS and
-# MPI as this build found them, pthreads and libm.
+# MPI as this build found them, oneDNN and its OpenMP runtime, pthreads and libm.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS hyperpar EXPORT hyperparTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/hyperpar/hyperpar.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hyperpar)
 
 # pkg-config: the link dependencies as full paths (what find_package found).
-set(hp_pc_libs "${OPENBLAS_LIB}")
+set(hp_pc_libs "${OPENBLAS_LIB} ${DNNL_LIB}")
+foreach(l ${HP_OMP_LIBS})
+  string(APPEND hp_pc_libs " ${l}")
+endforeach()
 foreach(l ${MPI_C_LIBRARIES})
   string(APPEND hp_pc_libs " ${l}")
 endforeach()

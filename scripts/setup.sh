@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what hyperpar needs from Debian's packages (when missing) and
 # builds it: build/ (release) and, with --sanitize, build-san/ (ASan+UBSan);
+# oneDNN is libdnnl-dev (2.6, OpenMP runtime: the bf16 GEMMs);
 # --tests also installs what the tests need (python3, pkg-config, iproute2,
 # procps, chromium; clang and its runtime libraries with libFuzzer for the
 # fuzz targets, tests/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sanitize=0 pkgs=(cmake gcc make libopenblas-dev openmpi-bin libopenmpi-dev)
+sanitize=0 pkgs=(cmake gcc make libopenblas-dev libdnnl-dev openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;

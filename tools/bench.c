@@ -2,7 +2,10 @@
  * tokens/s, ms per step split into forward / backward / optimizer, achieved
  * GFLOP/s (operator costs of the compiled program), MFU against the FMA peak
  * measured here, and peak resident memory. Each configuration runs in a child
- * process so its peak memory is its own. */
+ * process so its peak memory is its own. First it prints which ISA each kernel
+ * family uses; --dtype bf16 also measures the bf16 matmul peak; --gemm times
+ * the models' GEMM shapes through OpenBLAS, oneDNN fp32 and oneDNN bf16
+ * instead of training. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +69,78 @@ static void run_isolated(bench_result *r, const bench_config *c, int threads, in
         snprintf(r->err, sizeof r->err, "the benchmark process failed");
 }
 
+/* The linear layers of a configuration at B x T rows: qkv, attention
+ * projection, MLP up, MLP down, LM head (padded vocabulary). */
+static void gemm_shapes(int shapes[5][3], const bench_config *c) {
+    int N = c->B * c->T, C = c->m.channels, Vp = (c->m.vocab + 127) / 128 * 128;
+    int s[5][3] = {{N, C, 3 * C}, {N, C, C}, {N, C, 4 * C}, {N, 4 * C, C}, {N, C, Vp}};
+    memcpy(shapes, s, sizeof s);
+}
+
+/* --gemm: every product of every linear layer of the chosen configurations. */
+static int run_gemm_table(const char *which, int threads, int reps) {
+    static const char *pname[3] = {"fwd", "bwd-data", "bwd-weight"};
+    printf("GEMM GFLOP/s, %d threads (N x OC x IC = M x N x K of the forward; bf16: bf16 in, fp32 accumulation)\n",
+           threads);
+    printf("%-10s %-18s %-10s %9s %9s %9s %9s  %s\n", "config", "shape", "product", "OpenBLAS", "oneDNN", "bf16",
+           "fp32 pick", "bf16 impl");
+    int nconf = (int)(sizeof configs / sizeof configs[0]);
+    for (int i = 0; i < nconf; i++) {
+        if (strcmp(which, "all") && strcmp(which, configs[i].name)) continue;
+        int sh[5][3];
+        gemm_shapes(sh, &configs[i]);
+        for (int k = 0; k < 5; k++)
+            for (int p = 0; p < 3; p++) {
+                hp_bench_gemm_config gc = {sh[k][0], sh[k][1], sh[k][2], (hp_gemm_product)p, threads, reps};
+                hp_bench_gemm_result r;
+                hp_status st = hp_bench_gemm(&r, &gc);
+                if (st) {
+                    hp_cli_error(st);
+                    return 1;
+                }
+                char shape[32];
+                snprintf(shape, sizeof shape, "%dx%dx%d", sh[k][0], sh[k][2], sh[k][1]);
+                printf("%-10s %-18s %-10s %9.1f %9.1f %9.1f %9s  %s\n", configs[i].name, shape, pname[p],
+                       r.gflops_openblas, r.gflops_onednn_f32, r.gflops_onednn_bf16, r.faster_f32, r.impl_bf16);
+                fflush(stdout);
+            }
+    }
+    return 0;
+}
+
+typedef struct {
+    double gflops;
+    char isa[16], impl[64], err[256];
+    int ok;
+} peak16_result;
+
+/* In a child: the bf16 peak runs OpenMP teams, which a later fork (the
+ * training configurations' children) would not carry over. */
+static void child_peak16(void *result, void *ctx) {
+    peak16_result *r = result;
+    const char *isa = "";
+    hp_status st = hp_bench_bf16_peak(&r->gflops, &isa, r->impl, *(int *)ctx);
+    if (st) {
+        snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+        hp_status_free(st);
+        return;
+    }
+    snprintf(r->isa, sizeof r->isa, "%s", isa);
+    r->ok = 1;
+}
+
 int hp_cmd_bench(int argc, char **argv) {
-    char which[64] = "all", json[512] = "", trace[512] = "";
+    char which[64] = "all", json[512] = "", trace[512] = "", dtype[16] = "fp32";
+    int gemm = 0;
     int threads = 2, steps = 0;
     hp_opt tab[] = {
         {"model", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
         {"threads", OPT_INT, &threads, 0, "compute threads"},
-        {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default)"},
+        {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default; with --gemm: runs per product, 3)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
         {"trace", OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
+        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak"},
+        {"gemm", OPT_FLAG, &gemm, 0, "time the configurations' GEMMs (OpenBLAS, oneDNN fp32, oneDNN bf16) instead of training"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 2, "bench");
@@ -86,10 +152,17 @@ int hp_cmd_bench(int argc, char **argv) {
     int nconf = (int)(sizeof configs / sizeof configs[0]), any = 0;
     for (int i = 0; i < nconf; i++) any |= !strcmp(which, "all") || !strcmp(which, configs[i].name);
     if (!st && !any) st = hp_errorf("hyperpar bench: --model '%s' is not gpt2-124m, small or all", which);
+    if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
+        st = hp_errorf("hyperpar bench: --dtype '%s' is not fp32 or bf16", dtype);
     if (st) {
         hp_cli_error(st);
         return 1;
     }
+    hp_kernel_isa isarows[HP_KERNEL_ISA_MAX];
+    int nrows = hp_kernels_isa(isarows);
+    printf("kernels (ISA detected at run time):\n");
+    for (int i = 0; i < nrows; i++) printf("  %-22s %-12s %s\n", isarows[i].family, isarows[i].isa, isarows[i].detail);
+    if (gemm) return run_gemm_table(which, threads, steps > 0 ? steps : 3);
     const char *isa;
     double peak = 0;
     st = hp_bench_fma_peak(&peak, &isa, threads);
@@ -101,6 +174,17 @@ int hp_cmd_bench(int argc, char **argv) {
     const char *blas = openblas_get_corename();
     printf("FP32 FMA peak (%s, %d threads): %.1f GFLOP/s; OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", isa,
            threads, peak, blas, core ? core : "(unset)");
+    if (!strcmp(dtype, "bf16")) {
+        peak16_result p16;
+        if (hp_run_in_child(&p16, sizeof p16, child_peak16, &threads) != 0 || !p16.ok) {
+            fprintf(stderr, "hyperpar: bench: bf16 peak: %s\n", p16.ok || !p16.err[0] ? "the benchmark process failed" : p16.err);
+            return 1;
+        }
+        printf("BF16 matmul peak (%s, oneDNN %s, %d threads): %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.isa, p16.impl,
+               threads, p16.gflops, p16.gflops / peak);
+        printf("(the training step below still runs fp32: the compiled program does not carry bf16 yet; MFU is "
+               "against the FP32 peak)\n");
+    }
     printf("%-10s %9s %9s %8s %8s %8s %8s %6s %8s\n", "config", "tok/s", "step ms", "fwd ms", "bwd ms", "opt ms", "GFLOP/s",
            "MFU", "RSS MB");
     FILE *jf = NULL;

@@ -565,6 +565,51 @@ hp_status hp_bench_train_step(hp_bench_train_result *res, const hp_bench_train_c
  * over about a second. *isa: "avx512", "avx2+fma" or "scalar" (static). */
 hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads);
 
+/* Which instruction set each kernel family uses on this machine, detected at
+ * run time (cpuid; oneDNN's own choice for probe matmuls): one row per family
+ * ("gemm fp32 (OpenBLAS)", "gemm fp32 (oneDNN)", "gemm bf16 (oneDNN)",
+ * "bf16 conversions", "hand-written fp32", "hand-written bf16"), isa one of
+ * "amx", "avx512-bf16", "avx512", "avx2", "portable". HP_KERNELS_PORTABLE=1
+ * in the environment forces the portable bf16 paths (same results, slower). */
+typedef struct {
+    char family[32];
+    char isa[16];
+    char detail[96]; /* the implementation's own name (OpenBLAS core, oneDNN impl) */
+} hp_kernel_isa;
+#define HP_KERNEL_ISA_MAX 8
+/* Fills rows[0..HP_KERNEL_ISA_MAX); returns the number of rows. */
+int hp_kernels_isa(hp_kernel_isa *rows);
+
+/* The bf16 matmul peak (GFLOP/s) on `threads` threads: oneDNN bf16 matmuls
+ * (bf16 in, fp32 accumulation and out) of cache-friendly square shapes in a
+ * loop, best of several runs (AMX tiles where present, AVX512-BF16 dot
+ * products elsewhere, the portable fallback without AVX-512). *isa: what ran
+ * ("amx", "avx512-bf16", ..., as hp_kernels_isa; static); impl[64]: oneDNN's
+ * name for it. */
+hp_status hp_bench_bf16_peak(double *gflops, const char **isa, char impl[64], int threads);
+
+/* One linear-layer product of a GEMM shape (`hyperpar bench --gemm`):
+ * out[N,OC] = inp[N,IC] . W^T (fwd), dinp = dout . W (bwd-data) or
+ * dW = dout^T . inp (bwd-weight), timed (best of reps) through the engine's
+ * OpenBLAS kernels (fp32), oneDNN fp32, and oneDNN bf16 (bf16 inputs, fp32
+ * accumulation; bf16 output, fp32 for bwd-weight), on random data. */
+typedef enum { HP_GEMM_PRODUCT_FWD = 0, HP_GEMM_PRODUCT_BWD_DATA = 1, HP_GEMM_PRODUCT_BWD_WEIGHT = 2 } hp_gemm_product;
+typedef struct {
+    int N, IC, OC;
+    hp_gemm_product product;
+    int threads; /* >= 1 */
+    int reps;    /* timed runs >= 1 (after one warm-up) */
+} hp_bench_gemm_config;
+
+typedef struct {
+    double gflops_openblas, gflops_onednn_f32, gflops_onednn_bf16;
+    const char *faster_f32; /* "OpenBLAS" or "oneDNN": the per-shape choice in fp32 mode */
+    char impl_f32[64], impl_bf16[64]; /* oneDNN's implementation names */
+    char isa_bf16[16];                /* the ISA the bf16 product ran on */
+} hp_bench_gemm_result;
+
+hp_status hp_bench_gemm(hp_bench_gemm_result *res, const hp_bench_gemm_config *cfg);
+
 /* GPT-2's training step through a sharding plan on rank threads (GPT-2's
  * dp x tp plan; dp = tp = 0: the plain engine, no plan), profiled on rank 0:
  * two warm-up steps, then medians of `steps`. */

@@ -12,6 +12,9 @@
  *    function says how many floats, and the caller passes that buffer.
  *  - BLAS runs single-threaded inside each pool thread (hp_kernels_init), so the
  *    pool alone decides how many cores a rank uses.
+ * Beside these: bf16 variants (kernels/bf16.h), GEMMs through oneDNN in fp32
+ * and bf16 (kernels/gemm.h), and the CPU's ISA and the report of what each
+ * family runs on (kernels/isa.h).
  */
 #ifndef HP_KERNELS_H
 #define HP_KERNELS_H

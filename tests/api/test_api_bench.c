@@ -3,7 +3,9 @@
  * checkpoint (finite logits, deterministic, the window padded, one-line
  * errors), hp_sampler (seeded, greedy at temperature 0), the llm.c round trip
  * giving the exported file back byte for byte, and every benchmark returning
- * positive figures on a tiny model (never a speed assertion). */
+ * positive figures on a tiny model (never a speed assertion); the kernels'
+ * ISA report (six families with known ISA names), the bf16 peak and one GEMM
+ * shape (OpenBLAS / oneDNN fp32 / oneDNN bf16, the fp32 pick the faster). */
 #include <hyperpar/hyperpar.h>
 #include <math.h>
 #include <stdio.h>
@@ -115,6 +117,36 @@ static void test_bench(void) {
     const char *isa = NULL;
     if (OK(hp_bench_fma_peak(&peak, &isa, 1))) CHECK(peak > 0 && isa && isa[0]);
     ERR(hp_bench_fma_peak(&peak, &isa, 0), "threads");
+
+    /* the kernels' ISA report: six families, each with a known ISA name */
+    hp_kernel_isa krows[HP_KERNEL_ISA_MAX];
+    int nk = hp_kernels_isa(krows);
+    CHECK(nk == 6);
+    static const char *isas[] = {"amx", "avx512-bf16", "avx512", "avx2", "portable"};
+    for (int i = 0; i < nk && i < HP_KERNEL_ISA_MAX; i++) {
+        int known = 0;
+        for (int k = 0; k < 5; k++) known |= !strcmp(krows[i].isa, isas[k]);
+        CHECK(known && krows[i].family[0] && krows[i].detail[0]);
+    }
+    CHECK(nk >= 3 && !strcmp(krows[2].family, "gemm bf16 (oneDNN)"));
+    /* the bf16 matmul peak and one GEMM shape */
+    double p16 = 0;
+    const char *i16 = NULL;
+    char impl16[64];
+    if (OK(hp_bench_bf16_peak(&p16, &i16, impl16, 1))) CHECK(p16 > 0 && i16 && impl16[0] && !strcmp(i16, krows[2].isa));
+    ERR(hp_bench_bf16_peak(&p16, &i16, impl16, 0), "threads");
+    hp_bench_gemm_result gr;
+    hp_bench_gemm_config gc = {64, 48, 80, HP_GEMM_PRODUCT_BWD_WEIGHT, 2, 1};
+    if (OK(hp_bench_gemm(&gr, &gc))) {
+        CHECK(gr.gflops_openblas > 0 && gr.gflops_onednn_f32 > 0 && gr.gflops_onednn_bf16 > 0);
+        CHECK(gr.faster_f32 && (!strcmp(gr.faster_f32, "OpenBLAS") || !strcmp(gr.faster_f32, "oneDNN")));
+        CHECK(!strcmp(gr.faster_f32, gr.gflops_onednn_f32 > gr.gflops_openblas ? "oneDNN" : "OpenBLAS"));
+        CHECK(gr.impl_f32[0] && gr.impl_bf16[0] && !strcmp(gr.isa_bf16, krows[2].isa));
+    }
+    gc.N = 0;
+    ERR(hp_bench_gemm(&gr, &gc), "N, IC, OC");
+    gc.N = 64, gc.product = (hp_gemm_product)3;
+    ERR(hp_bench_gemm(&gr, &gc), "product");
 
     hp_bench_parallel_result pr;
     hp_bench_parallel_config pc = {tiny, 2, 32, 0, 0, 1, 2, 2};

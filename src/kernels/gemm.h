@@ -1,0 +1,109 @@
+/* kernels/gemm: matrix products through oneDNN's matmul primitive, fp32 or
+ * bf16 (bf16 inputs, fp32 accumulation, fp32 or bf16 output), prepared once
+ * per (shape, transposes, dtypes) and reused: hp_gemm_prepare creates the
+ * primitive, its memory objects and its scratchpad; hp_gemm_run only points
+ * them at the caller's buffers and executes (no primitive creation, no
+ * scratchpad allocation in a steady-state call).
+ *
+ * Threads: oneDNN here runs on OpenMP. A context belongs to one rank and
+ * carries that rank's thread count; every prepare and run sets the calling
+ * thread's OpenMP thread count to it (omp_set_num_threads acts on the calling
+ * thread only) and restores it afterwards, so each rank-thread's oneDNN team
+ * has the rank's threads and ranks do not oversubscribe the cores. A context
+ * and its products are used by one thread at a time (its stream is not
+ * shared). While oneDNN runs, the rank's hp_pool workers are idle.
+ *
+ * Row-major throughout: C[M,N] = op(A)[M,K] . op(B)[K,N] where op(A) = A
+ * stored [M,K], or A^T with A stored [K,M] (trans_a); op(B) = B stored [K,N],
+ * or B^T with B stored [N,K] (trans_b). */
+#ifndef HP_KERNELS_GEMM_H
+#define HP_KERNELS_GEMM_H
+
+#include "core/pool.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "kernels/isa.h"
+
+typedef struct hp_gemm_ctx hp_gemm_ctx;
+typedef struct hp_gemm hp_gemm;
+
+/* A oneDNN CPU engine and stream for the rank that owns `pool` (NULL: one
+ * thread): oneDNN runs on hp_pool_size(pool) OpenMP threads, the portable
+ * fallback on the pool itself. */
+hp_status hp_gemm_ctx_create(hp_gemm_ctx **out, hp_pool *pool);
+void hp_gemm_ctx_destroy(hp_gemm_ctx *ctx); /* after every hp_gemm of it is freed */
+int hp_gemm_ctx_threads(const hp_gemm_ctx *ctx);
+hp_pool *hp_gemm_ctx_pool(const hp_gemm_ctx *ctx);
+/* oneDNN primitives created through this context so far (the compile step's
+ * count; a steady-state step adds none). */
+long hp_gemm_ctx_creations(const hp_gemm_ctx *ctx);
+
+typedef struct {
+    long M, N, K;
+    int trans_a, trans_b; /* see the header comment */
+    hp_dtype a, b, c;     /* a == b, HP_F32 or HP_BF16; c HP_F32 or HP_BF16 */
+    int bias;             /* C += bias[N] (fp32) */
+    int accumulate;       /* C += op(A) op(B) (oneDNN's sum post-op) instead of C = */
+} hp_gemm_desc;
+
+/* Creates the primitive for d (one creation counted on ctx). Errors name the
+ * shape and what oneDNN said. bf16 products take the portable fallback
+ * instead (inputs widened to fp32 into buffers allocated here, OpenBLAS sgemm
+ * on the pool, fp32 accumulation, output rounded to nearest even) where oneDNN
+ * has no bf16 matmul (no AVX-512: oneDNN 2.6 implements bf16 only from
+ * avx512_core) or the portable path is forced (kernels/isa.h); no primitive
+ * is created then. */
+hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d);
+void hp_gemm_free(hp_gemm *g);
+/* c[M,N] (dtype d.c) = op(a) op(b) (+ bias[N]); a, b of dtype d.a, stored as
+ * the desc says; bias NULL unless d.bias. */
+hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const float *bias);
+const hp_gemm_desc *hp_gemm_get_desc(const hp_gemm *g);
+/* oneDNN's implementation name ("brg:avx512_core_bf16", "gemm:jit", ...,
+ * or "portable: widened fp32 + OpenBLAS") and the ISA it stands for. */
+const char *hp_gemm_impl(const hp_gemm *g);
+hp_isa hp_gemm_isa(const hp_gemm *g);
+
+/* ---- the three products of a linear layer (weights [OC,IC], as kernels.h) ---- */
+typedef enum {
+    HP_LINEAR_FWD = 0,        /* out[N,OC] = inp[N,IC] . weight[OC,IC]^T (+ bias[OC]) */
+    HP_LINEAR_BWD_DATA = 1,   /* dinp[N,IC] = dout[N,OC] . weight[OC,IC] */
+    HP_LINEAR_BWD_WEIGHT = 2, /* dweight[OC,IC] (+)= dout[N,OC]^T . inp[N,IC], always fp32 */
+} hp_linear_product;
+
+/* The desc of product p for a layer of N rows: inputs of dtype `in`, fwd and
+ * bwd-data output of dtype `out` (bwd-weight output fp32). */
+hp_gemm_desc hp_gemm_linear_desc(hp_linear_product p, long N, long IC, long OC, hp_dtype in,
+                                 hp_dtype out);
+
+typedef struct {
+    hp_gemm *fwd, *bwd_data, *bwd_weight;
+} hp_gemm_linear;
+
+/* Prepares all three products (three creations). acc_dweight: the backward
+ * adds into dweight (gradient accumulation) instead of overwriting it. */
+hp_status hp_gemm_linear_prepare(hp_gemm_linear *l, hp_gemm_ctx *ctx, long N, long IC, long OC,
+                                 hp_dtype in, hp_dtype out, int bias, int acc_dweight);
+void hp_gemm_linear_free(hp_gemm_linear *l);
+/* out[N,OC] from inp[N,IC], weight[OC,IC], bias[OC] (NULL unless prepared with bias). */
+hp_status hp_gemm_linear_fwd(const hp_gemm_linear *l, void *out, const void *inp,
+                             const void *weight, const float *bias);
+/* dinp[N,IC] and dweight[OC,IC] (fp32) from dout[N,OC], inp[N,IC], weight[OC,IC];
+ * either output may be NULL. dbias: hp_kb_colsum (bf16) or hp_k_matmul_bwd. */
+hp_status hp_gemm_linear_bwd(const hp_gemm_linear *l, void *dinp, float *dweight, const void *dout,
+                             const void *inp, const void *weight);
+
+/* ---- fp32: oneDNN or OpenBLAS, per shape ---- */
+typedef enum { HP_GEMM_OPENBLAS = 0, HP_GEMM_ONEDNN = 1 } hp_gemm_backend;
+/* Best-of-2x`reps` seconds of product p of an fp32 linear layer through the
+ * engine's OpenBLAS kernels (hp_k_matmul_fwd / _bwd on ctx's pool) and through
+ * a oneDNN primitive on ctx, on random data it allocates; each backend's runs
+ * back to back (blocks in the order OpenBLAS, oneDNN, oneDNN, OpenBLAS). A
+ * tuning step for the compile step, never a steady-state call. */
+hp_status hp_gemm_f32_measure(double *sec_blas, double *sec_dnnl, hp_gemm_ctx *ctx,
+                              hp_linear_product p, long N, long IC, long OC, int reps);
+/* The faster of the two measured (a tie keeps OpenBLAS, the fp32 default). */
+hp_gemm_backend hp_gemm_f32_choose(double sec_blas, double sec_dnnl);
+const char *hp_gemm_backend_name(hp_gemm_backend b);
+
+#endif
