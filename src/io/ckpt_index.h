@@ -1,5 +1,6 @@
 /* io/ckpt_index: the metadata of a sharded checkpoint, pieces.json in its
- * directory, written last (a directory without it is not a checkpoint):
+ * directory, written after every data file and before state.json (io/ckpt_dir's
+ * commit file; a directory without both is not a checkpoint):
  *
  *   {"format": "hyperpar-sharded-1",
  *    "files": [{"name": "rank0.bin", "bytes": 4096}, ...],
