@@ -10,6 +10,8 @@ int hp_cmd_bench(int argc, char **argv);
 int hp_cmd_plan(int argc, char **argv);
 /* `hyperpar report`, in tools/report.c */
 int hp_cmd_report(int argc, char **argv);
+/* `hyperpar ckpt convert SRC DST [--format sharded|single]`, in tools/ckpt.c */
+int hp_cmd_ckpt(int argc, char **argv);
 /* `hyperpar bench comm ...` (argv[0] = "comm"), in tools/cmd_bench_comm.c */
 int hp_cmd_bench_comm(int argc, char **argv);
 /* `hyperpar bench parallel ...` (argv[0] = "parallel"), in tools/bench_parallel.c */

@@ -11,6 +11,7 @@ static void usage(FILE *f) {
           "  train    train a model (no flags: a small GPT on text every Debian machine has)\n"
           "  sample   generate text from a checkpoint\n"
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
+          "  ckpt     checkpoints: 'ckpt convert SRC DST [--format sharded|single]'\n"
           "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
           "  report   one self-contained HTML page for a run directory (--compare: runs\n"
           "           overlaid) or benchmark JSON files (--bench)\n"
@@ -32,6 +33,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
     if (!strcmp(cmd, "plan")) return hp_cmd_plan(argc, argv);
     if (!strcmp(cmd, "report")) return hp_cmd_report(argc, argv);
+    if (!strcmp(cmd, "ckpt")) return hp_cmd_ckpt(argc, argv);
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);

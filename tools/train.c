@@ -244,6 +244,7 @@ static hp_status run(trainer *t) {
     c.metrics = o->metrics;
     c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every, c.keep_last = o->keep_last;
     c.on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
+    c.ckpt_sharded = !strcmp(o->ckpt_format, "sharded");
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;
     c.trace = t->trace, c.trace_steps = o->trace_steps;

@@ -33,6 +33,7 @@ void hp_train_defaults(train_opts *o) {
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
+    snprintf(o->ckpt_format, sizeof o->ckpt_format, "single");
     o->trace_steps = 1;
 }
 
@@ -83,6 +84,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
         OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest')"),
         OPT("keep-last", OPT_INT, keep_last, "keep only the K newest checkpoints in --ckpt-dir (0 = all)"),
+        OPT("ckpt-format", OPT_STR, ckpt_format, "single (whole tensors, written by rank 0's process) | sharded (every rank writes its pieces)"),
         OPT("resume", OPT_STR, resume, "continue from a checkpoint directory (or a --ckpt-dir with 'latest')"),
         OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
         OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
@@ -166,6 +168,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off")) BAD("--overlap must be on or off, got '%s'", o->overlap);
     if (strcmp(o->data_kind, "auto") && strcmp(o->data_kind, "tokens") && strcmp(o->data_kind, "text"))
         BAD("--data-kind must be auto, tokens or text, got '%s'", o->data_kind);
+    if (strcmp(o->ckpt_format, "single") && strcmp(o->ckpt_format, "sharded"))
+        BAD("--ckpt-format must be single or sharded, got '%s'", o->ckpt_format);
     if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
         BAD("--on-nan must be stop or skip-step, got '%s'", o->on_nan);
     if (o->trace_steps < 1) BAD("--trace-steps must be >= 1, got %ld", o->trace_steps);

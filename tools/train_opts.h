@@ -33,6 +33,7 @@ typedef struct {
     char ckpt_dir[512], resume[512];
     int keep_last;
     char on_write_error[16];
+    char ckpt_format[16];
     /* parallelism */
     char plan[512];
     int dp, tp;

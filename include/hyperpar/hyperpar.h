@@ -43,13 +43,15 @@
  *
  * 4. Save and resume. With ckpt_dir set, checkpoints are written every
  *    ckpt_every steps and at the end (ckpt_dir/step_NNNNNN, and
- *    ckpt_dir/latest naming the newest). They hold whole tensors, so any plan
+ *    ckpt_dir/latest naming the newest). They hold whole tensors (or, with
+ *    ckpt_sharded, every rank's own pieces and a map of them), so any plan
  *    resumes them: set resume to a checkpoint or to the ckpt_dir, and the run
  *    continues bit for bit. A save is atomic (a crash at any point leaves the
  *    last committed checkpoint loadable); a run locks its ckpt_dir (a second
  *    run writing there is refused, naming its pid), cleans up after an
  *    interrupted save first, and keeps the keep_last newest checkpoints when
- *    asked. hp_export_llmc writes a checkpoint's weights in the llm.c format.
+ *    asked. hp_ckpt_convert turns one format into the other; hp_export_llmc
+ *    writes a checkpoint's weights in the llm.c format.
  *
  * Errors: every fallible function returns an hp_status: HP_OK (NULL) on
  * success, else an error with a one-line message naming the file, field or
@@ -457,6 +459,9 @@ typedef struct {
                                  * HP_ON_WRITE_ERROR_FAIL ends the run with an error naming the file,
                                  * HP_ON_WRITE_ERROR_WARN warns once (HP_EVENT_WARNING) and that output
                                  * stops. Checkpoint writes always fail the run. */
+    int ckpt_sharded;           /* 0: whole tensors (model.safetensors, optim.safetensors) written by rank 0's
+                                 * process; 1: the sharded format (every rank writes its own pieces, no
+                                 * gathering; pieces.json describes them). Any plan resumes either. */
     /* The caller's settings, written as the object "args" of every
      * checkpoint's state.json (keys and values: strings; read back with
      * hp_ckpt_info). 0: none (state.json then holds batch, seq, optimizer). */
@@ -796,6 +801,16 @@ const char *hp_settings_file(const hp_settings *s);
 /* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
  * with 'latest') as an llm.c GPT-2 file (fp32), atomically. */
 hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir);
+
+/* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
+ * as the new checkpoint directory dst (which must not exist) in the format
+ * asked: sharded 1: pieces.json and one data file holding every tensor whole;
+ * 0: model.safetensors and optim.safetensors (what a 1-rank run writes);
+ * -1: the other format than src's.
+ * Every tensor and state.json are carried over unchanged, bit for bit; dst is
+ * written under a temporary name and renamed into place. *was_sharded (may
+ * be NULL) tells src's format. */
+hp_status hp_ckpt_convert(const char *dst, const char *src, int sharded, int *was_sharded);
 
 /* The model shape in an llm.c GPT-2 file's header (its weights are what
  * hp_train_config.init_llmc loads). */

@@ -14,7 +14,7 @@ static hp_status read_flat(float *flat, const hp_ckpt *ck, const hp_gpt2_config 
     HP_TRY(hp_api_store_create(&s, c));
     hp_status st = HP_OK;
     for (int i = 0; !st && i < s.ps.n; i++)
-        st = hp_safetensors_read_into(ck->model, s.ps.name[i], HP_F32, &s.ps.shape[i], s.ptrs[i]);
+        st = hp_ckpt_read(ck, HP_CKPT_GROUP_MODEL, s.ps.name[i], HP_F32, &s.ps.shape[i], s.ptrs[i]);
     if (!st) st = hp_gpt2_llmc_copy(flat, s.ptrs, (const char(*)[HP_NAME_LEN])s.ps.name, s.ps.shape, s.ps.n, c, 1);
     hp_api_store_free(&s);
     return st;

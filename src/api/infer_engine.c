@@ -47,6 +47,6 @@ hp_status hp_api_init_params(hp_param_store *ps, const hp_gpt2_config *model, ui
 
 hp_status hp_api_engine_load(hp_api_engine *e, const hp_ckpt *ck) {
     for (int i = 0; i < e->ps.n; i++)
-        HP_TRY(hp_safetensors_read_into(ck->model, e->ps.name[i], HP_F32, &e->ps.shape[i], hp_param_ptr(&e->ps, i)));
+        HP_TRY(hp_ckpt_read(ck, HP_CKPT_GROUP_MODEL, e->ps.name[i], HP_F32, &e->ps.shape[i], hp_param_ptr(&e->ps, i)));
     return HP_OK;
 }

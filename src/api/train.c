@@ -305,6 +305,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.metrics = t->metrics;
     ic.ckpt_dir = t->ckpt_dir, ic.ckpt_every = c->ckpt_every, ic.keep_last = c->keep_last;
     ic.on_write_error = c->on_write_error;
+    ic.ckpt_sharded = c->ckpt_sharded;
     ic.resume = t->have_ck ? &t->ck : NULL, ic.start_step = t->start_step;
     ic.state_json = state_json, ic.state_ctx = t;
     ic.on_event = on_event, ic.event_ctx = t;

@@ -33,6 +33,14 @@ static hp_status write_into(const char *tmp, const hp_named_tensor *weights, int
     return e;
 }
 
+hp_status hp_ckpt_state_write(const char *tmp, const char *dir, const char *state_json) {
+    HP_TRY(check_state_json(dir, state_json));
+    char *p = hp_fs_join(tmp, HP_CKPT_STATE);
+    hp_status e = hp_fs_write_atomic(p, state_json, strlen(state_json));
+    free(p);
+    return e;
+}
+
 hp_status hp_ckpt_save(const char *dir, const hp_named_tensor *weights, int nw, const hp_named_tensor *opt_state,
                        int no, const char *state_json) {
     if (!dir || !*dir) return hp_errorf("checkpoint: empty directory name");
@@ -50,6 +58,7 @@ hp_status hp_ckpt_save(const char *dir, const hp_named_tensor *weights, int nw, 
 void hp_ckpt_close(hp_ckpt *ck) {
     hp_safetensors_close(ck->model);
     hp_safetensors_close(ck->optim);
+    hp_ckpt_shards_close(ck->shards);
     hp_json_free(ck->state);
     free(ck->state_text);
     memset(ck, 0, sizeof *ck);
@@ -60,10 +69,23 @@ static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
     struct stat sb;
     if (stat(dir, &sb) != 0) return hp_errorf("%s: cannot open checkpoint: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) return hp_errorf("%s: not a checkpoint directory", dir);
-    char *p = hp_fs_join(dir, HP_CKPT_MODEL);
-    hp_status e = hp_safetensors_open(&ck->model, p);
+    char *p = hp_fs_join(dir, HP_CKPT_INDEX);
+    int sharded = hp_fs_exists(p);
     free(p);
-    if (!e && with_optim) {
+    p = hp_fs_join(dir, HP_CKPT_MODEL);
+    hp_status e = HP_OK;
+    if (sharded) {
+        e = hp_ckpt_shards_open(&ck->shards, dir);
+    } else {
+        e = hp_safetensors_open(&ck->model, p);
+        if (e && !hp_fs_exists(p)) { /* neither format's files (e.g. a save that never reached its commit) */
+            hp_status w = hp_errorf("%s (and no %s: not a complete checkpoint)", hp_status_msg(e), HP_CKPT_INDEX);
+            hp_status_free(e);
+            e = w;
+        }
+    }
+    free(p);
+    if (!e && !sharded && with_optim) {
         p = hp_fs_join(dir, HP_CKPT_OPTIM);
         e = hp_safetensors_open(&ck->optim, p);
         free(p);
@@ -87,3 +109,29 @@ static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
 
 hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir) { return open_ckpt(ck, dir, 1); }
 hp_status hp_ckpt_open_weights(hp_ckpt *ck, const char *dir) { return open_ckpt(ck, dir, 0); }
+
+hp_status hp_ckpt_read(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype, const hp_shape *shape,
+                       void *dst) {
+    if (ck->shards) {
+        hp_region whole = hp_region_whole(shape);
+        return hp_ckpt_shards_read(ck->shards, name, dtype, shape, &whole, dst);
+    }
+    return hp_safetensors_read_into(g == HP_CKPT_GROUP_OPTIM ? ck->optim : ck->model, name, dtype, shape, dst);
+}
+
+hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                              const hp_shape *shape, const hp_region *region, void *dst) {
+    if (ck->shards) return hp_ckpt_shards_read(ck->shards, name, dtype, shape, region, dst);
+    const hp_safetensors *f = g == HP_CKPT_GROUP_OPTIM ? ck->optim : ck->model;
+    const hp_safetensors_entry *en = hp_safetensors_find(f, name);
+    /* the whole tensor's checks (name, dtype, shape) with a zero-byte read */
+    if (!en || !en->has_dtype || en->dtype != dtype || !hp_shape_eq(&en->shape, shape))
+        return hp_safetensors_read_into(f, name, dtype, shape, NULL);
+    char why[200];
+    if (hp_region_invalid(why, sizeof why, region, shape))
+        return hp_errorf("%s: tensor '%s': the region to read is not in the tensor: %s", hp_safetensors_path(f), name,
+                         why);
+    hp_region whole = hp_region_whole(shape);
+    hp_region_copy(dst, region, en->data, &whole, shape, hp_dtype_size(dtype));
+    return HP_OK;
+}

@@ -2,6 +2,9 @@
  *   model.safetensors  the weights
  *   optim.safetensors  the optimizer state tensors
  *   state.json         step, data position, RNG state, config (the caller's JSON object)
+ * or, in the sharded format (io/ckpt_index, io/ckpt_shard), instead of the two
+ * tensor files: pieces.json (the global tensors and where their pieces are)
+ * and the data files it names (one per writing rank).
  * It is written whole into a stage of io/ckpt_dir (dir.tmp-XXXXXX: the
  * tensor files, then state.json last, each written atomically and fsynced),
  * then committed there (renamed into place, an older checkpoint of the same
@@ -12,6 +15,7 @@
 
 #include "core/status.h"
 #include "io/ckpt_dir.h"
+#include "io/ckpt_shard.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
@@ -24,11 +28,17 @@
 hp_status hp_ckpt_save(const char *dir, const hp_named_tensor *weights, int nw, const hp_named_tensor *opt_state,
                        int no, const char *state_json);
 
-/* An opened checkpoint: both tensor files mapped and validated, state.json
- * parsed. */
+/* Writes state.json into a stage being filled (tmp), last (io/ckpt_dir's
+ * commit file), after checking that it is a JSON object (messages name dir,
+ * the checkpoint's final name). */
+hp_status hp_ckpt_state_write(const char *tmp, const char *dir, const char *state_json);
+
+/* An opened checkpoint: both tensor files (or the sharded format's index and
+ * data files) mapped and validated, state.json parsed. */
 typedef struct {
-    hp_safetensors *model;
-    hp_safetensors *optim;
+    hp_safetensors *model;   /* NULL in the sharded format */
+    hp_safetensors *optim;   /* NULL in the sharded format */
+    hp_ckpt_shards *shards;  /* the sharded format; NULL in the single-process one */
     char *state_text; /* state.json as written */
     hp_json *state;   /* parsed (an object) */
 } hp_ckpt;
@@ -38,5 +48,12 @@ hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir);
  * weights alone needs (sampling, export); the file may be missing. */
 hp_status hp_ckpt_open_weights(hp_ckpt *ck, const char *dir);
 void hp_ckpt_close(hp_ckpt *ck);
+/* Copies the whole tensor `name` of group g (weights or optimizer state) out
+ * of either format after checking its dtype and shape. dst: [numel(shape)]. */
+hp_status hp_ckpt_read(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype, const hp_shape *shape,
+                       void *dst);
+/* The same for one region of the tensor (dst: [numel(region)], region order). */
+hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                              const hp_shape *shape, const hp_region *region, void *dst);
 
 #endif

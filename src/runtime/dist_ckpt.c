@@ -3,15 +3,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
+#include "io/ckpt_convert.h"
 #include "io/fsutil.h"
 #include "parallel/piece.h"
+#include "runtime/ckpt_pieces.h"
 
 /* One whole tensor of the checkpoint: a parameter or an optimizer state. */
 typedef struct {
     char *name;     /* as stored: the parameter's name, or "adamw.m.<param>" etc. */
     int v;          /* global graph value of the (underlying) parameter */
-    int ls;         /* states: the value in the local graphs (the same in every rank's) */
+    int ls;         /* states: the value in rank 0's local graph (-1: found by name, FSDP) */
     int is_state;   /* 0: model.safetensors; 1: optim.safetensors */
+    int fk;         /* FSDP: the parameter's index in the local graphs' parameter order, -1: not managed */
     hp_shape shape; /* global */
     size_t off;     /* floats into the whole buffer of its file (rank 0's process) */
 } entry;
@@ -39,7 +44,23 @@ struct hp_dist_ckpt {
     hp_named_tensor *nt;                      /* [ne] */
     int failed;                               /* this process failed (agreement) */
     const char *dir;                          /* the checkpoint being saved (messages) */
+    hp_ckpt_format format;                    /* of saves */
+    hp_ckpt_fault fault;                      /* tests: a sharded save that stops before its commit */
+    hp_ckpt_pieces *pieces;                   /* the sharded format, from its first use */
+    const hp_fsdp_plan *fsdp;                 /* hosted rank 0's FSDP plan; NULL without FSDP */
 };
+
+/* FSDP: the part of entry e's local piece that `rank` keeps current (its
+ * shards): elements [*lo, *hi) of the local piece's row-major order. */
+static void fsdp_range(int64_t *lo, int64_t *hi, const hp_dist_ckpt *c, const entry *e, int rank, int64_t numel) {
+    const hp_fsdp_plan *f = c->fsdp;
+    const hp_fsdp_unit *un = &f->units[f->unit_of[e->fk]];
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, hp_dist_mesh(c->d), rank);
+    int64_t o = (int64_t)(f->offset[e->fk] - un->offset), s = (int64_t)un->shard * coord[f->shard_axis];
+    int64_t a = o > s ? o : s, b = o + numel < s + (int64_t)un->shard ? o + numel : s + (int64_t)un->shard;
+    *lo = a - o, *hi = b > a ? b - o : a - o;
+}
 
 static int is_lead_host(const hp_dist_ckpt *c, int rank) {
     if (!c->multiproc) return 1;
@@ -68,6 +89,7 @@ static int same_shape(const hp_shape *a, const hp_shape *b) {
 /* The hosted rank's buffer for entry i. */
 static float *local_ptr(const hp_dist_ckpt *c, int i, int local_index) {
     int k = c->lk[(size_t)i * (size_t)c->nh + (size_t)local_index];
+    if (k < 0) return NULL; /* FSDP: a state of a parameter this rank's shards miss */
     hp_dist_rank *r = hp_dist_rank_at(c->d, local_index);
     if (!c->e[i].is_state) return hp_param_ptr(&r->ps, k);
     return hp_program_data(r->prog, k);
@@ -75,6 +97,55 @@ static float *local_ptr(const hp_dist_ckpt *c, int i, int local_index) {
 
 static float *whole_ptr(const hp_dist_ckpt *c, const entry *e) {
     return (e->is_state ? c->whole_state : c->whole_model) + e->off;
+}
+
+/* FSDP: local parameter lp's index in lg's parameter order when FSDP manages it, else -1. */
+static int fsdp_index(const hp_dist_ckpt *c, const hp_graph *lg, int lp) {
+    if (!c->fsdp || lp < 0) return -1;
+    int k = 0;
+    for (int v = 0; v < lg->nvals && v < lp; v++) k += lg->vals[v].kind == HP_V_PARAM;
+    return k < c->fsdp->nparams && c->fsdp->unit_of[k] >= 0 ? k : -1;
+}
+
+/* FSDP: a rank holds the states of only the parameters its shards touch, so
+ * the states of each parameter are named from any hosted rank that has
+ * them; a parameter no hosted rank touches gets the prefixes of a trained
+ * parameter of the same optimizer (AdamW's "adamw.m.", "adamw.v." when
+ * every state seen is AdamW's). */
+static hp_status list_fsdp_states(hp_dist_ckpt *c) {
+    const hp_graph *g = c->g;
+    int all_adamw = 1, seen = 0;
+    for (int li = 0; li < c->nh; li++) {
+        const hp_graph *lg = hp_dist_rank_at(c->d, li)->c.rg.g;
+        for (int v = 0; v < lg->nvals; v++)
+            if (lg->vals[v].kind == HP_V_STATE) seen = 1, all_adamw &= !strncmp(lg->vals[v].name, "adamw.", 6);
+    }
+    for (int i = 0; i < c->np; i++) {
+        int v = c->e[i].v, found = 0;
+        for (int li = 0; li < c->nh && !found; li++) {
+            const hp_rank_graph *rg = &hp_dist_rank_at(c->d, li)->c.rg;
+            const hp_graph *lg = rg->g;
+            for (int s = 0; s < lg->nvals; s++)
+                if (lg->vals[s].kind == HP_V_STATE && lg->vals[s].state_of == rg->map[v]) {
+                    c->e[c->ne++] = (entry){strdup(lg->vals[s].name), v, -1, 1, c->e[i].fk, g->vals[v].shape, 0};
+                    found = 1;
+                }
+        }
+        if (found || g->vals[v].grad < 0 || !seen) continue; /* untrained, or no optimizer */
+        if (!all_adamw)
+            return hp_errorf("checkpoint: no rank of this process holds a piece of '%s', and with Muon its "
+                             "optimizer states cannot be named here",
+                             g->vals[v].name);
+        static const char *const prefix[2] = {"adamw.m.", "adamw.v."};
+        for (int k = 0; k < 2; k++) {
+            char nm[HP_NAME_LEN];
+            snprintf(nm, sizeof nm, "%s%.*s", prefix[k], (int)(HP_NAME_LEN - 1 - strlen(prefix[k])), g->vals[v].name);
+            c->e[c->ne++] = (entry){strdup(nm), v, -1, 1, c->e[i].fk, g->vals[v].shape, 0};
+        }
+    }
+    for (int i = 0; i < c->ne; i++)
+        if (!c->e[i].name) return hp_errorf("checkpoint: out of memory");
+    return HP_OK;
 }
 
 /* The entry list: parameters in graph order, then optimizer states grouped by
@@ -85,10 +156,14 @@ static hp_status list_entries(hp_dist_ckpt *c) {
     const hp_graph *g = c->g;
     const hp_rank_graph *rg = &hp_dist_rank_at(c->d, 0)->c.rg;
     const hp_graph *lg = rg->g;
-    int np = hp_graph_params(g, NULL, 0), ns = 0;
+    int np = hp_graph_params(g, NULL, 0), ns = 0, ns_all = 0;
     for (int v = 0; v < lg->nvals; v++) ns += lg->vals[v].kind == HP_V_STATE;
+    for (int li = 0; li < c->nh; li++) {
+        const hp_graph *l = hp_dist_rank_at(c->d, li)->c.rg.g;
+        for (int v = 0; v < l->nvals; v++) ns_all += l->vals[v].kind == HP_V_STATE;
+    }
     int *ids = malloc(sizeof(int) * (size_t)(np + 1));
-    c->e = calloc((size_t)(np + ns + 1), sizeof *c->e);
+    c->e = calloc((size_t)(np + (c->fsdp ? ns_all + 2 * np : ns) + 1), sizeof *c->e);
     if (!ids || !c->e) {
         free(ids);
         return hp_errorf("checkpoint: out of memory");
@@ -96,14 +171,18 @@ static hp_status list_entries(hp_dist_ckpt *c) {
     hp_graph_params(g, ids, np);
     for (int i = 0; i < np; i++) {
         const hp_value *v = &g->vals[ids[i]];
-        c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, v->shape, 0};
+        c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, fsdp_index(c, lg, rg->map[ids[i]]), v->shape, 0};
     }
     c->np = c->ne;
+    if (c->fsdp) {
+        free(ids);
+        return list_fsdp_states(c);
+    }
     for (int i = 0; i < np; i++) {
         int lp = rg->map[ids[i]];
         for (int v = 0; v < lg->nvals; v++)
             if (lg->vals[v].kind == HP_V_STATE && lg->vals[v].state_of == lp)
-                c->e[c->ne++] = (entry){strdup(lg->vals[v].name), ids[i], v, 1, g->vals[ids[i]].shape, 0};
+                c->e[c->ne++] = (entry){strdup(lg->vals[v].name), ids[i], v, 1, -1, g->vals[ids[i]].shape, 0};
     }
     hp_status st = c->ne == np + ns ? HP_OK
                                     : hp_errorf("checkpoint: %d optimizer states belong to no parameter", np + ns - c->ne);
@@ -127,13 +206,24 @@ static hp_status find_local(hp_dist_ckpt *c) {
             if (!e->is_state) {
                 k = hp_param_store_find(&r->ps, e->name);
                 if (k >= 0) have = r->ps.shape[k];
-            } else if (e->ls < lg->nvals && lg->vals[e->ls].kind == HP_V_STATE &&
+            } else if (e->ls >= 0 && e->ls < lg->nvals && lg->vals[e->ls].kind == HP_V_STATE &&
                        lg->vals[e->ls].state_of == r->c.rg.map[e->v]) {
                 k = e->ls;
                 have = lg->vals[k].shape;
+            } else if (e->ls < 0) { /* FSDP: by name; a rank whose shards miss the parameter has none */
+                for (int v = 0; v < lg->nvals && k < 0; v++)
+                    if (lg->vals[v].kind == HP_V_STATE && lg->vals[v].state_of == r->c.rg.map[e->v] &&
+                        !strcmp(lg->vals[v].name, e->name))
+                        k = v, have = lg->vals[v].shape;
             }
-            if (k < 0) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
-            if (!same_shape(&have, &p.shape))
+            if (e->is_state && e->fk >= 0) { /* FSDP: the state holds the rank's part of the piece, flat */
+                int64_t lo, hi;
+                fsdp_range(&lo, &hi, c, e, r->rank, hp_shape_numel(&p.shape));
+                p.shape = hp_shape1(hi - lo);
+                if (k < 0 && hi == lo) k = -2; /* nothing to hold */
+            }
+            if (k == -1) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
+            if (k >= 0 && !same_shape(&have, &p.shape))
                 return hp_errorf("checkpoint: rank %d's piece of '%s' does not have its layout's shape", r->rank,
                                  e->name);
             c->lk[(size_t)i * (size_t)c->nh + (size_t)li] = k;
@@ -183,9 +273,6 @@ static hp_status assign_owners(hp_dist_ckpt *c) {
 
 hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     *out = NULL;
-    if (hp_dist_rank_at(d, 0)->c.fsdp.level)
-        return hp_errorf("checkpoint: checkpoints of FSDP/ZeRO runs are not built yet (their optimizer state lives in "
-                         "flat shards); train without --ckpt-dir, or without --fsdp/--hsdp/--zero");
     hp_dist_ckpt *c = calloc(1, sizeof *c);
     if (!c) return hp_errorf("checkpoint: out of memory");
     c->d = d, c->g = hp_dist_global(d), c->w = hp_dist_world(d);
@@ -193,6 +280,7 @@ hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     c->world = hp_comm_world_size(c->w);
     c->multiproc = hp_comm_uses_mpi(c->w) && hp_comm_supernodes(c->w) > 1;
     c->lead = hp_comm_world_rank(c->w, 0) != NULL;
+    if (c->nh > 0 && hp_dist_rank_at(d, 0)->c.fsdp.level) c->fsdp = &hp_dist_rank_at(d, 0)->c.fsdp;
     hp_status st = c->nh > 0 ? list_entries(c) : hp_errorf("checkpoint: this process hosts no rank");
     if (!st) {
         c->lk = calloc((size_t)c->ne * (size_t)c->nh + 1, sizeof *c->lk);
@@ -216,7 +304,73 @@ void hp_dist_ckpt_destroy(hp_dist_ckpt *c) {
     free(c->e);
     free(c->lk), free(c->own), free(c->nt);
     free(c->whole_model), free(c->whole_state), free(c->stage);
+    hp_ckpt_pieces_destroy(c->pieces);
     free(c);
+}
+
+void hp_dist_ckpt_set_format(hp_dist_ckpt *c, hp_ckpt_format format, hp_ckpt_fault fault) {
+    c->format = format, c->fault = fault;
+}
+
+/* Rank q's pieces of entry i: its layout's box (hosted ranks: at their
+ * buffers), or under FSDP for saving (and for loading, but for parameters at
+ * levels 1 and 2) only the part its shards keep, as a flat range of the tensor or, inside a
+ * tensor-parallel box, as the boxes of that range. Returns how many. */
+static int pieces_of(hp_ckpt_held *out, const hp_dist_ckpt *c, int i, int q, int li, int for_save) {
+    const entry *e = &c->e[i];
+    piece pc;
+    piece_of(&pc, c, e, q);
+    hp_region box = hp_region_box(pc.off, &pc.shape);
+    float *data = li >= 0 ? local_ptr(c, i, li) : NULL;
+    /* levels 1, 2: a parameter is loaded whole into the rank's own store; level 3: the ranks of a
+     * shard group in one process share one store, so each loads its shards (the gather brings the rest) */
+    if (e->fk < 0 || (!e->is_state && !for_save && c->fsdp->level != 3)) {
+        out[0] = (hp_ckpt_held){e->name, box, data};
+        return 1;
+    }
+    int64_t lo, hi;
+    fsdp_range(&lo, &hi, c, e, q, hp_shape_numel(&pc.shape));
+    if (hi == lo) return 0;
+    float *at = data && !e->is_state ? data + lo : data; /* a state holds just [lo, hi) */
+    if (hp_shape_eq(&pc.shape, &e->shape)) {
+        out[0] = (hp_ckpt_held){e->name, hp_region_flat(lo, hi), at};
+        return 1;
+    }
+    hp_region parts[2 * HP_MAX_DIMS];
+    int n = hp_region_flat_boxes(parts, &box, lo, hi, &e->shape);
+    for (int k = 0; k < n; k++) {
+        out[k] = (hp_ckpt_held){e->name, parts[k], at};
+        if (at) at += hp_region_numel(&parts[k], &e->shape);
+    }
+    return n;
+}
+
+/* The sharded format's view of every rank: what it writes from and what it
+ * loads into (runtime/ckpt_pieces). */
+static hp_status make_pieces(hp_dist_ckpt *c) {
+    if (c->pieces) return HP_OK;
+    size_t per = (size_t)c->ne * 2 * HP_MAX_DIMS;
+    hp_ckpt_tensor_desc *t = calloc((size_t)c->ne + 1, sizeof *t);
+    hp_ckpt_held *held = calloc(per * (size_t)c->world * 2 + 1, sizeof *held);
+    hp_ckpt_rank_pieces *rp = calloc((size_t)c->world * 2, sizeof *rp);
+    hp_status st = t && held && rp ? HP_OK : hp_errorf("checkpoint: out of memory");
+    for (int i = 0; i < c->ne && !st; i++)
+        t[i] = (hp_ckpt_tensor_desc){c->e[i].name, c->e[i].is_state ? HP_CKPT_GROUP_OPTIM : HP_CKPT_GROUP_MODEL,
+                                     HP_F32, c->e[i].shape};
+    for (int q = 0; q < c->world && !st; q++) {
+        int li = -1;
+        for (int k = 0; k < c->nh; k++)
+            if (hp_dist_rank_at(c->d, k)->rank == q) li = k;
+        for (int s = 0; s < 2; s++) { /* 0: save, 1: load */
+            hp_ckpt_held *h = held + ((size_t)q * 2 + (size_t)s) * per;
+            int n = 0;
+            for (int i = 0; i < c->ne; i++) n += pieces_of(h + n, c, i, q, li, s == 0);
+            rp[(size_t)s * (size_t)c->world + (size_t)q] = (hp_ckpt_rank_pieces){n, h};
+        }
+    }
+    if (!st) st = hp_ckpt_pieces_create(&c->pieces, c->d, t, c->ne, rp, rp + c->world);
+    free(t), free(held), free(rp);
+    return st;
 }
 
 /* Per rank: deliver the owned pieces; rank 0 also receives the remote ones. */
@@ -287,7 +441,51 @@ static hp_status alloc_whole(hp_dist_ckpt *c, const char *dir) {
     return HP_OK;
 }
 
+/* With keep_last > 0, rank 0's process deletes the run dir's step_* beyond the keep_last newest. */
+static hp_status retain(const hp_dist_ckpt *c, const char *dir, int keep_last) {
+    if (!c->lead || keep_last <= 0) return HP_OK;
+    char *run_dir = hp_fs_dirname(dir);
+    int removed;
+    hp_status st = hp_ckpt_retain(&removed, run_dir, keep_last);
+    free(run_dir);
+    return st;
+}
+
+/* FSDP in the single format: no rank holds its parameters current beyond its
+ * shards, so every rank writes its pieces (the sharded format, beside dir as
+ * dir.tmp-pieces: a stage's name, so what a crash leaves is removed by
+ * recovery), and rank 0's process makes them whole (io/ckpt_convert) and
+ * drops them. */
+static hp_status save_fsdp_single(hp_dist_ckpt *c, const char *dir, const char *state_json) {
+    size_t n = strlen(dir);
+    char *pieces = malloc(n + 16);
+    if (!pieces) return hp_errorf("checkpoint: out of memory");
+    snprintf(pieces, n + 16, "%s.tmp-pieces", dir);
+    hp_status st = hp_ckpt_pieces_save(c->pieces, pieces, state_json, 0, c->fault);
+    if (!st && c->lead) {
+        hp_ckpt ck;
+        st = hp_ckpt_open(&ck, pieces);
+        if (!st) {
+            st = hp_ckpt_convert_dir(dir, &ck, 0);
+            hp_ckpt_close(&ck);
+        }
+        hp_status r = hp_fs_remove_tree(pieces);
+        if (!st) st = r;
+        else hp_status_free(r);
+        if (!st) st = hp_ckpt_set_latest(dir);
+    }
+    free(pieces);
+    return st;
+}
+
 hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last) {
+    if (c->format == HP_CKPT_SHARDED || c->fsdp) {
+        HP_TRY(agree(c, make_pieces(c), dir));
+        hp_status st = c->format == HP_CKPT_SHARDED ? hp_ckpt_pieces_save(c->pieces, dir, state_json, 1, c->fault)
+                                                    : save_fsdp_single(c, dir, state_json);
+        if (!st) st = retain(c, dir, keep_last);
+        return agree(c, st, dir);
+    }
     /* every process learns of a failure before anyone waits on the failed one */
     HP_TRY(agree(c, c->lead ? alloc_whole(c, dir) : HP_OK, dir));
     hp_status st = hp_dist_run(c->d, save_rank, c);
@@ -307,6 +505,10 @@ hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_
 }
 
 hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state) {
+    if (ck->shards || c->fsdp) {
+        HP_TRY(make_pieces(c));
+        return hp_ckpt_pieces_load(c->pieces, ck, with_state);
+    }
     int64_t most = 1;
     for (int i = 0; i < c->ne; i++)
         if (hp_shape_numel(&c->e[i].shape) > most) most = hp_shape_numel(&c->e[i].shape);

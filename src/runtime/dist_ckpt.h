@@ -15,12 +15,27 @@
  *
  * Loading: every process reads the whole tensors one at a time into one
  * reused buffer and scatters its hosted ranks' pieces (the checkpoint
- * directory must be readable by every process). */
+ * directory must be readable by every process).
+ *
+ * The sharded format (HP_CKPT_SHARDED, runtime/ckpt_pieces) instead has every
+ * rank write its own layout's pieces (each distinct piece once) with no
+ * gathering, and a checkpoint in it is loaded by every rank reading only the
+ * saved pieces that overlap its own. Either format is read by any plan.
+ *
+ * FSDP/ZeRO: a rank keeps only its shards of the parameters FSDP manages
+ * current (and holds their moments as flat pieces), so every save goes
+ * through the pieces: sharded, or for the single format the pieces beside
+ * dir made whole by rank 0's process (io/ckpt_convert); every load too (each
+ * rank fills its moments' pieces and its store: whole at levels 1 and 2, its
+ * shards at level 3, where the ranks of a process share one store). */
 #ifndef HP_RUNTIME_DIST_CKPT_H
 #define HP_RUNTIME_DIST_CKPT_H
 
 #include "io/ckpt.h"
+#include "runtime/ckpt_pieces.h"
 #include "runtime/dist.h"
+
+typedef enum { HP_CKPT_SINGLE = 0, HP_CKPT_SHARDED = 1 } hp_ckpt_format;
 
 typedef struct hp_dist_ckpt hp_dist_ckpt;
 
@@ -28,6 +43,8 @@ typedef struct hp_dist_ckpt hp_dist_ckpt;
  * allocates the whole-tensor buffers of rank 0's process on the first save. */
 hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d);
 void hp_dist_ckpt_destroy(hp_dist_ckpt *c);
+/* The format of the saves that follow (default: HP_CKPT_SINGLE); fault: tests. */
+void hp_dist_ckpt_set_format(hp_dist_ckpt *c, hp_ckpt_format format, hp_ckpt_fault fault);
 
 /* Writes every parameter and optimizer state tensor whole into checkpoint
  * directory dir with state_json (used by rank 0's process only), points the

@@ -273,6 +273,8 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     }
     if (!st && t->lead && cfg->ckpt_dir && cfg->ckpt_dir[0]) st = take_ckpt_dir(t);
     if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
+    if (!st && t->ck)
+        hp_dist_ckpt_set_format(t->ck, cfg->ckpt_sharded ? HP_CKPT_SHARDED : HP_CKPT_SINGLE, HP_CKPT_FAULT_NONE);
     if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
     if (!st) st = check_finite(t, cfg->resume ? "the checkpoint" : "the initial weights");
     /* outputs written later are checked now, not at the first save */

@@ -92,6 +92,7 @@ typedef struct {
     int keep_last;          /* > 0: after each save keep only the keep_last newest step_* (and latest's) */
     int on_write_error;     /* a failed metrics or trace write: 0 ends the run with an error naming the
                              * file, 1 warns once (HP_TRAIN_WARNING) and that output stops */
+    int ckpt_sharded;       /* 1: the sharded format (every rank writes its pieces); 0: whole tensors */
     /* resume (borrowed): an opened checkpoint and its step, or NULL */
     const hp_ckpt *resume;
     long start_step;

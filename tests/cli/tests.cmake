@@ -1,5 +1,5 @@
 # Command-line tests: bash scripts run against build/hyperpar.
-foreach(t default_run resume llmc bad_input sample parallel validate plan dist_ckpt bench_comm golden trace help nan setup_agree
+foreach(t default_run resume llmc bad_input sample parallel validate plan dist_ckpt ckpt_sharded bench_comm golden trace help nan setup_agree
           crash_ckpt ckpt_hygiene write_errors mpi_outputs fsdp grad_accum report report_browser
           limits data_kind plan_rules resume_state flags small_inputs bench_kernels)
   add_test(NAME cli/${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:hyperpar_cli>)
