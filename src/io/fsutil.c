@@ -86,7 +86,7 @@ hp_status hp_afile_open(hp_afile *f, const char *path) {
     hp_fault_point("create", path);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        hp_status e = hp_errorf("%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        hp_status e = hp_errorf("%s: cannot create the temporary file beside it: %s", path, strerror(errno));
         free(tmp);
         return e;
     }
@@ -125,7 +125,7 @@ hp_status hp_afile_commit(hp_afile *f) {
     f->fd = -1;
     if (!e) hp_fault_point("rename", f->path);
     if (!e && rename(f->tmp, f->path) != 0)
-        e = hp_errorf("%s: cannot rename %s into place: %s", f->path, f->tmp, strerror(errno));
+        e = hp_errorf("%s: cannot rename the temporary file into place: %s", f->path, strerror(errno));
     if (e) {
         unlink(f->tmp);
         afile_release(f);
