@@ -20,6 +20,8 @@ typedef struct {
     double sumsq;
     hp_trace *trace;
     hp_trace_hook hook;
+    double prof[2]; /* this step's seconds in kernels and in communicating steps (forward and backward) */
+    double opt_s;   /* and in the optimizer phase */
 } rank_state;
 
 struct hp_trainer {
@@ -40,6 +42,7 @@ struct hp_trainer {
     int32_t step_t;
     int eval, validated, tracing;
     int accum; /* micro-batches per step (>= 1) */
+    double flops_per_step; /* the process's ranks' programs, every micro-batch counted */
     int stall_rank; long stall_step; /* test hook HP_TEST_STALL_RANK (see stall_hook); -1: off */
 };
 
@@ -107,7 +110,10 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
         HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
     }
     if (t->accum > 1) rs->loss /= (float)t->accum;
+    double saved[2] = {rs->prof[0], rs->prof[1]}, t0 = hp_now();
     HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
+    rs->opt_s += hp_now() - t0;
+    rs->prof[0] = saved[0], rs->prof[1] = saved[1]; /* the optimizer is its own column */
     rs->sumsq = *(const double *)hp_program_data(r->prog, io->sumsq);
     return HP_OK;
 }
@@ -252,6 +258,9 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         for (int i = 0; i < nr && !st; i++) {
             hp_dist_rank *r = hp_dist_rank_at(t->d, i);
             r->user = &t->rs[i];
+            hp_program_profile(r->prog, t->rs[i].prof); /* the metrics' step split (a clock read per step) */
+            const hp_program_info *pi = hp_program_get_info(r->prog);
+            t->flops_per_step += (pi->flops[HP_PHASE_FWD] + pi->flops[HP_PHASE_BWD]) * t->accum + pi->flops[HP_PHASE_OPT];
             if (cfg->trace && cfg->trace[0]) {
                 long steps = cfg->trace_steps > 0 ? cfg->trace_steps : 1;
                 size_t cap = (size_t)steps * (size_t)(r->c.sched.n + 8) + 64;
@@ -323,6 +332,7 @@ static hp_status train_step(hp_trainer *t, long step, float lr) {
     hp_optim_phase_lrs(t->lrs, &t->cfg.optim, lr);
     t->step_t = (int32_t)(step + 1);
     t->eval = 0;
+    for (int i = 0; i < hp_dist_nranks(t->d); i++) t->rs[i].prof[0] = t->rs[i].prof[1] = t->rs[i].opt_s = 0;
     return hp_dist_run(t->d, rank_step, t);
 }
 
@@ -417,13 +427,20 @@ static hp_status metrics_failed(hp_trainer *t, hp_status st) {
 static hp_status write_step_record(hp_trainer *t, long step, float loss, float lr, float norm, int bad, double tokens,
                                    double dt) {
     if (!t->metrics) return HP_OK;
-    char lb[32], nb[32];
+    char lb[32], nb[32], mfu[48] = "";
     if (isfinite(loss)) snprintf(lb, sizeof lb, "%.9g", (double)loss); else snprintf(lb, sizeof lb, "null");
     if (isfinite(norm)) snprintf(nb, sizeof nb, "%.9g", (double)norm); else snprintf(nb, sizeof nb, "null");
+    /* the step split on the process's first rank: kernels, exposed communication, optimizer, the rest */
+    const rank_state *r0 = &t->rs[0];
+    double other = dt - r0->prof[0] - r0->prof[1] - r0->opt_s;
+    if (t->cfg.peak_gflops > 0) /* the process's ranks' model FLOPs against its measured peak */
+        snprintf(mfu, sizeof mfu, ", \"mfu\": %.5f", t->flops_per_step / dt / (t->cfg.peak_gflops * 1e9));
     hp_status st = hp_metrics_write(
         t->metrics,
-        "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, \"step_ms\": %.3f%s}",
-        step, lb, (double)lr, nb, tokens / dt, dt * 1e3,
+        "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, \"step_ms\": %.3f, "
+        "\"compute_ms\": %.3f, \"comm_ms\": %.3f, \"optimizer_ms\": %.3f, \"other_ms\": %.3f%s%s}",
+        step, lb, (double)lr, nb, tokens / dt, dt * 1e3, r0->prof[0] * 1e3, r0->prof[1] * 1e3, r0->opt_s * 1e3,
+        (other > 0 ? other : 0) * 1e3, mfu,
         bad ? (t->cfg.on_nan ? ", \"nonfinite\": true, \"skipped\": true" : ", \"nonfinite\": true") : "");
     return metrics_failed(t, st);
 }

@@ -75,6 +75,8 @@ typedef struct {
     int grad_accum;         /* micro-batches per step (<= 1: none): the model's batch is one micro-batch,
                              * a step reads grad_accum of them (hp_trainer_step: tokens[grad_accum][B*T]) */
     int accum_comm_last;    /* FSDP: reduce the accumulated gradients once, at the last micro-batch */
+    double peak_gflops;     /* this process's measured FP32 peak (GFLOP/s) on its threads: the metrics
+                             * then carry each step's MFU; 0: none */
     int on_nan;             /* a step whose loss or gradient norm is not finite: 0 stops the run with an
                              * error naming the step (no checkpoint of that state is written), 1 skips
                              * the step (its update is not applied) and goes on */
