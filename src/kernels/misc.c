@@ -5,6 +5,7 @@
  * relative). */
 #include <string.h>
 
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 
 #define MISC_ALIGN 64
@@ -45,44 +46,8 @@ double hp_k_sumsq(hp_pool *pool, const float *x, long n) {
     return s;
 }
 
-typedef struct {
-    uint16_t *h;        /* [n] */
-    float *f;           /* [n] */
-    const uint16_t *ch; /* [n] */
-    const float *cf;    /* [n] */
-    long n;
-} cvt_ctx;
+/* The conversions are the bf16 kernels' (kernels/bf16_cvt: AVX512-BF16 where
+ * present, the same bits either way). */
+void hp_k_f32_to_bf16(hp_pool *pool, uint16_t *out, const float *inp, long n) { hp_kb_f32_to_bf16(pool, out, inp, n); }
 
-/* Round to nearest even; NaN stays a quiet NaN (as hp_f32_to_bf16). */
-static void to_bf16_task(void *c_, int tid, int nt) {
-    cvt_ctx *c = c_;
-    long i0, i1;
-    hp_pool_split(&i0, &i1, c->n, MISC_ALIGN, tid, nt);
-    for (long i = i0; i < i1; i++) {
-        uint32_t u;
-        memcpy(&u, &c->cf[i], sizeof u);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        uint32_t q = (u >> 16) | 0x40u;
-        c->h[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-    }
-}
-
-void hp_k_f32_to_bf16(hp_pool *pool, uint16_t *out, const float *inp, long n) {
-    cvt_ctx c = {.h = out, .cf = inp, .n = n};
-    hp_pool_run(n < MISC_SERIAL ? NULL : pool, to_bf16_task, &c);
-}
-
-static void to_f32_task(void *c_, int tid, int nt) {
-    cvt_ctx *c = c_;
-    long i0, i1;
-    hp_pool_split(&i0, &i1, c->n, MISC_ALIGN, tid, nt);
-    for (long i = i0; i < i1; i++) {
-        uint32_t u = (uint32_t)c->ch[i] << 16;
-        memcpy(&c->f[i], &u, sizeof u);
-    }
-}
-
-void hp_k_bf16_to_f32(hp_pool *pool, float *out, const uint16_t *inp, long n) {
-    cvt_ctx c = {.f = out, .ch = inp, .n = n};
-    hp_pool_run(n < MISC_SERIAL ? NULL : pool, to_f32_task, &c);
-}
+void hp_k_bf16_to_f32(hp_pool *pool, float *out, const uint16_t *inp, long n) { hp_kb_bf16_to_f32(pool, out, inp, n); }
