@@ -473,6 +473,11 @@ hp_status hp_trainer_run(hp_trainer *t) {
     int trace_on = c->trace && c->trace[0];
     hp_status st = HP_OK;
     long step = start;
+    if (c->stop_at > 0 && start >= c->stop_at && start < c->steps) { /* resumed at (or past) the stop: nothing to do */
+        hp_train_event pe = {.kind = HP_TRAIN_STOPPED, .step = start};
+        emit(t, &pe);
+        step = c->steps;
+    }
     for (; step < c->steps && !st; step++) {
         double t0 = hp_now();
         for (int m = 0; m < t->accum && !st; m++)

@@ -14,4 +14,10 @@ for opt in adamw muon; do
   expect_error "differs from the checkpoint" "$HP" train --resume ck --batch 8
   rm -rf ck full.jsonl part.jsonl
 done
+# resuming at the --stop-at step trains nothing more (it used to train one step past it)
+"$HP" train --layers 1 --heads 2 --channels 32 --batch 2 --seq 16 --max-seq 16 --threads 1 --steps 6 --stop-at 2 \
+  --val-steps 1 --ckpt-dir sk --metrics s.jsonl >/dev/null 2>&1 || fail "stop-at run failed"
+"$HP" train --resume sk --stop-at 2 --metrics s.jsonl >s.out 2>&1 || fail "resume at the stop failed: $(tail -2 s.out)"
+[ "$(losses s.jsonl | wc -l)" -eq 2 ] || fail "resuming at the stop trained: $(losses s.jsonl | wc -l) steps recorded"
+[ ! -e sk/step_000003 ] || fail "resuming at the stop wrote step 3"
 finish
