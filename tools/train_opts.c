@@ -156,6 +156,11 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->tp > o->heads) BAD("--tp %d is more than --heads %d: every tensor-parallel rank needs at least one head", o->tp, o->heads);
     if (!(o->comm_timeout > 0)) BAD("--comm-timeout must be > 0");
     if (o->fsdp < 0) BAD("--fsdp must be >= 1, got %d", o->fsdp);
+    if ((long)o->fsdp * o->tp > HP_TRAIN_MAX_RANKS)
+        BAD("--fsdp %d x --tp %d is %ld ranks, above the limit of %d", o->fsdp, o->tp, (long)o->fsdp * o->tp,
+            HP_TRAIN_MAX_RANKS);
+    if (o->fsdp > o->batch)
+        BAD("--fsdp %d is more than --batch %d: every data-parallel rank needs at least one sequence", o->fsdp, o->batch);
     if (o->zero < 0 || o->zero > 3) BAD("--zero must be 1, 2 or 3, got %d", o->zero);
     if (o->prefetch < 0 || o->prefetch > 8) BAD("--prefetch must be in 0..8, got %d", o->prefetch);
     if (o->fsdp > 1 && o->dp > 1) BAD("give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
@@ -216,6 +221,12 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
         if (*end || r < 1 || sh < 1 || r > 4096 || sh > 4096)
             return hp_errorf("%s: --hsdp must be R,S (replicas, shards; each >= 1), got '%s'", prog, o->hsdp);
         reps = (int)r, dp = (int)sh;
+        if (r * sh * o->tp > HP_TRAIN_MAX_RANKS)
+            return hp_errorf("%s: --hsdp %s x --tp %d is %ld ranks, above the limit of %d", prog, o->hsdp, o->tp,
+                             r * sh * o->tp, HP_TRAIN_MAX_RANKS);
+        if (r * sh > o->batch)
+            return hp_errorf("%s: --hsdp %s is %ld data-parallel ranks, more than --batch %d", prog, o->hsdp, r * sh,
+                             o->batch);
     }
     int fsdp = o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));

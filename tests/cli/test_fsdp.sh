@@ -79,4 +79,7 @@ PY
 expect_error "--fsdp or --dp" "$HP" train --fsdp 2 --dp 2 --steps 1
 expect_error "--hsdp must be R,S" "$HP" train --hsdp 2 --steps 1
 expect_error "--zero must be 1, 2 or 3" "$HP" train --zero 4 --dp 2 --steps 1
+expect_error "--fsdp 5000 x --tp 1 is 5000 ranks, above the limit of 4096" "$HP" train --fsdp 5000 --steps 1
+expect_error "--fsdp 16 is more than --batch 8" "$HP" train --fsdp 16 --batch 8 --steps 1
+expect_error "--hsdp 4,4 is 16 data-parallel ranks, more than --batch 8" "$HP" train --hsdp 4,4 --batch 8 --steps 1
 finish
