@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +30,6 @@ void hp_plan_free(hp_plan *p) {
     free_rules(p->inputs, p->ninputs);
     hp_fsdp_spec_free(&p->fsdp);
     memset(p, 0, sizeof *p);
-}
-
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
 }
 
 static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const hp_layout *l, const char *where) {
@@ -73,8 +65,8 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
         *cap = nc;
     }
     hp_plan_rule *r = &(*rules)[*n];
-    r->pattern = dup_str(pattern);
-    r->where = dup_str(where);
+    r->pattern = strdup(pattern);
+    r->where = strdup(where);
     r->layout = *l;
     if (!r->pattern || !r->where) {
         free(r->pattern);
@@ -325,31 +317,19 @@ hp_status hp_plan_check_rules(const hp_plan *p, const char *const *params, int n
     return check_rule_list(p->inputs, p->ninputs, "input", "input", inputs, ni);
 }
 
-/* Appends printf output at *used (counting what would not fit). */
-static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = *used < n ? buf + *used : NULL;
-    int k = vsnprintf(dst, dst ? n - *used : 0, fmt, ap);
-    va_end(ap);
-    if (k > 0) *used += (size_t)k;
-}
 
 static size_t plan_print(char *buf, size_t n, const hp_plan *p) {
     size_t used = 0;
     if (n) buf[0] = 0;
     char ms[128], ls[192];
-    put(buf, n, &used, "mesh: %s\n", hp_mesh_str(ms, sizeof ms, &p->mesh));
+    hp_text_appendf(buf, n, &used, "mesh: %s\n", hp_mesh_str(ms, sizeof ms, &p->mesh));
     for (int i = 0; i < p->ninputs; i++)
-        put(buf, n, &used, "input %s: %s\n", p->inputs[i].pattern,
-            hp_layout_str(ls, sizeof ls, &p->inputs[i].layout, &p->mesh));
+        hp_text_appendf(buf, n, &used, "input %s: %s\n", p->inputs[i].pattern,
+                        hp_layout_str(ls, sizeof ls, &p->inputs[i].layout, &p->mesh));
     for (int i = 0; i < p->nparams; i++)
-        put(buf, n, &used, "param %s: %s\n", p->params[i].pattern,
-            hp_layout_str(ls, sizeof ls, &p->params[i].layout, &p->mesh));
-    size_t f = hp_fsdp_spec_print(buf && used < n ? buf + used : NULL, buf && used < n ? n - used : 0, &p->fsdp,
-                                  &p->mesh);
-    used += f - 1;
+        hp_text_appendf(buf, n, &used, "param %s: %s\n", p->params[i].pattern,
+                        hp_layout_str(ls, sizeof ls, &p->params[i].layout, &p->mesh));
+    hp_fsdp_spec_print(buf, n, &used, &p->fsdp, &p->mesh);
     return used + 1;
 }
 

@@ -101,9 +101,10 @@ size_t hp_plan_str_size(const hp_plan *p);
 hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where);
 /* A unit: its name and space-separated globs. */
 hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where);
-/* layout/plan_fsdp.c: the spec's text form (the plan file's lines), appended
- * by hp_plan_str; and its release. */
+/* layout/plan_fsdp.c: the spec's text form (the plan file's lines),
+ * appended to buf[n] at *used as hp_text_appendf does (hp_plan_str); and its
+ * release. */
 void hp_fsdp_spec_free(hp_fsdp_spec *f);
-size_t hp_fsdp_spec_print(char *buf, size_t n, const hp_fsdp_spec *f, const hp_mesh *m);
+void hp_fsdp_spec_print(char *buf, size_t n, size_t *used, const hp_fsdp_spec *f, const hp_mesh *m);
 
 #endif

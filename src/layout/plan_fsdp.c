@@ -2,19 +2,13 @@
  * settings and the `unit` entries (see plan.h), parsed, checked against the
  * mesh, and printed back in the file's form. */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layout/plan.h"
+#include "layout/text.h"
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 void hp_fsdp_spec_free(hp_fsdp_spec *f) {
     for (int i = 0; i < f->nunits; i++) {
@@ -115,7 +109,7 @@ hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) 
     if (!st && f->replicate_axis == f->shard_axis)
         st = hp_errorf("%s: fsdp: the replicate axis is the shard axis", where);
     if (!st) {
-        f->where = dup_str(where);
+        f->where = strdup(where);
         if (!f->where) st = hp_errorf("plan: out of memory");
     }
     if (st) f->level = 0;
@@ -137,8 +131,8 @@ hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs,
     }
     hp_fsdp_unit_rule *u = &f->units[f->nunits];
     memset(u, 0, sizeof *u);
-    u->name = dup_str(name);
-    u->where = dup_str(where);
+    u->name = strdup(name);
+    u->where = strdup(where);
     if (!u->name || !u->where) {
         free(u->name), free(u->where);
         return hp_errorf("plan: out of memory");
@@ -162,29 +156,18 @@ hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs,
     return HP_OK;
 }
 
-static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t n, size_t *used, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(buf && *used < n ? buf + *used : NULL, buf && *used < n ? n - *used : 0, fmt, ap);
-    va_end(ap);
-    if (k > 0) *used += (size_t)k;
-}
 
-size_t hp_fsdp_spec_print(char *buf, size_t n, const hp_fsdp_spec *f, const hp_mesh *m) {
-    size_t used = 0;
-    if (buf && n) buf[0] = 0;
+void hp_fsdp_spec_print(char *buf, size_t n, size_t *used, const hp_fsdp_spec *f, const hp_mesh *m) {
     if (f->level > 0) {
-        put(buf, n, &used, "fsdp: shard=%s", m->name[f->shard_axis]);
-        if (f->replicate_axis >= 0) put(buf, n, &used, " replicate=%s", m->name[f->replicate_axis]);
-        put(buf, n, &used, " level=%d reshard=%s prefetch=%d reduce=%s style=%s\n", f->level,
+        hp_text_appendf(buf, n, used, "fsdp: shard=%s", m->name[f->shard_axis]);
+        if (f->replicate_axis >= 0) hp_text_appendf(buf, n, used, " replicate=%s", m->name[f->replicate_axis]);
+        hp_text_appendf(buf, n, used, " level=%d reshard=%s prefetch=%d reduce=%s style=%s\n", f->level,
             f->reshard_after_forward ? "on" : "off", f->prefetch, f->reduce_bf16 ? "bf16" : "fp32",
             f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
     }
     for (int i = 0; i < f->nunits; i++) {
-        put(buf, n, &used, "unit %s:", f->units[i].name);
-        for (int k = 0; k < f->units[i].nglobs; k++) put(buf, n, &used, " %s", f->units[i].globs[k]);
-        put(buf, n, &used, "\n");
+        hp_text_appendf(buf, n, used, "unit %s:", f->units[i].name);
+        for (int k = 0; k < f->units[i].nglobs; k++) hp_text_appendf(buf, n, used, " %s", f->units[i].globs[k]);
+        hp_text_appendf(buf, n, used, "\n");
     }
-    return used + 1;
 }

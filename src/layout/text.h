@@ -9,4 +9,8 @@
  * length, or -1 if it does not fit. */
 int hp_text_trimmed(char *out, size_t cap, const char *a, const char *b);
 
+/* Appends printf output to buf[n] at *used and advances *used by its full
+ * length, so a first pass with buf NULL (n 0) counts the bytes needed. */
+void hp_text_appendf(char *buf, size_t n, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif
