@@ -11,6 +11,7 @@
 #include "api/plan_report.h"
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
+#include "runtime/params.h"
 
 enum { NKINDS = HP_RD_TO_PARTIAL + 1 };
 
@@ -194,23 +195,14 @@ static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
 static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
     const hp_graph *lg = cc->rg.g;
     const hp_fsdp_plan *f = &cc->fsdp;
-    double gflat = 0; /* the program's flat gradients: parameters whose gradients are values of their own */
-    int any_view = 0, k = 0;
     for (int v = 0; v < lg->nvals; v++) {
         const hp_value *val = &lg->vals[v];
         double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
         if (val->view_of >= 0) continue; /* no storage of its own */
         if (val->kind == HP_V_PARAM) {
-            if (!f->level) m->params += b;
-            int gv = val->grad;
-            if (gv >= 0 && lg->vals[gv].view_of >= 0) any_view = 1;
-            else if (gv >= 0 && f->level) {
-                double end = 4.0 * (double)(f->offset[k] + (size_t)(hp_val_numel(lg, v) + 15) / 16 * 16);
-                if (end > gflat) gflat = end;
-            } else if (gv >= 0) {
-                m->grads += b;
-            }
-            k++;
+            if (f->level) continue; /* the store and the flat gradients: below */
+            m->params += b;
+            m->grads += val->grad >= 0 ? b : 0;
         } else if (val->kind == HP_V_STATE) {
             m->optimizer += b; /* AdamW m, v; Muon momentum */
         } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
@@ -225,7 +217,7 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     if (f->level) {
         /* level 3: the shard group's ranks share one store inside a supernode (this rank's share) */
         m->params = 4.0 * (double)f->total / (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->members : 1);
-        m->grads += any_view ? gflat : 4.0 * (double)f->total;
+        m->grads += 4.0 * (double)hp_param_grad_floats(lg, f->offset, f->total);
     }
     m->activations = (double)cc->mem.arena_bytes;
     size_t op_scratch = 0, rd_scratch = 0;
@@ -239,12 +231,8 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
         if (s > rd_scratch) rd_scratch = s;
     }
     m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
-    if (cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2) { /* its staging buffers */
-        size_t big = 0;
-        for (int u = 0; u < cc->fsdp.nunits; u++)
-            if (cc->fsdp.units[u].size > big) big = cc->fsdp.units[u].size;
-        m->scratch += 4.0 * (double)big * (cc->fsdp.prefetch + 2);
-    }
+    if (cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2) /* its staging buffers */
+        m->scratch += 4.0 * (double)hp_fsdp_largest_unit(&cc->fsdp) * (cc->fsdp.prefetch + 2);
     m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->inputs;
 }
 

@@ -94,11 +94,8 @@ static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan) {
         note(c, "fsdp", "off");
         return HP_OK;
     }
-    size_t managed = 0, big = 0;
-    for (int u = 0; u < c->fsdp.nunits; u++) {
-        managed += c->fsdp.units[u].size;
-        if (c->fsdp.units[u].size > big) big = c->fsdp.units[u].size;
-    }
+    size_t managed = 0, big = hp_fsdp_largest_unit(&c->fsdp);
+    for (int u = 0; u < c->fsdp.nunits; u++) managed += c->fsdp.units[u].size;
     note(c, "fsdp", "level %d over %s (%d members%s): %d units, %.2f MB managed, largest unit %.2f MB, shard %.2f MB",
          c->fsdp.level, c->mesh.name[c->fsdp.shard_axis], c->fsdp.members,
          c->fsdp.replicas > 1 ? ", HSDP replicas" : "", c->fsdp.nunits, (double)managed * 4e-6, (double)big * 4e-6,

@@ -16,6 +16,13 @@ void hp_fsdp_plan_free(hp_fsdp_plan *f) {
     memset(f, 0, sizeof *f);
 }
 
+size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f) {
+    size_t big = 0;
+    for (int u = 0; u < f->nunits; u++)
+        if (f->units[u].size > big) big = f->units[u].size;
+    return big;
+}
+
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 /* "h.3.attn.qkv.weight" -> "h.3" (a name part that is all digits ends the
@@ -319,9 +326,7 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     rt->plan = plan;
     rt->params = params;
     if (plan->style == HP_FSDP_STYLE_FSDP2) {
-        size_t big = 0;
-        for (int u = 0; u < plan->nunits; u++)
-            if (plan->units[u].size > big) big = plan->units[u].size;
+        size_t big = hp_fsdp_largest_unit(plan);
         rt->nstaging = plan->prefetch + 1;
         rt->staging = calloc((size_t)rt->nstaging + 1, sizeof *rt->staging);
         for (int i = 0; rt->staging && i <= rt->nstaging; i++) {

@@ -105,6 +105,8 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
 int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_rank_graph *rg, int p, int k,
                          int replicas);
 void hp_fsdp_plan_free(hp_fsdp_plan *f);
+/* Floats of the plan's largest unit (0 without units). */
+size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f);
 
 /* Run time: what the FSDP operators of a rank read (hp_rank_ctx.fsdp). */
 typedef struct hp_fsdp_rt hp_fsdp_rt;

@@ -121,3 +121,19 @@ hp_status hp_param_store_check(const hp_param_store *ps, const hp_graph *g) {
     if (k != ps->n) return hp_errorf("parameters: the graph has %d parameters, the store %d", k, ps->n);
     return HP_OK;
 }
+
+size_t hp_param_grad_floats(const hp_graph *g, const size_t *offset, size_t total) {
+    size_t end = 0;
+    int any_view = 0;
+    for (int v = 0, k = 0; v < g->nvals; v++) {
+        if (g->vals[v].kind != HP_V_PARAM) continue;
+        int gv = g->vals[v].grad;
+        if (gv >= 0 && g->vals[gv].view_of >= 0) any_view = 1;
+        else if (gv >= 0 && g->vals[gv].persistent) {
+            size_t e = offset[k] + ((size_t)hp_val_numel(g, v) + 15) / 16 * 16;
+            if (e > end) end = e;
+        }
+        k++;
+    }
+    return any_view ? end : total;
+}

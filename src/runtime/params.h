@@ -38,6 +38,11 @@ static inline size_t hp_param_numel(const hp_param_store *ps, int i) {
 /* Checks that the graph's parameters match the store (same names, order, shapes). */
 hp_status hp_param_store_check(const hp_param_store *ps, const hp_graph *g);
 
+/* Floats of the flat gradient buffer a program over g keeps beside a store
+ * laid out at offset[i] (graph order; total floats in all): up to the end of
+ * the last parameter whose gradient is a value of its own (FSDP's are views
+ * into its units' gradients); the whole store when no gradient is a view. */
+size_t hp_param_grad_floats(const hp_graph *g, const size_t *offset, size_t total);
 /* Page-aligned, zeroed allocation of n bytes (memory is touched once here). */
 void *hp_alloc_zeroed(size_t n);
 

@@ -96,21 +96,7 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
      * layout), inputs and constants (one block). */
     int has_bwd = 0, pi = 0;
     for (int i = 0; i < g->nnodes; i++) has_bwd |= g->nodes[i].phase == HP_PHASE_BWD;
-    /* the flat gradients cover the parameters whose gradients are persistent
-     * values of their own (FSDP's are views into its units' gradients) */
-    size_t gtotal = 0;
-    int any_view = 0;
-    for (int v = 0, k = 0; v < g->nvals; v++) {
-        if (g->vals[v].kind != HP_V_PARAM) continue;
-        int gv = g->vals[v].grad;
-        if (gv >= 0 && g->vals[gv].view_of >= 0) any_view = 1;
-        else if (gv >= 0 && g->vals[gv].persistent) {
-            size_t end = ps->offset[k] + ((size_t)hp_val_numel(g, v) + 15) / 16 * 16;
-            if (end > gtotal) gtotal = end;
-        }
-        k++;
-    }
-    if (!any_view) gtotal = ps->total;
+    size_t gtotal = hp_param_grad_floats(g, ps->offset, ps->total); /* FSDP's gradients are views */
     if (has_bwd) {
         p->grads = hp_alloc_zeroed(gtotal * sizeof(float));
         if (!p->grads) {
