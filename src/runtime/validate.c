@@ -367,7 +367,7 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     }
     if (!st) st = hp_pool_create(&v->pool, cfg->threads > 0 ? cfg->threads : 1);
     if (!st) st = hp_program_create(&v->ref, v->g, &v->ps, v->pool);
-    if (!st) v->fsdp = (hp_vfsdp){v->d, v->g, v->ref, &v->ps, v->atol, v->rtol, NULL, 0};
+    if (!st) st = hp_vfsdp_init(&v->fsdp, v->d, v->g, v->ref, &v->ps, v->atol, v->rtol);
     if (st) {
         hp_validate_destroy(v);
         return hp_error_wrap(st, "validation: the 1-rank reference");

@@ -8,9 +8,24 @@
 
 #include "parallel/piece.h"
 
+hp_status hp_vfsdp_init(hp_vfsdp *c, hp_dist *d, const hp_graph *g, hp_program *ref, const hp_param_store *rps,
+                        double atol, double rtol) {
+    *c = (hp_vfsdp){d, g, ref, rps, atol, rtol, NULL, NULL, 0, NULL, 0};
+    c->np = hp_graph_params(g, NULL, 0);
+    c->ids = malloc(sizeof(int) * (size_t)(c->np ? c->np : 1));
+    c->ri = malloc(sizeof(int) * (size_t)(c->np ? c->np : 1));
+    if (!c->ids || !c->ri) return hp_errorf("validation: out of memory");
+    hp_graph_params(g, c->ids, c->np);
+    for (int k = 0; k < c->np; k++) {
+        c->ri[k] = hp_param_store_find(rps, g->vals[c->ids[k]].name);
+        if (c->ri[k] < 0) return hp_errorf("validation: the reference has no parameter '%s'", g->vals[c->ids[k]].name);
+    }
+    return HP_OK;
+}
+
 void hp_vfsdp_free(hp_vfsdp *c) {
-    free(c->buf);
-    c->buf = NULL;
+    free(c->buf), free(c->ids), free(c->ri);
+    c->buf = NULL, c->ids = c->ri = NULL;
     c->cap = 0;
 }
 
@@ -18,10 +33,7 @@ void hp_vfsdp_free(hp_vfsdp *c) {
  * (grad = 1) as rank r holds it: c->buf[numel], whose count is returned. */
 static hp_status ref_piece(int64_t *numel, hp_vfsdp *c, int k, int grad, int r) {
     const hp_dist_rank *R = hp_dist_rank_at(c->d, r);
-    int ids[1024];
-    if (hp_graph_params(c->g, NULL, 0) > 1024) return hp_errorf("validation: more than 1024 parameters");
-    hp_graph_params(c->g, ids, 1024);
-    int gv = ids[k];
+    int gv = c->ids[k];
     const hp_shape *gs = &c->g->vals[gv].shape;
     hp_shape loc;
     int64_t off[HP_MAX_DIMS] = {0};
@@ -33,19 +45,14 @@ static hp_status ref_piece(int64_t *numel, hp_vfsdp *c, int k, int grad, int r) 
         c->buf = b;
         c->cap = (size_t)n;
     }
-    int ri = hp_param_store_find(c->rps, c->g->vals[gv].name);
-    if (ri < 0) return hp_errorf("validation: the reference has no parameter '%s'", c->g->vals[gv].name);
+    int ri = c->ri[k];
     const float *src = grad ? hp_program_grads(c->ref) + c->rps->offset[ri] : hp_param_ptr(c->rps, ri);
     hp_piece_extract(c->buf, src, sizeof(float), gs, &loc, off);
     *numel = n;
     return HP_OK;
 }
 
-static const char *param_name(const hp_vfsdp *c, int k) {
-    int ids[1024];
-    hp_graph_params(c->g, ids, 1024);
-    return c->g->vals[ids[k]].name;
-}
+static const char *param_name(const hp_vfsdp *c, int k) { return c->g->vals[c->ids[k]].name; }
 
 hp_status hp_vfsdp_params(hp_vfsdp *c, const char *step, int u, const hp_tensor *const *params) {
     for (int r = 0; r < hp_dist_nranks(c->d); r++) {

@@ -21,9 +21,16 @@ typedef struct {
     hp_program *ref;            /* the reference program */
     const hp_param_store *rps;  /* its (whole) parameters */
     double atol, rtol;
+    int *ids;                   /* [np] the graph's parameters, in graph order */
+    int *ri;                    /* [np] their index in rps */
+    int np;
     float *buf;                 /* scratch: one parameter's reference piece */
     size_t cap;
 } hp_vfsdp;
+
+/* Sets up the checks over dist d against the reference ref (its store rps). */
+hp_status hp_vfsdp_init(hp_vfsdp *c, hp_dist *d, const hp_graph *g, hp_program *ref, const hp_param_store *rps,
+                        double atol, double rtol);
 
 /* params[r][k]: rank r's k-th parameter of unit u (graph order), as the step left it. */
 hp_status hp_vfsdp_params(hp_vfsdp *c, const char *step, int u, const hp_tensor *const *params);
