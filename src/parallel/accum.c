@@ -19,6 +19,7 @@ static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro
     hp_graph *g = rg->g;
     for (int u = 0; u < f->nunits; u++) {
         hp_fsdp_unit *un = &f->units[u];
+        if (un->reduce_node[0] < 0) continue; /* nothing in the backward touches it: no gradient to reduce */
         int a = accumulator(g, un->grad, g->vals[un->grad].name), xin[2] = {un->grad, a};
         hp_attrs at;
         memset(&at, 0, sizeof at);
@@ -27,17 +28,16 @@ static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro
         HP_TRY(hp_graph_status(g));
         snprintf(g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.grad_accumulate", un->name);
         HP_TRY(hp_rank_graph_sync_nodes(rg));
-        rg->hint[node] = HP_HINT_BEFORE(un->reduce_node);
+        rg->hint[node] = HP_HINT_BEFORE(un->reduce_node[0]);
         /* the unit's reduce start and wait, and the replicas' wait: read the accumulator, skip until the last */
-        for (int i = 0; i < g->nnodes; i++) {
-            hp_node *n = &g->nodes[i];
-            if (n->op->communicates && !strncmp(n->op->name, "fsdp_", 5) && n->a.i[0] == u && n->phase == HP_PHASE_BWD) {
-                if (n->nin >= HP_MAX_IN) return hp_errorf("accumulate: node '%s' has no room for an input", n->name);
-                for (int k = 0; k < n->nin; k++)
-                    if (n->in[k] == un->grad) n->in[k] = a;
-                n->in[n->nin++] = micro;
-                n->a.i[1] = 1;
-            }
+        for (int q = 0; q < 3; q++) {
+            if (un->reduce_node[q] < 0) continue;
+            hp_node *n = &g->nodes[un->reduce_node[q]];
+            if (n->nin >= HP_MAX_IN) return hp_errorf("accumulate: node '%s' has no room for an input", n->name);
+            for (int k = 0; k < n->nin; k++)
+                if (n->in[k] == un->grad) n->in[k] = a;
+            n->in[n->nin++] = micro;
+            n->a.i[1] = 1;
         }
     }
     return HP_OK;
@@ -104,7 +104,7 @@ static void accumulate_run(const hp_kctx *k, const hp_node *n, const hp_tensor *
     (void)out;
     const int32_t *m = in[0].data;
     int first = m[0] == 0, last = m[0] == m[1] - 1;
-    float inv = (float)m[1];
+    float K = (float)m[1];
     for (int t = 0; t < n->nxin / 2; t++) {
         const float *gr = in[1 + 2 * t].data;
         float *acc = in[2 + 2 * t].data;
@@ -114,7 +114,7 @@ static void accumulate_run(const hp_kctx *k, const hp_node *n, const hp_tensor *
         else
             for (int64_t i = 0; i < e; i++) acc[i] += gr[i];
         if (last)
-            for (int64_t i = 0; i < e; i++) acc[i] /= inv;
+            for (int64_t i = 0; i < e; i++) acc[i] /= K;
     }
     (void)k;
 }

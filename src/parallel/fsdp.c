@@ -234,6 +234,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     for (int u = 0; !st && u < nu; u++) {
         hp_fsdp_unit *un = &f->units[u];
         un->grad_acc = -1;
+        un->reduce_node[0] = un->reduce_node[1] = un->reduce_node[2] = -1; /* set below when the unit has a backward */
         char nm[HP_NAME_LEN];
         snprintf(nm, sizeof nm, "fsdp.%.60s.grad", un->name);
         un->grad = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1((int64_t)un->size), nm);
@@ -270,7 +271,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
         if (st) break;
-        f->units[u].reduce_node = s;
+        f->units[u].reduce_node[0] = s, f->units[u].reduce_node[1] = w, f->units[u].reduce_node[2] = a;
         rg->hint[s] = HP_HINT_AFTER(last[2 * q]);
         rg->hint[w] = HP_HINT_END;
         /* hyperpar: the previous unit's reduction overlaps this unit's; fsdp2: one in flight */

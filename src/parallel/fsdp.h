@@ -73,7 +73,8 @@ typedef struct {
                     * into it); level 1: persistent, levels 2, 3: in the arena until reduced */
     int grad_shard; /* local value: this rank's reduced shard of it (level 1: a view of grad) */
     int grad_acc;   /* gradient accumulation (parallel/accum): the shard's accumulator, -1: none */
-    int reduce_node; /* the unit's reduce-scatter start node (parallel/accum rewires it) */
+    int reduce_node[3]; /* the unit's reduction nodes: start, wait, the replicas' wait (-1: none);
+                         * parallel/accum rewires them */
 } hp_fsdp_unit;
 
 typedef struct {
