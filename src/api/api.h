@@ -47,6 +47,11 @@ hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, co
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);
 
+/* api/bench_peak: the FP32 FMA peak (GFLOP/s) on `threads` threads, the best
+ * of `rounds` measurements of milliseconds each, pause_ms apart
+ * (hp_bench_fma_peak: 8 rounds over about a second). */
+hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms);
+
 /* api/bench_parallel: medians over `steps` timed training steps (after 2
  * untimed) of GPT-2 under plan (NULL: one rank) on world w, from rank 0: the
  * step, kernels, exposed collectives, optimizer, the rest, and the time its

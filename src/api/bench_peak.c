@@ -60,6 +60,21 @@ static double measure(hp_pool *pool) {
     return best / 1e9;
 }
 
+hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms) {
+    *gflops = 0;
+    if (threads < 1 || threads > 256) return hp_errorf("hp_bench_fma_peak: threads must be in 1..256, got %d", threads);
+    hp_pool *pool;
+    HP_TRY(hp_pool_create(&pool, threads));
+    for (int rep = 0; rep < rounds; rep++) {
+        double p = measure(pool);
+        if (p > *gflops) *gflops = p;
+        struct timespec pause = {pause_ms / 1000, (pause_ms % 1000) * 1000 * 1000};
+        if (rep + 1 < rounds) nanosleep(&pause, NULL);
+    }
+    hp_pool_destroy(pool);
+    return HP_OK;
+}
+
 hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {
 #if defined(__AVX512F__)
     *isa = "avx512";
@@ -68,18 +83,7 @@ hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {
 #else
     *isa = "scalar";
 #endif
-    *gflops = 0;
-    if (threads < 1 || threads > 256) return hp_errorf("hp_bench_fma_peak: threads must be in 1..256, got %d", threads);
-    hp_pool *pool;
-    HP_TRY(hp_pool_create(&pool, threads));
     /* One measurement lasts milliseconds, so another process on the cores can
      * halve it: the best of several, spread over about a second. */
-    for (int rep = 0; rep < 8; rep++) {
-        double p = measure(pool);
-        if (p > *gflops) *gflops = p;
-        struct timespec pause = {0, 100 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    hp_pool_destroy(pool);
-    return HP_OK;
+    return hp_api_fma_peak(gflops, threads, 8, 100);
 }

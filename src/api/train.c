@@ -312,10 +312,10 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.trace = t->trace, ic.trace_steps = c->trace_steps;
     if (set(c->run_dir)) {
         HP_TRY(hp_api_run_create(&t->run, c));
-        /* the run's report draws MFU against this machine's measured peak (about a second) */
-        const char *isa = NULL;
+        /* the run's report draws MFU against this machine's measured peak (the best of 3 short
+         * measurements: tens of milliseconds at start, not the benchmark's second) */
         double peak = 0;
-        if (!hp_bench_fma_peak(&peak, &isa, c->threads)) ic.peak_gflops = peak;
+        if (!hp_api_fma_peak(&peak, c->threads, 3, 10)) ic.peak_gflops = peak;
         if (!t->metrics) { /* the metrics go into the run directory */
             t->metrics = hp_fs_join(c->run_dir, "metrics.jsonl");
             if (!t->metrics) return hp_errorf("hp_train_create: out of memory");
