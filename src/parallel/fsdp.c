@@ -109,18 +109,11 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     for (int u = 0; !st && u < s->nunits; u++)
         if (!out->units[u].nparams)
             st = hp_errorf("%s: unit '%s' matches no parameter FSDP manages", s->units[u].where, s->units[u].name);
-    /* the store: the unmanaged parameters, then unit by unit */
+    /* the store: the unmanaged parameters (unit -1), then unit by unit */
     size_t at = 0;
-    for (int k = 0; !st && k < np; k++) {
-        if (out->unit_of[k] >= 0) continue;
-        hp_shape local;
-        hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
-        out->offset[k] = at;
-        at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
-    }
-    for (int u = 0; !st && u < out->nunits; u++) {
-        hp_fsdp_unit *un = &out->units[u];
-        un->offset = at;
+    for (int u = -1; !st && u < out->nunits; u++) {
+        hp_fsdp_unit *un = u >= 0 ? &out->units[u] : NULL;
+        if (un) un->offset = at;
         for (int k = 0; k < np; k++) {
             if (out->unit_of[k] != u) continue;
             hp_shape local;
@@ -128,6 +121,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
             out->offset[k] = at;
             at += align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN);
         }
+        if (!un) continue;
         un->size = align_up(at - un->offset, (size_t)HP_FSDP_ALIGN * (size_t)out->members);
         un->shard = un->size / (size_t)out->members;
         at = un->offset + un->size;
@@ -161,22 +155,14 @@ static int by_key(const void *a_, const void *b_) {
     return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] - b[1];
 }
 
-static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *xin, int nx, int unit, hp_phase ph, const char *name,
-                const char *what) {
+/* A node of unit `unit` (a.i[0]) named "fsdp.<unit>.<what>": inputs in[nin]
+ * then xin[nx], outputs out[nout]. */
+static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, const int *xin, int nx, const int *out,
+                int nout, int unit, hp_phase ph, const char *name, const char *what) {
     hp_attrs a;
     memset(&a, 0, sizeof a);
     a.i[0] = unit;
-    int node = hp_graph_node_list(rg->g, op, NULL, 0, xin, nx, NULL, 0, &a, ph);
-    if (node >= 0) snprintf(rg->g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.%s", name, what);
-    return node;
-}
-
-static int emit_io(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, const int *out, int nout, int unit,
-                   const char *name, const char *what) {
-    hp_attrs a;
-    memset(&a, 0, sizeof a);
-    a.i[0] = unit;
-    int node = hp_graph_node_into(rg->g, op, in, nin, out, nout, &a, HP_PHASE_BWD, -1);
+    int node = hp_graph_node_list(rg->g, op, in, nin, xin, nx, out, nout, &a, ph);
     if (node >= 0) snprintf(rg->g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.%s", name, what);
     return node;
 }
@@ -187,11 +173,10 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     int nu = f->nunits, n0 = g->nnodes;
     int *ids = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
     int *xp = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
-    int *xg = malloc(sizeof(int) * (size_t)(f->nparams ? f->nparams : 1));
     int *first = malloc(sizeof(int) * 2 * (size_t)(nu ? nu : 1)); /* (fwd position, unit) */
     int *last = malloc(sizeof(int) * 2 * (size_t)(nu ? nu : 1));  /* (bwd position, unit) */
     unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
-    hp_status st = ids && xp && xg && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
+    hp_status st = ids && xp && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
     if (!st) hp_graph_params(g, ids, f->nparams);
     for (int u = 0; !st && u < nu; u++) {
         memset(mp, 0, (size_t)g->nvals);
@@ -221,8 +206,9 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         f->units[u].fwd_pos = nf++;
         for (int k = 0; k < f->nparams; k++)
             if (f->unit_of[k] == u) xp[nx++] = ids[k];
-        int s = emit(rg, &hp_op_fsdp_gather_start, xp, nx, u, HP_PHASE_FWD, f->units[u].name, "gather");
-        int w = emit(rg, &hp_op_fsdp_gather_wait, xp, nx, u, HP_PHASE_FWD, f->units[u].name, "gather_wait");
+        int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name, "gather");
+        int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name,
+                     "gather_wait");
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
         if (st) break;
@@ -263,11 +249,12 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         int u = last[2 * q + 1];
         const hp_fsdp_unit *un = &f->units[u];
         int io[2] = {un->grad, un->grad_shard};
-        int s = emit_io(rg, &hp_op_fsdp_reduce_start, io, 1, &io[1], 1, u, f->units[u].name, "reduce");
-        int w = emit_io(rg, &hp_op_fsdp_reduce_wait, io, 2, NULL, 0, u, f->units[u].name, "reduce_wait");
-        int a = f->replicas > 1 ? emit_io(rg, &hp_op_fsdp_allreduce_wait, &io[1], 1, NULL, 0, u, f->units[u].name,
-                                          "replicas_wait")
-                                : -1;
+        const char *nm = f->units[u].name;
+        int s = emit(rg, &hp_op_fsdp_reduce_start, io, 1, NULL, 0, &io[1], 1, u, HP_PHASE_BWD, nm, "reduce");
+        int w = emit(rg, &hp_op_fsdp_reduce_wait, io, 2, NULL, 0, NULL, 0, u, HP_PHASE_BWD, nm, "reduce_wait");
+        int a = f->replicas > 1
+                    ? emit(rg, &hp_op_fsdp_allreduce_wait, &io[1], 1, NULL, 0, NULL, 0, u, HP_PHASE_BWD, nm, "replicas_wait")
+                    : -1;
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
         if (st) break;
@@ -279,7 +266,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         if (a >= 0) rg->hint[a] = HP_HINT_END;
         prev = w;
     }
-    free(ids), free(xp), free(xg), free(first), free(last), free(mp), free(mg);
+    free(ids), free(xp), free(first), free(last), free(mp), free(mg);
     return st;
 }
 
