@@ -41,6 +41,7 @@ typedef struct {
     char hsdp[32];              /* "R,S": R replicas x S shards */
     char fsdp_style[16], reshard[8];
     int validate;
+    char dtype[8];              /* fp32 | bf16 */
     float comm_timeout;
     char overlap[8];
     char on_nan[16];

@@ -414,6 +414,10 @@ typedef struct {
     int threads;                /* compute threads of this process, shared out among its ranks (>= 1) */
     int overlap;                /* 1: gradient reductions start early and wait late */
     int validate;               /* 1: step 1 through the validation executor (needs a plan) */
+    int bf16;                   /* 1: compute in bf16 (--dtype bf16): bf16 copies of the fp32 master weights,
+                                 * bf16 activations where the operator allows, GEMMs through oneDNN; norms'
+                                 * statistics, softmax and the loss in fp32; gradients, optimizer state and
+                                 * checkpoints fp32. 0: fp32 throughout */
     /* optimization */
     hp_optimizer_type optimizer;
     float lr;                   /* AdamW peak lr */

@@ -293,6 +293,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.threads = c->threads;
     ic.comm_timeout = c->comm_timeout_s;
     ic.validate = c->validate;
+    ic.dtype = c->bf16 ? HP_BF16 : HP_F32;
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;

@@ -13,7 +13,8 @@
 /* Differentiates the scalar `loss`; add_op sums two gradients (out = a + b). */
 hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op);
 
-/* For backward rules: a new gradient value shaped like value `of`. */
+/* For backward rules: a new gradient value shaped like value `of`, of its
+ * dtype (fp32 where `of` has grad_fp32). */
 int hp_grad_value(hp_graph *g, int of);
 /* For backward rules that fold the gradient summed so far into their own
  * kernel (an accumulating kernel instead of a separate add node: e.g. a tied

@@ -44,6 +44,8 @@ typedef struct {
     int view_of;       /* a view has no storage of its own: its elements are those of value view_of
                         * (not itself a view) from element view_offset on (-1: not a view) */
     int64_t view_offset;
+    int grad_fp32;     /* its gradient is fp32 whatever its own dtype (the bf16 copy of a parameter,
+                        * whose gradient is the fp32 master's: parallel/precision) */
 } hp_value;
 
 typedef struct {

@@ -19,7 +19,21 @@ typedef struct {
     float *scratch; /* hp_opdef.scratch() floats, shared by all nodes */
     void *rank;     /* parallel layer's per-rank context, NULL on one rank */
     hp_status *err; /* a failing operator stores its error here */
+    void *gemm;     /* the rank's matmul context (kernels/gemm.h hp_gemm_ctx), NULL without bf16 */
+    void **state;   /* [graph->nnodes]: what each node's hp_opdef.prepare made (NULL: nothing) */
 } hp_kctx;
+
+/* A node's state from its prepare hook (NULL when none). */
+static inline void *hp_kctx_state(const hp_kctx *k, const hp_node *n) {
+    return k->state ? k->state[n - k->graph->nodes] : NULL;
+}
+
+/* The dtypes an operator computes in under --dtype bf16 (parallel/precision),
+ * one letter per input and per output: 'b' bf16, 'f' fp32, '-' as it comes
+ * (token ids, targets). An input of another dtype is cast before the node. */
+typedef struct {
+    const char *in, *out;
+} hp_precision;
 
 typedef struct hp_opdef {
     const char *name;
@@ -41,6 +55,18 @@ typedef struct hp_opdef {
     /* Cost: floating-point operations and bytes moved by one run. */
     double (*flops)(const hp_graph *g, const hp_node *n);
     double (*bytes)(const hp_graph *g, const hp_node *n);
+    /* Precision rule of a forward operator in bf16 mode (NULL: fp32 only; the
+     * pass casts bf16 inputs to fp32 around it). Backward nodes take the
+     * dtypes autodiff gives them: each gradient has its value's dtype, and
+     * the gradient of a parameter (or of its bf16 copy) is fp32. */
+    const hp_precision *bf16;
+    /* Per-node state made once, when the rank's program is created (NULL:
+     * none): e.g. a oneDNN primitive for the node's local shapes and dtypes,
+     * so the steady state creates nothing. Kernels read it with
+     * hp_kctx_state; release frees it. */
+    hp_status (*prepare)(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
+                         const hp_tensor *out);
+    void (*release)(void *state);
 } hp_opdef;
 
 #endif

@@ -75,11 +75,21 @@ int hp_kernels_portable(void) {
     return v;
 }
 
+/* The CPU's answer is a constant of the process, read once: cpuid is slow
+ * (under a hypervisor it traps, microseconds each), and the kernels ask per
+ * row. -1: not read yet; else 1 with AVX512-BF16, 0 without. */
+static atomic_int cpu_has_bf16 = -1;
+
 hp_isa hp_kernels_bf16_cvt_isa(void) {
     if (hp_kernels_portable()) return HP_ISA_PORTABLE;
-    hp_cpu_features f;
-    hp_cpu_features_get(&f);
-    return f.avx512_bf16 ? HP_ISA_AVX512_BF16 : HP_ISA_PORTABLE;
+    int v = atomic_load_explicit(&cpu_has_bf16, memory_order_relaxed);
+    if (v < 0) {
+        hp_cpu_features f;
+        hp_cpu_features_get(&f);
+        v = f.avx512_bf16 ? 1 : 0;
+        atomic_store(&cpu_has_bf16, v);
+    }
+    return v ? HP_ISA_AVX512_BF16 : HP_ISA_PORTABLE;
 }
 
 hp_isa hp_kernels_compiled_isa(void) {

@@ -6,6 +6,7 @@
 #ifndef HP_KERNELS_VOCAB_PARALLEL_H
 #define HP_KERNELS_VOCAB_PARALLEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/pool.h"
@@ -37,5 +38,26 @@ void hp_k_xent_vp_finish(hp_pool *pool, float *probs, float *losses, float *loss
 /* dlogits[N,cols] = dloss * (probs - onehot(target)) / divisor on valid columns, 0 elsewhere. */
 void hp_k_xent_vp_bwd(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets, float dloss,
                       long N, long cols, long begin, long V, long divisor);
+
+/* ---- bf16 (kernels/bf16_vocab.c): the same with bf16 tables, outputs,
+ * logits and logit gradients; table gradients, statistics, probabilities and
+ * losses fp32 (the rule of kernels/bf16.h). ---- */
+/* out[N,C] (bf16) from table[rows,C] (bf16): the rows are copied as they are. */
+void hp_kb_embedding_vp_fwd(hp_pool *pool, uint16_t *out, const int32_t *ids, const uint16_t *table, long N, long C,
+                            long begin, long rows);
+/* dtable[rows,C] (fp32) = dsofar (fp32, NULL: zeros; may alias dtable) + the rows of dout[N,C] (bf16). */
+void hp_kb_embedding_vp_bwd(hp_pool *pool, float *dtable, const float *dsofar, const uint16_t *dout,
+                            const int32_t *ids, long N, long C, long begin, long rows);
+/* stats[3,N] (fp32) from logits[N,cols] (bf16), as hp_k_xent_vp_stats. */
+void hp_kb_xent_vp_stats(hp_pool *pool, float *stats, const uint16_t *logits, const int32_t *targets, long N,
+                         long cols, long begin, long V);
+/* probs[N,cols], losses[N], *loss (fp32) from logits[N,cols] (bf16), as hp_k_xent_vp_finish. */
+void hp_kb_xent_vp_finish(hp_pool *pool, float *probs, float *losses, float *loss, const uint16_t *logits,
+                          const float *gathered, long k, long N, long cols, long begin, long V, long divisor);
+/* dlogits[N,cols] (bf16) from probs[N,cols] (fp32), as hp_k_xent_vp_bwd; scratch: cols floats per pool
+ * thread (hp_kb_xent_vp_bwd_scratch). */
+size_t hp_kb_xent_vp_bwd_scratch(long cols, int nthreads);
+void hp_kb_xent_vp_bwd(hp_pool *pool, uint16_t *dlogits, const float *probs, const int32_t *targets, float dloss,
+                       float *scratch, long N, long cols, long begin, long V, long divisor);
 
 #endif

@@ -1,5 +1,5 @@
-/* layout/rules_dense: strategies of linear, layernorm / rmsnorm, GELU, SwiGLU
- * and add, forward and backward, per mesh axis. "S(d)" is Shard(d), "P"
+/* layout/rules_dense: strategies of linear, layernorm / rmsnorm, GELU, SwiGLU,
+ * add and cast, forward and backward, per mesh axis. "S(d)" is Shard(d), "P"
  * Partial(sum), "R" Replicate. */
 #include "layout/rules_family.h"
 #include "ops/ops.h"
@@ -136,7 +136,7 @@ static const hp_rule_family dense[] = {
     {&hp_op_rmsnorm, norm_opts, NULL},        {&hp_op_rmsnorm_bwd, norm_bwd_opts, NULL},
     {&hp_op_gelu, eltwise_opts, NULL},        {&hp_op_gelu_bwd, eltwise_opts, NULL},
     {&hp_op_add, add_opts, NULL},             {&hp_op_swiglu, swiglu_opts, NULL},
-    {&hp_op_swiglu_bwd, swiglu_bwd_opts, NULL},
+    {&hp_op_swiglu_bwd, swiglu_bwd_opts, NULL}, {&hp_op_cast, eltwise_opts, NULL},
 };
 
 const hp_rule_family *hp_rules_dense(int *count) {

@@ -2,9 +2,11 @@
  * both on the fused qkv[B,T,3,C] layout (q | k | v, heads of size hs
  * contiguous inside each). The attribute is the head size, so a rank holding
  * a slice of the heads (C' = C/tp columns of each of q, k, v) runs the same
- * kernel on C'/hs heads. */
+ * kernel on C'/hs heads. bf16: qkv, y and their gradients bf16; scores,
+ * softmax and att fp32. rope has no bf16 kernel (runs in fp32, cast around). */
 #include <stdio.h>
 
+#include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -35,13 +37,20 @@ static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 
 static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
+    if (is_bf16(&in[0])) {
+        hp_kb_attention_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0], s->d[1], s->d[3],
+                            NHEADS(s, n));
+        return;
+    }
     hp_k_attention_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), k->scratch, s->d[0], s->d[1],
                        s->d[3], NHEADS(s, n));
 }
 
 static size_t att_scratch(const hp_graph *g, const hp_node *n, int nt) {
     /* forward node: input 0 is qkv; backward node: input 1 is qkv */
-    const hp_shape *s = qkv_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    int k = n->op == &hp_op_attention ? 0 : 1;
+    const hp_shape *s = qkv_shape(g, n, k);
+    if (in_bf16(g, n, k)) return hp_kb_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
     return hp_k_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
 }
 
@@ -64,11 +73,17 @@ static double att_flops(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_attention = {
     .name = "attention", .nout = 2, .nograd_outs = 2, .infer = att_infer, .run = att_run,
     .backward = att_backward, .scratch = att_scratch, .flops = att_flops, .bytes = hp_ops_io_bytes,
+    .bf16 = HP_PREC("b", "bf"),
 };
 
 /* backward: in (dy, qkv, att) -> dqkv */
 static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[1].shape;
+    if (is_bf16(&in[1])) {
+        hp_kb_attention_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]), k->scratch, s->d[0], s->d[1],
+                            s->d[3], NHEADS(s, n));
+        return;
+    }
     hp_k_attention_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), CF32(in[2]), k->scratch,
                        s->d[0], s->d[1], s->d[3], NHEADS(s, n));
 }

@@ -4,9 +4,10 @@
 
 double hp_ops_io_bytes(const hp_graph *g, const hp_node *n) {
     double b = 0;
-    for (int k = 0; k < n->nin; k++) b += 4.0 * (double)hp_val_numel(g, n->in[k]);
+    for (int k = 0; k < n->nin; k++)
+        b += (double)hp_dtype_size(g->vals[n->in[k]].dtype) * (double)hp_val_numel(g, n->in[k]);
     for (int k = 0; k < n->nout; k++)
-        if (n->out[k] >= 0) b += 4.0 * (double)hp_val_numel(g, n->out[k]);
+        if (n->out[k] >= 0) b += (double)hp_dtype_size(g->vals[n->out[k]].dtype) * (double)hp_val_numel(g, n->out[k]);
     return b;
 }
 
@@ -17,7 +18,7 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_add,       &hp_op_swiglu,        &hp_op_swiglu_bwd, &hp_op_attention,
     &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
     &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_embedding_vp_bwd_acc, &hp_op_xent_vp_stats,
-    &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd,
+    &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd, &hp_op_cast,
 };
 
 const hp_opdef *const *hp_ops_all(int *count) {

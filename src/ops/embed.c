@@ -1,6 +1,8 @@
-/* ops/embed: token embedding lookup and learned position embedding. */
+/* ops/embed: token embedding lookup and learned position embedding. bf16:
+ * tables (the parameters' bf16 copies) and outputs bf16, table gradients fp32. */
 #include <stdio.h>
 
+#include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -22,6 +24,11 @@ static hp_status emb_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 
 static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[1])) {
+        hp_kb_embedding_fwd(k->pool, BF(out[0]), I32(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape),
+                            in[1].shape.d[1]);
+        return;
+    }
     hp_k_embedding_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]),
                        (long)hp_shape_numel(&in[0].shape), in[1].shape.d[1]);
 }
@@ -45,12 +52,17 @@ static void emb_backward(hp_graph *g, int node, const int *gout, int *gin) {
 
 const hp_opdef hp_op_embedding = {
     .name = "embedding", .nout = 1, .infer = emb_infer, .run = emb_run, .backward = emb_backward,
-    .bytes = hp_ops_io_bytes,
+    .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("-b", "b"),
 };
 
 /* backward: in (dy[..., C], ids) -> dtable[R, C] */
 static void emb_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[0])) {
+        hp_kb_embedding_bwd(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
+                            out[0].shape.d[1], out[0].shape.d[0]);
+        return;
+    }
     hp_k_embedding_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
                        (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], out[0].shape.d[0]);
 }
@@ -69,6 +81,10 @@ static void emb_run_bwd_acc(const hp_kctx *k, const hp_node *n, const hp_tensor 
     (void)n;
     long C = out[0].shape.d[1], rows = out[0].shape.d[0];
     if (out[0].data != in[2].data) hp_k_copy(k->pool, F32(out[0]), CF32(in[2]), rows * C);
+    if (is_bf16(&in[0])) {
+        hp_kb_embedding_bwd_acc(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape), C);
+        return;
+    }
     hp_k_embedding_bwd_acc(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
                            (long)hp_shape_numel(&in[1].shape), C);
 }
@@ -96,6 +112,10 @@ static hp_status pos_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 static void pos_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     const hp_shape *x = &in[0].shape;
+    if (is_bf16(&in[0])) {
+        hp_kb_add_pos_fwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), x->d[0], x->d[1], x->d[2]);
+        return;
+    }
     hp_k_add_pos_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), x->d[0], x->d[1], x->d[2]);
 }
 
@@ -111,13 +131,17 @@ static double pos_flops(const hp_graph *g, const hp_node *n) { return (double)in
 
 const hp_opdef hp_op_add_pos = {
     .name = "add_pos", .nout = 1, .infer = pos_infer, .run = pos_run, .backward = pos_backward,
-    .flops = pos_flops, .bytes = hp_ops_io_bytes,
+    .flops = pos_flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("bb", "b"),
 };
 
 /* backward: in (dy[B,T,C]) -> dpos[P,C] */
 static void pos_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     const hp_shape *x = &in[0].shape;
+    if (is_bf16(&in[0])) {
+        hp_kb_add_pos_bwd(k->pool, F32(out[0]), CBF(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
+        return;
+    }
     hp_k_add_pos_bwd(k->pool, F32(out[0]), CF32(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
 }
 

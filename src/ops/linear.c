@@ -1,9 +1,15 @@
-/* ops/linear: y[..., O...] = x[..., IC] . W[O..., IC]^T + b[O...], GEMM through
- * BLAS. The weight may have more than two dims (e.g. a fused QKV weight
- * [3, C, C]): its leading dims are the output features, in memory order, so
- * each can be sharded on its own. */
+/* ops/linear: y[..., O...] = x[..., IC] . W[O..., IC]^T + b[O...]. fp32: GEMM
+ * through OpenBLAS. bf16 (x, W and y bf16, bias fp32, dW and db fp32): the
+ * products through oneDNN primitives prepared once per node when the rank's
+ * program is created (kernels/gemm.h), fp32 accumulation. The weight may have
+ * more than two dims (e.g. a fused QKV weight [3, C, C]): its leading dims
+ * are the output features, in memory order, so each can be sharded on its
+ * own. */
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "kernels/bf16.h"
+#include "kernels/gemm.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -32,8 +38,55 @@ static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dty
     return HP_OK;
 }
 
+/* bf16: the node's prepared products (forward: fwd; backward: bwd_data and/or
+ * bwd_weight, as the node has dx and dW outputs). */
+static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node *n, long N, long IC, long OC,
+                                  int fwd) {
+    *state = NULL;
+    if (!k->gemm) return hp_errorf("linear '%s': bf16 needs the rank's matmul context", n->name);
+    hp_gemm_linear *l = calloc(1, sizeof *l);
+    if (!l) return hp_errorf("linear '%s': out of memory", n->name);
+    hp_status st = HP_OK;
+    if (fwd) {
+        hp_gemm_desc d = hp_gemm_linear_desc(HP_LINEAR_FWD, N, IC, OC, HP_BF16, HP_BF16);
+        d.bias = n->nin == 3;
+        st = hp_gemm_prepare(&l->fwd, k->gemm, &d);
+    } else {
+        hp_gemm_desc dd = hp_gemm_linear_desc(HP_LINEAR_BWD_DATA, N, IC, OC, HP_BF16, HP_BF16);
+        hp_gemm_desc dw = hp_gemm_linear_desc(HP_LINEAR_BWD_WEIGHT, N, IC, OC, HP_BF16, HP_BF16);
+        if (n->out[0] >= 0) st = hp_gemm_prepare(&l->bwd_data, k->gemm, &dd);
+        if (!st && n->out[1] >= 0) st = hp_gemm_prepare(&l->bwd_weight, k->gemm, &dw);
+    }
+    if (st) {
+        hp_gemm_linear_free(l);
+        free(l);
+        return hp_error_wrap(st, "linear '%s' (N=%ld IC=%ld OC=%ld)", n->name, N, IC, OC);
+    }
+    *state = l;
+    return HP_OK;
+}
+
+static void release(void *state) {
+    if (!state) return;
+    hp_gemm_linear_free(state);
+    free(state);
+}
+
+static hp_status prepare(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in, const hp_tensor *out) {
+    (void)out;
+    *state = NULL;
+    if (!is_bf16(&in[0])) return HP_OK;
+    return prepare_products(state, k, n, t_rows(&in[0]), t_last(&in[1]), t_rows(&in[1]), 1);
+}
+
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long IC = t_last(&in[1]), OC = t_rows(&in[1]);
+    if (is_bf16(&in[0])) {
+        hp_status st = hp_gemm_linear_fwd(hp_kctx_state(k, n), out[0].data, in[0].data, in[1].data,
+                                          n->nin == 3 ? CF32(in[2]) : NULL);
+        if (st) *k->err = st;
+        return;
+    }
     hp_k_matmul_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), n->nin == 3 ? CF32(in[2]) : NULL,
                     t_rows(&in[0]), IC, OC);
 }
@@ -56,12 +109,27 @@ static double flops(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_linear = {
     .name = "linear", .nout = 1, .infer = infer, .run = run, .backward = backward,
-    .flops = flops, .bytes = hp_ops_io_bytes,
+    .flops = flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("bbf", "b"), .prepare = prepare, .release = release,
 };
 
 /* backward: in (dy, x, W) -> out (dx, dW, db), any output may be -1. */
+static hp_status prepare_bwd(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
+                             const hp_tensor *out) {
+    (void)out;
+    *state = NULL;
+    if (!is_bf16(&in[1])) return HP_OK;
+    return prepare_products(state, k, n, t_rows(&in[1]), t_last(&in[2]), t_rows(&in[2]), 0);
+}
+
 static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long IC = t_last(&in[2]), OC = t_rows(&in[2]);
+    if (is_bf16(&in[1])) {
+        hp_status st = hp_gemm_linear_bwd(hp_kctx_state(k, n), n->out[0] >= 0 ? out[0].data : NULL,
+                                          n->out[1] >= 0 ? F32(out[1]) : NULL, in[0].data, in[1].data, in[2].data);
+        if (st) *k->err = st;
+        if (n->out[2] >= 0) hp_kb_colsum(k->pool, F32(out[2]), CBF(in[0]), t_rows(&in[1]), OC);
+        return;
+    }
     hp_k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
                     n->out[2] >= 0 ? F32(out[2]) : NULL, CF32(in[0]), CF32(in[1]), CF32(in[2]),
                     t_rows(&in[1]), IC, OC);
@@ -74,5 +142,5 @@ static double flops_bwd(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_linear_bwd = {
     .name = "linear_bwd", .nout = 3, .run = run_bwd,
-    .flops = flops_bwd, .bytes = hp_ops_io_bytes,
+    .flops = flops_bwd, .bytes = hp_ops_io_bytes, .prepare = prepare_bwd, .release = release,
 };

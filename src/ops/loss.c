@@ -2,9 +2,11 @@
  * Attributes: i[0] = V (real vocabulary), i[1] = divisor (the global number of
  * positions). A rank holding only some rows computes its share of the global
  * mean (sum of its losses / divisor), so the ranks' losses and gradients add
- * up exactly (the loss is Partial(sum) over a batch-sharded axis). */
+ * up exactly (the loss is Partial(sum) over a batch-sharded axis). bf16:
+ * logits and their gradient bf16; probabilities, losses and the mean fp32. */
 #include <stdio.h>
 
+#include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -34,8 +36,12 @@ static float share(const hp_node *n, long rows) {
 
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long rows = t_rows(&in[0]);
-    hp_k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]), rows,
-                  (long)n->a.i[0], t_last(&in[0]));
+    if (is_bf16(&in[0]))
+        hp_kb_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CBF(in[0]), I32(in[1]), k->scratch, rows,
+                       (long)n->a.i[0], t_last(&in[0]));
+    else
+        hp_k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]), rows,
+                      (long)n->a.i[0], t_last(&in[0]));
     float s = share(n, rows);
     if (s != 1.0f) F32(out[0])[0] *= s;
 }
@@ -49,22 +55,33 @@ static void backward(hp_graph *g, int node, const int *gout, int *gin) {
     gin[0] = dl;
 }
 
+/* bf16 only: a row of Vp floats per thread (forward: logits input 0; backward: dlogits output 0) */
+static size_t scratch(const hp_graph *g, const hp_node *n, int nt) {
+    int v = n->op == &hp_op_xent ? n->in[0] : n->out[0];
+    return g->vals[v].dtype == HP_BF16 ? hp_kb_xent_scratch(last_dim(&g->vals[v].shape), nt) : 0;
+}
+
 static double flops(const hp_graph *g, const hp_node *n) { return 5.0 * (double)in_numel(g, n, 0); }
 
 const hp_opdef hp_op_xent = {
     .name = "cross_entropy", .nout = 3, .nograd_outs = 6, .infer = infer, .run = run,
-    .backward = backward, .flops = flops, .bytes = hp_ops_io_bytes,
+    .backward = backward, .scratch = scratch, .flops = flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("b-", "fff"),
 };
 
 /* backward: in (dloss[1], probs, targets) -> dlogits */
 static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long rows = t_rows(&in[1]);
-    hp_k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0] * share(n, rows), rows,
-                  (long)n->a.i[0], t_last(&in[1]));
+    float dloss = CF32(in[0])[0] * share(n, rows);
+    if (is_bf16(&out[0]))
+        hp_kb_xent_bwd(k->pool, BF(out[0]), CF32(in[1]), I32(in[2]), dloss, k->scratch, rows, (long)n->a.i[0],
+                       t_last(&in[1]));
+    else
+        hp_k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), dloss, rows, (long)n->a.i[0], t_last(&in[1]));
 }
 
 static double flops_bwd(const hp_graph *g, const hp_node *n) { return 2.0 * (double)in_numel(g, n, 1); }
 
 const hp_opdef hp_op_xent_bwd = {
-    .name = "cross_entropy_bwd", .nout = 1, .run = run_bwd, .flops = flops_bwd, .bytes = hp_ops_io_bytes,
+    .name = "cross_entropy_bwd", .nout = 1, .run = run_bwd, .scratch = scratch, .flops = flops_bwd,
+    .bytes = hp_ops_io_bytes,
 };

@@ -1,6 +1,8 @@
-/* ops/norm: LayerNorm and RMSNorm over the last dimension. */
+/* ops/norm: LayerNorm and RMSNorm over the last dimension. bf16: x, y and
+ * dx bf16; weights, their gradients and the row statistics fp32. */
 #include <stdio.h>
 
+#include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -36,7 +38,17 @@ static hp_status ln_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_
     return HP_OK;
 }
 
+/* bf16 kernels need scratch in the forward too */
+static size_t norm_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    return in_bf16(g, n, 0) ? hp_kb_norm_scratch(last_dim(in_shape(g, n, 0)), nt) : 0;
+}
+
 static void ln_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    if (is_bf16(&in[0])) {
+        hp_kb_layernorm_fwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CF32(in[1]), CF32(in[2]),
+                            k->scratch, t_rows(&in[0]), t_last(&in[0]), (float)n->a.f[0]);
+        return;
+    }
     hp_k_layernorm_fwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]), CF32(in[0]), CF32(in[1]),
                        CF32(in[2]), t_rows(&in[0]), t_last(&in[0]), (float)n->a.f[0]);
 }
@@ -56,12 +68,18 @@ static double ln_flops(const hp_graph *g, const hp_node *n) { return 8.0 * (doub
 
 const hp_opdef hp_op_layernorm = {
     .name = "layernorm", .nout = 3, .nograd_outs = 6, .infer = ln_infer, .run = ln_run,
-    .backward = ln_backward, .flops = ln_flops, .bytes = hp_ops_io_bytes,
+    .backward = ln_backward, .scratch = norm_scratch, .flops = ln_flops, .bytes = hp_ops_io_bytes,
+    .bf16 = HP_PREC("bff", "bff"),
 };
 
 /* backward: in (dy, x, w, mean, rstd) -> out (dx, dw, db) */
 static void ln_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[1])) {
+        hp_kb_layernorm_bwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
+                            CF32(in[3]), CF32(in[4]), k->scratch, t_rows(&in[1]), t_last(&in[1]));
+        return;
+    }
     hp_k_layernorm_bwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]),
                        CF32(in[0]), CF32(in[1]), CF32(in[2]), CF32(in[3]), CF32(in[4]), k->scratch,
                        t_rows(&in[1]), t_last(&in[1]));
@@ -69,6 +87,7 @@ static void ln_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, 
 
 static size_t ln_scratch_bwd(const hp_graph *g, const hp_node *n, int nt) {
     const hp_shape *x = in_shape(g, n, 1);
+    if (in_bf16(g, n, 1)) return hp_kb_norm_scratch(last_dim(x), nt);
     return hp_k_layernorm_bwd_scratch(rows_of(x), last_dim(x), nt);
 }
 
@@ -92,6 +111,11 @@ static hp_status rms_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 }
 
 static void rms_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    if (is_bf16(&in[0])) {
+        hp_kb_rmsnorm_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CF32(in[1]), k->scratch, t_rows(&in[0]),
+                          t_last(&in[0]), (float)n->a.f[0]);
+        return;
+    }
     hp_k_rmsnorm_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), CF32(in[1]), t_rows(&in[0]),
                      t_last(&in[0]), (float)n->a.f[0]);
 }
@@ -109,12 +133,18 @@ static double rms_flops(const hp_graph *g, const hp_node *n) { return 5.0 * (dou
 
 const hp_opdef hp_op_rmsnorm = {
     .name = "rmsnorm", .nout = 2, .nograd_outs = 2, .infer = rms_infer, .run = rms_run,
-    .backward = rms_backward, .flops = rms_flops, .bytes = hp_ops_io_bytes,
+    .backward = rms_backward, .scratch = norm_scratch, .flops = rms_flops, .bytes = hp_ops_io_bytes,
+    .bf16 = HP_PREC("bf", "bf"),
 };
 
 /* backward: in (dy, x, w, rstd) -> out (dx, dw) */
 static void rms_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[1])) {
+        hp_kb_rmsnorm_bwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CBF(in[1]), CF32(in[2]), CF32(in[3]),
+                          k->scratch, t_rows(&in[1]), t_last(&in[1]));
+        return;
+    }
     hp_k_rmsnorm_bwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]),
                      CF32(in[1]), CF32(in[2]), CF32(in[3]), k->scratch, t_rows(&in[1]),
                      t_last(&in[1]));
@@ -122,6 +152,7 @@ static void rms_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
 
 static size_t rms_scratch_bwd(const hp_graph *g, const hp_node *n, int nt) {
     const hp_shape *x = in_shape(g, n, 1);
+    if (in_bf16(g, n, 1)) return hp_kb_norm_scratch(last_dim(x), nt);
     return hp_k_rmsnorm_bwd_scratch(rows_of(x), last_dim(x), nt);
 }
 

@@ -43,6 +43,7 @@ extern const hp_opdef hp_op_swiglu, hp_op_swiglu_bwd;
 extern const hp_opdef hp_op_attention, hp_op_attention_bwd;
 extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
+extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */
 
 /* Local operators of per-rank programs (ops/vocab_parallel.c). */
 extern const hp_opdef hp_op_embedding_vp, hp_op_embedding_vp_bwd, hp_op_embedding_vp_bwd_acc;

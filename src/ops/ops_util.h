@@ -10,6 +10,15 @@
 #define F32(t) ((float *)(t).data)
 #define CF32(t) ((const float *)(t).data)
 #define I32(t) ((const int32_t *)(t).data)
+#define BF(t) ((uint16_t *)(t).data)
+#define CBF(t) ((const uint16_t *)(t).data)
+
+/* Does the kernel run in bf16 (its tensor t is bf16)? */
+static inline int is_bf16(const hp_tensor *t) { return t->dtype == HP_BF16; }
+/* The same for value k of a node's inputs, at compile time (scratch sizes). */
+static inline int in_bf16(const hp_graph *g, const hp_node *n, int k) { return g->vals[n->in[k]].dtype == HP_BF16; }
+/* A precision rule (core/opdef.h hp_precision) as a static compound literal. */
+#define HP_PREC(i, o) (&(const hp_precision){(i), (o)})
 
 static inline const hp_shape *in_shape(const hp_graph *g, const hp_node *n, int k) {
     return &g->vals[n->in[k]].shape;
@@ -35,7 +44,7 @@ static inline int grad_for(hp_graph *g, int fwd, int k) {
     return hp_needs_grad(g, v) ? hp_grad_value(g, v) : -1;
 }
 
-/* Bytes of all inputs and outputs of a node (fp32/i32 4 bytes each). */
+/* Bytes of all inputs and outputs of a node (each at its dtype's size). */
 double hp_ops_io_bytes(const hp_graph *g, const hp_node *n);
 
 /* Shape-rule errors name the operator and the problem. */

@@ -1,6 +1,8 @@
-/* ops/pointwise: GELU (tanh), residual add, SwiGLU. */
+/* ops/pointwise: GELU (tanh), residual add, SwiGLU; bf16 in and out where
+ * the input is bf16 (computed in fp32, rounded once). */
 #include <stdio.h>
 
+#include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "ops/ops_util.h"
 
@@ -13,6 +15,10 @@ static hp_status same_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
 /* ---- GELU ---- */
 static void gelu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[0])) {
+        hp_kb_gelu_fwd(k->pool, BF(out[0]), CBF(in[0]), (long)hp_shape_numel(&in[0].shape));
+        return;
+    }
     hp_k_gelu_fwd(k->pool, F32(out[0]), CF32(in[0]), (long)hp_shape_numel(&in[0].shape));
 }
 
@@ -28,12 +34,16 @@ static double gelu_flops(const hp_graph *g, const hp_node *n) { return 10.0 * (d
 
 const hp_opdef hp_op_gelu = {
     .name = "gelu", .nout = 1, .infer = same_infer, .run = gelu_run, .backward = gelu_backward,
-    .flops = gelu_flops, .bytes = hp_ops_io_bytes,
+    .flops = gelu_flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("b", "b"),
 };
 
 /* backward: in (dy, x) -> dx */
 static void gelu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[1])) {
+        hp_kb_gelu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[1].shape));
+        return;
+    }
     hp_k_gelu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[1].shape));
 }
 
@@ -57,6 +67,10 @@ static hp_status add_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 
 static void add_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&out[0])) {
+        hp_kb_add(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape));
+        return;
+    }
     hp_k_add(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape));
 }
 
@@ -70,7 +84,7 @@ static double add_flops(const hp_graph *g, const hp_node *n) { return (double)in
 
 const hp_opdef hp_op_add = {
     .name = "add", .nout = 1, .infer = add_infer, .run = add_run, .backward = add_backward,
-    .flops = add_flops, .bytes = hp_ops_io_bytes,
+    .flops = add_flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("bb", "b"),
 };
 
 /* ---- SwiGLU: x[..., 2, H] -> silu(x[..., 0, :]) * x[..., 1, :] ----
@@ -89,6 +103,10 @@ static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os,
 
 static void swiglu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[0])) {
+        hp_kb_swiglu_fwd(k->pool, BF(out[0]), CBF(in[0]), k->scratch, t_rows(&in[0]) / 2, t_last(&in[0]));
+        return;
+    }
     hp_k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]) / 2, t_last(&in[0]));
 }
 
@@ -100,15 +118,27 @@ static void swiglu_backward(hp_graph *g, int node, const int *gout, int *gin) {
     gin[0] = dx;
 }
 
+/* bf16 only: rows of H floats per thread (forward: x is input 0, backward: input 1) */
+static size_t swiglu_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    int k = n->op == &hp_op_swiglu ? 0 : 1;
+    return in_bf16(g, n, k) ? hp_kb_swiglu_scratch(last_dim(in_shape(g, n, k)), nt) : 0;
+}
+
 static double swiglu_flops(const hp_graph *g, const hp_node *n) { return 3.0 * (double)in_numel(g, n, 0); }
 
 const hp_opdef hp_op_swiglu = {
     .name = "swiglu", .nout = 1, .infer = swiglu_infer, .run = swiglu_run,
-    .backward = swiglu_backward, .flops = swiglu_flops, .bytes = hp_ops_io_bytes,
+    .backward = swiglu_backward, .scratch = swiglu_scratch, .flops = swiglu_flops, .bytes = hp_ops_io_bytes,
+    .bf16 = HP_PREC("b", "b"),
 };
 
 static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
+    if (is_bf16(&in[1])) {
+        hp_kb_swiglu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), k->scratch, t_rows(&in[1]) / 2,
+                         t_last(&in[1]));
+        return;
+    }
     hp_k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]) / 2, t_last(&in[1]));
 }
 
@@ -117,6 +147,6 @@ static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {
 }
 
 const hp_opdef hp_op_swiglu_bwd = {
-    .name = "swiglu_bwd", .nout = 1, .run = swiglu_run_bwd, .flops = swiglu_flops_bwd,
+    .name = "swiglu_bwd", .nout = 1, .run = swiglu_run_bwd, .scratch = swiglu_scratch, .flops = swiglu_flops_bwd,
     .bytes = hp_ops_io_bytes,
 };

@@ -57,8 +57,7 @@ void hp_rank_ctx_free(hp_rank_ctx *c) {
 static void redistribute_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_rank_ctx *c = k->rank;
     const hp_redist *plan = &c->plans[n->a.i[0]];
-    hp_status st = hp_redistribute(c->comm, c->mc, plan, (float *)out[0].data, (const float *)in[0].data, c->scratch,
-                                   c->rank);
+    hp_status st = hp_redistribute_dt(c->comm, c->mc, plan, out[0].data, in[0].data, in[0].dtype, c->scratch, c->rank);
     if (st) *k->err = st;
 }
 
@@ -73,12 +72,12 @@ const hp_opdef hp_op_redistribute = {.name = "redistribute", .nout = 1, .communi
 static void all_gather_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_rank_ctx *c = k->rank;
     hp_comm_group *grp = hp_mesh_comm_group(c->mc, (int)n->a.i[0], c->rank);
-    hp_status st = hp_comm_all_gather(c->comm, grp, out[0].data, in[0].data, hp_shape_numel(&in[0].shape), NULL, HP_F32);
+    hp_status st = hp_comm_all_gather(c->comm, grp, out[0].data, in[0].data, hp_shape_numel(&in[0].shape), NULL, in[0].dtype);
     if (st) *k->err = st;
 }
 
 static double all_gather_bytes(const hp_graph *g, const hp_node *n) {
-    return 4.0 * (double)hp_val_numel(g, n->out[0]);
+    return (double)hp_dtype_size(g->vals[n->out[0]].dtype) * (double)hp_val_numel(g, n->out[0]);
 }
 
 const hp_opdef hp_op_mesh_all_gather = {.name = "all_gather", .nout = 1, .communicates = 1, .run = all_gather_run,
@@ -102,7 +101,7 @@ static void redistribute_start_run(const hp_kctx *k, const hp_node *n, const hp_
     }
     const hp_redist_step *s = &plan->step[0];
     c->tens[slot] = (hp_comm_tensor){out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
-    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = HP_F32,
+    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = in[0].dtype,
                                    .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM,
                                    .t = &c->tens[slot], .nt = 1};
     hp_status st = hp_comm_start(&c->reqs[slot], c->comm, hp_mesh_comm_group(c->mc, s->axis, c->rank), &c->args[slot]);

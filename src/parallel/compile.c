@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "parallel/accum.h"
 #include "parallel/optim_phase.h"
+#include "parallel/precision.h"
 
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) {
@@ -54,6 +55,21 @@ static int count_phase(const hp_graph *g, hp_phase ph) {
     int n = 0;
     for (int i = 0; i < g->nnodes; i++) n += g->nodes[i].phase == ph;
     return n;
+}
+
+/* precision: the operators' compute dtypes (bf16 mode). */
+static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o) {
+    if (o->dtype == HP_F32) return HP_OK;
+    if (c->global->loss_seed >= 0)
+        return hp_errorf("compile: --dtype %s needs the forward graph (this one came differentiated)",
+                         hp_dtype_name(o->dtype));
+    int ncasts = 0, nparams = 0;
+    HP_TRY(hp_pass_precision(c->global, o->dtype, &ncasts, &nparams));
+    int nb = 0;
+    for (int v = 0; v < c->global->nvals; v++) nb += c->global->vals[v].dtype == HP_BF16;
+    note(c, "precision", "%s: %d casts (%d parameter copies), %d bf16 values", hp_dtype_name(o->dtype), ncasts,
+         nparams, nb);
+    return HP_OK;
 }
 
 /* autodiff: backward nodes from each operator's rule. */
@@ -184,6 +200,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
                        ? HP_OK
                        : hp_errorf("compile: rank %d is not in the mesh (%d ranks)", rank, hp_mesh_size(&out->mesh));
     if (!st) st = hp_graph_clone(&out->global, model);
+    if (!st) st = pass_precision(out, o);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_fsdp(out, plan);

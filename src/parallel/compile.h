@@ -2,6 +2,7 @@
  * program. The passes run in this order, each a function over the rank's
  * graph with its own header:
  *
+ *   precision     parallel/precision  bf16 compute (--dtype bf16): casts, dtypes per operator
  *   autodiff      core/autodiff       backward nodes, on a copy of the model graph
  *   propagate     layout/propagate    a layout for every value (the plan's mesh)
  *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
@@ -44,6 +45,7 @@ typedef struct {
     int grad_accum;               /* micro-batches per step (<= 1: none; parallel/accum) */
     int accum_comm_last;          /* FSDP: reduce once, at the last micro-batch (whole-unit accumulators) */
     hp_schedule_opts schedule;
+    hp_dtype dtype;               /* compute dtype: HP_F32 (default, 0) or HP_BF16 (parallel/precision) */
 } hp_compile_opts;
 
 typedef struct {

@@ -18,20 +18,23 @@ static span span_of(const hp_shape *s, int d) {
     return v;
 }
 
-static void copy_floats(float *dst, const float *src, int64_t n) {
-    if (n > 0) memcpy(dst, src, (size_t)n * sizeof(float));
+/* Elements are esz bytes (fp32 or bf16); pointers are bytes. */
+static void copy_elems(char *dst, const char *src, int64_t n, size_t esz) {
+    if (n > 0) memcpy(dst, src, (size_t)n * esz);
 }
 
 /* dst [outer, e-b, inner] = src [outer, v.len, inner][:, b:e, :] */
-static void pack(float *dst, const float *src, span v, int64_t b, int64_t e) {
+static void pack(char *dst, const char *src, span v, int64_t b, int64_t e, size_t esz) {
     int64_t w = (e - b) * v.inner;
-    for (int64_t o = 0; o < v.outer; o++) copy_floats(dst + o * w, src + (o * v.len + b) * v.inner, w);
+    for (int64_t o = 0; o < v.outer; o++)
+        copy_elems(dst + (size_t)(o * w) * esz, src + (size_t)((o * v.len + b) * v.inner) * esz, w, esz);
 }
 
 /* dst [outer, v.len, inner][:, b:e, :] = src [outer, e-b, inner] */
-static void unpack(float *dst, const float *src, span v, int64_t b, int64_t e) {
+static void unpack(char *dst, const char *src, span v, int64_t b, int64_t e, size_t esz) {
     int64_t w = (e - b) * v.inner;
-    for (int64_t o = 0; o < v.outer; o++) copy_floats(dst + (o * v.len + b) * v.inner, src + o * w, w);
+    for (int64_t o = 0; o < v.outer; o++)
+        copy_elems(dst + (size_t)((o * v.len + b) * v.inner) * esz, src + (size_t)(o * w) * esz, w, esz);
 }
 
 /* counts[j] = elements of member j's chunk of span v (split along its len). */
@@ -93,9 +96,9 @@ size_t hp_redistribute_scratch(const hp_redist *plan, const hp_mesh *m) {
 
 static hp_comm_redop redop_of(hp_partial_op op) { return op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM; }
 
-/* out[k] = max over j of blocks[j * len + k] */
+/* out[k] = max over j of blocks[j * len + k] (fp32) */
 static void max_blocks(float *out, const float *blocks, int n, int64_t len) {
-    copy_floats(out, blocks, len);
+    copy_elems((char *)out, (const char *)blocks, len, sizeof(float));
     for (int j = 1; j < n; j++)
         for (int64_t k = 0; k < len; k++) {
             float v = blocks[(int64_t)j * len + k];
@@ -108,84 +111,88 @@ typedef struct {
     hp_comm_group *g;
     int n, me; /* group size, own member index */
     int64_t *cnt, *cnt2; /* per-member counts */
-    float *work;
+    char *work;
+    hp_dtype dt;
+    size_t esz;
 } step_ctx;
 
-static hp_status all_gather(const step_ctx *c, float *out, const float *in, const hp_shape *lout, int d) {
+#define AT(p, i) ((p) + (size_t)(i) * c->esz)
+
+static hp_status all_gather(const step_ctx *c, char *out, const char *in, const hp_shape *lout, int d) {
     span v = span_of(lout, d);
     chunk_counts(c->cnt, v, c->n);
-    if (v.outer == 1) return hp_comm_all_gather(c->r, c->g, out, in, 0, c->cnt, HP_F32);
-    HP_TRY(hp_comm_all_gather(c->r, c->g, c->work, in, 0, c->cnt, HP_F32));
+    if (v.outer == 1) return hp_comm_all_gather(c->r, c->g, out, in, 0, c->cnt, c->dt);
+    HP_TRY(hp_comm_all_gather(c->r, c->g, c->work, in, 0, c->cnt, c->dt));
     int64_t off = 0;
     for (int j = 0; j < c->n; j++) {
         int64_t b, e;
         hp_chunk(&b, &e, v.len, c->n, j);
-        unpack(out, c->work + off, v, b, e);
+        unpack(out, AT(c->work, off), v, b, e, c->esz);
         off += c->cnt[j];
     }
     return HP_OK;
 }
 
 /* Packs `in` into member-order chunks along span v (in place when already so). */
-static const float *pack_chunks(const step_ctx *c, float *buf, const float *in, span v) {
+static const char *pack_chunks(const step_ctx *c, char *buf, const char *in, span v) {
     if (v.outer == 1) return in;
     int64_t off = 0;
     for (int j = 0; j < c->n; j++) {
         int64_t b, e;
         hp_chunk(&b, &e, v.len, c->n, j);
-        pack(buf + off, in, v, b, e);
+        pack(AT(buf, off), in, v, b, e, c->esz);
         off += c->cnt[j];
     }
     return buf;
 }
 
-static hp_status reduce_scatter(const step_ctx *c, float *out, const float *in, const hp_shape *lin, int d,
+static hp_status reduce_scatter(const step_ctx *c, char *out, const char *in, const hp_shape *lin, int d,
                                 hp_partial_op op) {
     span v = span_of(lin, d);
     chunk_counts(c->cnt, v, c->n);
     int64_t nin = hp_shape_numel(lin);
-    const float *send = pack_chunks(c, c->work, in, v);
-    if (op != HP_PARTIAL_MAX) return hp_comm_reduce_scatter(c->r, c->g, out, send, 0, c->cnt, HP_F32, redop_of(op));
+    const char *send = pack_chunks(c, c->work, in, v);
+    if (op != HP_PARTIAL_MAX) return hp_comm_reduce_scatter(c->r, c->g, out, send, 0, c->cnt, c->dt, redop_of(op));
     /* max: every member's term of my chunk comes to me, then a local max */
     int64_t mine = c->cnt[c->me];
     for (int j = 0; j < c->n; j++) c->cnt2[j] = mine;
-    float *recv = c->work + nin;
-    HP_TRY(hp_comm_all_to_all(c->r, c->g, recv, send, 0, c->cnt, c->cnt2, HP_F32));
-    max_blocks(out, recv, c->n, mine);
+    char *recv = AT(c->work, nin);
+    HP_TRY(hp_comm_all_to_all(c->r, c->g, recv, send, 0, c->cnt, c->cnt2, c->dt));
+    max_blocks((float *)(void *)out, (const float *)(void *)recv, c->n, mine);
     return HP_OK;
 }
 
-static hp_status all_reduce(const step_ctx *c, float *out, const float *in, int64_t nin, hp_partial_op op) {
-    if (op != HP_PARTIAL_MAX) return hp_comm_all_reduce(c->r, c->g, out, in, nin, HP_F32, redop_of(op));
-    HP_TRY(hp_comm_all_gather(c->r, c->g, c->work, in, nin, NULL, HP_F32));
-    max_blocks(out, c->work, c->n, nin);
+static hp_status all_reduce(const step_ctx *c, char *out, const char *in, int64_t nin, hp_partial_op op) {
+    if (op != HP_PARTIAL_MAX) return hp_comm_all_reduce(c->r, c->g, out, in, nin, c->dt, redop_of(op));
+    HP_TRY(hp_comm_all_gather(c->r, c->g, c->work, in, nin, NULL, c->dt));
+    max_blocks((float *)(void *)out, (const float *)(void *)c->work, c->n, nin);
     return HP_OK;
 }
 
 /* Shard(d1) -> Shard(d2) on one axis. */
-static hp_status all_to_all(const step_ctx *c, float *out, const float *in, const hp_shape *lin,
+static hp_status all_to_all(const step_ctx *c, char *out, const char *in, const hp_shape *lin,
                             const hp_shape *lout, int d1, int d2) {
     span ve = span_of(lin, d2);  /* what I send: my piece split along d2 */
     span vd = span_of(lout, d1); /* what I get: member j's chunk of d1 */
     chunk_counts(c->cnt, ve, c->n);
     chunk_counts(c->cnt2, vd, c->n);
     int64_t nin = hp_shape_numel(lin);
-    const float *send = pack_chunks(c, c->work, in, ve);
-    float *recv = vd.outer == 1 ? out : c->work + nin;
-    HP_TRY(hp_comm_all_to_all(c->r, c->g, recv, send, 0, c->cnt, c->cnt2, HP_F32));
+    const char *send = pack_chunks(c, c->work, in, ve);
+    char *recv = vd.outer == 1 ? out : AT(c->work, nin);
+    HP_TRY(hp_comm_all_to_all(c->r, c->g, recv, send, 0, c->cnt, c->cnt2, c->dt));
     if (recv == out) return HP_OK;
     int64_t off = 0;
     for (int j = 0; j < c->n; j++) {
         int64_t b, e;
         hp_chunk(&b, &e, vd.len, c->n, j);
-        unpack(out, recv + off, vd, b, e);
+        unpack(out, AT(recv, off), vd, b, e, c->esz);
         off += c->cnt2[j];
     }
     return HP_OK;
 }
 
-static hp_status run_step(const step_ctx *c, const hp_redist_step *s, const hp_mesh *m, float *out,
-                          const float *in, int rank) {
+static hp_status run_step(const step_ctx *c, const hp_redist_step *s, const hp_mesh *m, char *out,
+                          const char *in, int rank) {
     hp_shape lin, lout;
     hp_local_shape(&lin, NULL, &s->global, &s->before, m, rank);
     hp_local_shape(&lout, NULL, &s->global, &s->after, m, rank);
@@ -195,14 +202,14 @@ static hp_status run_step(const step_ctx *c, const hp_redist_step *s, const hp_m
         span v = span_of(&lin, s->dim);
         int64_t b, e;
         hp_chunk(&b, &e, v.len, c->n, c->me);
-        pack(out, in, v, b, e);
+        pack(out, in, v, b, e, c->esz);
         return HP_OK;
     }
     case HP_RD_TO_PARTIAL:
         if (s->op == HP_PARTIAL_SUM && c->me != 0) {
-            if (nin > 0) memset(out, 0, (size_t)nin * sizeof(float));
+            if (nin > 0) memset(out, 0, (size_t)nin * c->esz);
         } else {
-            copy_floats(out, in, nin);
+            copy_elems(out, in, nin, c->esz);
         }
         return HP_OK;
     case HP_RD_ALL_GATHER: return all_gather(c, out, in, &lout, s->dim);
@@ -222,6 +229,17 @@ static int same_mesh(const hp_mesh *a, const hp_mesh *b) {
 
 hp_status hp_redistribute(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redist *plan, float *dst,
                           const float *src, float *scratch, int rank) {
+    return hp_redistribute_dt(r, mc, plan, dst, src, HP_F32, scratch, rank);
+}
+
+hp_status hp_redistribute_dt(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redist *plan, void *dst,
+                             const void *src, hp_dtype dt, float *scratch, int rank) {
+    if (dt != HP_F32 && dt != HP_BF16) return hp_errorf("redistribute: dtype %s is not f32 or bf16", hp_dtype_name(dt));
+    size_t esz = hp_dtype_size(dt);
+    for (int i = 0; i < plan->nsteps; i++)
+        if (dt != HP_F32 && plan->step[i].op == HP_PARTIAL_MAX &&
+            (plan->step[i].kind == HP_RD_ALL_REDUCE || plan->step[i].kind == HP_RD_REDUCE_SCATTER))
+            return hp_errorf("redistribute: a Partial(max) reduction runs in fp32 only, not %s", hp_dtype_name(dt));
     const hp_mesh *m = hp_mesh_comm_mesh(mc);
     if (!same_mesh(m, &plan->mesh)) {
         char a[128], b[128];
@@ -233,20 +251,20 @@ hp_status hp_redistribute(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redi
     if (plan->nsteps == 0) {
         hp_shape l;
         hp_local_shape(&l, NULL, &plan->global, &plan->from, m, rank);
-        copy_floats(dst, src, hp_shape_numel(&l));
+        copy_elems(dst, src, hp_shape_numel(&l), esz);
         return HP_OK;
     }
     scratch_parts sp = parts_of(plan, m);
     int maxn = max_axis(m);
     int64_t *counts = (int64_t *)(void *)scratch;
-    float *inter[2] = {scratch + sp.counts, scratch + sp.counts + sp.inter};
-    step_ctx c = {r, NULL, 0, 0, counts, counts + maxn, scratch + sp.counts + 2 * sp.inter};
+    char *inter[2] = {(char *)(scratch + sp.counts), (char *)(scratch + sp.counts + sp.inter)};
+    step_ctx c = {r, NULL, 0, 0, counts, counts + maxn, (char *)(scratch + sp.counts + 2 * sp.inter), dt, esz};
     int coord[HP_MESH_MAX_DIMS];
     hp_mesh_coords(coord, m, rank);
-    const float *in = src;
+    const char *in = src;
     for (int i = 0; i < plan->nsteps; i++) {
         const hp_redist_step *s = &plan->step[i];
-        float *out = i + 1 == plan->nsteps ? dst : inter[i % 2];
+        char *out = i + 1 == plan->nsteps ? (char *)dst : inter[i % 2];
         c.g = hp_mesh_comm_group(mc, s->axis, rank);
         c.n = m->size[s->axis];
         c.me = coord[s->axis];

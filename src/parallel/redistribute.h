@@ -1,6 +1,6 @@
 /* parallel/redistribute: runs a redistribution plan (layout/redist.h) on one
  * rank — local slices, packing of strided pieces, and the plan's collectives
- * on the mesh's axis groups. fp32 only.
+ * on the mesh's axis groups, in fp32 or bf16 (bf16 sums in fp32, rounded once).
  *
  * Every rank of the mesh calls hp_redistribute with the same plan, at the
  * same point in its sequence of collectives. The scratch buffer (floats, from
@@ -28,5 +28,9 @@ size_t hp_redistribute_scratch(const hp_redist *plan, const hp_mesh *m);
  * redist.h for which member keeps the value. */
 hp_status hp_redistribute(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redist *plan, float *dst,
                           const float *src, float *scratch, int rank);
+/* The same for elements of dtype dt (HP_F32 or HP_BF16; Partial(max) fp32
+ * only); the scratch is counted in floats either way. */
+hp_status hp_redistribute_dt(hp_comm_rank *r, const hp_mesh_comm *mc, const hp_redist *plan, void *dst,
+                             const void *src, hp_dtype dt, float *scratch, int rank);
 
 #endif

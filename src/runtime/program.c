@@ -7,6 +7,7 @@
 
 #include "core/memplan.h"
 #include "core/timing.h"
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 typedef struct {
@@ -31,8 +32,38 @@ struct hp_program {
     char *arena;
     float *grads;
     char *persist;  /* inputs and constants */
+    hp_gemm_ctx *gemm; /* oneDNN engine and stream of the rank (bf16 programs) */
+    void **state;      /* [g->nnodes] nodes' prepared state */
     hp_program_info info;
 };
+
+static int has_bf16(const hp_graph *g) {
+    for (int v = 0; v < g->nvals; v++)
+        if (g->vals[v].dtype == HP_BF16) return 1;
+    return 0;
+}
+
+/* Every step's prepare hook, once, on its resolved tensors (oneDNN primitives
+ * for its shapes: the steady state creates none). */
+static hp_status prepare_steps(hp_program *p) {
+    const hp_graph *g = p->g;
+    if (has_bf16(g)) {
+        HP_TRY(hp_gemm_ctx_create(&p->gemm, p->pool));
+        p->kctx.gemm = p->gemm;
+    }
+    p->state = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *p->state);
+    if (!p->state) return hp_errorf("program: out of memory");
+    p->kctx.state = p->state;
+    for (int ph = 0; ph < HP_NPHASES; ph++)
+        for (int i = 0; i < p->nsteps[ph]; i++) {
+            const step *s = &p->steps[ph][i];
+            if (!s->node->op->prepare) continue;
+            HP_TRY(s->node->op->prepare(&p->state[s->node - g->nodes], &p->kctx, s->node, s->in, s->out));
+        }
+    return HP_OK;
+}
+
+long hp_program_gemm_creations(const hp_program *p) { return p->gemm ? hp_gemm_ctx_creations(p->gemm) : 0; }
 
 static size_t value_bytes(const hp_graph *g, int v) {
     return (size_t)hp_val_numel(g, v) * hp_dtype_size(g->vals[v].dtype);
@@ -207,6 +238,8 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
         if (n->op->bytes) p->info.bytes[ph] += n->op->bytes(g, n);
     }
     for (int ph = 0; ph < HP_NPHASES; ph++) p->info.nsteps[ph] = p->nsteps[ph];
+    st = prepare_steps(p);
+    if (st) goto fail;
     hp_memplan_free(&plan);
     free(order);
     *out = p;
@@ -220,6 +253,11 @@ fail:
 
 void hp_program_destroy(hp_program *p) {
     if (!p) return;
+    if (p->state)
+        for (int i = 0; i < p->g->nnodes; i++)
+            if (p->state[i]) p->g->nodes[i].op->release(p->state[i]);
+    free(p->state);
+    hp_gemm_ctx_destroy(p->gemm);
     for (int ph = 0; ph < HP_NPHASES; ph++) free(p->steps[ph]);
     free(p->ins);
     free(p->ptr);

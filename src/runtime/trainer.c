@@ -247,6 +247,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.grad_accum = t->accum;
         dc.compile.accum_comm_last = cfg->accum_comm_last;
         dc.compile.schedule = cfg->schedule;
+        dc.compile.dtype = cfg->dtype;
         if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
         st = hp_dist_create(&t->d, &dc);
     }

@@ -69,6 +69,7 @@ typedef struct {
     double comm_timeout;    /* seconds */
     int validate;           /* 1: step 1 through the validation executor */
     hp_schedule_opts schedule;
+    hp_dtype dtype;         /* compute dtype (HP_F32, or HP_BF16: parallel/precision) */
     /* optimization */
     hp_optim_config optim;
     float grad_clip;        /* <= 0: off */

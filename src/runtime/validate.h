@@ -28,6 +28,8 @@
 
 #define HP_VALIDATE_ATOL 1e-5
 #define HP_VALIDATE_RTOL 1e-4
+/* bf16 values (--dtype bf16): at least 4 bf16 ulps (2^-6) relative to the largest value */
+#define HP_VALIDATE_RTOL_BF16 0.015625
 
 /* What a test hook sees after each local step of each rank (rank order, from
  * the checking thread, before the step is checked). The hook may change the
