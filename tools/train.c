@@ -153,6 +153,24 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     return record_settings(t, argc, argv);
 }
 
+/* The kernel families the run's dtype uses and the ISA each runs on. */
+static void print_kernels(hp_progress *pg, int bf16) {
+    static const char *const f32_families[] = {"gemm fp32 (OpenBLAS)", "hand-written fp32"};
+    static const char *const bf16_families[] = {"gemm bf16 (oneDNN)", "bf16 conversions", "hand-written bf16"};
+    const char *const *want = bf16 ? bf16_families : f32_families;
+    int nwant = bf16 ? 3 : 2;
+    hp_kernel_isa rows[HP_KERNEL_ISA_MAX];
+    int n = hp_kernels_isa(rows);
+    char line[512] = "";
+    size_t at = 0;
+    for (int w = 0; w < nwant; w++)
+        for (int i = 0; i < n; i++)
+            if (!strcmp(rows[i].family, want[w]) && at < sizeof line)
+                at += (size_t)snprintf(line + at, sizeof line - at, "%s%s %s", at ? ", " : "", rows[i].family,
+                                       rows[i].isa);
+    hp_progress_note(pg, "kernels: %s", line);
+}
+
 static void on_event(void *ctx, const hp_event *e) {
     trainer *t = ctx;
     const train_opts *o = &t->o;
@@ -175,6 +193,7 @@ static void on_event(void *ctx, const hp_event *e) {
                              mm->total / 1e6, mm->params / 1e6, mm->grads / 1e6, mm->optimizer / 1e6,
                              mm->activations / 1e6, (mm->scratch + mm->inputs) / 1e6);
         }
+        print_kernels(pg, !strcmp(o->dtype, "bf16"));
         if (e->start_step) hp_progress_note(pg, "resumed at step %ld", e->start_step);
         if (t->run_dir[0]) hp_progress_note(pg, "run directory: %s", t->run_dir);
         break;
