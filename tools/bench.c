@@ -3,7 +3,8 @@
  * GFLOP/s (operator costs of the compiled program), MFU against the FMA peak
  * measured here, and peak resident memory. Each configuration runs in a child
  * process so its peak memory is its own. First it prints which ISA each kernel
- * family uses; --dtype bf16 also measures the bf16 matmul peak; --gemm times
+ * family uses; --dtype bf16 also measures the bf16 matmul peak and runs every
+ * configuration twice, fp32 then bf16, MFU against each dtype's peak; --gemm times
  * the models' GEMM shapes through OpenBLAS, oneDNN fp32 and oneDNN bf16
  * instead of training. */
 #include <stdio.h>
@@ -41,6 +42,7 @@ typedef struct {
     const bench_config *c;
     int threads, steps;
     const char *trace; /* --trace PREFIX ("": none) */
+    int bf16;
 } child_args;
 
 /* In the child: the step timed, then this process's peak RSS. */
@@ -48,8 +50,8 @@ static void child_run(void *result, void *ctx) {
     child_args *a = ctx;
     bench_result *r = result;
     char prefix[700] = "";
-    if (a->trace[0]) snprintf(prefix, sizeof prefix, "%s.%s", a->trace, a->c->name);
-    hp_bench_train_config bc = {a->c->m, a->c->B, a->c->T, a->threads, a->steps, prefix};
+    if (a->trace[0]) snprintf(prefix, sizeof prefix, "%s.%s%s", a->trace, a->c->name, a->bf16 ? ".bf16" : "");
+    hp_bench_train_config bc = {a->c->m, a->c->B, a->c->T, a->threads, a->steps, prefix, a->bf16};
     hp_status st = hp_bench_train_step(&r->r, &bc);
     if (st) {
         snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
@@ -63,8 +65,8 @@ static void child_run(void *result, void *ctx) {
 }
 
 /* Runs one configuration in a child so that its peak RSS is its own. */
-static void run_isolated(bench_result *r, const bench_config *c, int threads, int steps, const char *trace) {
-    child_args a = {c, threads, steps, trace};
+static void run_isolated(bench_result *r, const bench_config *c, int threads, int steps, const char *trace, int bf16) {
+    child_args a = {c, threads, steps, trace, bf16};
     if (hp_run_in_child(r, sizeof *r, child_run, &a) != 0)
         snprintf(r->err, sizeof r->err, "the benchmark process failed");
 }
@@ -139,7 +141,7 @@ int hp_cmd_bench(int argc, char **argv) {
         {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default; with --gemm: runs per product, 3)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
         {"trace", OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
-        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak"},
+        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak and adds a bf16 row per config"},
         {"gemm", OPT_FLAG, &gemm, 0, "time the configurations' GEMMs (OpenBLAS, oneDNN fp32, oneDNN bf16) instead of training"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -164,7 +166,7 @@ int hp_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nrows; i++) printf("  %-22s %-12s %s\n", isarows[i].family, isarows[i].isa, isarows[i].detail);
     if (gemm) return run_gemm_table(which, threads, steps > 0 ? steps : 3);
     const char *isa;
-    double peak = 0;
+    double peak = 0, peak_bf16 = 0;
     st = hp_bench_fma_peak(&peak, &isa, threads);
     if (st) {
         hp_cli_error(st);
@@ -182,11 +184,12 @@ int hp_cmd_bench(int argc, char **argv) {
         }
         printf("BF16 matmul peak (%s, oneDNN %s, %d threads): %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.isa, p16.impl,
                threads, p16.gflops, p16.gflops / peak);
-        printf("(the training step below still runs fp32: the compiled program does not carry bf16 yet; MFU is "
-               "against the FP32 peak)\n");
+        printf("(each configuration: an fp32 row, then a bf16 row (--dtype bf16), each in its own process; MFU against "
+               "the peak of the dtype that ran; x fp32: bf16 tok/s over the fp32 row's)\n");
+        peak_bf16 = p16.gflops;
     }
-    printf("%-10s %9s %9s %8s %8s %8s %8s %6s %8s\n", "config", "tok/s", "step ms", "fwd ms", "bwd ms", "opt ms", "GFLOP/s",
-           "MFU", "RSS MB");
+    printf("%-15s %9s %9s %8s %8s %8s %8s %6s %8s%s\n", "config", "tok/s", "step ms", "fwd ms", "bwd ms", "opt ms",
+           "GFLOP/s", "MFU", "RSS MB", peak_bf16 > 0 ? "  x fp32" : "");
     FILE *jf = NULL;
     if (json[0]) {
         jf = fopen(json, "w");
@@ -200,24 +203,33 @@ int hp_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nconf; i++) {
         const bench_config *c = &configs[i];
         if (strcmp(which, "all") && strcmp(which, c->name)) continue;
-        bench_result r;
-        run_isolated(&r, c, threads, steps > 0 ? steps : c->steps, trace);
-        if (!r.ok) {
-            fprintf(stderr, "hyperpar: bench %s: %s\n", c->name, r.err);
-            rc = 1;
-            continue;
+        double fp32_tps = 0;
+        for (int bf16 = 0; bf16 <= (peak_bf16 > 0); bf16++) {
+            bench_result r;
+            run_isolated(&r, c, threads, steps > 0 ? steps : c->steps, trace, bf16);
+            if (!r.ok) {
+                fprintf(stderr, "hyperpar: bench %s%s: %s\n", c->name, bf16 ? " (bf16)" : "", r.err);
+                rc = 1;
+                continue;
+            }
+            const hp_bench_train_result *t = &r.r;
+            double pk = bf16 ? peak_bf16 : peak;
+            char name[32], ratio[16] = "";
+            snprintf(name, sizeof name, "%s%s", c->name, peak_bf16 > 0 ? (bf16 ? " bf16" : " fp32") : "");
+            if (bf16 && fp32_tps > 0) snprintf(ratio, sizeof ratio, "  %5.2fx", t->tokens_per_s / fp32_tps);
+            if (!bf16) fp32_tps = t->tokens_per_s;
+            printf("%-15s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %5.1f%% %8.0f%s\n", name, t->tokens_per_s, t->step_ms,
+                   t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, 100 * t->gflops / pk, r.rss_mb, ratio);
+            if (jf)
+                fprintf(jf,
+                        "%s  {\"config\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"B\": %d, \"T\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, "
+                        "\"forward_ms\": %.3f, \"backward_ms\": %.3f, \"optimizer_ms\": %.3f, \"gflops\": %.2f, "
+                        "\"peak_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
+                        rows ? ",\n" : "", c->name, bf16 ? "bf16" : "fp32", threads, c->B, c->T, t->tokens_per_s, t->step_ms,
+                        t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, pk, t->gflops / pk, r.rss_mb, isa,
+                        core ? core : "", blas);
+            rows++;
         }
-        const hp_bench_train_result *t = &r.r;
-        printf("%-10s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %5.1f%% %8.0f\n", c->name, t->tokens_per_s, t->step_ms,
-               t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, 100 * t->gflops / peak, r.rss_mb);
-        if (jf)
-            fprintf(jf,
-                    "%s  {\"config\": \"%s\", \"threads\": %d, \"B\": %d, \"T\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, "
-                    "\"forward_ms\": %.3f, \"backward_ms\": %.3f, \"optimizer_ms\": %.3f, \"gflops\": %.2f, "
-                    "\"peak_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
-                    rows ? ",\n" : "", c->name, threads, c->B, c->T, t->tokens_per_s, t->step_ms, t->forward_ms,
-                    t->backward_ms, t->optimizer_ms, t->gflops, peak, t->gflops / peak, r.rss_mb, isa, core ? core : "", blas);
-        rows++;
     }
     if (jf) {
         fputs("\n]\n", jf);

@@ -558,6 +558,7 @@ typedef struct {
     int threads;       /* >= 1 */
     int steps;         /* timed steps >= 1 */
     const char *trace; /* NULL or "": none; else every timed step traced to PREFIX.rank0.json */
+    int bf16;          /* 1: the step computes in bf16 (as train --dtype bf16) */
 } hp_bench_train_config;
 
 typedef struct {

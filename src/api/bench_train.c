@@ -45,7 +45,7 @@ hp_status hp_bench_train_step(hp_bench_train_result *res, const hp_bench_train_c
     hp_optim_config oc;
     hp_optim_config_default(&oc);
     hp_api_engine e;
-    HP_TRY(hp_api_engine_create(&e, &m, cfg->B, cfg->T, cfg->threads, 1, &oc));
+    HP_TRY(hp_api_engine_create(&e, &m, cfg->B, cfg->T, cfg->threads, 1, &oc, cfg->bf16 ? HP_BF16 : HP_F32));
     hp_status st = hp_api_init_params(&e.ps, &e.model, 1);
     hp_rng rng;
     hp_rng_seed(&rng, 5);

@@ -26,9 +26,10 @@ typedef struct {
 } hp_api_engine;
 
 /* train: with backward and the optimizer phase oc (clipping at 1); else the
- * forward only, the logits kept after it. */
+ * forward only, the logits kept after it. dtype: the compute dtype (HP_F32,
+ * or HP_BF16 for training: parallel/precision). */
 hp_status hp_api_engine_create(hp_api_engine *e, const hp_gpt2_config *model, int B, int T, int threads, int train,
-                               const hp_optim_config *oc);
+                               const hp_optim_config *oc, hp_dtype dtype);
 void hp_api_engine_destroy(hp_api_engine *e);
 /* GPT-2 initialisation of the parameters of ps from a seed. */
 hp_status hp_api_init_params(hp_param_store *ps, const hp_gpt2_config *model, uint64_t seed);

@@ -6,7 +6,7 @@
 #include "kernels/kernels.h"
 
 hp_status hp_api_engine_create(hp_api_engine *e, const hp_gpt2_config *model, int B, int T, int threads, int train,
-                               const hp_optim_config *oc) {
+                               const hp_optim_config *oc, hp_dtype dtype) {
     memset(e, 0, sizeof *e);
     e->model = *model;
     e->B = B;
@@ -16,7 +16,7 @@ hp_status hp_api_engine_create(hp_api_engine *e, const hp_gpt2_config *model, in
     HP_TRY(hp_graph_create(&e->g));
     hp_status st = hp_gpt2_build(e->g, &e->io, &e->model, B, T);
     if (!st && !train) e->g->vals[e->io.logits].persistent = 1; /* read after the forward */
-    hp_compile_opts co = {.train = train, .optim = train ? oc : NULL, .max_norm = 1.0f};
+    hp_compile_opts co = {.train = train, .optim = train ? oc : NULL, .max_norm = 1.0f, .dtype = dtype};
     if (!st) st = hp_compile(&e->c, e->g, NULL, 0, &co);
     if (!st) st = hp_param_store_create(&e->ps, e->c.rg.g);
     if (!st) st = hp_pool_create(&e->pool, threads);

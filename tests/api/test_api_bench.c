@@ -101,7 +101,7 @@ static void test_bench(void) {
     hp_bench_train_result tr;
     char prefix[320], path[340];
     snprintf(prefix, sizeof prefix, "%s/trace", tmp);
-    hp_bench_train_config tc = {tiny, 2, 32, 2, 2, prefix};
+    hp_bench_train_config tc = {tiny, 2, 32, 2, 2, prefix, 0};
     if (OK(hp_bench_train_step(&tr, &tc))) {
         CHECK(tr.tokens_per_s > 0 && tr.step_ms > 0 && tr.forward_ms > 0 && tr.backward_ms > 0);
         CHECK(tr.optimizer_ms > 0 && tr.flops > 0 && tr.gflops > 0);
@@ -109,6 +109,14 @@ static void test_bench(void) {
         snprintf(path, sizeof path, "%s.rank0.json", prefix);
         CHECK(access(path, R_OK) == 0);
         remove(path);
+    }
+    /* the same step in bf16: the program's FLOPs are the GEMMs' and kernels' plus the casts */
+    hp_bench_train_result tb;
+    hp_bench_train_config tc16 = tc;
+    tc16.trace = NULL, tc16.bf16 = 1;
+    if (OK(hp_bench_train_step(&tb, &tc16))) {
+        CHECK(tb.tokens_per_s > 0 && tb.step_ms > 0 && tb.optimizer_ms > 0);
+        CHECK(tb.flops > tr.flops && tb.flops < tr.flops * 1.05);
     }
     tc.steps = 0;
     ERR(hp_bench_train_step(&tr, &tc), "steps");
