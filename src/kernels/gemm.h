@@ -5,13 +5,15 @@
  * them at the caller's buffers and executes (no primitive creation, no
  * scratchpad allocation in a steady-state call).
  *
- * Threads: oneDNN here runs on OpenMP. A context belongs to one rank and
- * carries that rank's thread count; every prepare and run sets the calling
- * thread's OpenMP thread count to it (omp_set_num_threads acts on the calling
- * thread only) and restores it afterwards, so each rank-thread's oneDNN team
- * has the rank's threads and ranks do not oversubscribe the cores. A context
- * and its products are used by one thread at a time (its stream is not
- * shared). While oneDNN runs, the rank's hp_pool workers are idle.
+ * Threads: a context belongs to one rank and its pool. A product is split
+ * into row blocks of C, one per pool thread (at least 16 rows each), each a
+ * single-threaded primitive of its own run by its pool thread with the
+ * thread's OpenMP count set to 1 (and restored): oneDNN never starts an
+ * OpenMP team, so nothing spins beside the pool (libgomp's idle workers spin,
+ * and took the cores the pool needed: 2.5-4x slower steps on a loaded
+ * machine), ranks do not oversubscribe, and the threading is the pool's as
+ * for OpenBLAS. A context and its products are used by one rank-thread at a
+ * time.
  *
  * Row-major throughout: C[M,N] = op(A)[M,K] . op(B)[K,N] where op(A) = A
  * stored [M,K], or A^T with A stored [K,M] (trans_a); op(B) = B stored [K,N],
@@ -59,6 +61,8 @@ void hp_gemm_free(hp_gemm *g);
  * the desc says; bias NULL unless d.bias. */
 hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const float *bias);
 const hp_gemm_desc *hp_gemm_get_desc(const hp_gemm *g);
+/* The row blocks (primitives) of g: 1..pool size; 0 on the portable path. */
+int hp_gemm_parts(const hp_gemm *g);
 /* oneDNN's implementation name ("brg:avx512_core_bf16", "gemm:jit", ...,
  * or "portable: widened fp32 + OpenBLAS") and the ISA it stands for. */
 const char *hp_gemm_impl(const hp_gemm *g);

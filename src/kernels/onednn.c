@@ -1,5 +1,12 @@
 /* kernels/onednn: hp_gemm over oneDNN's C API (matmul primitive, user-managed
- * scratchpad, memory objects created at prepare time and re-pointed per run). */
+ * scratchpad, memory objects created at prepare time and re-pointed per run).
+ * A product is split into row blocks of C (and of op(A)), one per thread of
+ * the rank's pool; each block is a single-threaded primitive of its own
+ * (strided views of A and C), run by its pool thread at one OpenMP thread.
+ * So oneDNN never starts an OpenMP team: libgomp's workers would spin after
+ * each product while the pool's own workers need the same cores (measured:
+ * 2.5-4x slower steps on a loaded 2-core machine with OMP_WAIT_POLICY
+ * active). Each C element is computed by one primitive over the whole K. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,20 +18,31 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_portable.h"
 
+#define MAX_PARTS 64
+#define PART_MIN_ROWS 16
+
 struct hp_gemm_ctx {
     hp_pool *pool;
     dnnl_engine_t engine;
-    dnnl_stream_t stream;
-    int nthreads;
+    dnnl_stream_t stream[MAX_PARTS]; /* one per pool thread */
+    int nthreads, nstreams;
     long creations;
 };
+
+/* One row block [m0, m0 + m) of C, as a primitive of its own. */
+typedef struct {
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, bias, scratch;
+    void *scratch_buf;
+    long m0, m;
+    dnnl_status_t rc; /* of the last run */
+} gemm_part;
 
 struct hp_gemm {
     hp_gemm_ctx *ctx;
     hp_gemm_desc d;
-    dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, bias, scratch;
-    void *scratch_buf;
+    gemm_part part[MAX_PARTS];
+    int nparts;
     float *portable; /* the fallback's widened buffers (NULL: oneDNN runs it) */
     char impl[64];
     hp_isa isa;
@@ -54,9 +72,11 @@ hp_status hp_gemm_ctx_create(hp_gemm_ctx **out, hp_pool *pool) {
     hp_status st = HP_OK;
     c->pool = pool;
     c->nthreads = hp_pool_size(pool);
+    if (c->nthreads > MAX_PARTS) c->nthreads = MAX_PARTS;
     DNNL_TRY(dnnl_engine_create(&c->engine, dnnl_cpu, 0), "gemm context: no oneDNN CPU engine");
-    DNNL_TRY(dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags),
-             "gemm context: no oneDNN stream");
+    for (; c->nstreams < c->nthreads; c->nstreams++)
+        DNNL_TRY(dnnl_stream_create(&c->stream[c->nstreams], c->engine, dnnl_stream_default_flags),
+                 "gemm context: no oneDNN stream");
     *out = c;
     return HP_OK;
 fail:
@@ -66,7 +86,7 @@ fail:
 
 void hp_gemm_ctx_destroy(hp_gemm_ctx *c) {
     if (!c) return;
-    if (c->stream) dnnl_stream_destroy(c->stream);
+    for (int i = 0; i < c->nstreams; i++) dnnl_stream_destroy(c->stream[i]);
     if (c->engine) dnnl_engine_destroy(c->engine);
     free(c);
 }
@@ -77,11 +97,12 @@ long hp_gemm_ctx_creations(const hp_gemm_ctx *c) { return c->creations; }
 
 static dnnl_data_type_t dt(hp_dtype t) { return t == HP_BF16 ? dnnl_bf16 : dnnl_f32; }
 
-/* A [rows, cols] matrix, row-major, or stored transposed ([cols, rows]). */
-static dnnl_status_t md2(dnnl_memory_desc_t *md, long rows, long cols, int trans, hp_dtype t) {
+/* A [rows, cols] view, row-major with leading dimension ld, or stored
+ * transposed ([cols, ld] rows of ld elements, the view's rows its columns). */
+static dnnl_status_t md2(dnnl_memory_desc_t *md, long rows, long cols, int trans, long ld, hp_dtype t) {
     dnnl_dims_t dims = {rows, cols};
-    dnnl_dims_t strides = {cols, 1};
-    if (trans) strides[0] = 1, strides[1] = rows;
+    dnnl_dims_t strides = {ld, 1};
+    if (trans) strides[0] = 1, strides[1] = ld;
     return dnnl_memory_desc_init_by_strides(md, 2, dims, dt(t), strides);
 }
 
@@ -100,25 +121,20 @@ static hp_isa impl_isa(const char *impl) {
 
 static int dtype_ok(hp_dtype t) { return t == HP_F32 || t == HP_BF16; }
 
-hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d) {
-    *out = NULL;
-    if (d->M < 1 || d->N < 1 || d->K < 1 || !dtype_ok(d->a) || d->b != d->a || !dtype_ok(d->c))
-        return hp_errorf("gemm %ldx%ldx%ld: shape must be positive and dtypes fp32/bf16 with a == b",
-                         d->M, d->N, d->K);
-    hp_gemm *g = calloc(1, sizeof *g);
-    if (!g) return hp_errorf("gemm: out of memory");
-    g->ctx = ctx;
-    g->d = *d;
+/* The primitive of part p (rows [m0, m0 + m) of C) at one OpenMP thread. */
+static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
+    const hp_gemm_desc *d = &g->d;
+    hp_gemm_ctx *ctx = g->ctx;
     hp_status st = HP_OK;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    int old = threads_push(ctx->nthreads);
     dnnl_memory_desc_t amd, bmd, cmd, biasmd;
-    DNNL_TRY(md2(&amd, d->M, d->K, d->trans_a, d->a), "gemm %ldx%ldx%ld: A", d->M, d->N, d->K);
-    DNNL_TRY(md2(&bmd, d->K, d->N, d->trans_b, d->b), "gemm %ldx%ldx%ld: B", d->M, d->N, d->K);
-    DNNL_TRY(md2(&cmd, d->M, d->N, 0, d->c), "gemm %ldx%ldx%ld: C", d->M, d->N, d->K);
-    DNNL_TRY(md2(&biasmd, 1, d->N, 0, HP_F32), "gemm %ldx%ldx%ld: bias", d->M, d->N, d->K);
+    DNNL_TRY(md2(&amd, p->m, d->K, d->trans_a, d->trans_a ? d->M : d->K, d->a), "gemm %ldx%ldx%ld: A", d->M, d->N, d->K);
+    DNNL_TRY(md2(&bmd, d->K, d->N, d->trans_b, d->trans_b ? d->K : d->N, d->b), "gemm %ldx%ldx%ld: B", d->M, d->N,
+             d->K);
+    DNNL_TRY(md2(&cmd, p->m, d->N, 0, d->N, d->c), "gemm %ldx%ldx%ld: C", d->M, d->N, d->K);
+    DNNL_TRY(md2(&biasmd, 1, d->N, 0, d->N, HP_F32), "gemm %ldx%ldx%ld: bias", d->M, d->N, d->K);
     dnnl_matmul_desc_t mmd;
     DNNL_TRY(dnnl_matmul_desc_init(&mmd, &amd, &bmd, d->bias ? &biasmd : NULL, &cmd),
              "gemm %ldx%ldx%ld: matmul desc", d->M, d->N, d->K);
@@ -129,71 +145,147 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
         DNNL_TRY(dnnl_post_ops_append_sum(po, 1.0f), "gemm: post-ops");
         DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, po), "gemm: post-ops");
     }
-    dnnl_status_t ps = dnnl_unimplemented;
-    if (!(d->a == HP_BF16 && hp_kernels_portable()))
-        ps = dnnl_primitive_desc_create(&pd, &mmd, attr, ctx->engine, NULL);
-    if (ps == dnnl_unimplemented && d->a == HP_BF16) {
-        g->portable = malloc(hp_gemm_portable_floats(d) * sizeof(float) + 64);
-        if (!g->portable) {
-            st = hp_errorf("gemm %ldx%ldx%ld: out of memory for the portable path", d->M, d->N, d->K);
-            goto fail;
-        }
-        snprintf(g->impl, sizeof g->impl, "portable: widened fp32 + OpenBLAS%s",
-                 hp_kernels_portable() ? " (forced)" : "");
-        g->isa = HP_ISA_PORTABLE;
-        dnnl_primitive_attr_destroy(attr);
-        if (po) dnnl_post_ops_destroy(po);
-        omp_set_num_threads(old);
-        *out = g;
-        return HP_OK;
+    dnnl_status_t ps = dnnl_primitive_desc_create(&pd, &mmd, attr, ctx->engine, NULL);
+    if (ps == dnnl_unimplemented) {
+        st = hp_errorf("gemm %ldx%ldx%ld (%s x %s -> %s): no oneDNN matmul for it", d->M, d->N, d->K,
+                       hp_dtype_name(d->a), hp_dtype_name(d->b), hp_dtype_name(d->c));
+        goto fail;
     }
-    DNNL_TRY(ps, "gemm %ldx%ldx%ld (%s x %s -> %s): no oneDNN matmul for it", d->M, d->N, d->K,
-             hp_dtype_name(d->a), hp_dtype_name(d->b), hp_dtype_name(d->c));
+    DNNL_TRY(ps, "gemm %ldx%ldx%ld: primitive descriptor", d->M, d->N, d->K);
     const char *impl = "?";
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    snprintf(g->impl, sizeof g->impl, "%s", impl);
-    g->isa = impl_isa(g->impl);
+    if (p == &g->part[0]) {
+        snprintf(g->impl, sizeof g->impl, "%s", impl);
+        g->isa = impl_isa(g->impl);
+    }
     const dnnl_memory_desc_t *spmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t spsize = spmd ? dnnl_memory_desc_get_size(spmd) : 0;
     if (spsize) {
-        g->scratch_buf = aligned_alloc(64, (spsize + 63) / 64 * 64);
-        if (!g->scratch_buf) {
+        p->scratch_buf = aligned_alloc(64, (spsize + 63) / 64 * 64);
+        if (!p->scratch_buf) {
             st = hp_errorf("gemm: out of memory for a %zu-byte scratchpad", spsize);
             goto fail;
         }
-        DNNL_TRY(dnnl_memory_create(&g->scratch, spmd, ctx->engine, g->scratch_buf), "gemm: scratchpad");
+        DNNL_TRY(dnnl_memory_create(&p->scratch, spmd, ctx->engine, p->scratch_buf), "gemm: scratchpad");
     }
-    DNNL_TRY(dnnl_memory_create(&g->a, &amd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory A");
-    DNNL_TRY(dnnl_memory_create(&g->b, &bmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory B");
-    DNNL_TRY(dnnl_memory_create(&g->c, &cmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory C");
+    DNNL_TRY(dnnl_memory_create(&p->a, &amd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory A");
+    DNNL_TRY(dnnl_memory_create(&p->b, &bmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory B");
+    DNNL_TRY(dnnl_memory_create(&p->c, &cmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory C");
     if (d->bias)
-        DNNL_TRY(dnnl_memory_create(&g->bias, &biasmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory bias");
-    DNNL_TRY(dnnl_primitive_create(&g->prim, pd), "gemm %ldx%ldx%ld: primitive", d->M, d->N, d->K);
+        DNNL_TRY(dnnl_memory_create(&p->bias, &biasmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory bias");
+    DNNL_TRY(dnnl_primitive_create(&p->prim, pd), "gemm %ldx%ldx%ld: primitive", d->M, d->N, d->K);
     ctx->creations++;
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_primitive_attr_destroy(attr);
-    if (po) dnnl_post_ops_destroy(po);
-    omp_set_num_threads(old);
-    *out = g;
-    return HP_OK;
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (po) dnnl_post_ops_destroy(po);
-    omp_set_num_threads(old);
-    hp_gemm_free(g);
     return st;
+}
+
+hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d) {
+    *out = NULL;
+    if (d->M < 1 || d->N < 1 || d->K < 1 || !dtype_ok(d->a) || d->b != d->a || !dtype_ok(d->c))
+        return hp_errorf("gemm %ldx%ldx%ld: shape must be positive and dtypes fp32/bf16 with a == b",
+                         d->M, d->N, d->K);
+    hp_gemm *g = calloc(1, sizeof *g);
+    if (!g) return hp_errorf("gemm: out of memory");
+    g->ctx = ctx;
+    g->d = *d;
+    hp_status st = HP_OK;
+    int old = threads_push(1);
+    /* row blocks: one per pool thread, at least PART_MIN_ROWS rows each */
+    long parts = d->M / PART_MIN_ROWS;
+    if (parts > ctx->nthreads) parts = ctx->nthreads;
+    if (parts < 1) parts = 1;
+    for (long i = 0; i < parts; i++) {
+        gemm_part *p = &g->part[i];
+        p->m0 = d->M * i / parts;
+        p->m = d->M * (i + 1) / parts - p->m0;
+    }
+    g->nparts = (int)parts;
+    int portable = d->a == HP_BF16 && hp_kernels_portable();
+    if (!portable) {
+        st = prepare_part(g, &g->part[0]);
+        for (int i = 1; !st && i < g->nparts; i++) st = prepare_part(g, &g->part[i]);
+        /* oneDNN 2.6 implements bf16 matmul from avx512_core only: elsewhere the fallback */
+        portable = st && d->a == HP_BF16 && !g->part[0].prim && strstr(hp_status_msg(st), "no oneDNN matmul");
+        if (portable) {
+            hp_status_free(st);
+            st = HP_OK;
+        }
+    }
+    if (!st && portable) {
+        for (int i = 0; i < g->nparts; i++) g->part[i] = (gemm_part){0};
+        g->nparts = 0;
+        g->portable = malloc(hp_gemm_portable_floats(d) * sizeof(float) + 64);
+        if (!g->portable)
+            st = hp_errorf("gemm %ldx%ldx%ld: out of memory for the portable path", d->M, d->N, d->K);
+        snprintf(g->impl, sizeof g->impl, "portable: widened fp32 + OpenBLAS%s",
+                 hp_kernels_portable() ? " (forced)" : "");
+        g->isa = HP_ISA_PORTABLE;
+    }
+    omp_set_num_threads(old);
+    if (st) {
+        hp_gemm_free(g);
+        return st;
+    }
+    *out = g;
+    return HP_OK;
 }
 
 void hp_gemm_free(hp_gemm *g) {
     if (!g) return;
-    if (g->prim) dnnl_primitive_destroy(g->prim);
-    dnnl_memory_t *m[] = {&g->a, &g->b, &g->c, &g->bias, &g->scratch};
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-        if (*m[i]) dnnl_memory_destroy(*m[i]);
-    free(g->scratch_buf);
+    for (int k = 0; k < MAX_PARTS; k++) {
+        gemm_part *p = &g->part[k];
+        if (p->prim) dnnl_primitive_destroy(p->prim);
+        dnnl_memory_t *m[] = {&p->a, &p->b, &p->c, &p->bias, &p->scratch};
+        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+            if (*m[i]) dnnl_memory_destroy(*m[i]);
+        free(p->scratch_buf);
+    }
     free(g->portable);
     free(g);
+}
+
+typedef struct {
+    hp_gemm *g;
+    char *c;
+    const char *a;
+    const void *b;
+    const float *bias;
+} run_ctx;
+
+/* Pool thread tid runs part tid (threads beyond the parts have none). */
+static void part_task(void *c_, int tid, int nt) {
+    (void)nt;
+    run_ctx *r = c_;
+    hp_gemm *g = r->g;
+    if (tid >= g->nparts) return;
+    gemm_part *p = &g->part[tid];
+    const hp_gemm_desc *d = &g->d;
+    size_t ea = hp_dtype_size(d->a), ec = hp_dtype_size(d->c);
+    /* op(A)'s rows m0..: rows of A, or columns of A stored transposed */
+    const char *a = r->a + (size_t)p->m0 * (d->trans_a ? ea : (size_t)d->K * ea);
+    char *c = r->c + (size_t)p->m0 * (size_t)d->N * ec;
+    int old = threads_push(1);
+    dnnl_exec_arg_t args[5];
+    int n = 0;
+    dnnl_status_t s = dnnl_memory_set_data_handle(p->a, (void *)a);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->b, (void *)r->b);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->c, c);
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->a};
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->b};
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, p->c};
+    if (d->bias) {
+        if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->bias, (void *)r->bias);
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->bias};
+    }
+    if (p->scratch) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
+    dnnl_stream_t stream = g->ctx->stream[tid];
+    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, stream, n, args);
+    if (s == dnnl_success) s = dnnl_stream_wait(stream);
+    p->rc = s;
+    omp_set_num_threads(old);
 }
 
 hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const float *bias) {
@@ -201,28 +293,19 @@ hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const f
         hp_gemm_portable_run(g->ctx->pool, g->portable, &g->d, c, a, b, bias);
         return HP_OK;
     }
-    hp_status st = HP_OK;
-    int old = threads_push(g->ctx->nthreads);
-    dnnl_exec_arg_t args[5];
-    int n = 0;
-    DNNL_TRY(dnnl_memory_set_data_handle(g->a, (void *)a), "gemm: A");
-    DNNL_TRY(dnnl_memory_set_data_handle(g->b, (void *)b), "gemm: B");
-    DNNL_TRY(dnnl_memory_set_data_handle(g->c, c), "gemm: C");
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, g->a};
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, g->b};
-    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, g->c};
-    if (g->d.bias) {
-        DNNL_TRY(dnnl_memory_set_data_handle(g->bias, (void *)bias), "gemm: bias");
-        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, g->bias};
-    }
-    if (g->scratch) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, g->scratch};
-    DNNL_TRY(dnnl_primitive_execute(g->prim, g->ctx->stream, n, args), "gemm %ldx%ldx%ld: execute",
-             g->d.M, g->d.N, g->d.K);
-    DNNL_TRY(dnnl_stream_wait(g->ctx->stream), "gemm: stream wait");
-fail:
-    omp_set_num_threads(old);
-    return st;
+    run_ctx r = {g, c, a, b, bias};
+    if (g->nparts == 1)
+        part_task(&r, 0, 1); /* on the calling thread */
+    else
+        hp_pool_run(g->ctx->pool, part_task, &r);
+    for (int i = 0; i < g->nparts; i++)
+        if (g->part[i].rc != dnnl_success)
+            return hp_errorf("gemm %ldx%ldx%ld: oneDNN execute returned %s (rows %ld..%ld)", g->d.M, g->d.N, g->d.K,
+                             dnnl_status2str(g->part[i].rc), g->part[i].m0, g->part[i].m0 + g->part[i].m);
+    return HP_OK;
 }
+
+int hp_gemm_parts(const hp_gemm *g) { return g->portable ? 0 : g->nparts; }
 
 const hp_gemm_desc *hp_gemm_get_desc(const hp_gemm *g) { return &g->d; }
 const char *hp_gemm_impl(const hp_gemm *g) { return g->impl; }

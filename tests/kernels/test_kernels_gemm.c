@@ -6,12 +6,14 @@
  *    inputs. Tolerances: fp32 accumulation, |err| <= 1e-5 (sum_k |a b|);
  *    a bf16 output adds 2^-8 |ref| (its one rounding: bf16 has 8 significant
  *    bits). The fp32 products also match the engine's hp_k_matmul kernels.
- *  - The creation counter: preparing a linear layer creates 3 primitives
- *    (0 on the portable fallback), and 25 steady-state runs create none.
+ *  - The creation counter: preparing a linear layer creates one primitive
+ *    per row block of each of its 3 products (a block per pool thread, >= 16
+ *    rows: 3 on one thread, 6 on a 2-thread pool; 0 on the portable
+ *    fallback), and 25 steady-state runs create none.
  *  - The thread budget: the calling thread's OpenMP thread count is set to 6
- *    beforehand, yet a context of 1 thread starts no OpenMP worker and one of
- *    a 2-thread pool starts exactly 1 (counted in /proc/self/task), and the
- *    caller's count is 6 again after every call. Two rank-threads with
+ *    beforehand, yet no context starts an OpenMP worker — 1 thread, or a
+ *    2-thread pool whose threads run the blocks (counted in /proc/self/task)
+ *    — and the caller's count is 6 again after every call. Two rank-threads with
  *    contexts of their own run at the same time and both get right results.
  *  - The portable fallback (forced through hp_kernels_set_portable, or by
  *    ONEDNN_MAX_CPU_ISA=AVX2 in ctest kernels/gemm_no_avx512, where oneDNN
@@ -140,7 +142,9 @@ static void t_linear(hp_gemm_ctx *ctx, hp_pool *pool) {
         CHECK_OK(hp_gemm_linear_prepare(&l, ctx, N, IC, OC, dt, HP_F32, 1, 0));
         long made = hp_gemm_ctx_creations(ctx) - before;
         int fallback = dt == HP_BF16 && hp_gemm_isa(l.fwd) == HP_ISA_PORTABLE;
-        CHECKF(made == (fallback ? 0 : 3), "%ld primitives created for one linear layer", made);
+        int threads = pool ? hp_pool_size(pool) : 1, blocks = fallback ? 0 : 3 * threads; /* every M >= 32 here */
+        CHECKF(made == blocks, "%ld primitives created for one linear layer (%d expected)", made, blocks);
+        CHECK(hp_gemm_parts(l.fwd) == (fallback ? 0 : threads) && hp_gemm_parts(l.bwd_weight) == (fallback ? 0 : threads));
         const void *px = t ? (const void *)x.h : x.f, *pw = t ? (const void *)w.h : w.f, *pg = t ? (const void *)g.h : g.f;
         for (int rep = 0; rep < 25; rep++) {
             CHECK_OK(hp_gemm_linear_fwd(&l, o2, px, pw, bias.f));
@@ -222,9 +226,8 @@ static void t_threads(void) {
     CHECK(hp_gemm_ctx_threads(c2) == 2);
     CHECK(run_once(&isa, c2) == 6);
     int grown = task_count() - t1;
-    /* the portable fallback runs on the pool (no OpenMP team at all) */
-    CHECKF(grown == (isa == HP_ISA_PORTABLE ? 0 : 1), "a 2-thread context (%s) started %d OpenMP threads",
-           hp_isa_name(isa), grown);
+    /* the pool's threads run the row blocks (and the portable fallback): no OpenMP team */
+    CHECKF(grown == 0, "a 2-thread context (%s) started %d OpenMP threads", hp_isa_name(isa), grown);
     hp_gemm_ctx_destroy(c1), hp_gemm_ctx_destroy(c2);
     hp_pool_destroy(p2);
     /* two rank-threads, each with a context of its own, at once */
