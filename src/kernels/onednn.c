@@ -6,7 +6,11 @@
  * So oneDNN never starts an OpenMP team: libgomp's workers would spin after
  * each product while the pool's own workers need the same cores (measured:
  * 2.5-4x slower steps on a loaded 2-core machine with OMP_WAIT_POLICY
- * active). Each C element is computed by one primitive over the whole K. */
+ * active). Each C element is computed by one primitive over the whole K.
+ * oneDNN 2.6 takes its brgemm kernels only for dense operands: a block of a
+ * product with A transposed (the weight gradient) is a strided view, and
+ * runs its jit gemm (the same bf16 dot products on AVX512-BF16, measured at
+ * parity; no AMX tiles there). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +110,16 @@ static dnnl_status_t md2(dnnl_memory_desc_t *md, long rows, long cols, int trans
     return dnnl_memory_desc_init_by_strides(md, 2, dims, dt(t), strides);
 }
 
-static hp_isa impl_isa(const char *impl) {
+static hp_isa impl_isa(const char *impl, hp_dtype in) {
     if (strstr(impl, "amx")) return HP_ISA_AMX;
     if (strstr(impl, "bf16")) return HP_ISA_AVX512_BF16;
     if (strstr(impl, "avx512")) return HP_ISA_AVX512;
     if (strstr(impl, "avx2")) return HP_ISA_AVX2;
     if (strstr(impl, "jit")) { /* oneDNN's jit gemm: the widest ISA it allows itself */
         dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
+        /* bf16 jit gemm: the bf16 dot products where the CPU has them (never AMX tiles) */
+        if (in == HP_BF16 && (e & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
+            return HP_ISA_AVX512_BF16;
         if ((e & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core) return HP_ISA_AVX512;
         if ((e & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2) return HP_ISA_AVX2;
     }
@@ -156,7 +163,7 @@ static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if (p == &g->part[0]) {
         snprintf(g->impl, sizeof g->impl, "%s", impl);
-        g->isa = impl_isa(g->impl);
+        g->isa = impl_isa(g->impl, d->a);
     }
     const dnnl_memory_desc_t *spmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t spsize = spmd ? dnnl_memory_desc_get_size(spmd) : 0;
