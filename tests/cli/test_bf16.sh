@@ -8,7 +8,9 @@
 # the difference to 5e-3); validation mode accepts a bf16 TP x DP plan; the portable
 # bf16 path (HP_KERNELS_PORTABLE=1, as on a CPU without AVX512-BF16) trains
 # and stays within 1e-2 of the default path over 200 steps (the GEMMs
-# accumulate in another order); a bad --dtype is refused in one line.
+# accumulate in another order); checkpoints keep the fp32 masters, so a bf16
+# run resumed at step 10 continues bit for bit (the copies are remade from
+# the masters every step); a bad --dtype is refused in one line.
 . "$(dirname "$0")/lib.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none --dtype bf16"
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
@@ -31,5 +33,10 @@ read -r n m <<<"$(maxdiff one.jsonl port.jsonl)"
 echo "portable vs default bf16: $n steps, max |delta loss| $m"
 [ "$n" -eq 200 ] || fail "portable: $n steps compared"
 awk -v m="$m" 'BEGIN { exit !(m <= 1e-2) }' || fail "portable: max |delta loss| $m > 1e-2"
+short="$common --steps 20"
+"$HP" train $short --metrics full.jsonl >full.log 2>&1 || fail "20 steps failed: $(tail -2 full.log)"
+"$HP" train $short --ckpt-dir ck --stop-at 10 --metrics part.jsonl >part.log 2>&1 || fail "stop at 10 failed: $(tail -2 part.log)"
+"$HP" train --resume ck --metrics part.jsonl >res.log 2>&1 || fail "resume failed: $(tail -2 res.log)"
+[ "$(losses full.jsonl)" = "$(losses part.jsonl)" ] && [ "$(losses part.jsonl | wc -l)" -eq 20 ] || fail "bf16 resume is not bit for bit: $(paste <(losses full.jsonl) <(losses part.jsonl) | tail -3)"
 expect_error "--dtype must be fp32 or bf16, got 'fp16'" "$HP" train $common --dtype fp16 --steps 1
 finish
