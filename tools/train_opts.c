@@ -35,6 +35,7 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
     snprintf(o->ckpt_format, sizeof o->ckpt_format, "single");
     snprintf(o->dtype, sizeof o->dtype, "fp32");
+    snprintf(o->fp32_gemm, sizeof o->fp32_gemm, "openblas");
     o->trace_steps = 1;
 }
 
@@ -101,6 +102,8 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("dtype", OPT_STR, dtype, "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master "
                                      "weights, gradients and optimizer state"),
+        OPT("fp32-gemm", OPT_STR, fp32_gemm, "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster "
+                                             "per product and shape, measured at start; not bit-reproducible across runs)"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
         OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
@@ -152,6 +155,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->log_every < 1) BAD("--log-every must be >= 1, got %ld", o->log_every);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
     if (strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16")) BAD("--dtype must be fp32 or bf16, got '%s'", o->dtype);
+    if (strcmp(o->fp32_gemm, "openblas") && strcmp(o->fp32_gemm, "onednn") && strcmp(o->fp32_gemm, "auto"))
+        BAD("--fp32-gemm must be openblas, onednn or auto, got '%s'", o->fp32_gemm);
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");
     if ((long)o->dp * o->tp > HP_TRAIN_MAX_RANKS)
         BAD("--dp %d x --tp %d is %ld ranks, above the limit of %d", o->dp, o->tp, (long)o->dp * o->tp, HP_TRAIN_MAX_RANKS);

@@ -42,6 +42,7 @@ typedef struct {
     char fsdp_style[16], reshard[8];
     int validate;
     char dtype[8];              /* fp32 | bf16 */
+    char fp32_gemm[12];         /* openblas | onednn | auto */
     float comm_timeout;
     char overlap[8];
     char on_nan[16];

@@ -418,6 +418,9 @@ typedef struct {
                                  * bf16 activations where the operator allows, GEMMs through oneDNN; norms'
                                  * statistics, softmax and the loss in fp32; gradients, optimizer state and
                                  * checkpoints fp32. 0: fp32 throughout */
+    int fp32_gemm;              /* the fp32 linear layers' GEMMs: 0 OpenBLAS (reproducible), 1 oneDNN,
+                                 * 2 the faster of the two per product and shape, measured on each rank's
+                                 * threads at start (a run's last bits may then differ between runs) */
     /* optimization */
     hp_optimizer_type optimizer;
     float lr;                   /* AdamW peak lr */

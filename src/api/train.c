@@ -92,6 +92,7 @@ static hp_status check(const hp_train_config *c) {
     if (c->schedule != HP_SCHEDULE_COSINE && c->schedule != HP_SCHEDULE_LINEAR && c->schedule != HP_SCHEDULE_CONSTANT)
         BAD("schedule: %d is not a hp_schedule_type", (int)c->schedule);
     if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
+    if (c->fp32_gemm < 0 || c->fp32_gemm > 2) BAD("fp32_gemm must be 0 (OpenBLAS), 1 (oneDNN) or 2 (auto), got %d", c->fp32_gemm);
     if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
     if (c->on_nan != HP_ON_NAN_STOP && c->on_nan != HP_ON_NAN_SKIP) BAD("on_nan must be 0 (stop) or 1 (skip), got %d", c->on_nan);
     if (c->val_steps < 0) BAD("val_steps must be >= 0, got %ld", c->val_steps);
@@ -294,6 +295,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.comm_timeout = c->comm_timeout_s;
     ic.validate = c->validate;
     ic.dtype = c->bf16 ? HP_BF16 : HP_F32;
+    ic.fp32_gemm = c->fp32_gemm;
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;

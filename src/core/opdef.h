@@ -67,6 +67,9 @@ typedef struct hp_opdef {
     hp_status (*prepare)(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
                          const hp_tensor *out);
     void (*release)(void *state);
+    /* Does this node's prepare need the rank's matmul context (hp_kctx.gemm)?
+     * The program makes one only when some node does. NULL: no. */
+    int (*uses_gemm)(const hp_graph *g, const hp_node *n);
 } hp_opdef;
 
 #endif

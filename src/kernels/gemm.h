@@ -110,4 +110,18 @@ hp_status hp_gemm_f32_measure(double *sec_blas, double *sec_dnnl, hp_gemm_ctx *c
 hp_gemm_backend hp_gemm_f32_choose(double sec_blas, double sec_dnnl);
 const char *hp_gemm_backend_name(hp_gemm_backend b);
 
+/* How fp32 linear layers pick their GEMM (train --fp32-gemm). */
+typedef enum {
+    HP_GEMM_FP32_OPENBLAS = 0, /* the engine's OpenBLAS kernels (the default: runs are reproducible) */
+    HP_GEMM_FP32_ONEDNN = 1,   /* oneDNN for every product */
+    HP_GEMM_FP32_AUTO = 2,     /* the faster of the two per (product, shape), measured on this rank's
+                                * threads when the program is created (the choice, and so the last bits
+                                * of a run, can differ between runs) */
+} hp_gemm_fp32_policy;
+
+/* The backend of product p of an fp32 layer under AUTO: measured once per
+ * (product, shape) on ctx (hp_gemm_f32_measure, 3 runs per block), then
+ * remembered by ctx for the rest of its life (up to 64 shapes). */
+hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC);
+
 #endif

@@ -25,13 +25,34 @@
 #define MAX_PARTS 64
 #define PART_MIN_ROWS 16
 
+typedef struct {
+    long N, IC, OC;
+    int product, backend;
+} gemm_pick;
+
 struct hp_gemm_ctx {
     hp_pool *pool;
     dnnl_engine_t engine;
     dnnl_stream_t stream[MAX_PARTS]; /* one per pool thread */
     int nthreads, nstreams;
     long creations;
+    gemm_pick picks[64]; /* hp_gemm_f32_pick's measured choices */
+    int npicks;
 };
+
+hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC) {
+    for (int i = 0; i < ctx->npicks; i++)
+        if (ctx->picks[i].N == N && ctx->picks[i].IC == IC && ctx->picks[i].OC == OC && ctx->picks[i].product == (int)p) {
+            *out = (hp_gemm_backend)ctx->picks[i].backend;
+            return HP_OK;
+        }
+    double sb = 0, sd = 0;
+    HP_TRY(hp_gemm_f32_measure(&sb, &sd, ctx, p, N, IC, OC, 3));
+    *out = hp_gemm_f32_choose(sb, sd);
+    if (ctx->npicks < 64)
+        ctx->picks[ctx->npicks++] = (gemm_pick){N, IC, OC, (int)p, (int)*out};
+    return HP_OK;
+}
 
 /* One row block [m0, m0 + m) of C, as a primitive of its own. */
 typedef struct {

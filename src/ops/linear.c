@@ -1,5 +1,7 @@
 /* ops/linear: y[..., O...] = x[..., IC] . W[O..., IC]^T + b[O...]. fp32: GEMM
- * through OpenBLAS. bf16 (x, W and y bf16, bias fp32, dW and db fp32): the
+ * through OpenBLAS, or oneDNN (attribute HP_LINEAR_GEMM, set by the compile
+ * pass parallel/gemm_policy: oneDNN for every product, or per product the
+ * faster measured at program creation). bf16 (x, W and y bf16, bias fp32, dW and db fp32): the
  * products through oneDNN primitives prepared once per node when the rank's
  * program is created (kernels/gemm.h), fp32 accumulation. The weight may have
  * more than two dims (e.g. a fused QKV weight [3, C, C]): its leading dims
@@ -38,24 +40,45 @@ static hp_status infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dty
     return HP_OK;
 }
 
-/* bf16: the node's prepared products (forward: fwd; backward: bwd_data and/or
- * bwd_weight, as the node has dx and dW outputs). */
-static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node *n, long N, long IC, long OC,
-                                  int fwd) {
+/* Does product p run on oneDNN? bf16: always; fp32: as the node's policy says. */
+static hp_status on_onednn(int *yes, const hp_kctx *k, const hp_node *n, hp_dtype dt, hp_linear_product p, long N,
+                           long IC, long OC) {
+    long policy = n->a.i[HP_LINEAR_GEMM];
+    *yes = dt == HP_BF16 || policy == HP_GEMM_FP32_ONEDNN;
+    if (dt == HP_BF16 || policy != HP_GEMM_FP32_AUTO) return HP_OK;
+    hp_gemm_backend b;
+    HP_TRY(hp_gemm_f32_pick(&b, k->gemm, p, N, IC, OC));
+    *yes = b == HP_GEMM_ONEDNN;
+    return HP_OK;
+}
+
+/* The node's products on oneDNN (forward: fwd; backward: bwd_data and/or
+ * bwd_weight, as the node has dx and dW outputs); a product left NULL runs on
+ * OpenBLAS (fp32), and no state at all when none is on oneDNN. */
+static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node *n, hp_dtype dt, long N, long IC,
+                                  long OC, int fwd) {
     *state = NULL;
-    if (!k->gemm) return hp_errorf("linear '%s': bf16 needs the rank's matmul context", n->name);
+    if (!k->gemm) return hp_errorf("linear '%s': oneDNN products need the rank's matmul context", n->name);
     hp_gemm_linear *l = calloc(1, sizeof *l);
     if (!l) return hp_errorf("linear '%s': out of memory", n->name);
     hp_status st = HP_OK;
+    int yes = 0;
     if (fwd) {
-        hp_gemm_desc d = hp_gemm_linear_desc(HP_LINEAR_FWD, N, IC, OC, HP_BF16, HP_BF16);
+        hp_gemm_desc d = hp_gemm_linear_desc(HP_LINEAR_FWD, N, IC, OC, dt, dt);
         d.bias = n->nin == 3;
-        st = hp_gemm_prepare(&l->fwd, k->gemm, &d);
+        st = on_onednn(&yes, k, n, dt, HP_LINEAR_FWD, N, IC, OC);
+        if (!st && yes) st = hp_gemm_prepare(&l->fwd, k->gemm, &d);
     } else {
-        hp_gemm_desc dd = hp_gemm_linear_desc(HP_LINEAR_BWD_DATA, N, IC, OC, HP_BF16, HP_BF16);
-        hp_gemm_desc dw = hp_gemm_linear_desc(HP_LINEAR_BWD_WEIGHT, N, IC, OC, HP_BF16, HP_BF16);
-        if (n->out[0] >= 0) st = hp_gemm_prepare(&l->bwd_data, k->gemm, &dd);
-        if (!st && n->out[1] >= 0) st = hp_gemm_prepare(&l->bwd_weight, k->gemm, &dw);
+        hp_gemm_desc dd = hp_gemm_linear_desc(HP_LINEAR_BWD_DATA, N, IC, OC, dt, dt);
+        hp_gemm_desc dw = hp_gemm_linear_desc(HP_LINEAR_BWD_WEIGHT, N, IC, OC, dt, dt);
+        if (n->out[0] >= 0) st = on_onednn(&yes, k, n, dt, HP_LINEAR_BWD_DATA, N, IC, OC);
+        if (!st && n->out[0] >= 0 && yes) st = hp_gemm_prepare(&l->bwd_data, k->gemm, &dd);
+        if (!st && n->out[1] >= 0) st = on_onednn(&yes, k, n, dt, HP_LINEAR_BWD_WEIGHT, N, IC, OC);
+        if (!st && n->out[1] >= 0 && yes) st = hp_gemm_prepare(&l->bwd_weight, k->gemm, &dw);
+    }
+    if (!st && !l->fwd && !l->bwd_data && !l->bwd_weight) { /* all on OpenBLAS */
+        free(l);
+        return HP_OK;
     }
     if (st) {
         hp_gemm_linear_free(l);
@@ -72,18 +95,24 @@ static void release(void *state) {
     free(state);
 }
 
+/* bf16, or an fp32 node whose policy is not OpenBLAS */
+static int uses_gemm(const hp_graph *g, const hp_node *n) {
+    int x = n->op == &hp_op_linear ? 0 : 1;
+    return in_bf16(g, n, x) || n->a.i[HP_LINEAR_GEMM] != HP_GEMM_FP32_OPENBLAS;
+}
+
 static hp_status prepare(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in, const hp_tensor *out) {
     (void)out;
     *state = NULL;
-    if (!is_bf16(&in[0])) return HP_OK;
-    return prepare_products(state, k, n, t_rows(&in[0]), t_last(&in[1]), t_rows(&in[1]), 1);
+    if (!uses_gemm(k->graph, n)) return HP_OK;
+    return prepare_products(state, k, n, in[0].dtype, t_rows(&in[0]), t_last(&in[1]), t_rows(&in[1]), 1);
 }
 
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long IC = t_last(&in[1]), OC = t_rows(&in[1]);
-    if (is_bf16(&in[0])) {
-        hp_status st = hp_gemm_linear_fwd(hp_kctx_state(k, n), out[0].data, in[0].data, in[1].data,
-                                          n->nin == 3 ? CF32(in[2]) : NULL);
+    const hp_gemm_linear *l = hp_kctx_state(k, n);
+    if (l && l->fwd) {
+        hp_status st = hp_gemm_linear_fwd(l, out[0].data, in[0].data, in[1].data, n->nin == 3 ? CF32(in[2]) : NULL);
         if (st) *k->err = st;
         return;
     }
@@ -110,6 +139,7 @@ static double flops(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_linear = {
     .name = "linear", .nout = 1, .infer = infer, .run = run, .backward = backward,
     .flops = flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("bbf", "b"), .prepare = prepare, .release = release,
+    .uses_gemm = uses_gemm,
 };
 
 /* backward: in (dy, x, W) -> out (dx, dW, db), any output may be -1. */
@@ -117,17 +147,29 @@ static hp_status prepare_bwd(void **state, const hp_kctx *k, const hp_node *n, c
                              const hp_tensor *out) {
     (void)out;
     *state = NULL;
-    if (!is_bf16(&in[1])) return HP_OK;
-    return prepare_products(state, k, n, t_rows(&in[1]), t_last(&in[2]), t_rows(&in[2]), 0);
+    if (!uses_gemm(k->graph, n)) return HP_OK;
+    return prepare_products(state, k, n, in[1].dtype, t_rows(&in[1]), t_last(&in[2]), t_rows(&in[2]), 0);
 }
 
 static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long IC = t_last(&in[2]), OC = t_rows(&in[2]);
+    const hp_gemm_linear *l = hp_kctx_state(k, n);
     if (is_bf16(&in[1])) {
-        hp_status st = hp_gemm_linear_bwd(hp_kctx_state(k, n), n->out[0] >= 0 ? out[0].data : NULL,
-                                          n->out[1] >= 0 ? F32(out[1]) : NULL, in[0].data, in[1].data, in[2].data);
+        hp_status st = hp_gemm_linear_bwd(l, n->out[0] >= 0 ? out[0].data : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
+                                          in[0].data, in[1].data, in[2].data);
         if (st) *k->err = st;
         if (n->out[2] >= 0) hp_kb_colsum(k->pool, F32(out[2]), CBF(in[0]), t_rows(&in[1]), OC);
+        return;
+    }
+    if (l) { /* fp32: the products on oneDNN, the rest (and the bias) on the engine's kernels */
+        int dx_dnnl = n->out[0] >= 0 && l->bwd_data, dw_dnnl = n->out[1] >= 0 && l->bwd_weight;
+        hp_status st = hp_gemm_linear_bwd(l, dx_dnnl ? out[0].data : NULL, dw_dnnl ? F32(out[1]) : NULL, in[0].data,
+                                          in[1].data, in[2].data);
+        if (st) *k->err = st;
+        float *dx = n->out[0] >= 0 && !dx_dnnl ? F32(out[0]) : NULL, *dw = n->out[1] >= 0 && !dw_dnnl ? F32(out[1]) : NULL;
+        float *db = n->out[2] >= 0 ? F32(out[2]) : NULL;
+        if (dx || dw || db)
+            hp_k_matmul_bwd(k->pool, dx, dw, db, CF32(in[0]), CF32(in[1]), CF32(in[2]), t_rows(&in[1]), IC, OC);
         return;
     }
     hp_k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
@@ -143,4 +185,5 @@ static double flops_bwd(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_linear_bwd = {
     .name = "linear_bwd", .nout = 3, .run = run_bwd,
     .flops = flops_bwd, .bytes = hp_ops_io_bytes, .prepare = prepare_bwd, .release = release,
+    .uses_gemm = uses_gemm,
 };

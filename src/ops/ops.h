@@ -35,6 +35,9 @@ int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
 extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_acc;
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
+/* linear's attribute a.i[HP_LINEAR_GEMM]: how its fp32 products pick a GEMM
+ * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
+#define HP_LINEAR_GEMM 7
 extern const hp_opdef hp_op_layernorm, hp_op_layernorm_bwd;
 extern const hp_opdef hp_op_rmsnorm, hp_op_rmsnorm_bwd;
 extern const hp_opdef hp_op_gelu, hp_op_gelu_bwd;

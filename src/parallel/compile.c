@@ -9,6 +9,7 @@
 #include "core/autodiff.h"
 #include "ops/ops.h"
 #include "parallel/accum.h"
+#include "parallel/gemm_policy.h"
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
 
@@ -147,6 +148,16 @@ static hp_status pass_lower(hp_compiled *c) {
     return HP_OK;
 }
 
+/* gemm policy: how the fp32 linears pick their GEMMs. */
+static hp_status pass_gemm_policy(hp_compiled *c, const hp_compile_opts *o) {
+    int nset = 0;
+    HP_TRY(hp_pass_gemm_policy(&nset, &c->rg, o->fp32_gemm));
+    if (nset)
+        note(c, "gemm policy", "%d fp32 linear nodes on %s", nset,
+             o->fp32_gemm == 1 ? "oneDNN" : "the faster of OpenBLAS and oneDNN per product, measured at start");
+    return HP_OK;
+}
+
 /* optimizer: clipping and the update nodes. */
 static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
     memset(&c->optim, -1, sizeof c->optim);
@@ -205,6 +216,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_fsdp(out, plan);
     if (!st) st = pass_lower(out);
+    if (!st) st = pass_gemm_policy(out, o);
     if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_accumulate(out, o);
     if (!st) st = pass_optimizer(out, o);

@@ -9,6 +9,7 @@
  *                                     managed gradients stay Partial)
  *   [transforms]  pipeline stages, remat, expert parallel go here
  *   lower         parallel/lower      local kernels + collectives on local shapes
+ *   gemm policy   parallel/gemm_policy fp32 linears: OpenBLAS, oneDNN or measured (--fp32-gemm)
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
  *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
@@ -46,6 +47,7 @@ typedef struct {
     int accum_comm_last;          /* FSDP: reduce once, at the last micro-batch (whole-unit accumulators) */
     hp_schedule_opts schedule;
     hp_dtype dtype;               /* compute dtype: HP_F32 (default, 0) or HP_BF16 (parallel/precision) */
+    int fp32_gemm;                /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy; 0: OpenBLAS) */
 } hp_compile_opts;
 
 typedef struct {

@@ -32,14 +32,14 @@ struct hp_program {
     char *arena;
     float *grads;
     char *persist;  /* inputs and constants */
-    hp_gemm_ctx *gemm; /* oneDNN engine and stream of the rank (bf16 programs) */
+    hp_gemm_ctx *gemm; /* oneDNN engine and streams of the rank (when a node uses them) */
     void **state;      /* [g->nnodes] nodes' prepared state */
     hp_program_info info;
 };
 
-static int has_bf16(const hp_graph *g) {
-    for (int v = 0; v < g->nvals; v++)
-        if (g->vals[v].dtype == HP_BF16) return 1;
+static int uses_gemm(const hp_graph *g) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op->uses_gemm && g->nodes[i].op->uses_gemm(g, &g->nodes[i])) return 1;
     return 0;
 }
 
@@ -47,7 +47,7 @@ static int has_bf16(const hp_graph *g) {
  * for its shapes: the steady state creates none). */
 static hp_status prepare_steps(hp_program *p) {
     const hp_graph *g = p->g;
-    if (has_bf16(g)) {
+    if (uses_gemm(g)) {
         HP_TRY(hp_gemm_ctx_create(&p->gemm, p->pool));
         p->kctx.gemm = p->gemm;
     }

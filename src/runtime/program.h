@@ -70,7 +70,7 @@ float *hp_program_grads(const hp_program *p);
 const hp_program_info *hp_program_get_info(const hp_program *p);
 const hp_graph *hp_program_graph(const hp_program *p);
 /* oneDNN primitives created for this program (all when it was created; a
- * steady-state step adds none). 0 for fp32 programs. */
+ * steady-state step adds none). 0 for fp32 programs on OpenBLAS. */
 long hp_program_gemm_creations(const hp_program *p);
 
 #endif

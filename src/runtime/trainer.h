@@ -70,6 +70,7 @@ typedef struct {
     int validate;           /* 1: step 1 through the validation executor */
     hp_schedule_opts schedule;
     hp_dtype dtype;         /* compute dtype (HP_F32, or HP_BF16: parallel/precision) */
+    int fp32_gemm;          /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy) */
     /* optimization */
     hp_optim_config optim;
     float grad_clip;        /* <= 0: off */

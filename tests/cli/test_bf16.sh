@@ -10,7 +10,8 @@
 # and stays within 1e-2 of the default path over 200 steps (the GEMMs
 # accumulate in another order); checkpoints keep the fp32 masters, so a bf16
 # run resumed at step 10 continues bit for bit (the copies are remade from
-# the masters every step); a bad --dtype is refused in one line.
+# the masters every step); fp32 GEMMs on oneDNN (--fp32-gemm) train as OpenBLAS does;
+# bad --dtype and --fp32-gemm values are refused in one line.
 . "$(dirname "$0")/lib.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none --dtype bf16"
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
@@ -38,5 +39,16 @@ short="$common --steps 20"
 "$HP" train $short --ckpt-dir ck --stop-at 10 --metrics part.jsonl >part.log 2>&1 || fail "stop at 10 failed: $(tail -2 part.log)"
 "$HP" train --resume ck --metrics part.jsonl >res.log 2>&1 || fail "resume failed: $(tail -2 res.log)"
 [ "$(losses full.jsonl)" = "$(losses part.jsonl)" ] && [ "$(losses part.jsonl | wc -l)" -eq 20 ] || fail "bf16 resume is not bit for bit: $(paste <(losses full.jsonl) <(losses part.jsonl) | tail -3)"
+# fp32 GEMMs on oneDNN (--fp32-gemm onednn, or auto: the faster per product, measured at start): the
+# same losses as OpenBLAS within 1e-5 over 50 steps
+f32="${common/--dtype bf16/--dtype fp32} --steps 50"
+"$HP" train $f32 --metrics blas.jsonl >blas.log 2>&1 || fail "fp32 OpenBLAS failed: $(tail -2 blas.log)"
+for g in onednn auto; do
+  "$HP" train $f32 --fp32-gemm $g --metrics "$g.jsonl" >"$g.log" 2>&1 || { fail "--fp32-gemm $g failed: $(tail -2 "$g.log")"; continue; }
+  read -r n m <<<"$(maxdiff blas.jsonl "$g.jsonl")"
+  echo "fp32 --fp32-gemm $g vs OpenBLAS: $n steps, max |delta loss| $m"
+  awk -v m="$m" -v n="$n" 'BEGIN { exit !(m <= 1e-5 && n == 50) }' || fail "--fp32-gemm $g: $n steps, max |delta loss| $m"
+done
+expect_error "--fp32-gemm must be openblas, onednn or auto, got 'mkl'" "$HP" train $f32 --fp32-gemm mkl
 expect_error "--dtype must be fp32 or bf16, got 'fp16'" "$HP" train $common --dtype fp16 --steps 1
 finish

@@ -11,7 +11,10 @@
  *   forward, one per backward product) and never again in later steps;
  * - the portable bf16 path (forced, as on a CPU without AVX512-BF16) runs
  *   the same program: no primitive, the same gradients within the same
- *   tolerance of fp32. */
+ *   tolerance of fp32;
+ * - fp32 on oneDNN (every product, or the measured pick per product): a
+ *   primitive per block, the fp32 OpenBLAS program's loss and gradients
+ *   within 1e-5. */
 #include <math.h>
 #include <string.h>
 
@@ -36,8 +39,8 @@ typedef struct {
 static const int B = 4, T = 16;
 
 static void build(run *r, const hp_graph *model, const hp_gpt2_io *io, const hp_gpt2_config *mc, hp_dtype dt,
-                  hp_pool *pool) {
-    hp_compile_opts o = {.train = 1, .dtype = dt};
+                  int fp32_gemm, hp_pool *pool) {
+    hp_compile_opts o = {.train = 1, .dtype = dt, .fp32_gemm = fp32_gemm};
     CHECK_OK(hp_compile(&r->c, model, NULL, 0, &o));
     CHECK_OK(hp_param_store_create(&r->ps, r->c.rg.g));
     float *ptrs[256];
@@ -116,8 +119,8 @@ int main(void) {
     CHECK_OK(hp_pool_create(&pool, 2));
 
     run f32, b16;
-    build(&f32, model, &io, &mc, HP_F32, pool);
-    build(&b16, model, &io, &mc, HP_BF16, pool);
+    build(&f32, model, &io, &mc, HP_F32, HP_GEMM_FP32_OPENBLAS, pool);
+    build(&b16, model, &io, &mc, HP_BF16, HP_GEMM_FP32_OPENBLAS, pool);
 
     /* dtypes as the operators' rules name them */
     const hp_graph *g = b16.c.global;
@@ -169,7 +172,7 @@ int main(void) {
     /* the portable bf16 path: same program, no oneDNN primitive */
     hp_kernels_set_portable(1);
     run port;
-    build(&port, model, &io, &mc, HP_BF16, pool);
+    build(&port, model, &io, &mc, HP_BF16, HP_GEMM_FP32_OPENBLAS, pool);
     CHECK(hp_program_gemm_creations(port.p) == 0);
     step(&port);
     printf("portable bf16 loss %.6f\n", port.loss);
@@ -178,6 +181,25 @@ int main(void) {
     hp_kernels_set_portable(0);
 
     release(&port);
+
+    /* fp32 on oneDNN (--fp32-gemm onednn): every product a primitive, gradients as OpenBLAS's
+     * within fp32 rounding; auto: each product on the faster, measured, within the same */
+    for (int policy = HP_GEMM_FP32_ONEDNN; policy <= HP_GEMM_FP32_AUTO; policy++) {
+        run d;
+        build(&d, model, &io, &mc, HP_F32, policy, pool);
+        long made32 = hp_program_gemm_creations(d.p);
+        if (policy == HP_GEMM_FP32_ONEDNN) CHECK(made32 == 3L * nlin * 2);
+        step(&d);
+        CHECK(hp_program_gemm_creations(d.p) == made32);
+        CHECK(fabs(d.loss - f32.loss) <= 1e-5 * fabs(f32.loss));
+        const float *ga = hp_program_grads(f32.p), *gb = hp_program_grads(d.p);
+        double d2 = 0, x2 = 0;
+        for (size_t k = 0; k < f32.ps.total; k++) d2 += ((double)ga[k] - gb[k]) * ((double)ga[k] - gb[k]), x2 += (double)ga[k] * ga[k];
+        printf("fp32 on %s: %ld primitives, loss %.7f, gradient relative error %.2e\n",
+               policy == HP_GEMM_FP32_ONEDNN ? "oneDNN" : "the measured pick", made32, d.loss, sqrt(d2 / x2));
+        CHECK(sqrt(d2 / x2) <= 1e-5);
+        release(&d);
+    }
     release(&b16);
     release(&f32);
     hp_pool_destroy(pool);
