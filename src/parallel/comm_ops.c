@@ -54,9 +54,21 @@ void hp_rank_ctx_free(hp_rank_ctx *c) {
     c->nplans = c->capplans = 0;
 }
 
+static hp_comm_args all_reduce_args(const hp_rank_ctx *c, const hp_redist_step *s, hp_comm_tensor *t, hp_dtype dt) {
+    return (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = dt,
+                          .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM, .t = t, .nt = 1, .tree = c->tree};
+}
+
 static void redistribute_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_rank_ctx *c = k->rank;
     const hp_redist *plan = &c->plans[n->a.i[0]];
+    if (c->tree && hp_redist_plan_async(plan)) { /* one all-reduce: summed as a tree */
+        hp_comm_tensor t = {out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
+        hp_comm_args a = all_reduce_args(c, &plan->step[0], &t, in[0].dtype);
+        hp_status st = hp_comm_run(c->comm, hp_mesh_comm_group(c->mc, plan->step[0].axis, c->rank), &a);
+        if (st) *k->err = st;
+        return;
+    }
     hp_status st = hp_redistribute_dt(c->comm, c->mc, plan, out[0].data, in[0].data, in[0].dtype, c->scratch, c->rank);
     if (st) *k->err = st;
 }
@@ -101,9 +113,7 @@ static void redistribute_start_run(const hp_kctx *k, const hp_node *n, const hp_
     }
     const hp_redist_step *s = &plan->step[0];
     c->tens[slot] = (hp_comm_tensor){out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
-    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = in[0].dtype,
-                                   .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM,
-                                   .t = &c->tens[slot], .nt = 1};
+    c->args[slot] = all_reduce_args(c, s, &c->tens[slot], in[0].dtype);
     hp_status st = hp_comm_start(&c->reqs[slot], c->comm, hp_mesh_comm_group(c->mc, s->axis, c->rank), &c->args[slot]);
     if (st) *k->err = st;
 }

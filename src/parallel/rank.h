@@ -31,6 +31,8 @@ typedef struct {
     hp_comm_tensor *tens;
     double *gathered; /* [world_size]: the optimizer norm's partials */
     struct hp_fsdp_rt *fsdp; /* FSDP's run-time state (parallel/fsdp.h), NULL without FSDP */
+    int tree; /* the deterministic mode: gradient and loss all-reduces and FSDP reduce-scatters sum as
+               * trees over the members (hp_comm_args.tree), the norm's partials exactly */
 } hp_rank_ctx;
 
 /* Adds a plan; returns its index (-1 when out of memory). */
