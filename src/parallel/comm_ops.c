@@ -5,6 +5,7 @@
 
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
+#include "optim/sumsq_exact.h"
 
 int hp_rank_ctx_add_plan(hp_rank_ctx *c, const hp_redist *plan) {
     if (c->nplans == c->capplans) {
@@ -33,7 +34,8 @@ hp_status hp_rank_ctx_alloc(hp_rank_ctx *c) {
     c->reqs = calloc((size_t)ns, sizeof *c->reqs);
     c->args = calloc((size_t)ns, sizeof *c->args);
     c->tens = calloc((size_t)ns, sizeof *c->tens);
-    c->gathered = calloc((size_t)nw, sizeof *c->gathered);
+    /* the optimizer norm's partials: a double per rank, or the exact accumulator's words */
+    c->gathered = calloc((size_t)nw * (c->tree ? HP_SUMSQ_EXACT_WORDS : 1), sizeof *c->gathered);
     if (!c->reqs || !c->args || !c->tens || !c->gathered) return hp_errorf("rank %d: out of memory", c->rank);
     return HP_OK;
 }
@@ -155,3 +157,32 @@ static double sumsq_combine_bytes(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_sumsq_combine = {.name = "sumsq_combine", .nout = 1, .communicates = 1,
                                       .run = sumsq_combine_run, .bytes = sumsq_combine_bytes};
+
+/* The deterministic mode's: every rank's exact accumulator gathered bytewise
+ * and merged (integer sums, any order), read as one double (optim/sumsq_exact). */
+static void sumsq_combine_exact_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_rank_ctx *c = k->rank;
+    hp_sumsq_exact *all = (hp_sumsq_exact *)(void *)c->gathered, total;
+    if (c->world_size > 1) {
+        hp_status st = hp_comm_all_gather(c->comm, c->world_group, all, in[0].data, 2 * HP_SUMSQ_EXACT_WORDS, NULL,
+                                          HP_F32);
+        if (st) {
+            *k->err = st;
+            return;
+        }
+    } else {
+        memcpy(all, in[0].data, sizeof *all);
+    }
+    hp_sumsq_exact_clear(&total);
+    for (int r = 0; r < (c->world_size > 1 ? c->world_size : 1); r++) hp_sumsq_exact_merge(&total, &all[r]);
+    *(double *)out[0].data = hp_sumsq_exact_value(&total);
+}
+
+static double sumsq_combine_exact_bytes(const hp_graph *g, const hp_node *n) {
+    (void)g;
+    return 8.0 * HP_SUMSQ_EXACT_WORDS * (double)(n->a.i[0] - 1);
+}
+
+const hp_opdef hp_op_sumsq_combine_exact = {.name = "sumsq_combine_exact", .nout = 1, .communicates = 1,
+                                            .run = sumsq_combine_exact_run, .bytes = sumsq_combine_exact_bytes};

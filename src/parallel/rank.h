@@ -57,6 +57,10 @@ void hp_rank_ctx_free(hp_rank_ctx *c);
 #include "core/opdef.h"
 extern const hp_opdef hp_op_redistribute, hp_op_mesh_all_gather;
 extern const hp_opdef hp_op_redistribute_start, hp_op_redistribute_wait, hp_op_sumsq_combine;
+/* sumsq_combine_exact: in f64 [HP_SUMSQ_EXACT_WORDS] (a rank's exact accumulator,
+ *   optim/sumsq_exact.h) -> out f64 [1]: every rank's merged, as one double
+ *   (on one rank too); i[0] = the world size. */
+extern const hp_opdef hp_op_sumsq_combine_exact;
 /* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
 int hp_redist_plan_async(const hp_redist *plan);
 
