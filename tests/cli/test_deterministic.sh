@@ -26,10 +26,11 @@ run fsdp4 --threads 2 --fsdp 4
 run fsdp8 --threads 2 --fsdp 8
 run fsdp2t3 --threads 3 --fsdp 2
 run one_t1 --threads 1
+run one_t3 --threads 3
 run dp4 --threads 2 --dp 4
 run zero1 --threads 2 --zero 1 --dp 2
 run zero2 --threads 2 --zero 2 --dp 4
-for r in fsdp2 fsdp4 fsdp8 fsdp2t3 one_t1 dp4 zero1 zero2; do same "$r"; done
+for r in fsdp2 fsdp4 fsdp8 fsdp2t3 one_t1 one_t3 dp4 zero1 zero2; do same "$r"; done
 # across 2 MPI processes: 1, 2 and 4 rank-threads each (the two-tier reductions)
 for n in 2 4 8; do
   timeout 600 "${MPIRUN[@]}" "$HP" train $small --threads 2 --fsdp $n --metrics mpi$n.jsonl >mpi$n.log 2>&1 ||
