@@ -3,7 +3,8 @@
 # 1, 2, 4 and 8 rank-threads under FSDP, under DP and ZeRO-1/2, with another
 # per-rank thread count, and across 2 MPI processes (1, 2 and 4 rank-threads
 # each) — compared as the exact strings the metrics print (%.9g: every float
-# bit). The losses must also fall (not two flat lines). Bad settings get a
+# bit); a run stopped on 4 ranks and resumed on 2 continues with the same
+# bits. The losses must also fall (not two flat lines). Bad settings get a
 # one-line error before any step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
@@ -37,6 +38,12 @@ for n in 2 4 8; do
     fail "2-process FSDP $n failed: $(tail -3 mpi$n.log)"
   same mpi$n
 done
+# stopped at step 15 on 4 ranks, resumed on 2: still the uninterrupted 1-rank run's bits
+"$HP" train $small --threads 2 --fsdp 4 --stop-at 15 --ckpt-dir ck --metrics resumed.jsonl >stop.log 2>&1 ||
+  fail "the stopped run failed: $(tail -2 stop.log)"
+"$HP" train $small --threads 2 --fsdp 2 --resume ck --metrics resumed.jsonl >resume.log 2>&1 ||
+  fail "the resumed run failed: $(tail -2 resume.log)"
+same resumed
 # the clip was on (norms above 0.5) and the loss fell
 awk '/grad_norm/ { if ($0 ~ /"grad_norm": 0\./) small++; n++ } END { exit !(n == 30 && small < 30) }' one.jsonl ||
   fail "the gradient norm never exceeded the clip"
