@@ -440,7 +440,8 @@ typedef struct {
     int deterministic;          /* 1: every sum over ranks and micro-batches in a fixed binary-tree order, so
                                  * that a model batch of one micro-slice per rank (hp_deterministic_split)
                                  * gives the same losses bit for bit at 1, 2, 4, ... ranks, threads or
-                                 * processes. Pure data parallelism (DP, FSDP, ZeRO; no TP, HSDP or pipeline),
+                                 * processes. fp32 compute only (not bf16); pure data parallelism (DP, FSDP,
+                                 * ZeRO; no TP, HSDP or pipeline),
                                  * a power-of-two rank count and grad_accum, not grad_accum_comm_last;
                                  * the gradient norm exact (clipping included) */
     int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an

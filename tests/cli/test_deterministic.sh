@@ -66,5 +66,6 @@ expect_error "--deterministic is built for pure data parallelism (--dp, --fsdp, 
   "$HP" train --deterministic --tp 2 --steps 1
 expect_error "not with --hsdp" "$HP" train --deterministic --hsdp 2,2 --steps 1
 expect_error "leave out --grad-accum" "$HP" train --deterministic --grad-accum 2 --steps 1
+expect_error "not with --dtype bf16" "$HP" train --deterministic --dtype bf16 --steps 1
 expect_error "--det-slices must be in 1..4096, got -1" "$HP" train --det-slices -1 --steps 1
 finish
