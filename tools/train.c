@@ -34,6 +34,7 @@ typedef struct {
     hp_model_config m;
     hp_model *model;
     hp_shard_plan *plan; /* NULL: one rank */
+    int micro_batch, grad_accum; /* the model's batch, the micro-batches per step (hp_train_micro_batch) */
     hp_ckpt_info *ck;    /* the checkpoint resumed from, or NULL */
     hp_ckpt_args args;   /* the settings each checkpoint keeps */
     int finished;        /* setup did all there was to do (--help) */
@@ -147,7 +148,8 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     } else if (o->validate) {
         printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }
-    HP_TRY(hp_model_gpt2(&t->model, &t->m, o->batch, o->seq));
+    HP_TRY(hp_train_micro_batch(&t->micro_batch, &t->grad_accum, o));
+    HP_TRY(hp_model_gpt2(&t->model, &t->m, t->micro_batch, o->seq));
     hp_ckpt_args_fill(&t->args, t->tab, t->ntab);
     HP_TRY(resolve_run_dir(t));
     return record_settings(t, argc, argv);
@@ -252,7 +254,8 @@ static hp_status run(trainer *t) {
     HP_TRY(hp_schedule_parse(&c.schedule, o->schedule));
     c.warmup_steps = o->warmup, c.min_lr_frac = o->min_lr_frac;
     c.grad_clip = o->grad_clip;
-    c.grad_accum = o->grad_accum;
+    c.grad_accum = t->grad_accum;
+    c.deterministic = o->deterministic || o->det_slices;
     c.grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
     c.steps = o->steps, c.stop_at = o->stop_at;

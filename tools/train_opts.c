@@ -66,6 +66,11 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("grad-accum", OPT_INT, grad_accum, "micro-batches of --batch per optimizer step (gradients averaged)"),
         OPT("grad-accum-comm", OPT_STR, grad_accum_comm, "every | last: FSDP reduces every micro-batch (sharded "
                                                           "accumulators) or only the last (whole-unit accumulators)"),
+        OPT("deterministic", OPT_FLAG, deterministic, "the same losses bit for bit at 1, 2, 4, ... ranks (pure DP, "
+                                                      "FSDP, ZeRO): --batch in --det-slices micro-slices, sums in "
+                                                      "one fixed tree"),
+        OPT("det-slices", OPT_INT, det_slices, "micro-slices of --batch per step in deterministic mode (a power of "
+                                               "two the rank count divides; 0: 8; implies --deterministic)"),
         OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
         OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
         OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
@@ -147,6 +152,18 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->grad_accum < 0 || o->grad_accum > 4096) BAD("--grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (strcmp(o->grad_accum_comm, "every") && strcmp(o->grad_accum_comm, "last"))
         BAD("--grad-accum-comm must be every or last, got '%s'", o->grad_accum_comm);
+    if (o->det_slices < 0 || o->det_slices > 4096) BAD("--det-slices must be in 1..4096, got %d", o->det_slices);
+    if (o->deterministic || o->det_slices) {
+        if (o->tp > 1 || o->hsdp[0] || o->plan[0])
+            BAD("--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with %s",
+                o->tp > 1 ? "--tp" : o->hsdp[0] ? "--hsdp" : "--plan");
+        if (!strcmp(o->dtype, "bf16"))
+            BAD("--deterministic is built for fp32 compute: not with --dtype bf16 (its GEMMs split per thread)");
+        if (o->grad_accum > 1)
+            BAD("--deterministic sets the micro-batches itself (--batch / --det-slices per rank): leave out --grad-accum");
+        if (!strcmp(o->grad_accum_comm, "last"))
+            BAD("--deterministic reduces every micro-slice: --grad-accum-comm last does not apply");
+    }
     if (o->keep_last < 0) BAD("--keep-last must be >= 0, got %d", o->keep_last);
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (strcmp(o->on_write_error, "fail") && strcmp(o->on_write_error, "warn"))
@@ -189,6 +206,16 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->trace_steps < 1) BAD("--trace-steps must be >= 1, got %ld", o->trace_steps);
     return HP_OK;
 #undef BAD
+}
+
+hp_status hp_train_micro_batch(int *batch, int *grad_accum, const train_opts *o) {
+    *batch = o->batch, *grad_accum = o->grad_accum;
+    if (!o->deterministic && !o->det_slices) return HP_OK;
+    int ranks = o->fsdp > 1 ? o->fsdp : o->dp;
+    hp_status st = hp_deterministic_split(batch, grad_accum, o->batch, ranks, o->det_slices ? o->det_slices : 8);
+    return st ? hp_error_wrap(st, "hyperpar train --batch %d --det-slices %d", o->batch,
+                              o->det_slices ? o->det_slices : 8)
+              : HP_OK;
 }
 
 void hp_train_shape_unset(train_opts *o) {

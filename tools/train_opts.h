@@ -21,6 +21,7 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
     int grad_accum;
     char grad_accum_comm[8];
+    int deterministic, det_slices; /* the deterministic mode: --batch in det_slices micro-slices (0: 8) */
     char schedule[16];
     long warmup;
     char optimizer[16];
@@ -57,6 +58,9 @@ void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
 hp_status hp_train_check(const train_opts *o);
+/* The model's batch and the micro-batches per step: --batch and --grad-accum,
+ * or in the deterministic mode the split of --batch into its slices. */
+hp_status hp_train_micro_batch(int *batch, int *grad_accum, const train_opts *o);
 /* Before parsing: the model shape flags marked as not given (HP_SHAPE_UNSET),
  * so that hp_train_shape_resolve can tell a flag given from a default. */
 #define HP_SHAPE_UNSET (-2147483647 - 1)

@@ -440,6 +440,13 @@ typedef struct {
                                  * FSDP every micro-batch's reduced shard into a sharded accumulator) */
     int grad_accum_comm_last;   /* FSDP levels 2, 3: no communication before the last micro-batch; each unit's
                                  * whole gradient accumulated per rank instead (4 bytes per parameter more) */
+    int deterministic;          /* 1: every sum over ranks and micro-batches in a fixed binary-tree order, so
+                                 * that a model batch of one micro-slice per rank (hp_deterministic_split)
+                                 * gives the same losses bit for bit at 1, 2, 4, ... ranks, threads or
+                                 * processes. fp32 compute only (not bf16); pure data parallelism (DP, FSDP,
+                                 * ZeRO; no TP, HSDP or pipeline),
+                                 * a power-of-two rank count and grad_accum, not grad_accum_comm_last;
+                                 * the gradient norm exact (clipping included) */
     int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an
                                  * error naming the step (nothing of that state is checkpointed), 1 skips
                                  * the step (HP_ON_NAN_STOP / HP_ON_NAN_SKIP) */
@@ -494,6 +501,15 @@ typedef struct {
 void hp_train_config_default(hp_train_config *c, const hp_model *model);
 
 typedef struct hp_train hp_train;
+
+/* The deterministic mode's split of a step's batch: `batch` sequences in
+ * `slices` equal micro-slices (a power of two) over `ranks` data-parallel
+ * ranks (dividing slices): rank r runs slices r, r + ranks, r + 2 ranks, ...
+ * one per micro-batch, so *micro_batch = batch * ranks / slices sequences
+ * per micro-batch over all ranks (the model's batch) and *grad_accum =
+ * slices / ranks. The gradients are summed as one tree over the slices
+ * whatever the rank count. Errors name the setting (one line). */
+hp_status hp_deterministic_split(int *micro_batch, int *grad_accum, int batch, int ranks, int slices);
 
 /* Compiles, initialises or resumes, opens the data and outputs; the config
  * and its strings are copied (model, plan and world are borrowed). */

@@ -77,6 +77,46 @@ void hp_train_config_default(hp_train_config *c, const hp_model *model) {
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
 static int set(const char *s) { return s && s[0]; }
 
+static int pow2(long n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+hp_status hp_deterministic_split(int *micro_batch, int *grad_accum, int batch, int ranks, int slices) {
+    *micro_batch = *grad_accum = 0;
+    if (!pow2(slices) || slices > 4096)
+        return hp_errorf("deterministic mode: the slice count must be a power of two in 1..4096, got %d", slices);
+    if (ranks < 1 || slices % ranks)
+        return hp_errorf("deterministic mode: %d data-parallel ranks do not divide %d slices (use a power of two "
+                         "up to %d ranks, or more slices)", ranks, slices, slices);
+    if (batch < 1 || batch % slices)
+        return hp_errorf("deterministic mode: a batch of %d sequences does not split into %d equal slices", batch,
+                         slices);
+    *micro_batch = batch / slices * ranks;
+    *grad_accum = slices / ranks;
+    return HP_OK;
+}
+
+/* The deterministic mode's limits: a tree over the ranks needs pure data
+ * parallelism over a power-of-two rank count. */
+static hp_status check_deterministic(const hp_train_config *c) {
+#define BAD(...) return hp_errorf("hp_train_config: deterministic: " __VA_ARGS__)
+    if (c->bf16) BAD("bf16 compute is not built for it (its oneDNN GEMMs split per thread)");
+    if (c->grad_accum > 1 && !pow2(c->grad_accum)) BAD("grad_accum %d is not a power of two", c->grad_accum);
+    if (c->grad_accum > 1 && c->grad_accum_comm_last)
+        BAD("the slices are reduced every micro-batch (not with grad_accum_comm_last)");
+    if (!c->plan) return HP_OK;
+    const hp_plan *p = &c->plan->plan;
+    int ranks = 1;
+    for (int d = 0; d < p->mesh.ndim; d++) {
+        if (p->mesh.size[d] > 1 && ranks > 1)
+            BAD("the mesh %s has more than one axis of size > 1: only pure data parallelism (--dp, --fsdp, --zero) "
+                "sums in one tree", c->plan->mesh);
+        if (p->mesh.size[d] > 1) ranks = p->mesh.size[d];
+    }
+    if (!pow2(ranks)) BAD("%d ranks is not a power of two", ranks);
+    if (p->fsdp.level && p->fsdp.replicate_axis >= 0) BAD("HSDP (a replicate axis) is not built for it");
+    return HP_OK;
+#undef BAD
+}
+
 static hp_status check(const hp_train_config *c) {
 #define BAD(...) return hp_errorf("hp_train_config: " __VA_ARGS__)
     if (!c->model) BAD("model is NULL");
@@ -94,6 +134,7 @@ static hp_status check(const hp_train_config *c) {
     if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
     if (c->fp32_gemm < 0 || c->fp32_gemm > 2) BAD("fp32_gemm must be 0 (OpenBLAS), 1 (oneDNN) or 2 (auto), got %d", c->fp32_gemm);
     if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
+    if (c->deterministic) HP_TRY(check_deterministic(c));
     if (c->on_nan != HP_ON_NAN_STOP && c->on_nan != HP_ON_NAN_SKIP) BAD("on_nan must be 0 (stop) or 1 (skip), got %d", c->on_nan);
     if (c->val_steps < 0) BAD("val_steps must be >= 0, got %ld", c->val_steps);
     if (c->val_every < 0) BAD("val_every must be >= 0, got %ld", c->val_every);
@@ -151,6 +192,9 @@ static hp_status open_data(hp_data **d, const hp_train *t, int val) {
                                                    : HP_DATA_AUTO;
     dc.vocab = t->m->cfg.V;
     dc.B = t->m->B, dc.T = t->m->T;
+    /* deterministic mode: a batch is a whole step (every micro-batch), so the data (the seeded start, the
+     * wrap, the shuffled windows) is that of the step's batch whatever the rank count */
+    if (c->deterministic && c->grad_accum > 1) dc.B *= c->grad_accum;
     dc.seed = val ? 0 : c->seed;
     dc.order = (!val && c->shuffle) ? HP_DATA_SHUFFLE : HP_DATA_SEQUENTIAL;
     dc.val_fraction = c->val_fraction;
@@ -282,7 +326,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
         HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), c->steps, t->train));
         t->done = t->start_step;
     }
-    size_t n = (size_t)t->m->B * (size_t)t->m->T;
+    size_t n = (size_t)t->m->B * (size_t)t->m->T * (size_t)(c->grad_accum > 1 ? c->grad_accum : 1);
     t->tokens = malloc(n * sizeof(int32_t));
     t->targets = malloc(n * sizeof(int32_t));
     if (!t->tokens || !t->targets) return hp_errorf("hp_train_create: out of memory");
@@ -300,6 +344,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;
     ic.accum_comm_last = c->grad_accum_comm_last;
+    ic.deterministic = c->deterministic;
     ic.on_nan = c->on_nan;
     ic.lr = t->lr;
     ic.steps = c->steps, ic.stop_at = c->stop_at;
@@ -369,7 +414,11 @@ hp_status hp_train_run(hp_train *t) {
 hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm) {
     if (t->ran) return hp_errorf("hp_train_step: the trainer already ran hp_train_run");
     t->stepped = 1;
-    HP_TRY(hp_data_next(t->train, t->tokens, t->targets));
+    /* a step's micro-batches (one read of a whole step in deterministic mode, see open_data) */
+    int accum = t->cfg.grad_accum > 1 ? t->cfg.grad_accum : 1, reads = t->cfg.deterministic ? 1 : accum;
+    size_t micro_n = (size_t)t->m->B * (size_t)t->m->T;
+    for (int m = 0; m < reads; m++)
+        HP_TRY(hp_data_next(t->train, t->tokens + micro_n * (size_t)m, t->targets + micro_n * (size_t)m));
     float lr = hp_lr_at(&t->lr, t->done, t->cfg.steps);
     HP_TRY(hp_trainer_step(t->tr, t->tokens, t->targets, t->done, lr, loss, grad_norm));
     t->done++;

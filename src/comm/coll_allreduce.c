@@ -38,8 +38,15 @@ static int local_dsts(const ctx *c, int i, void **d) {
     return nd;
 }
 
-/* t = the sum over local members (in order) of input i at [off, off + n). */
+/* t = the sum over local members (in order, or as a tree) of input i at [off, off + n). */
 static void local_sum(const ctx *c, float *t, int i, int64_t off, int64_t n) {
+    if (c->tree && c->L > 2) {
+        hp_coll_src ts[256];
+        HP_ASSERT(c->L <= 256);
+        for (int j = 0; j < c->L; j++) ts[j] = (hp_coll_src){c->slots[j].src[i], c->dt, off};
+        hp_coll_tree_sum(t, ts, c->L, n);
+        return;
+    }
     int j = 1;
     if (c->dt == HP_F32 && c->L >= 2) { /* the first two inputs in one pass */
         const float *a = (const float *)c->slots[0].src[i] + off, *b = (const float *)c->slots[1].src[i] + off;
@@ -275,7 +282,7 @@ hp_status hp_coll_all_reduce(ctx *c, const fvec *v, float div) {
                 local_sum(c, t, i, off + b, nb);
                 float *res = t;
                 if (k > 1) {
-                    hp_coll_canon_sum(u, c->dt, t, parts, k, c->T, pos + b, nb);
+                    hp_coll_canon_sum(u, c->dt, t, parts, k, c->T, pos + b, nb, c->tree);
                     res = u;
                 }
                 if (div != 0)

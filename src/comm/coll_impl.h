@@ -25,6 +25,7 @@ typedef struct {
     const void *const *src; /* all-reduce: per tensor input */
     void *const *dst;       /* all-reduce: per tensor output */
     int64_t copied;         /* all-gather: bytes copied so far */
+    int tree;               /* sums as binary trees over member positions (hp_comm_args.tree) */
 } ctx;
 
 /* Shard layout of a fused all-gather / reduce-scatter. */
@@ -86,12 +87,19 @@ hp_status hp_coll_lreqs(ctx *c, hp_comm_lreq **out, size_t n);
 void hp_coll_load_f32(float *t, const void *src, hp_dtype dt, int64_t off, int64_t n);
 void hp_coll_add_f32(float *t, const void *src, hp_dtype dt, int64_t off, int64_t n);
 void hp_coll_store(void *dst, hp_dtype dt, int64_t off, const float *t, int64_t n, float div, int stream);
+/* One source of a tree sum: element off of p (dtype dt) and on. */
+typedef struct {
+    const void *p;
+    hp_dtype dt;
+    int64_t off;
+} hp_coll_src;
+void hp_coll_tree_sum(float *t, const hp_coll_src *src, int n, int64_t nb);
 void hp_coll_reduce_peers(void *out, int acc, hp_dtype dt, const void *const *src, int nsrc, int64_t off,
-                          int64_t n, float div, int stream);
+                          int64_t n, float div, int stream, int tree);
 void hp_coll_canon_sum(float *u, hp_dtype dt, float *own, const void *const *parts, int k, int T, int64_t off,
-                       int64_t n);
+                       int64_t n, int tree);
 void hp_coll_combine(void *out, hp_dtype dt, const float *acc, const void *const *parts, int k, int T, int64_t n,
-                     float div, int stream);
+                     float div, int stream, int tree);
 
 /* Reduce-scatter and all-gather (coll_rs_ag.c). */
 hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, void *const *out, float div);

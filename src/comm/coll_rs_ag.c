@@ -75,7 +75,7 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
                         hp_comm_copy(obox + pos, (const char *)src[i] + loff(l, i, m) * (int64_t)esz, (size_t)n * esz, 0);
                     } else {
                         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
-                        hp_coll_reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0, 0);
+                        hp_coll_reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0, 0, c->tree);
                     }
                     pos += (size_t)n * esz;
                 }
@@ -89,8 +89,8 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
         int64_t n = lcnt(l, i, me);
         if (solo) continue;
-        if (k > 1) hp_coll_reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0, 0);
-        else hp_coll_reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div, stream);
+        if (k > 1) hp_coll_reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0, 0, c->tree);
+        else hp_coll_reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div, stream, c->tree);
         apos += n;
     }
     if (ps != srcs) free(ps);
@@ -105,7 +105,7 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
             for (int s = 0; s < k - 1; s++) parts[s] = inbox + ((size_t)s * (size_t)mine + (size_t)pos) * esz;
             int64_t n = lcnt(l, i, me);
             const float *own = solo ? (const float *)src[i] + loff(l, i, me) : acc + pos;
-            hp_coll_combine(out[i], c->dt, own, parts, k, c->T, n, div, stream);
+            hp_coll_combine(out[i], c->dt, own, parts, k, c->T, n, div, stream, c->tree);
             pos += n;
         }
     }

@@ -163,6 +163,11 @@ typedef struct {
     int64_t *copied;            /* optional (all-gather): the call adds the bytes it copied between
                                  * this rank's and its peers' buffers (0 for an in-place call on a
                                  * supernode-shared output: nothing moves) */
+    int tree;                   /* all-reduce, reduce-scatter: add the members' values as a binary tree over
+                                 * member positions, ((m0+m1)+(m2+m3))..., within each supernode and then over
+                                 * the supernodes, instead of left to right. With a power-of-two count of
+                                 * members per supernode and of supernodes this is one tree over the group
+                                 * whatever the split (the deterministic mode's order); 0: left to right */
 } hp_comm_args;
 
 /* Runs a collective on the calling rank and returns when it is done. */

@@ -11,6 +11,7 @@
 
 struct hp_pool {
     int n;
+    long grain; /* hp_pool_set_grain */
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, done_cv;
@@ -108,6 +109,12 @@ void hp_pool_destroy(hp_pool *p) {
 }
 
 int hp_pool_size(const hp_pool *p) { return p ? p->n : 1; }
+
+void hp_pool_set_grain(hp_pool *p, long grain) {
+    if (p) p->grain = grain > 0 ? grain : 0;
+}
+
+long hp_pool_grain(const hp_pool *p) { return p ? p->grain : 0; }
 
 void hp_pool_run(hp_pool *p, hp_pool_fn fn, void *ctx) {
     if (!p || p->n == 1) {

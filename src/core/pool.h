@@ -14,6 +14,14 @@ typedef void (*hp_pool_fn)(void *ctx, int tid, int nthreads);
 hp_status hp_pool_create(hp_pool **out, int nthreads);
 void hp_pool_destroy(hp_pool *p);
 int hp_pool_size(const hp_pool *p);
+/* The grain of kernels whose rounding could follow the shape of their
+ * per-thread calls (GEMMs through BLAS, kernels/matmul): 0 (the default)
+ * lets them cut the work into one block per thread; g > 0 has them cut it
+ * into fixed blocks of g rows (or columns), one call each, dealt to the
+ * threads, so every result is the same bits whatever the thread count (the
+ * deterministic mode; more, smaller calls). A NULL pool's grain is 0. */
+void hp_pool_set_grain(hp_pool *p, long grain);
+long hp_pool_grain(const hp_pool *p);
 /* Runs fn on every thread of the pool and returns when all are done.
  * A NULL pool runs fn(ctx, 0, 1) on the caller. Not reentrant. */
 void hp_pool_run(hp_pool *p, hp_pool_fn fn, void *ctx);

@@ -10,6 +10,7 @@
 #include "optim/clip.h"
 #include "optim/muon.h"
 #include "optim/newton_schulz.h"
+#include "optim/sumsq_exact.h"
 
 /* Default cfg.muon_batch_floats (as the optimizer object). */
 #define MUON_CHUNK_FLOATS (1L << 22)
@@ -136,11 +137,13 @@ const hp_opdef hp_op_muon_update = {.name = "muon_update", .nout = 0, .run = muo
 
 /* ---- emitting ---- */
 
-hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n) {
+hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n,
+                              int exact) {
     memset(io, 0, sizeof *io);
     io->lr = hp_graph_value(g, HP_V_INPUT, HP_F32, hp_shape1(2), "opt.lr");
     io->step = hp_graph_value(g, HP_V_INPUT, HP_I32, hp_shape1(1), "opt.step");
-    io->sumsq_local = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq.local");
+    io->sumsq_local =
+        hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(exact ? HP_SUMSQ_EXACT_WORDS : 1), "opt.sumsq.local");
     float *w = malloc(sizeof(float) * (size_t)(n ? n : 1));
     int *grads = malloc(sizeof(int) * (size_t)(n ? n : 1));
     if (!w || !grads) {
@@ -150,9 +153,17 @@ hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim
     for (int k = 0; k < n; k++) {
         w[k] = 1.0f / (float)params[k].replicas;
         grads[k] = params[k].grad;
+        if (exact && hp_sumsq_exact_shift(w[k]) < 0) {
+            int r = params[k].replicas;
+            free(w), free(grads);
+            return hp_errorf("optimizer phase: the exact gradient norm (deterministic mode) needs a power-of-two "
+                             "replica count, gradient '%s' has %d", g->vals[params[k].grad].name, r);
+        }
     }
     int wv = hp_graph_const(g, "opt.clip_weights", HP_F32, hp_shape1(n ? n : 1), w);
-    if (wv >= 0) hp_graph_node_list(g, &hp_op_grad_sumsq, &wv, 1, grads, n, &io->sumsq_local, 1, NULL, HP_PHASE_OPT);
+    if (wv >= 0)
+        hp_graph_node_list(g, exact ? &hp_op_grad_sumsq_exact : &hp_op_grad_sumsq, &wv, 1, grads, n, &io->sumsq_local,
+                           1, NULL, HP_PHASE_OPT);
     free(w), free(grads);
     if (io->sumsq_local >= 0) g->vals[io->sumsq_local].persistent = 1; /* read after the step (the norm) */
     io->sumsq = io->sumsq_local;

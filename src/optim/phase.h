@@ -7,6 +7,9 @@
  *                same piece), so the global sum counts every element once;
  *   [combine]    the sum over ranks (a communicating node the caller adds:
  *                parallel/optim_phase); on one rank the local sum is global;
+ *                the deterministic mode's grad_sumsq_exact (optim/phase_exact)
+ *                sums exactly instead (optim/sumsq_exact), so the norm does
+ *                not depend on where shards, blocks or threads cut;
  *   adamw_update every AdamW parameter in one node: clipping (max_norm over
  *                the global norm) fused into the update, moments m and v;
  *   muon_update  one node per matrix shape (rows, cols): momentum, batched
@@ -48,8 +51,13 @@ typedef struct {
     int nadamw, nmuon_groups, nstates;
 } hp_optim_phase_io;
 
-/* Emits the per-step inputs and the grad_sumsq node over params[n]. */
-hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n);
+/* Emits the per-step inputs and the grad_sumsq node over params[n]. exact
+ * (the deterministic mode): grad_sumsq_exact instead, whose sumsq_local is
+ * the exact accumulator's words (f64 [HP_SUMSQ_EXACT_WORDS], optim/
+ * sumsq_exact.h) and must be combined into io->sumsq by the caller even on
+ * one rank; every replica count must be a power of two. */
+hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n,
+                              int exact);
 /* Routes every parameter (optim/route.h, by name and shape), emits the state
  * values and the update nodes reading io->sumsq. Errors: the configuration's,
  * the routing's, and Muon on a sharded matrix (distributed Muon is not built). */
@@ -60,6 +68,6 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
  * lr * muon_lr / cfg.lr (the optimizer object's rule). */
 void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr);
 
-extern const hp_opdef hp_op_grad_sumsq, hp_op_adamw_update, hp_op_muon_update;
+extern const hp_opdef hp_op_grad_sumsq, hp_op_grad_sumsq_exact, hp_op_adamw_update, hp_op_muon_update;
 
 #endif

@@ -13,6 +13,27 @@ static int accumulator(hp_graph *g, int grad, const char *name) {
     return a;
 }
 
+/* The tree's levels 1 .. L-1 of a gradient (level L-1 ... 1 partial sums;
+ * level 0 is the accumulator itself, see accumulate_run): appended to xin. */
+static int tree_levels(hp_graph *g, int grad, const char *name, int L, int *xin, int nx) {
+    for (int l = 1; l < L; l++) {
+        char nm[HP_NAME_LEN];
+        snprintf(nm, sizeof nm, "accum.l%d.%.70s", l, name);
+        int a = hp_graph_value(g, HP_V_ACT, HP_F32, g->vals[grad].shape, nm);
+        if (a < 0) return -1;
+        g->vals[a].persistent = 1, g->vals[a].no_grad = 1;
+        xin[nx++] = a;
+    }
+    return nx;
+}
+
+/* log2(K) for a power of two K, else -1. */
+static int log2_exact(int K) {
+    int L = 0;
+    while ((1 << L) < K) L++;
+    return (1 << L) == K ? L : -1;
+}
+
 /* comm_last: per unit, the whole gradient accumulated where it is complete,
  * its reduction rewired to the accumulator and told the micro-batch. */
 static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro) {
@@ -43,9 +64,14 @@ static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro
     return HP_OK;
 }
 
-hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int K, int comm_last) {
+hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int K, int comm_last, int tree) {
     *micro = -1;
     if (K <= 1) return HP_OK;
+    int L = tree ? log2_exact(K) : 0; /* buffers per tensor in the tree: the accumulator and L - 1 levels */
+    if (L < 0) return hp_errorf("accumulate: a tree-ordered accumulation needs a power-of-two micro-batch count, got %d", K);
+    if (tree && comm_last)
+        return hp_errorf("accumulate: a tree-ordered accumulation reduces every micro-batch (not at the last only)");
+    int per = L > 1 ? L + 1 : 2; /* inputs per tensor */
     if (comm_last && (!f || !f->level))
         return hp_errorf("accumulate: communicating at the last micro-batch only is built for FSDP (levels 2, 3)");
     if (comm_last && f->level == 1)
@@ -54,7 +80,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
     hp_graph *g = rg->g;
     int np = hp_graph_params(g, NULL, 0), nx = 0;
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    int *xin = malloc(sizeof(int) * 2 * (size_t)(np + (f ? f->nunits : 0) + 1));
+    int *xin = malloc(sizeof(int) * (size_t)per * (size_t)(np + (f ? f->nunits : 0) + 1));
     if (!ids || !xin) {
         free(ids), free(xin);
         return hp_errorf("accumulate: out of memory");
@@ -66,6 +92,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         int a = accumulator(g, gv, g->vals[p].name);
         if (a < 0) break;
         xin[nx++] = gv, xin[nx++] = a;
+        if ((nx = tree_levels(g, gv, g->vals[p].name, L, xin, nx)) < 0) break;
         g->vals[p].grad = a; /* the optimizer reads the accumulator */
     }
     for (int u = 0; f && f->level && !comm_last && u < f->nunits; u++) {
@@ -73,6 +100,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
         if (a < 0) break;
         xin[nx++] = un->grad_shard, xin[nx++] = a;
+        if ((nx = tree_levels(g, un->grad_shard, g->vals[un->grad_shard].name, L, xin, nx)) < 0) break;
         un->grad_acc = a;
     }
     *micro = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(2), "accum.micro");
@@ -84,14 +112,16 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
             return st;
         }
     }
-    if (nx == 0) { /* nothing else to accumulate */
+    if (nx <= 0) { /* nothing else to accumulate (or out of memory: the graph's status says) */
         free(ids), free(xin);
         return hp_graph_status(g);
     }
     hp_attrs at;
     memset(&at, 0, sizeof at);
+    at.i[0] = per - 2;
     int node = hp_graph_node_list(g, &hp_op_grad_accumulate, micro, 1, xin, nx, NULL, 0, &at, HP_PHASE_BWD);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors]", nx / 2);
+    if (node >= 0)
+        snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors%s]", nx / per, L > 1 ? ", tree" : "");
     free(ids), free(xin);
     HP_TRY(hp_graph_status(g));
     HP_TRY(hp_rank_graph_sync_nodes(rg));
@@ -99,20 +129,50 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
     return HP_OK;
 }
 
-/* in[0]: micro i32 [2] (index, K); then (gradient, accumulator) pairs of one shape each */
+/* Micro-batch m of K into a binary tree of partial sums: lv[0] is the
+ * accumulator, lv[1..L-1] the levels above (L = log2 K). The micro-batch's
+ * gradient closes the levels of the trailing 1 bits of m, earlier sums on the
+ * left: c = lv[t-1] + (... + (lv[0] + g)), stored at level t (the trailing
+ * ones' count), or into the accumulator when m = K - 1 (every bit set), which
+ * is then ((g0+g1)+(g2+g3))+... Levels 1 .. t-1 are free again. Level 0 is
+ * the accumulator: when t = 0 it starts a pair; at the last micro-batch it
+ * is read (as level 0) and written (the result) at one index at a time. */
+static void tree_step(float *const *lv, int L, const float *gr, int64_t e, int m) {
+    int t = 0;
+    while (t < L && ((unsigned)m >> t & 1u)) t++;
+    float *dst = t == L ? lv[0] : lv[t];
+    if (t == 0) {
+        memcpy(dst, gr, sizeof(float) * (size_t)e);
+        return;
+    }
+    for (int64_t i = 0; i < e; i++) {
+        float c = gr[i];
+        for (int l = 0; l < t; l++) c = lv[l][i] + c;
+        dst[i] = c;
+    }
+}
+
+/* in[0]: micro i32 [2] (index, K); then per tensor the gradient, its
+ * accumulator and a.i[0] tree levels (0: left-to-right sums), one shape each */
 static void accumulate_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out;
     const int32_t *m = in[0].data;
-    int first = m[0] == 0, last = m[0] == m[1] - 1;
+    int first = m[0] == 0, last = m[0] == m[1] - 1, nl = (int)n->a.i[0], per = 2 + nl;
     float K = (float)m[1];
-    for (int t = 0; t < n->nxin / 2; t++) {
-        const float *gr = in[1 + 2 * t].data;
-        float *acc = in[2 + 2 * t].data;
-        int64_t e = hp_shape_numel(&in[1 + 2 * t].shape);
-        if (first)
+    for (int t = 0; t < n->nxin / per; t++) {
+        const float *gr = in[1 + per * t].data;
+        float *acc = in[2 + per * t].data;
+        int64_t e = hp_shape_numel(&in[1 + per * t].shape);
+        if (nl > 0) {
+            float *lv[32];
+            lv[0] = acc;
+            for (int l = 1; l <= nl; l++) lv[l] = in[2 + per * t + l].data;
+            tree_step(lv, nl + 1, gr, e, m[0]);
+        } else if (first) {
             memcpy(acc, gr, sizeof(float) * (size_t)e);
-        else
+        } else {
             for (int64_t i = 0; i < e; i++) acc[i] += gr[i];
+        }
         if (last)
             for (int64_t i = 0; i < e; i++) acc[i] /= K;
     }

@@ -26,8 +26,11 @@
 #include "parallel/fsdp.h"
 #include "parallel/lower.h"
 
-/* *micro: the input's local value (-1 when K = 1). */
-hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *fsdp, int K, int comm_last);
+/* *micro: the input's local value (-1 when K = 1). tree (the deterministic
+ * mode; K a power of two, not with comm_last): the micro-batches' gradients
+ * are added as a binary tree ((g0+g1)+(g2+g3))... instead of left to right,
+ * through log2(K) - 1 more persistent buffers per accumulator. */
+hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *fsdp, int K, int comm_last, int tree);
 
 extern const hp_opdef hp_op_grad_accumulate;
 

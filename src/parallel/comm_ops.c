@@ -5,6 +5,7 @@
 
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
+#include "optim/sumsq_exact.h"
 
 int hp_rank_ctx_add_plan(hp_rank_ctx *c, const hp_redist *plan) {
     if (c->nplans == c->capplans) {
@@ -33,7 +34,8 @@ hp_status hp_rank_ctx_alloc(hp_rank_ctx *c) {
     c->reqs = calloc((size_t)ns, sizeof *c->reqs);
     c->args = calloc((size_t)ns, sizeof *c->args);
     c->tens = calloc((size_t)ns, sizeof *c->tens);
-    c->gathered = calloc((size_t)nw, sizeof *c->gathered);
+    /* the optimizer norm's partials: a double per rank, or the exact accumulator's words */
+    c->gathered = calloc((size_t)nw * (c->tree ? HP_SUMSQ_EXACT_WORDS : 1), sizeof *c->gathered);
     if (!c->reqs || !c->args || !c->tens || !c->gathered) return hp_errorf("rank %d: out of memory", c->rank);
     return HP_OK;
 }
@@ -54,9 +56,21 @@ void hp_rank_ctx_free(hp_rank_ctx *c) {
     c->nplans = c->capplans = 0;
 }
 
+static hp_comm_args all_reduce_args(const hp_rank_ctx *c, const hp_redist_step *s, hp_comm_tensor *t, hp_dtype dt) {
+    return (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = dt,
+                          .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM, .t = t, .nt = 1, .tree = c->tree};
+}
+
 static void redistribute_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_rank_ctx *c = k->rank;
     const hp_redist *plan = &c->plans[n->a.i[0]];
+    if (c->tree && hp_redist_plan_async(plan)) { /* one all-reduce: summed as a tree */
+        hp_comm_tensor t = {out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
+        hp_comm_args a = all_reduce_args(c, &plan->step[0], &t, in[0].dtype);
+        hp_status st = hp_comm_run(c->comm, hp_mesh_comm_group(c->mc, plan->step[0].axis, c->rank), &a);
+        if (st) *k->err = st;
+        return;
+    }
     hp_status st = hp_redistribute_dt(c->comm, c->mc, plan, out[0].data, in[0].data, in[0].dtype, c->scratch, c->rank);
     if (st) *k->err = st;
 }
@@ -101,9 +115,7 @@ static void redistribute_start_run(const hp_kctx *k, const hp_node *n, const hp_
     }
     const hp_redist_step *s = &plan->step[0];
     c->tens[slot] = (hp_comm_tensor){out[0].data, in[0].data, hp_shape_numel(&in[0].shape)};
-    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = in[0].dtype,
-                                   .op = s->op == HP_PARTIAL_AVG ? HP_COMM_AVG : HP_COMM_SUM,
-                                   .t = &c->tens[slot], .nt = 1};
+    c->args[slot] = all_reduce_args(c, s, &c->tens[slot], in[0].dtype);
     hp_status st = hp_comm_start(&c->reqs[slot], c->comm, hp_mesh_comm_group(c->mc, s->axis, c->rank), &c->args[slot]);
     if (st) *k->err = st;
 }
@@ -145,3 +157,32 @@ static double sumsq_combine_bytes(const hp_graph *g, const hp_node *n) {
 
 const hp_opdef hp_op_sumsq_combine = {.name = "sumsq_combine", .nout = 1, .communicates = 1,
                                       .run = sumsq_combine_run, .bytes = sumsq_combine_bytes};
+
+/* The deterministic mode's: every rank's exact accumulator gathered bytewise
+ * and merged (integer sums, any order), read as one double (optim/sumsq_exact). */
+static void sumsq_combine_exact_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    hp_rank_ctx *c = k->rank;
+    hp_sumsq_exact *all = (hp_sumsq_exact *)(void *)c->gathered, total;
+    if (c->world_size > 1) {
+        hp_status st = hp_comm_all_gather(c->comm, c->world_group, all, in[0].data, 2 * HP_SUMSQ_EXACT_WORDS, NULL,
+                                          HP_F32);
+        if (st) {
+            *k->err = st;
+            return;
+        }
+    } else {
+        memcpy(all, in[0].data, sizeof *all);
+    }
+    hp_sumsq_exact_clear(&total);
+    for (int r = 0; r < (c->world_size > 1 ? c->world_size : 1); r++) hp_sumsq_exact_merge(&total, &all[r]);
+    *(double *)out[0].data = hp_sumsq_exact_value(&total);
+}
+
+static double sumsq_combine_exact_bytes(const hp_graph *g, const hp_node *n) {
+    (void)g;
+    return 8.0 * HP_SUMSQ_EXACT_WORDS * (double)(n->a.i[0] - 1);
+}
+
+const hp_opdef hp_op_sumsq_combine_exact = {.name = "sumsq_combine_exact", .nout = 1, .communicates = 1,
+                                            .run = sumsq_combine_exact_run, .bytes = sumsq_combine_exact_bytes};

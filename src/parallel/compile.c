@@ -133,7 +133,8 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
 static hp_status pass_accumulate(hp_compiled *c, const hp_compile_opts *o) {
     c->micro = -1;
     if (!o->train || o->grad_accum <= 1) return HP_OK;
-    HP_TRY(hp_pass_accumulate(&c->micro, &c->rg, c->fsdp.level ? &c->fsdp : NULL, o->grad_accum, o->accum_comm_last));
+    HP_TRY(hp_pass_accumulate(&c->micro, &c->rg, c->fsdp.level ? &c->fsdp : NULL, o->grad_accum, o->accum_comm_last,
+                                 o->deterministic));
     note(c, "accumulate", "%d micro-batches per step: an accumulator per gradient%s", o->grad_accum,
          !c->fsdp.level ? "" : o->accum_comm_last ? " (FSDP: per whole unit, reduced at the last micro-batch)"
                                                   : " (FSDP: per reduced shard)");
@@ -217,6 +218,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_fsdp(out, plan);
     if (!st) st = pass_lower(out);
     if (!st) st = pass_gemm_policy(out, o);
+    if (!st) out->rg.ctx.tree = o->deterministic;
     if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_accumulate(out, o);
     if (!st) st = pass_optimizer(out, o);

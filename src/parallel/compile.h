@@ -45,6 +45,8 @@ typedef struct {
     float max_norm;               /* gradient clipping (<= 0: off) */
     int grad_accum;               /* micro-batches per step (<= 1: none; parallel/accum) */
     int accum_comm_last;          /* FSDP: reduce once, at the last micro-batch (whole-unit accumulators) */
+    int deterministic;            /* sums in a fixed tree order: the rank's all-reduces and reduce-scatters
+                                   * (hp_rank_ctx.tree) and the accumulation over micro-batches */
     hp_schedule_opts schedule;
     hp_dtype dtype;               /* compute dtype: HP_F32 (default, 0) or HP_BF16 (parallel/precision) */
     int fp32_gemm;                /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy; 0: OpenBLAS) */

@@ -364,7 +364,7 @@ static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind k
     if (hp_comm_group_size(grp) == 1) return;
     rt->tens[slot] = (hp_comm_tensor){recv, send, count};
     rt->args[slot] = (hp_comm_args){.kind = kind, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &rt->tens[slot], .nt = 1,
-                                    .copied = kind == HP_COMM_ALL_GATHER ? &rt->copied : NULL};
+                                    .copied = kind == HP_COMM_ALL_GATHER ? &rt->copied : NULL, .tree = c->tree};
     hp_status st = hp_comm_start(&rt->req[slot], c->comm, grp, &rt->args[slot]);
     if (st) *k->err = st;
 }

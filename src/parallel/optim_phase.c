@@ -38,11 +38,13 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded, -1};
     }
     (void)global;
-    if (!st) st = hp_optim_phase_norm(io, g, pp, n);
-    if (!st && hp_mesh_size(m) > 1) {
+    int exact = rg->ctx.tree; /* the deterministic mode: the norm summed exactly, combined even on one rank */
+    if (!st) st = hp_optim_phase_norm(io, g, pp, n, exact);
+    if (!st && (hp_mesh_size(m) > 1 || exact)) {
         int sum = hp_graph_value(g, HP_V_ACT, HP_F64, hp_shape1(1), "opt.sumsq");
         hp_attrs a = {{hp_mesh_size(m)}, {0}};
-        int node = hp_graph_node_into(g, &hp_op_sumsq_combine, &io->sumsq_local, 1, &sum, 1, &a, HP_PHASE_OPT, -1);
+        int node = hp_graph_node_into(g, exact ? &hp_op_sumsq_combine_exact : &hp_op_sumsq_combine,
+                                      &io->sumsq_local, 1, &sum, 1, &a, HP_PHASE_OPT, -1);
         if (node >= 0) {
             g->vals[sum].persistent = 1;
             io->sumsq = sum;

@@ -31,6 +31,8 @@ typedef struct {
     hp_comm_tensor *tens;
     double *gathered; /* [world_size]: the optimizer norm's partials */
     struct hp_fsdp_rt *fsdp; /* FSDP's run-time state (parallel/fsdp.h), NULL without FSDP */
+    int tree; /* the deterministic mode: gradient and loss all-reduces and FSDP reduce-scatters sum as
+               * trees over the members (hp_comm_args.tree), the norm's partials exactly */
 } hp_rank_ctx;
 
 /* Adds a plan; returns its index (-1 when out of memory). */
@@ -55,6 +57,10 @@ void hp_rank_ctx_free(hp_rank_ctx *c);
 #include "core/opdef.h"
 extern const hp_opdef hp_op_redistribute, hp_op_mesh_all_gather;
 extern const hp_opdef hp_op_redistribute_start, hp_op_redistribute_wait, hp_op_sumsq_combine;
+/* sumsq_combine_exact: in f64 [HP_SUMSQ_EXACT_WORDS] (a rank's exact accumulator,
+ *   optim/sumsq_exact.h) -> out f64 [1]: every rank's merged, as one double
+ *   (on one rank too); i[0] = the world size. */
+extern const hp_opdef hp_op_sumsq_combine_exact;
 /* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
 int hp_redist_plan_async(const hp_redist *plan);
 

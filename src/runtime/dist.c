@@ -111,6 +111,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         st = hp_rank_ctx_alloc(ctx);
         if (!st) st = create_store(d, i);
         if (!st) st = hp_pool_create(&r->pool, cfg->threads_per_rank > 0 ? cfg->threads_per_rank : 1);
+        if (!st && cfg->compile.deterministic) hp_pool_set_grain(r->pool, HP_DIST_DET_GRAIN);
         if (!st)
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);

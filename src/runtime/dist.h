@@ -18,6 +18,10 @@
 #include "runtime/params.h"
 #include "runtime/program.h"
 
+/* The deterministic mode's GEMM grain (hp_pool_set_grain): blocks of 64 rows,
+ * so every sgemm call's shape is fixed by the problem, not the thread count. */
+#define HP_DIST_DET_GRAIN 64
+
 typedef struct {
     int rank;            /* global (mesh) rank */
     int local_index;     /* among the ranks of this process */

@@ -17,6 +17,7 @@
 
 typedef struct {
     float loss;
+    float loss_lv[13]; /* deterministic mode: the micro-batches' losses as a binary tree (levels) */
     double sumsq;
     hp_trace *trace;
     hp_trace_hook hook;
@@ -42,6 +43,7 @@ struct hp_trainer {
     int32_t step_t;
     int eval, validated, tracing;
     int accum; /* micro-batches per step (>= 1) */
+    int eval_micro; /* deterministic mode's validation: the micro-batch of the batch read */
     double flops_per_step; /* the process's ranks' programs, every micro-batch counted */
     int stall_rank; long stall_step; /* test hook HP_TEST_STALL_RANK (see stall_hook); -1: off */
 };
@@ -80,8 +82,20 @@ static void micro_inputs(hp_trainer *t, hp_dist_rank *r, int m) {
 }
 
 static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
-    micro_inputs(c_, r, 0);
+    hp_trainer *t = c_;
+    micro_inputs(t, r, t->eval ? t->eval_micro : 0);
     return HP_OK;
+}
+
+/* Micro-batch m's loss x into the binary tree lv (micro-batch 0's at lv[0]):
+ * x closes the levels of m's trailing 1 bits, earlier sums on the left, and
+ * lands on the next level; returns that partial sum (the whole tree's when m
+ * is the last of a power-of-two count). */
+static float tree_add(float *lv, float x, int m) {
+    int t = 0;
+    for (; (unsigned)m >> t & 1u; t++) x = lv[t] + x;
+    if (t < 13) lv[t] = x;
+    return x;
 }
 
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
@@ -102,11 +116,15 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     memcpy(hp_program_data(r->prog, io->lr), t->lrs, sizeof t->lrs);
     *(int32_t *)hp_program_data(r->prog, io->step) = t->step_t;
     if (!t->validated) HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
-    /* gradient accumulation: the other micro-batches, their losses averaged (in micro-batch order) */
+    /* gradient accumulation: the other micro-batches, their losses averaged (in micro-batch order, or
+     * as the gradients: a tree over the micro-batches) */
+    if (t->cfg.deterministic) rs->loss_lv[0] = rs->loss;
     for (int m = 1; m < t->accum; m++) {
         micro_inputs(t, r, m);
         HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
-        rs->loss += ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
+        float lm = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
+        if (t->cfg.deterministic) rs->loss = tree_add(rs->loss_lv, lm, m);
+        else rs->loss += lm;
         HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
     }
     if (t->accum > 1) rs->loss /= (float)t->accum;
@@ -246,6 +264,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.max_norm = cfg->grad_clip;
         dc.compile.grad_accum = t->accum;
         dc.compile.accum_comm_last = cfg->accum_comm_last;
+        dc.compile.deterministic = cfg->deterministic;
         dc.compile.schedule = cfg->schedule;
         dc.compile.dtype = cfg->dtype;
         dc.compile.fp32_gemm = cfg->fp32_gemm;
@@ -371,11 +390,20 @@ static hp_status evaluate(hp_trainer *t, float *out) {
     hp_data_rewind(t->cfg.val);
     double sum = 0;
     t->eval = 1;
+    /* deterministic mode: a validation step is a whole step's batch (every micro-batch, their losses as a
+     * tree), so its value does not depend on the rank count either */
+    int micro = t->cfg.deterministic ? t->accum : 1;
     for (long i = 0; i < t->cfg.val_steps; i++) {
+        float lv[13], l = 0;
         HP_TRY(hp_data_next(t->cfg.val, t->tokens, t->targets));
-        HP_TRY(hp_dist_run(t->d, rank_step, t));
-        sum += t->rs[0].loss;
+        for (int m = 0; m < micro; m++) {
+            t->eval_micro = m;
+            HP_TRY(hp_dist_run(t->d, rank_step, t));
+            l = tree_add(lv, t->rs[0].loss, m);
+        }
+        sum += micro > 1 ? l / (float)micro : l;
     }
+    t->eval_micro = 0;
     t->eval = 0;
     *out = (float)(sum / (double)t->cfg.val_steps);
     return HP_OK;
@@ -482,7 +510,7 @@ hp_status hp_trainer_run(hp_trainer *t) {
     }
     for (; step < c->steps && !st; step++) {
         double t0 = hp_now();
-        for (int m = 0; m < t->accum && !st; m++)
+        for (int m = 0; m < (c->deterministic ? 1 : t->accum) && !st; m++) /* deterministic: a whole step per read */
             st = hp_data_next(c->train, t->tokens + micro_n * (size_t)m, t->targets + micro_n * (size_t)m);
         if (st) break;
         float lr = hp_lr_at(&c->lr, step, c->steps);

@@ -77,6 +77,11 @@ typedef struct {
     int grad_accum;         /* micro-batches per step (<= 1: none): the model's batch is one micro-batch,
                              * a step reads grad_accum of them (hp_trainer_step: tokens[grad_accum][B*T]) */
     int accum_comm_last;    /* FSDP: reduce the accumulated gradients once, at the last micro-batch */
+    int deterministic;      /* sums in a fixed tree order (hp_compile_opts.deterministic), the step's loss
+                             * the tree of the micro-batches' losses: with a fixed micro-batch per rank
+                             * (the caller's split), the same bits at any power-of-two rank count. The
+                             * data readers (train, val) then give a whole step (grad_accum micro-batches)
+                             * per hp_data_next, a validation step is a whole step too */
     double peak_gflops;     /* this process's measured FP32 peak (GFLOP/s) on its threads: the metrics
                              * then carry each step's MFU; 0: none */
     int on_nan;             /* a step whose loss or gradient norm is not finite: 0 stops the run with an

@@ -8,7 +8,9 @@
  *    row/channel blocks go to OpenBLAS as separate calls of different sizes,
  *    and OpenBLAS may sum a row differently for another block height: every
  *    element within 1e-6 of the largest |element| (the test prints which pool
- *    sizes came out bit-identical). */
+ *    sizes came out bit-identical). With a pool grain (hp_pool_set_grain, the
+ *    deterministic mode) the matmuls' calls have fixed shapes, and their
+ *    results are bit-identical across pool sizes too. */
 #include "kernels/kernels.h"
 #include "kref.h"
 
@@ -144,6 +146,19 @@ static void check(const char *name, runner f, const inputs *in, hp_pool **pools,
     }
 }
 
+/* With a grain every pool (1, 2, 3 threads) gives the bits of the 1-thread pool. */
+static void check_grain(const char *name, runner f, const inputs *in, hp_pool **pools, float *ref, float *got) {
+    memset(ref, 0xff, (size_t)KBUF * sizeof(float));
+    long n = f(pools[0], in, ref);
+    for (int k = 1; k < 3; k++) {
+        memset(got, 0xff, (size_t)KBUF * sizeof(float));
+        CHECK(f(pools[k], in, got) == n);
+        CHECKF(memcmp(ref, got, (size_t)n * sizeof(float)) == 0, "%s: pool of %d threads differs from 1 thread", name,
+               hp_pool_size(pools[k]));
+    }
+    printf("%s: pools of 1, 2 and 3 threads checked bit for bit\n", name);
+}
+
 /* Two runs on the same pool are bit-identical (for every kernel). */
 static void check_repeat(const char *name, runner f, const inputs *in, hp_pool *pool, float *a,
                          float *b) {
@@ -196,6 +211,19 @@ int main(void) {
     check("add_pos", r_add_pos, &pos, pools, 3, ref, got, 0, 0);
     check("matmul_fwd", r_matmul_fwd, &in, pools, 3, ref, got, 1e-6, 0);
     check("matmul_bwd", r_matmul_bwd, &in, pools, 3, ref, got, 1e-6, 0);
+    /* with a grain (the deterministic mode) the matmuls' calls have fixed shapes: bit-identical */
+    for (int k = 0; k < 3; k++) hp_pool_set_grain(pools[k], 16);
+    check_grain("matmul_fwd grain 16", r_matmul_fwd, &in, pools, ref, got);
+    check_grain("matmul_bwd grain 16", r_matmul_bwd, &in, pools, ref, got);
+    inputs mg = in;
+    mg.N = 300, mg.IC = 150, mg.OC = 200; /* dweight's longer side is OC here, IC above */
+    check_grain("matmul_fwd grain 16, 300 rows", r_matmul_fwd, &mg, pools, ref, got);
+    check_grain("matmul_bwd grain 16, 300 rows", r_matmul_bwd, &mg, pools, ref, got);
+    for (int k = 0; k < 3; k++) {
+        CHECK(hp_pool_grain(pools[k]) == 16);
+        hp_pool_set_grain(pools[k], 0);
+    }
+    CHECK(hp_pool_grain(NULL) == 0);
     check("layernorm", r_layernorm, &in, pools, 3, ref, got, 0, 0);
     check("rmsnorm", r_rmsnorm, &in, pools, 3, ref, got, 0, 0);
     check("elementwise", r_elementwise, &in, pools, 3, ref, got, 0, 0);

@@ -1,0 +1,71 @@
+# Deterministic mode (issue 9 item 7): with --deterministic the losses, the
+# gradient norms (clipping on) and the validation losses are the same bits at
+# 1, 2, 4 and 8 rank-threads under FSDP, under DP and ZeRO-1/2, with another
+# per-rank thread count, and across 2 MPI processes (1, 2 and 4 rank-threads
+# each) — compared as the exact strings the metrics print (%.9g: every float
+# bit); a run stopped on 4 ranks and resumed on 2 continues with the same
+# bits. The losses must also fall (not two flat lines). Bad settings get a
+# one-line error before any step.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/mpienv.sh"
+small="--layers 2 --heads 4 --channels 64 --batch 16 --seq 32 --steps 30 --val-every 15 --val-steps 2 --warmup 5
+       --lr 1e-3 --grad-clip 0.5 --run-dir none --deterministic"
+# every step's loss and norm, every validation loss, as printed
+values() { grep -o '"\(loss\|val_loss\|grad_norm\)": [^,}]*' "$1"; }
+run() { # name flags...: a rank-thread run
+  local name="$1"; shift
+  "$HP" train $small "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || fail "$name failed: $(tail -2 "$name.log")"
+}
+same() { # name: its values equal the 1-rank run's, bit for bit
+  [ "$(values one.jsonl | wc -l)" -ge 60 ] || fail "the 1-rank run printed too few values: $(values one.jsonl | wc -l)"
+  if cmp -s <(values one.jsonl) <(values "$1.jsonl"); then echo "$1: the same bits as 1 rank"
+  else fail "$1: differs from 1 rank: $(diff <(values one.jsonl) <(values "$1.jsonl") | head -3 | tr '\n' ' ')"; fi
+}
+run one --threads 2
+run fsdp2 --threads 2 --fsdp 2
+run fsdp4 --threads 2 --fsdp 4
+run fsdp8 --threads 2 --fsdp 8
+run fsdp2t3 --threads 3 --fsdp 2
+run one_t1 --threads 1
+run one_t3 --threads 3
+run dp4 --threads 2 --dp 4
+run zero1 --threads 2 --zero 1 --dp 2
+run zero2 --threads 2 --zero 2 --dp 4
+for r in fsdp2 fsdp4 fsdp8 fsdp2t3 one_t1 one_t3 dp4 zero1 zero2; do same "$r"; done
+# across 2 MPI processes: 1, 2 and 4 rank-threads each (the two-tier reductions)
+for n in 2 4 8; do
+  timeout 600 "${MPIRUN[@]}" "$HP" train $small --threads 2 --fsdp $n --metrics mpi$n.jsonl >mpi$n.log 2>&1 ||
+    fail "2-process FSDP $n failed: $(tail -3 mpi$n.log)"
+  same mpi$n
+done
+# stopped at step 15 on 4 ranks, resumed on 2: still the uninterrupted 1-rank run's bits
+"$HP" train $small --threads 2 --fsdp 4 --stop-at 15 --ckpt-dir ck --metrics resumed.jsonl >stop.log 2>&1 ||
+  fail "the stopped run failed: $(tail -2 stop.log)"
+"$HP" train $small --threads 2 --fsdp 2 --resume ck --metrics resumed.jsonl >resume.log 2>&1 ||
+  fail "the resumed run failed: $(tail -2 resume.log)"
+same resumed
+# the clip was on (norms above 0.5) and the loss fell
+awk '/grad_norm/ { if ($0 ~ /"grad_norm": 0\./) small++; n++ } END { exit !(n == 30 && small < 30) }' one.jsonl ||
+  fail "the gradient norm never exceeded the clip"
+awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'BEGIN { exit !(b < a - 0.5) }' ||
+  fail "loss did not fall: $(losses one.jsonl | head -1) -> $(losses one.jsonl | tail -1)"
+# other slice counts: 4 slices at 1 and 4 ranks, 16 at 2 and 16 (S = N: no accumulation)
+args4="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 10 --val-every 0 --run-dir none --threads 2 --det-slices 4"
+"$HP" train $args4 --metrics s4a.jsonl >/dev/null 2>&1 || fail "--det-slices 4 on 1 rank failed"
+"$HP" train $args4 --fsdp 4 --metrics s4b.jsonl >/dev/null 2>&1 || fail "--det-slices 4 on 4 ranks failed"
+cmp -s <(values s4a.jsonl) <(values s4b.jsonl) || fail "--det-slices 4: 4 ranks differ from 1"
+args16="--layers 2 --heads 4 --channels 64 --batch 16 --seq 16 --steps 10 --val-every 0 --run-dir none --threads 2 --det-slices 16"
+"$HP" train $args16 --fsdp 2 --metrics s16a.jsonl >/dev/null 2>&1 || fail "--det-slices 16 on 2 ranks failed"
+"$HP" train $args16 --fsdp 16 --metrics s16b.jsonl >/dev/null 2>&1 || fail "--det-slices 16 on 16 ranks failed"
+cmp -s <(values s16a.jsonl) <(values s16b.jsonl) || fail "--det-slices 16: 16 ranks differ from 2"
+# errors, before any step
+expect_error "the slice count must be a power of two in 1..4096, got 6" "$HP" train --det-slices 6 --steps 1
+expect_error "3 data-parallel ranks do not divide 8 slices" "$HP" train --deterministic --fsdp 3 --batch 24 --steps 1
+expect_error "a batch of 12 sequences does not split into 8 equal slices" "$HP" train --deterministic --batch 12 --steps 1
+expect_error "--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with --tp" \
+  "$HP" train --deterministic --tp 2 --steps 1
+expect_error "not with --hsdp" "$HP" train --deterministic --hsdp 2,2 --steps 1
+expect_error "leave out --grad-accum" "$HP" train --deterministic --grad-accum 2 --steps 1
+expect_error "not with --dtype bf16" "$HP" train --deterministic --dtype bf16 --steps 1
+expect_error "--det-slices must be in 1..4096, got -1" "$HP" train --det-slices -1 --steps 1
+finish
