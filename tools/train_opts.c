@@ -157,8 +157,6 @@ hp_status hp_train_check(const train_opts *o) {
         if (o->tp > 1 || o->hsdp[0] || o->plan[0])
             BAD("--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with %s",
                 o->tp > 1 ? "--tp" : o->hsdp[0] ? "--hsdp" : "--plan");
-        if (!strcmp(o->dtype, "bf16"))
-            BAD("--deterministic is built for fp32 compute: not with --dtype bf16 (its GEMMs split per thread)");
         if (o->grad_accum > 1)
             BAD("--deterministic sets the micro-batches itself (--batch / --det-slices per rank): leave out --grad-accum");
         if (!strcmp(o->grad_accum_comm, "last"))

@@ -98,7 +98,6 @@ hp_status hp_deterministic_split(int *micro_batch, int *grad_accum, int batch, i
  * parallelism over a power-of-two rank count. */
 static hp_status check_deterministic(const hp_train_config *c) {
 #define BAD(...) return hp_errorf("hp_train_config: deterministic: " __VA_ARGS__)
-    if (c->bf16) BAD("bf16 compute is not built for it (its oneDNN GEMMs split per thread)");
     if (c->grad_accum > 1 && !pow2(c->grad_accum)) BAD("grad_accum %d is not a power of two", c->grad_accum);
     if (c->grad_accum > 1 && c->grad_accum_comm_last)
         BAD("the slices are reduced every micro-batch (not with grad_accum_comm_last)");

@@ -24,6 +24,7 @@
 
 #define MAX_PARTS 64
 #define PART_MIN_ROWS 16
+#define GRAIN_PARTS 16
 
 typedef struct {
     long N, IC, OC;
@@ -221,9 +222,17 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
     g->d = *d;
     hp_status st = HP_OK;
     int old = threads_push(1);
-    /* row blocks: one per pool thread, at least PART_MIN_ROWS rows each */
-    long parts = d->M / PART_MIN_ROWS;
-    if (parts > ctx->nthreads) parts = ctx->nthreads;
+    /* row blocks: one per pool thread, at least PART_MIN_ROWS rows each; with a
+     * pool grain (deterministic mode) blocks of at least the grain, at most
+     * GRAIN_PARTS, whatever the thread count, dealt to the threads */
+    long grain = hp_pool_grain(ctx->pool), parts;
+    if (grain > 0) {
+        parts = d->M / grain;
+        if (parts > GRAIN_PARTS) parts = GRAIN_PARTS;
+    } else {
+        parts = d->M / PART_MIN_ROWS;
+        if (parts > ctx->nthreads) parts = ctx->nthreads;
+    }
     if (parts < 1) parts = 1;
     for (long i = 0; i < parts; i++) {
         gemm_part *p = &g->part[i];
@@ -283,13 +292,10 @@ typedef struct {
     const float *bias;
 } run_ctx;
 
-/* Pool thread tid runs part tid (threads beyond the parts have none). */
-static void part_task(void *c_, int tid, int nt) {
-    (void)nt;
-    run_ctx *r = c_;
+/* Part k on pool thread tid's stream. */
+static void run_part(run_ctx *r, int k, int tid) {
     hp_gemm *g = r->g;
-    if (tid >= g->nparts) return;
-    gemm_part *p = &g->part[tid];
+    gemm_part *p = &g->part[k];
     const hp_gemm_desc *d = &g->d;
     size_t ea = hp_dtype_size(d->a), ec = hp_dtype_size(d->c);
     /* op(A)'s rows m0..: rows of A, or columns of A stored transposed */
@@ -316,6 +322,12 @@ static void part_task(void *c_, int tid, int nt) {
     omp_set_num_threads(old);
 }
 
+/* Pool thread tid runs parts tid, tid + nt, ... */
+static void part_task(void *c_, int tid, int nt) {
+    run_ctx *r = c_;
+    for (int k = tid; k < r->g->nparts; k += nt) run_part(r, k, tid);
+}
+
 hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const float *bias) {
     if (g->portable) {
         hp_gemm_portable_run(g->ctx->pool, g->portable, &g->d, c, a, b, bias);
@@ -323,7 +335,7 @@ hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const f
     }
     run_ctx r = {g, c, a, b, bias};
     if (g->nparts == 1)
-        part_task(&r, 0, 1); /* on the calling thread */
+        run_part(&r, 0, 0); /* on the calling thread */
     else
         hp_pool_run(g->ctx->pool, part_task, &r);
     for (int i = 0; i < g->nparts; i++)

@@ -4,7 +4,8 @@
 # per-rank thread count, and across 2 MPI processes (1, 2 and 4 rank-threads
 # each) — compared as the exact strings the metrics print (%.9g: every float
 # bit); a run stopped on 4 ranks and resumed on 2 continues with the same
-# bits. The losses must also fall (not two flat lines). Bad settings get a
+# bits; the same holds in bf16 compute (1, 2, 4, 8 ranks, 3 threads). The
+# losses must also fall (not two flat lines). Bad settings get a
 # one-line error before any step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
@@ -49,6 +50,15 @@ awk '/grad_norm/ { if ($0 ~ /"grad_norm": 0\./) small++; n++ } END { exit !(n ==
   fail "the gradient norm never exceeded the clip"
 awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'BEGIN { exit !(b < a - 0.5) }' ||
   fail "loss did not fall: $(losses one.jsonl | head -1) -> $(losses one.jsonl | tail -1)"
+# bf16 compute (issue 10): the oneDNN GEMMs' blocks follow the pool grain too — 1, 2, 4, 8 ranks, 3 threads
+run one_bf16 --threads 2 --dtype bf16
+for r in "fsdp2_bf16:--fsdp 2" "fsdp4_bf16:--fsdp 4" "fsdp8_bf16:--fsdp 8" "t3_bf16:--fsdp 2 --threads 3"; do
+  name=${r%%:*}
+  run "$name" --threads 2 --dtype bf16 ${r#*:}
+  if cmp -s <(values one_bf16.jsonl) <(values "$name.jsonl"); then echo "$name: the same bits as 1 rank in bf16"
+  else fail "$name: differs from 1 rank in bf16: $(diff <(values one_bf16.jsonl) <(values "$name.jsonl") | head -3 | tr '\n' ' ')"; fi
+done
+cmp -s <(values one.jsonl) <(values one_bf16.jsonl) && fail "the bf16 runs print the fp32 run's values (bf16 not in effect?)"
 # other slice counts: 4 slices at 1 and 4 ranks, 16 at 2 and 16 (S = N: no accumulation)
 args4="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 10 --val-every 0 --run-dir none --threads 2 --det-slices 4"
 "$HP" train $args4 --metrics s4a.jsonl >/dev/null 2>&1 || fail "--det-slices 4 on 1 rank failed"
@@ -66,6 +76,5 @@ expect_error "--deterministic is built for pure data parallelism (--dp, --fsdp, 
   "$HP" train --deterministic --tp 2 --steps 1
 expect_error "not with --hsdp" "$HP" train --deterministic --hsdp 2,2 --steps 1
 expect_error "leave out --grad-accum" "$HP" train --deterministic --grad-accum 2 --steps 1
-expect_error "not with --dtype bf16" "$HP" train --deterministic --dtype bf16 --steps 1
 expect_error "--det-slices must be in 1..4096, got -1" "$HP" train --det-slices -1 --steps 1
 finish
