@@ -255,7 +255,7 @@ void hp_program_destroy(hp_program *p) {
     if (!p) return;
     if (p->state)
         for (int i = 0; i < p->g->nnodes; i++)
-            if (p->state[i]) p->g->nodes[i].op->release(p->state[i]);
+            if (p->state[i] && p->g->nodes[i].op->release) p->g->nodes[i].op->release(p->state[i]);
     free(p->state);
     hp_gemm_ctx_destroy(p->gemm);
     for (int ph = 0; ph < HP_NPHASES; ph++) free(p->steps[ph]);
