@@ -52,6 +52,7 @@ PY
 cp a.bin d5.bin
 { (HP_FAULT_AT="rename:d5.bin" exec "$HP" export --ckpt ck --llmc d5.bin --llmc-dtype bf16) >/dev/null 2>&1; } 2>/dev/null && fail "the export was not killed before its rename"
 cmp -s a.bin d5.bin || fail "an export killed before its rename changed the file it replaces"
+ls | grep -q '^d5\.bin\.tmp-' || fail "the killed export's data was not in a temporary beside d5.bin: $(ls)"
 expect_error "--llmc-dtype: unknown llm.c dtype 'fp16' (expected fp32 or bf16)" "$HP" export --ckpt ck --llmc e.bin --llmc-dtype fp16
 [ ! -e e.bin ] || fail "a refused export wrote e.bin"
 cp a.bin bad.bin; printf '\x01\x02\x03\x04' | dd of=bad.bin bs=1 count=4 conv=notrunc 2>/dev/null
