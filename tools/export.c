@@ -1,5 +1,5 @@
 /* tools/export: `hyperpar export` — writes a checkpoint's weights in the llm.c
- * format (atomically). */
+ * format, fp32 or bf16 (atomically). */
 #include <stdio.h>
 
 #include <hyperpar/hyperpar.h>
@@ -7,40 +7,49 @@
 #include "args.h"
 #include "commands.h"
 
-static void print_written(const char *out, const hp_llmc_shape *m) {
-    printf("wrote %s (L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, m->layers, m->heads, m->channels, m->vocab,
-           m->padded_vocab, m->max_seq);
+static void print_written(const char *out, const char *dtype, const hp_llmc_shape *m) {
+    printf("wrote %s (%s, L=%d NH=%d C=%d V=%d Vp=%d maxT=%d)\n", out, dtype, m->layers, m->heads, m->channels,
+           m->vocab, m->padded_vocab, m->max_seq);
 }
 
-static hp_status export_llmc(const char *ckpt, const char *init, const char *out) {
+static hp_status export_llmc(const char *ckpt, const char *init, const char *out, const char *dtype) {
+    hp_llmc_dtype dt;
+    hp_status e = hp_llmc_dtype_parse(&dt, dtype);
+    if (e) {
+        hp_status w = hp_errorf("hyperpar export: --llmc-dtype: %s", hp_status_msg(e));
+        hp_status_free(e);
+        return w;
+    }
     if (!out[0]) return hp_errorf("hyperpar export: --llmc FILE is required");
     hp_llmc_shape m;
     if (init[0]) { /* an llm.c file read and written again (a round trip) */
-        HP_TRY(hp_llmc_reexport(&m, out, init));
-        print_written(out, &m);
+        HP_TRY(hp_llmc_reexport(&m, out, init, dt));
+        print_written(out, dtype, &m);
         return HP_OK;
     }
     if (!ckpt[0]) return hp_errorf("hyperpar export: --ckpt DIR (or --init FILE.bin) is required");
     HP_TRY(hp_ckpt_llmc_shape(&m, ckpt));
-    HP_TRY(hp_export_llmc(out, ckpt));
-    print_written(out, &m);
+    HP_TRY(hp_export_llmc(out, ckpt, dt));
+    print_written(out, dtype, &m);
     return HP_OK;
 }
 
 int hp_cmd_export(int argc, char **argv) {
-    char ckpt[512] = "", llmc[512] = "", init[512] = "";
+    char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32";
     hp_opt tab[] = {
         {"ckpt", OPT_STR, ckpt, sizeof ckpt, "checkpoint directory (or a run directory with 'latest')"},
         {"init", OPT_STR, init, sizeof init, "read the weights from an llm.c checkpoint instead"},
         {"llmc", OPT_STR, llmc, sizeof llmc, "write the weights as an llm.c checkpoint (.bin)"},
+        {"llmc-dtype", OPT_STR, dtype, sizeof dtype,
+         "the parameters' type in the file: fp32 (llm.c version 3) or bf16 (version 5, rounded to nearest even)"},
     };
-    int help = 0, n = 3;
+    int help = 0, n = 4;
     hp_status st = hp_args_parse(&help, tab, n, argc, argv, 2, "export");
     if (!st && help) {
         hp_args_usage(tab, n, "export", "Writes a checkpoint's weights in the llm.c format.");
         return 0;
     }
-    if (!st) st = export_llmc(ckpt, init, llmc);
+    if (!st) st = export_llmc(ckpt, init, llmc, dtype);
     if (st) {
         hp_cli_error(st);
         return 1;

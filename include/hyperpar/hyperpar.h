@@ -51,7 +51,7 @@
  *    run writing there is refused, naming its pid), cleans up after an
  *    interrupted save first, and keeps the keep_last newest checkpoints when
  *    asked. hp_ckpt_convert turns one format into the other; hp_export_llmc
- *    writes a checkpoint's weights in the llm.c format.
+ *    writes a checkpoint's weights in the llm.c format (fp32 or bf16).
  *
  * Errors: every fallible function returns an hp_status: HP_OK (NULL) on
  * success, else an error with a one-line message naming the file, field or
@@ -559,11 +559,21 @@ typedef struct {
     int layers, heads, channels, vocab, padded_vocab, max_seq;
 } hp_llmc_shape;
 
+/* The parameters' type in an llm.c file written by hp_export_llmc or
+ * hp_llmc_reexport: FP32 is llm.c's version 3 (the floats as they are), BF16
+ * its version 5 (each rounded to bf16, nearest even; half the size). Reading
+ * takes either (bf16 widened to fp32 exactly). */
+typedef enum { HP_LLMC_FP32 = 0, HP_LLMC_BF16 = 1 } hp_llmc_dtype;
+/* "fp32" | "bf16" (as `hyperpar export --llmc-dtype` spells them); another
+ * name is an error naming it. */
+hp_status hp_llmc_dtype_parse(hp_llmc_dtype *out, const char *name);
+
 /* The model shape of a checkpoint (a checkpoint directory or a ckpt_dir). */
 hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir);
-/* An llm.c file read into GPT-2's parameters and written again as llm.c
- * (atomically): the round trip; *shape (may be NULL) gets its shape. */
-hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in);
+/* An llm.c file (fp32 or bf16) read into GPT-2's parameters and written
+ * again as llm.c in `dtype` (atomically): the round trip; *shape (may be
+ * NULL) gets its shape. */
+hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in, hp_llmc_dtype dtype);
 
 /* Benchmarks. Each measures in the calling process; run them in a process of
  * their own to keep peak memory per configuration. */
@@ -823,8 +833,10 @@ const char *hp_settings_file(const hp_settings *s);
 /* ---- checkpoints -------------------------------------------------------- */
 
 /* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
- * with 'latest') as an llm.c GPT-2 file (fp32), atomically. */
-hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir);
+ * with 'latest'; its fp32 master weights) as an llm.c GPT-2 file in `dtype`
+ * (HP_LLMC_FP32: version 3, HP_LLMC_BF16: version 5), atomically: written
+ * under a temporary name, synced, then renamed. */
+hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dtype dtype);
 
 /* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
  * as the new checkpoint directory dst (which must not exist) in the format

@@ -44,6 +44,10 @@ void hp_api_store_free(hp_api_store *s);
  * error) and its header; an error naming the file when its shape is not c's. */
 hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, const hp_gpt2_config *c);
 
+/* The llm.c version (io/llmc) that writes dtype; an error naming path for a
+ * value outside hp_llmc_dtype. */
+hp_status hp_api_llmc_version(int *version, hp_llmc_dtype dtype, const char *path);
+
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);
 

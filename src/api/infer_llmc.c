@@ -50,17 +50,19 @@ hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, co
                      h->C, h->V, h->Vp, h->maxT);
 }
 
-hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in) {
+hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in, hp_llmc_dtype dtype) {
     if (shape) memset(shape, 0, sizeof *shape);
     if (!llmc_path || !llmc_path[0]) return hp_errorf("hp_llmc_reexport: no output path given");
     if (!llmc_in || !llmc_in[0]) return hp_errorf("hp_llmc_reexport: no llm.c file given");
+    int version = HP_LLMC_VERSION_FP32;
+    HP_TRY(hp_api_llmc_version(&version, dtype, llmc_path));
     hp_gpt2_config c;
     HP_TRY(hp_llmc_model_config(&c, llmc_in));
     hp_llmc_header h;
     float *flat = NULL;
     HP_TRY(hp_api_llmc_load(&flat, &h, llmc_in, &c));
     hp_status st = round_trip(flat, &c);
-    if (!st) st = hp_llmc_write(llmc_path, &h, flat);
+    if (!st) st = hp_llmc_write(llmc_path, &h, flat, version);
     if (!st && shape) *shape = shape_of(&c);
     free(flat);
     return st;

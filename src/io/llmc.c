@@ -157,22 +157,41 @@ hp_status hp_llmc_read_header(hp_llmc_header *hdr, const char *path) {
     return e;
 }
 
-hp_status hp_llmc_write(const char *path, const hp_llmc_header *hdr, const float *params) {
+/* The parameters as bf16, rounded to nearest even, a chunk at a time. */
+static hp_status write_bf16(hp_afile *f, const float *params, size_t count) {
+    enum { CHUNK = 1 << 16 };
+    uint16_t *buf = malloc(CHUNK * sizeof(uint16_t));
+    if (!buf) return hp_errorf("%s: out of memory for the bf16 buffer", f->path);
+    hp_status e = HP_OK;
+    for (size_t i = 0; i < count && !e; i += CHUNK) {
+        size_t m = count - i < CHUNK ? count - i : CHUNK;
+        for (size_t k = 0; k < m; k++) buf[k] = hp_f32_to_bf16(params[i + k]);
+        e = hp_afile_write(f, buf, m * sizeof(uint16_t));
+    }
+    free(buf);
+    return e;
+}
+
+hp_status hp_llmc_write(const char *path, const hp_llmc_header *hdr, const float *params, int version) {
+    if (version != HP_LLMC_VERSION_FP32 && version != HP_LLMC_VERSION_BF16)
+        return hp_errorf("%s: cannot write llm.c version %d (3 = fp32 or 5 = bf16)", path, version);
     HP_TRY(hp_llmc_check_header(hdr, path));
     int32_t h[HP_LLMC_HEADER_INTS];
     memset(h, 0, sizeof h);
     h[0] = HP_LLMC_MAGIC;
-    h[1] = HP_LLMC_VERSION_FP32;
+    h[1] = version;
     h[2] = hdr->maxT;
     h[3] = hdr->V;
     h[4] = hdr->L;
     h[5] = hdr->NH;
     h[6] = hdr->C;
     h[7] = hdr->Vp;
+    size_t count = hp_llmc_param_count(hdr);
     hp_afile f;
     HP_TRY(hp_afile_open(&f, path));
     hp_status e = hp_afile_write(&f, h, sizeof h);
-    if (!e) e = hp_afile_write(&f, params, hp_llmc_param_count(hdr) * sizeof(float));
+    if (!e && version == HP_LLMC_VERSION_FP32) e = hp_afile_write(&f, params, count * sizeof(float));
+    if (!e && version == HP_LLMC_VERSION_BF16) e = write_bf16(&f, params, count);
     if (e) {
         hp_afile_abort(&f);
         return e;

@@ -2,8 +2,8 @@
  * ([0] magic 20240326, [1] version 3 = fp32 or 5 = bf16, [2] maxT, [3] V,
  * [4] L, [5] NH, [6] C, [7] Vp, the rest zero) followed by the parameters,
  * contiguous, in llm.c order. Reading accepts fp32 and bf16 (converted to
- * fp32); writing produces fp32 (version 3), atomically. Little-endian hosts
- * only (as llm.c itself). */
+ * fp32); writing produces either (bf16 rounded to nearest even, NaN kept a
+ * NaN), atomically. Little-endian hosts only (as llm.c itself). */
 #ifndef HP_IO_LLMC_H
 #define HP_IO_LLMC_H
 
@@ -47,8 +47,11 @@ hp_status hp_llmc_read(hp_llmc_header *hdr, float **params, const char *path);
 /* Reads and checks only the header (and that the file size matches it),
  * without reading the parameters. */
 hp_status hp_llmc_read_header(hp_llmc_header *hdr, const char *path);
-/* Writes an fp32 (version 3) checkpoint atomically.
+/* Writes a checkpoint atomically (a temporary name, synced, renamed) as
+ * `version`: HP_LLMC_VERSION_FP32 (the floats as they are) or
+ * HP_LLMC_VERSION_BF16 (each rounded to bf16, nearest even); any other
+ * version is an error naming path.
  * params: [hp_llmc_param_count(hdr)] */
-hp_status hp_llmc_write(const char *path, const hp_llmc_header *hdr, const float *params);
+hp_status hp_llmc_write(const char *path, const hp_llmc_header *hdr, const float *params, int version);
 
 #endif

@@ -221,7 +221,7 @@ static void test_resume_export(void) {
     char bin[320];
     snprintf(bin, sizeof bin, "%s/model.bin", tmp);
     struct stat st;
-    if (OK(hp_export_llmc(bin, ck)))
+    if (OK(hp_export_llmc(bin, ck, HP_LLMC_FP32)))
         CHECK(stat(bin, &st) == 0 && st.st_size == 256 * 4 + 4 * (long)hp_model_num_params(m));
     /* a run starting from the exported weights starts at the resumed loss */
     record s = {0};
@@ -231,7 +231,7 @@ static void test_resume_export(void) {
     hp_train_free(t);
     CHECK(s.n == 1 && s.loss[0] < full.loss[0]);
     snprintf(bin, sizeof bin, "%s/none", tmp);
-    ERR(hp_export_llmc(bin, tmp), tmp);
+    ERR(hp_export_llmc(bin, tmp, HP_LLMC_FP32), tmp);
     hp_model_free(m);
 }
 

@@ -2,7 +2,7 @@
  * API through <hyperpar/hyperpar.h> alone: hp_infer over a trained
  * checkpoint (finite logits, deterministic, the window padded, one-line
  * errors), hp_sampler (seeded, greedy at temperature 0), the llm.c round trip
- * giving the exported file back byte for byte, and every benchmark returning
+ * giving the exported file back byte for byte (fp32 and bf16), and every benchmark returning
  * positive figures on a tiny model (never a speed assertion); the kernels'
  * ISA report (six families with known ISA names), the bf16 peak and one GEMM
  * shape (OpenBLAS / oneDNN fp32 / oneDNN bf16, the fp32 pick the faster). */
@@ -44,6 +44,14 @@ static int same_files(const char *a, const char *b) {
     if (fa) fclose(fa);
     if (fb) fclose(fb);
     return same;
+}
+
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    fclose(f);
+    return n;
 }
 
 static void test_infer(const char *ck) {
@@ -91,10 +99,27 @@ static void test_llmc(const char *ck) {
     hp_llmc_shape s, r;
     if (!OK(hp_ckpt_llmc_shape(&s, ck))) return;
     CHECK(s.layers == 2 && s.heads == 4 && s.channels == 64 && s.vocab == 256 && s.max_seq == 32);
-    if (!OK(hp_export_llmc(a, ck))) return;
-    if (OK(hp_llmc_reexport(&r, b, a))) CHECK(memcmp(&r, &s, sizeof r) == 0 && same_files(a, b));
-    ERR(hp_llmc_reexport(NULL, b, "/nonexistent/x.bin"), "x.bin");
-    remove(a), remove(b);
+    if (!OK(hp_export_llmc(a, ck, HP_LLMC_FP32))) return;
+    if (OK(hp_llmc_reexport(&r, b, a, HP_LLMC_FP32))) CHECK(memcmp(&r, &s, sizeof r) == 0 && same_files(a, b));
+    ERR(hp_llmc_reexport(NULL, b, "/nonexistent/x.bin", HP_LLMC_FP32), "x.bin");
+    /* bf16 (llm.c version 5): two bytes a parameter, and its round trip exact
+     * too (the values themselves: tests/io/test_io_llmc, tests/cli/test_llmc) */
+    char c5[320], d5[320];
+    snprintf(c5, sizeof c5, "%s/c5.bin", tmp);
+    snprintf(d5, sizeof d5, "%s/d5.bin", tmp);
+    hp_llmc_dtype dt = HP_LLMC_FP32;
+    if (OK(hp_llmc_dtype_parse(&dt, "bf16"))) CHECK(dt == HP_LLMC_BF16);
+    if (OK(hp_llmc_dtype_parse(&dt, "fp32"))) CHECK(dt == HP_LLMC_FP32);
+    ERR(hp_llmc_dtype_parse(&dt, "fp16"), "unknown llm.c dtype 'fp16' (expected fp32 or bf16)");
+    ERR(hp_llmc_dtype_parse(&dt, NULL), "unknown llm.c dtype");
+    long fp32_bytes = file_size(a);
+    if (OK(hp_export_llmc(c5, ck, HP_LLMC_BF16))) {
+        CHECK(fp32_bytes > 1024 && file_size(c5) == 1024 + (fp32_bytes - 1024) / 2);
+        if (OK(hp_llmc_reexport(&r, d5, c5, HP_LLMC_BF16))) CHECK(memcmp(&r, &s, sizeof r) == 0 && same_files(c5, d5));
+    }
+    ERR(hp_export_llmc(d5, ck, (hp_llmc_dtype)7), "d5.bin: unknown llm.c dtype 7");
+    ERR(hp_llmc_reexport(NULL, d5, c5, (hp_llmc_dtype)7), "d5.bin: unknown llm.c dtype 7");
+    remove(a), remove(b), remove(c5), remove(d5);
 }
 
 static void test_bench(void) {

@@ -121,7 +121,7 @@ static void test_ckpt_args(void) {
         hp_train_free(t), t = NULL;
         CHECK(part.n == 3 && rest.n == 3 && full.n == 6);
         for (int i = 0; i < 3 && rest.n == 3; i++) CHECK(rest.loss[i] == full.loss[3 + i]);
-        OK(hp_export_llmc(llmc, dir));
+        OK(hp_export_llmc(llmc, dir, HP_LLMC_FP32));
         hp_ckpt_info_free(ci);
     }
     /* a checkpoint written without args */

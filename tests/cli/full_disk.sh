@@ -26,5 +26,7 @@ grep -q "^hyperpar: warning: full/t.rank0.json: write failed: No space left on d
 expect_error "full/m.jsonl: cannot write the metrics: No space left on device" "$HP" train $small --steps 2 --metrics full/m.jsonl
 expect_error "full/w.bin: write failed: No space left on device" "$HP" export --ckpt full/ck --llmc full/w.bin
 [ -z "$(ls full | grep '\.tmp-')" ] || fail "export left a temporary: $(ls full)"
+expect_error "full/w5.bin: write failed: No space left on device" "$HP" export --ckpt full/ck --llmc full/w5.bin --llmc-dtype bf16
+[ -z "$(ls full | grep '\.tmp-\|w5')" ] || fail "bf16 export left a file: $(ls full)"
 umount full
 finish

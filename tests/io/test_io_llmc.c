@@ -1,5 +1,7 @@
-/* llm.c checkpoints: tensor table, bit-exact round trip, bf16 reading, and
- * one-line errors naming the file and the field. */
+/* llm.c checkpoints: tensor table, bit-exact round trip, bf16 reading and
+ * writing (version 5: every value rounded to nearest even, checked against a
+ * reference written here and against hand-worked cases), and one-line errors
+ * naming the file and the field. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +21,105 @@ static void write_raw(const char *path, const int32_t h8[8], const void *payload
     if (nbytes) memcpy(buf + sizeof h, payload, nbytes);
     CHECK_OK(hp_fs_write_atomic(path, buf, total));
     free(buf);
+}
+
+/* bf16 of f by the definition: the upper half of its bits, plus one when the
+ * dropped half is above 0x8000 or exactly 0x8000 with the kept half odd (a
+ * tie goes to the even neighbour). NaN is kept a quiet NaN of the same sign. */
+static uint16_t ref_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    uint32_t hi = u >> 16, lo = u & 0xffffu;
+    if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))) hi++;
+    return (uint16_t)hi;
+}
+
+static float from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* hp_llmc_write as version 5: the header (version 5, the fields, zeros), a
+ * payload of n bf16 values each ref_bf16 of the input, the hand-worked
+ * roundings, reading back widened, and the file replaced atomically. */
+static void test_write_bf16(const char *dir, const float *p, const hp_llmc_header *h) {
+    size_t n = hp_llmc_param_count(h);
+    float *x = malloc(n * sizeof *x);
+    memcpy(x, p, n * sizeof *x);
+    /* hand-worked: input bits -> bf16 bits */
+    const uint32_t in[] = {0x3f800000u, /* 1 exactly */
+                           0x3f808000u, /* 1 + 2^-8: a tie, kept half even -> 1 */
+                           0x3f818000u, /* 1 + 3*2^-8: a tie, kept half odd -> up */
+                           0x3f808001u, /* just above the tie -> up */
+                           0x3f807fffu, /* just below the tie -> down */
+                           0xbf818000u, /* negative tie, odd -> away from zero */
+                           0x80000000u, /* -0 */
+                           0x7f800000u, /* +inf */
+                           0x7f7fffffu, /* FLT_MAX rounds up to +inf */
+                           0x00000001u, /* smallest subnormal -> +0 */
+                           0x007f8000u, /* subnormal tie, odd -> up to the smallest normal */
+                           0x7fc01234u}; /* a NaN */
+    const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0x3f80, 0xbf82,
+                             0x8000, 0x7f80, 0x7f80, 0x0000, 0x0080, 0x7fc0};
+    const size_t nk = sizeof in / sizeof in[0];
+    CHECK(n >= nk);
+    for (size_t i = 0; i < nk; i++) x[i] = from_bits(in[i]);
+    for (size_t i = 0; i < nk; i++) CHECK(ref_bf16(x[i]) == want[i]);
+
+    char *path = hp_fs_join(dir, "w5.bin");
+    CHECK_OK(hp_fs_write_atomic(path, "old", 3)); /* replaced whole */
+    CHECK_OK(hp_llmc_write(path, h, x, HP_LLMC_VERSION_BF16));
+    char *d;
+    size_t nd;
+    CHECK_OK(hp_fs_read_all(&d, &nd, path));
+    CHECK(nd == 1024 + n * 2);
+    if (nd == 1024 + n * 2) {
+        int32_t hd[256];
+        memcpy(hd, d, sizeof hd);
+        CHECK(hd[0] == 20240326 && hd[1] == 5);
+        CHECK(hd[2] == h->maxT && hd[3] == h->V && hd[4] == h->L && hd[5] == h->NH && hd[6] == h->C &&
+              hd[7] == h->Vp);
+        for (int i = 8; i < 256; i++) CHECK(hd[i] == 0);
+        const uint16_t *w = (const uint16_t *)(const void *)(d + 1024);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += w[i] != ref_bf16(x[i]);
+        CHECK(bad == 0);
+        for (size_t i = 0; i < nk; i++) CHECK(w[i] == want[i]);
+    }
+    free(d);
+    /* read back: the bf16 values widened exactly, the same header */
+    hp_llmc_header h2;
+    float *q = NULL;
+    CHECK_OK(hp_llmc_read(&h2, &q, path));
+    CHECK(!memcmp(&h2, h, sizeof h2));
+    size_t bad = 0;
+    for (size_t i = 0; q && i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &q[i], 4);
+        bad += u != (uint32_t)ref_bf16(x[i]) << 16;
+    }
+    CHECK(q && bad == 0);
+    /* written again from what was read: the same bytes (bf16 -> fp32 -> bf16 is exact) */
+    char *path2 = hp_fs_join(dir, "w5b.bin");
+    CHECK_OK(hp_llmc_write(path2, h, q, HP_LLMC_VERSION_BF16));
+    char *da, *db;
+    size_t na, nb;
+    CHECK_OK(hp_fs_read_all(&da, &na, path));
+    CHECK_OK(hp_fs_read_all(&db, &nb, path2));
+    CHECK(na == nb && !memcmp(da, db, na));
+    free(da);
+    free(db);
+    free(q);
+    /* a version it cannot write: an error naming the file, the old file kept */
+    CHECK_ERR(hp_llmc_write(path, h, x, 4), "w5.bin: cannot write llm.c version 4 (3 = fp32 or 5 = bf16)");
+    CHECK_OK(hp_fs_read_all(&da, &na, path));
+    CHECK(na == 1024 + n * 2);
+    free(da);
+    free(path2);
+    free(path);
+    free(x);
 }
 
 static void test_table(void) {
@@ -63,7 +164,7 @@ int main(void) {
     p[5] = -0.0f;
 
     /* write, read, write again: identical bytes */
-    CHECK_OK(hp_llmc_write(a, &h, p));
+    CHECK_OK(hp_llmc_write(a, &h, p, HP_LLMC_VERSION_FP32));
     hp_llmc_header h2;
     float *q = NULL;
     CHECK_OK(hp_llmc_read(&h2, &q, a));
@@ -72,7 +173,7 @@ int main(void) {
     hp_llmc_header h3;
     CHECK_OK(hp_llmc_read_header(&h3, a)); /* the header alone, same fields */
     CHECK(!memcmp(&h3, &h2, sizeof h3));
-    CHECK_OK(hp_llmc_write(b, &h2, q));
+    CHECK_OK(hp_llmc_write(b, &h2, q, HP_LLMC_VERSION_FP32));
     char *da, *db;
     size_t na, nb;
     CHECK_OK(hp_fs_read_all(&da, &na, a));
@@ -99,6 +200,8 @@ int main(void) {
     }
     CHECK(same);
     free(q);
+
+    test_write_bf16(dir, p, &h);
 
     /* errors: each names the file and the field */
     float *zero = calloc(n, 4);
@@ -135,7 +238,7 @@ int main(void) {
     char *missing = hp_fs_join(dir, "missing.bin");
     CHECK_ERR(hp_llmc_read(&h2, &q, missing), "missing.bin: cannot open: No such file");
     hp_llmc_header hw = {8, 10, 2, 2, 4, 8};
-    CHECK_ERR(hp_llmc_write(b, &hw, p), "b.bin: header field Vp = 8 is smaller than V = 10");
+    CHECK_ERR(hp_llmc_write(b, &hw, p, HP_LLMC_VERSION_FP32), "b.bin: header field Vp = 8 is smaller than V = 10");
 
     free(missing);
     free(zero);
