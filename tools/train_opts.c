@@ -30,6 +30,7 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->grad_accum_comm, sizeof o->grad_accum_comm, "every");
     snprintf(o->fsdp_style, sizeof o->fsdp_style, "hyperpar");
     snprintf(o->reshard, sizeof o->reshard, "on");
+    snprintf(o->fsdp_reduce, sizeof o->fsdp_reduce, "fp32");
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
@@ -104,6 +105,8 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("fsdp-style", OPT_STR, fsdp_style, "hyperpar | fsdp2 (the PyTorch FSDP2-like baseline)"),
         OPT("prefetch", OPT_INT, prefetch, "FSDP units whose gather starts ahead of their use"),
         OPT("reshard", OPT_STR, reshard, "on | off: FSDP reshard after forward (across supernodes)"),
+        OPT("fsdp-reduce", OPT_STR, fsdp_reduce, "fp32 | bf16: FSDP reduce-scatters the gradients in this dtype "
+                                                 "(bf16: half the bytes, summed in fp32; shards and optimizer fp32)"),
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("dtype", OPT_STR, dtype, "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master "
                                      "weights, gradients and optimizer state"),
@@ -191,6 +194,8 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) BAD("--hsdp R,S replaces --fsdp and --dp");
     if ((o->fsdp > 1 || o->hsdp[0] || o->zero) && o->plan[0])
         BAD("with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
+    if (strcmp(o->fsdp_reduce, "fp32") && strcmp(o->fsdp_reduce, "bf16"))
+        BAD("--fsdp-reduce must be fp32 or bf16, got '%s'", o->fsdp_reduce);
     if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
         BAD("--fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
     if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off")) BAD("--reshard must be on or off, got '%s'", o->reshard);
@@ -266,8 +271,9 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;
     char set[160];
-    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s", reps > 1 ? " replicate=rep" : "",
-             o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style);
+    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s reduce=%s",
+             reps > 1 ? " replicate=rep" : "", o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style,
+             o->fsdp_reduce);
     hp_status st = hp_shard_plan_set_fsdp(*out, set);
     if (st) {
         hp_shard_plan_free(*out);

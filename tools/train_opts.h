@@ -41,6 +41,7 @@ typedef struct {
     int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
     char hsdp[32];              /* "R,S": R replicas x S shards */
     char fsdp_style[16], reshard[8];
+    char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
     int validate;
     char dtype[8];              /* fp32 | bf16 */
     char fp32_gemm[12];         /* openblas | onednn | auto */

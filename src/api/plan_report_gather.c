@@ -144,14 +144,15 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             if (reps && f->replicas <= 1) continue;
             int axis = reps ? f->replicate_axis : f->shard_axis, k = m->size[axis];
             /* bytes a rank sends: (k - 1) shards in a ring-like exchange; an all-reduce twice that */
-            c.bytes = 4.0 * (double)un->shard * (k - 1) * (reps ? 2.0 : 1.0);
+            int bf16 = !gather && !reps && f->reduce_bf16; /* reduce=bf16: the reduce-scatter moves bf16 */
+            c.bytes = (bf16 ? 2.0 : 4.0) * (double)un->shard * (k - 1) * (reps ? 2.0 : 1.0);
             c.communicates = 1;
             char bb[32];
             snprintf(c.steps, sizeof c.steps, "%s(%s) %s (unit %s, %s)",
                      gather ? "all-gather" : reps ? "all-reduce" : "reduce-scatter", m->name[axis],
                      bytes_str(bb, sizeof bb, c.bytes), un->name,
                      gather ? (f->level == 3 ? "in place: shared inside a supernode" : "updated shards")
-                            : reps ? "replicas" : "gradient shards");
+                            : reps ? "replicas" : bf16 ? "gradient shards, bf16" : "gradient shards");
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             int kind = gather ? HP_RD_ALL_GATHER : reps ? HP_RD_ALL_REDUCE : HP_RD_REDUCE_SCATTER;
             t->count[n->phase][kind]++;

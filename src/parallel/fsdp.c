@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/bf16.h"
 #include "parallel/rank.h"
 
 void hp_fsdp_plan_free(hp_fsdp_plan *f) {
@@ -58,8 +59,6 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     const hp_fsdp_spec *s = &plan->fsdp;
     if (s->level <= 0) return HP_OK;
     const char *where = s->where ? s->where : "plan";
-    if (s->reduce_bf16)
-        return hp_errorf("%s: fsdp reduce=bf16: bf16 gradient reductions are not built yet; use reduce=fp32", where);
     int coord[HP_MESH_MAX_DIMS];
     hp_mesh_coords(coord, m, rank);
     out->level = s->level;
@@ -68,6 +67,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->replicate_axis = s->replicate_axis;
     out->members = m->size[s->shard_axis];
     out->me = coord[s->shard_axis];
+    out->reduce_bf16 = s->reduce_bf16;
     out->replicas = s->replicate_axis >= 0 ? m->size[s->replicate_axis] : 1;
     out->prefetch = s->prefetch;
     int np = hp_graph_params(g, NULL, 0);
@@ -259,6 +259,9 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         if (!st) st = hp_graph_status(g);
         if (st) break;
         f->units[u].reduce_node[0] = s, f->units[u].reduce_node[1] = w, f->units[u].reduce_node[2] = a;
+        /* reduce=bf16: a.i[2] set, a.i[3] the buffer pair (reductions alternate in backward order) */
+        g->nodes[s].a.i[2] = g->nodes[w].a.i[2] = f->reduce_bf16;
+        g->nodes[s].a.i[3] = g->nodes[w].a.i[3] = (q - la) % 2;
         rg->hint[s] = HP_HINT_AFTER(last[2 * q]);
         rg->hint[w] = HP_HINT_END;
         /* hyperpar: the previous unit's reduction overlaps this unit's; fsdp2: one in flight */
@@ -326,6 +329,18 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
             return hp_errorf("fsdp: cannot allocate the fsdp2 style's staging buffers");
         }
     }
+    rt->red16_unit[0] = rt->red16_unit[1] = -1;
+    if (plan->reduce_bf16) {
+        size_t big = hp_fsdp_largest_unit(plan), shard = (big + (size_t)plan->members - 1) / (size_t)plan->members;
+        for (int i = 0; i < 2; i++) {
+            rt->red16[i] = calloc(big ? big : 1, sizeof(uint16_t));
+            rt->shard16[i] = calloc(shard ? shard : 1, sizeof(uint16_t));
+            if (!rt->red16[i] || !rt->shard16[i]) {
+                hp_fsdp_rt_destroy(rt);
+                return hp_errorf("fsdp: cannot allocate the bf16 reduction buffers (2 x %zu bf16)", big);
+            }
+        }
+    }
     rt->shard_group = hp_mesh_comm_group(mc, plan->shard_axis, rank);
     rt->replicate_group = plan->replicate_axis >= 0 ? hp_mesh_comm_group(mc, plan->replicate_axis, rank) : NULL;
     *out = rt;
@@ -339,6 +354,7 @@ void hp_fsdp_rt_destroy(hp_fsdp_rt *rt) {
         if (rt->req[i]) hp_status_free(hp_comm_wait(rt->req[i])), rt->req[i] = NULL;
     for (int i = 0; rt->staging && i <= rt->nstaging; i++) free(rt->staging[i]);
     free(rt->staging);
+    for (int i = 0; i < 2; i++) free(rt->red16[i]), free(rt->shard16[i]);
     free(rt->req), free(rt->args), free(rt->tens);
     free(rt);
 }
@@ -356,17 +372,22 @@ static int skipped(const hp_node *n, const hp_tensor *in) {
 
 static hp_fsdp_rt *rt_of(const hp_kctx *k) { return ((hp_rank_ctx *)k->rank)->fsdp; }
 
-static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
-                  int64_t count) {
+static void start_dt(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
+                     int64_t count, hp_dtype dt) {
     hp_rank_ctx *c = k->rank;
     hp_fsdp_rt *rt = c->fsdp;
     rt->req[slot] = NULL;
     if (hp_comm_group_size(grp) == 1) return;
     rt->tens[slot] = (hp_comm_tensor){recv, send, count};
-    rt->args[slot] = (hp_comm_args){.kind = kind, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &rt->tens[slot], .nt = 1,
+    rt->args[slot] = (hp_comm_args){.kind = kind, .dtype = dt, .op = HP_COMM_SUM, .t = &rt->tens[slot], .nt = 1,
                                     .copied = kind == HP_COMM_ALL_GATHER ? &rt->copied : NULL, .tree = c->tree};
     hp_status st = hp_comm_start(&rt->req[slot], c->comm, grp, &rt->args[slot]);
     if (st) *k->err = st;
+}
+
+static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
+                  int64_t count) {
+    start_dt(k, slot, grp, kind, recv, send, count, HP_F32);
 }
 
 static void wait_slot(const hp_kctx *k, int slot) {
@@ -411,6 +432,21 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     if (skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     const float *from = in[0].data;
+    if (rt->plan->reduce_bf16) { /* narrowed (the fsdp2 style's staging copy too), reduced in bf16 */
+        int b = (int)n->a.i[3];
+        if (rt->red16_unit[b] >= 0) {
+            *k->err = hp_errorf("fsdp reduce=bf16: unit %d's reduction starts while unit %d's is in flight", u,
+                                rt->red16_unit[b]);
+            return;
+        }
+        rt->red16_unit[b] = u;
+        hp_kb_f32_to_bf16(k->pool, rt->red16[b], from, (long)un->size);
+        start_dt(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, rt->shard16[b], rt->red16[b],
+                 (int64_t)un->shard, HP_BF16);
+        if (hp_comm_group_size(rt->shard_group) == 1)
+            memcpy(rt->shard16[b], rt->red16[b] + un->shard * (size_t)rt->plan->me, un->shard * sizeof(uint16_t));
+        return;
+    }
     if (rt->staging) { /* fsdp2: the gradient copied into a staging buffer first */
         memcpy(rt->staging[rt->nstaging], from, un->size * sizeof(float));
         from = rt->staging[rt->nstaging];
@@ -427,6 +463,11 @@ static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     int u = (int)n->a.i[0];
     wait_slot(k, 3 * u + 1);
     rt->req[3 * u + 2] = NULL;
+    int b = (int)n->a.i[3];
+    if (rt->plan->reduce_bf16 && rt->red16_unit[b] == u) { /* the bf16 shard widened into the fp32 one */
+        rt->red16_unit[b] = -1;
+        if (!*k->err) hp_kb_bf16_to_f32(k->pool, in[1].data, rt->shard16[b], (long)rt->plan->units[u].shard);
+    }
     if (*k->err || rt->plan->replicas <= 1 || skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
@@ -448,7 +489,9 @@ static double gather_bytes(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_fsdp_gather_start = {.name = "fsdp_gather_start", .communicates = 1, .run = gather_start_run,
                                           .bytes = gather_bytes};
 const hp_opdef hp_op_fsdp_gather_wait = {.name = "fsdp_gather_wait", .communicates = 1, .run = gather_wait_run};
-static double reduce_bytes(const hp_graph *g, const hp_node *n) { return 4.0 * (double)hp_val_numel(g, n->in[0]); }
+static double reduce_bytes(const hp_graph *g, const hp_node *n) {
+    return (n->a.i[2] ? 2.0 : 4.0) * (double)hp_val_numel(g, n->in[0]); /* a.i[2]: reduce=bf16 */
+}
 
 const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .nout = 1, .communicates = 1,
                                           .run = reduce_start_run, .bytes = reduce_bytes};

@@ -84,6 +84,7 @@ typedef struct {
     int members, me;    /* the shard group's size and this rank's place in it */
     int replicas;       /* the replicate group's size (1 without HSDP) */
     int prefetch;
+    int reduce_bf16;    /* gradients reduce-scattered in bf16 (narrowed, summed in fp32, widened into the shard) */
     int nunits;
     hp_fsdp_unit *units;
     int nparams;        /* the graph's parameters, in graph order */
@@ -121,6 +122,10 @@ struct hp_fsdp_rt {
     int64_t copied;       /* bytes the unit gathers copied so far (0 at level 3 inside a supernode) */
     float **staging;      /* fsdp2 style: [nstaging] gather buffers, then one for gradients (max unit floats) */
     int nstaging;
+    /* reduce=bf16: two reductions in flight at most (a unit's is waited after the next one starts),
+     * each with the unit's gradient narrowed [largest unit] and its reduced shard [largest shard] */
+    uint16_t *red16[2], *shard16[2];
+    int red16_unit[2]; /* the unit each pair serves (-1: free) */
 };
 
 /* The run-time state of one rank (params: its store's data); groups from

@@ -140,6 +140,10 @@ int main(void) {
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
     trainer_steps(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16);
     hp_plan_free(&plan);
+    CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1)); /* FSDP reducing in bf16: the narrowing and widening too */
+    CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3 reduce=bf16", "test"));
+    trainer_steps(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16);
+    hp_plan_free(&plan);
     hp_graph_destroy(fw.g);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);
