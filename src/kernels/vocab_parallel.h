@@ -39,7 +39,7 @@ void hp_k_xent_vp_finish(hp_pool *pool, float *probs, float *losses, float *loss
 void hp_k_xent_vp_bwd(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets, float dloss,
                       long N, long cols, long begin, long V, long divisor);
 
-/* ---- bf16 (kernels/bf16_vocab.c): the same with bf16 tables, outputs,
+/* ---- bf16: the same with bf16 tables, outputs,
  * logits and logit gradients; table gradients, statistics, probabilities and
  * losses fp32 (the rule of kernels/bf16.h). ---- */
 /* out[N,C] (bf16) from table[rows,C] (bf16): the rows are copied as they are. */
