@@ -52,6 +52,7 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
     c->adamw_params = o->adamw_params[0] ? o->adamw_params : NULL;
     c->grad_clip = o->grad_clip;
     c->overlap = strcmp(o->overlap, "off") != 0;
+    c->bf16 = !strcmp(o->dtype, "bf16");
     c->threads = o->threads;
 }
 

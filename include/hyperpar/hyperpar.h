@@ -205,6 +205,7 @@ typedef struct {
     float grad_clip;           /* global-norm clipping; <= 0: off */
     int overlap;               /* 1: gradient reductions start early and wait late */
     int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
+    int bf16;                  /* 1: the program of train --dtype bf16 (bf16 activations, casts, bytes) */
 } hp_plan_report_config;
 
 #define HP_PLAN_NAME_LEN 96

@@ -67,6 +67,12 @@ cmp -s <(losses r32.jsonl) <(losses r16_fsdp2.jsonl) && fail "--fsdp-reduce bf16
 "$HP" plan --fsdp 2 --layers 2 --heads 4 --channels 64 >plan32.txt 2>&1 || fail "plan failed"
 b16=$(grep -m1 'fsdp.h.0.reduce' plan16.txt | awk '{print $4}') b32=$(grep -m1 'fsdp.h.0.reduce' plan32.txt | awk '{print $4}')
 awk -v a="$b16" -v b="$b32" 'BEGIN { exit !(a > 0 && 2 * a == b) }' || fail "plan: bf16 reduce-scatter $b16 KB is not half of $b32 KB"
+# hyperpar plan --dtype bf16: the precision pass and a smaller activation arena
+"$HP" plan --tp 2 --layers 2 --heads 4 --channels 64 --dtype bf16 >planb.txt 2>&1 || fail "plan --dtype bf16 failed"
+"$HP" plan --tp 2 --layers 2 --heads 4 --channels 64 >planf.txt 2>&1 || fail "plan --dtype fp32 failed"
+grep -q "precision  bf16: 10 casts (10 parameter copies)" planb.txt || fail "plan --dtype bf16 lacks the precision pass: $(grep precision planb.txt)"
+ab=$(sed -n 's/.*memory     arena \([0-9.]*\) MB.*/\1/p' planb.txt) af=$(sed -n 's/.*memory     arena \([0-9.]*\) MB.*/\1/p' planf.txt)
+awk -v a="$ab" -v b="$af" 'BEGIN { exit !(a > 0 && a < b) }' || fail "plan: the bf16 arena ($ab MB) is not smaller than fp32's ($af MB)"
 expect_error "--fsdp-reduce must be fp32 or bf16, got 'fp16'" "$HP" train $f32 --fsdp 2 --fsdp-reduce fp16
 expect_error "--fp32-gemm must be openblas, onednn or auto, got 'mkl'" "$HP" train $f32 --fp32-gemm mkl
 expect_error "--dtype must be fp32 or bf16, got 'fp16'" "$HP" train $common --dtype fp16 --steps 1
