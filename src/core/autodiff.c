@@ -8,8 +8,7 @@ int hp_grad_value(hp_graph *g, int of) {
     if (g->err) return -1;
     char nm[HP_NAME_LEN];
     snprintf(nm, sizeof nm, "%.80s.grad", g->vals[of].name);
-    hp_dtype dt = g->vals[of].grad_fp32 ? HP_F32 : g->vals[of].dtype;
-    int id = hp_graph_value(g, HP_V_GRAD, dt, g->vals[of].shape, nm);
+    int id = hp_graph_value(g, HP_V_GRAD, hp_grad_dtype(g, of), g->vals[of].shape, nm);
     if (id >= 0) g->vals[id].grad_of = of;
     return id;
 }

@@ -13,8 +13,12 @@
 /* Differentiates the scalar `loss`; add_op sums two gradients (out = a + b). */
 hp_status hp_autodiff(hp_graph *g, int loss, const hp_opdef *add_op);
 
-/* For backward rules: a new gradient value shaped like value `of`, of its
- * dtype (fp32 where `of` has grad_fp32). */
+/* The dtype of value v's gradient: v's own, fp32 where v has grad_fp32. */
+static inline hp_dtype hp_grad_dtype(const hp_graph *g, int v) {
+    return g->vals[v].grad_fp32 ? HP_F32 : g->vals[v].dtype;
+}
+/* For backward rules: a new gradient value shaped like value `of`, of
+ * hp_grad_dtype(g, of). */
 int hp_grad_value(hp_graph *g, int of);
 /* For backward rules that fold the gradient summed so far into their own
  * kernel (an accumulating kernel instead of a separate add node: e.g. a tied

@@ -32,7 +32,7 @@ static void cast_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
 
 static void cast_backward(hp_graph *g, int node, const int *gout, int *gin) {
     int x = g->nodes[node].in[0];
-    hp_dtype want = g->vals[x].grad_fp32 || g->vals[x].kind == HP_V_PARAM ? HP_F32 : g->vals[x].dtype;
+    hp_dtype want = hp_grad_dtype(g, x);
     if (g->vals[gout[0]].dtype == want) {
         gin[0] = gout[0];
         return;

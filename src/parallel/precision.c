@@ -68,7 +68,7 @@ hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int *ncasts, int *npara
             int v = n.in[k];
             hp_dtype as_is = g->vals[v].dtype;
             hp_dtype want = r ? want_of(r->in[k], as_is) : (as_is == HP_BF16 ? HP_F32 : as_is);
-            in[k] = v >= nv0 ? v : in_dtype(g, cache, v, want, &nc, &np);
+            in[k] = in_dtype(g, cache, v, want, &nc, &np);
             if (in[k] < 0) break;
         }
         if (g->err) break;
