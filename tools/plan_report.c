@@ -53,6 +53,7 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
     c->grad_clip = o->grad_clip;
     c->overlap = strcmp(o->overlap, "off") != 0;
     c->bf16 = !strcmp(o->dtype, "bf16");
+    c->bf16_params_all = !strcmp(o->bf16_params, "all");
     c->threads = o->threads;
 }
 

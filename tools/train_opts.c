@@ -31,6 +31,8 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->fsdp_style, sizeof o->fsdp_style, "hyperpar");
     snprintf(o->reshard, sizeof o->reshard, "on");
     snprintf(o->fsdp_reduce, sizeof o->fsdp_reduce, "fp32");
+    snprintf(o->fsdp_gather, sizeof o->fsdp_gather, "fp32");
+    snprintf(o->bf16_params, sizeof o->bf16_params, "gemm");
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
@@ -107,9 +109,15 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("reshard", OPT_STR, reshard, "on | off: FSDP reshard after forward (across supernodes)"),
         OPT("fsdp-reduce", OPT_STR, fsdp_reduce, "fp32 | bf16: FSDP reduce-scatters the gradients in this dtype "
                                                  "(bf16: half the bytes, summed in fp32; shards and optimizer fp32)"),
+        OPT("fsdp-gather", OPT_STR, fsdp_gather, "fp32 | bf16: FSDP all-gathers the parameters in this dtype (bf16: "
+                                                 "half the bytes, narrowed from the fp32 shards; needs --dtype bf16, "
+                                                 "implies --bf16-params all)"),
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("dtype", OPT_STR, dtype, "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master "
                                      "weights, gradients and optimizer state"),
+        OPT("bf16-params", OPT_STR, bf16_params, "gemm | all: with --dtype bf16, the parameters that reach compute "
+                                                 "rounded to bf16: those the bf16 GEMMs and embeddings read, or all "
+                                                 "(norm weights and biases too, as Megatron's --bf16)"),
         OPT("fp32-gemm", OPT_STR, fp32_gemm, "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster "
                                              "per product and shape, measured at start; not bit-reproducible across runs)"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
@@ -196,6 +204,13 @@ hp_status hp_train_check(const train_opts *o) {
         BAD("with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
     if (strcmp(o->fsdp_reduce, "fp32") && strcmp(o->fsdp_reduce, "bf16"))
         BAD("--fsdp-reduce must be fp32 or bf16, got '%s'", o->fsdp_reduce);
+    if (strcmp(o->fsdp_gather, "fp32") && strcmp(o->fsdp_gather, "bf16"))
+        BAD("--fsdp-gather must be fp32 or bf16, got '%s'", o->fsdp_gather);
+    if (!strcmp(o->fsdp_gather, "bf16") && strcmp(o->dtype, "bf16"))
+        BAD("--fsdp-gather bf16 needs --dtype bf16 (the gathered copies are what bf16 compute reads)");
+    if (strcmp(o->bf16_params, "gemm") && strcmp(o->bf16_params, "all"))
+        BAD("--bf16-params must be gemm or all, got '%s'", o->bf16_params);
+    if (!strcmp(o->bf16_params, "all") && strcmp(o->dtype, "bf16")) BAD("--bf16-params all needs --dtype bf16");
     if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
         BAD("--fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
     if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off")) BAD("--reshard must be on or off, got '%s'", o->reshard);
@@ -271,9 +286,9 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;
     char set[160];
-    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s reduce=%s",
+    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s reduce=%s gather=%s",
              reps > 1 ? " replicate=rep" : "", o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style,
-             o->fsdp_reduce);
+             o->fsdp_reduce, o->fsdp_gather);
     hp_status st = hp_shard_plan_set_fsdp(*out, set);
     if (st) {
         hp_shard_plan_free(*out);

@@ -42,6 +42,8 @@ typedef struct {
     char hsdp[32];              /* "R,S": R replicas x S shards */
     char fsdp_style[16], reshard[8];
     char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
+    char fsdp_gather[8];        /* fp32 | bf16: FSDP's parameter all-gathers */
+    char bf16_params[8];        /* gemm | all: which parameters reach compute in bf16 */
     int validate;
     char dtype[8];              /* fp32 | bf16 */
     char fp32_gemm[12];         /* openblas | onednn | auto */

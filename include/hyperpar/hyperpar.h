@@ -206,6 +206,7 @@ typedef struct {
     int overlap;               /* 1: gradient reductions start early and wait late */
     int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
     int bf16;                  /* 1: the program of train --dtype bf16 (bf16 activations, casts, bytes) */
+    int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
 } hp_plan_report_config;
 
 #define HP_PLAN_NAME_LEN 96
@@ -419,6 +420,10 @@ typedef struct {
                                  * bf16 activations where the operator allows, GEMMs through oneDNN; norms'
                                  * statistics, softmax and the loss in fp32; gradients, optimizer state and
                                  * checkpoints fp32. 0: fp32 throughout */
+    int bf16_params_all;        /* with bf16: every parameter reaches compute rounded to bf16, norm weights
+                                 * and biases too (Megatron's --bf16, FSDP2's param_dtype=bf16); 0: only
+                                 * those the bf16 kernels read (linear weights, embeddings). A plan whose
+                                 * fsdp line says gather=bf16 implies 1 */
     int fp32_gemm;              /* the fp32 linear layers' GEMMs: 0 OpenBLAS (reproducible), 1 oneDNN,
                                  * 2 the faster of the two per product and shape, measured on each rank's
                                  * threads at start (a run's last bits may then differ between runs) */

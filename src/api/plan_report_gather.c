@@ -144,14 +144,17 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             if (reps && f->replicas <= 1) continue;
             int axis = reps ? f->replicate_axis : f->shard_axis, k = m->size[axis];
             /* bytes a rank sends: (k - 1) shards in a ring-like exchange; an all-reduce twice that */
-            int bf16 = !gather && !reps && f->reduce_bf16; /* reduce=bf16: the reduce-scatter moves bf16 */
+            /* reduce=bf16: the reduce-scatter moves bf16; gather=bf16: the all-gather */
+            int bf16 = gather ? f->gather_bf16 : !reps && f->reduce_bf16;
             c.bytes = (bf16 ? 2.0 : 4.0) * (double)un->shard * (k - 1) * (reps ? 2.0 : 1.0);
             c.communicates = 1;
             char bb[32];
             snprintf(c.steps, sizeof c.steps, "%s(%s) %s (unit %s, %s)",
                      gather ? "all-gather" : reps ? "all-reduce" : "reduce-scatter", m->name[axis],
                      bytes_str(bb, sizeof bb, c.bytes), un->name,
-                     gather ? (f->level == 3 ? "in place: shared inside a supernode" : "updated shards")
+                     gather ? (f->level == 3 ? (bf16 ? "in place, bf16: shared inside a supernode"
+                                                     : "in place: shared inside a supernode")
+                                     : bf16 ? "updated shards, bf16" : "updated shards")
                             : reps ? "replicas" : bf16 ? "gradient shards, bf16" : "gradient shards");
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             int kind = gather ? HP_RD_ALL_GATHER : reps ? HP_RD_ALL_REDUCE : HP_RD_REDUCE_SCATTER;
@@ -192,6 +195,7 @@ static hp_status gather_totals(hp_plan_rank_report *r, const tally *t) {
 /* ---- memory ---- */
 
 static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
+static double round4k(double b) { return (double)(((size_t)b + 4095) / 4096 * 4096); }
 
 static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
     const hp_graph *lg = cc->rg.g;
@@ -199,7 +203,7 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     for (int v = 0; v < lg->nvals; v++) {
         const hp_value *val = &lg->vals[v];
         double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
-        if (val->view_of >= 0) continue; /* no storage of its own */
+        if (val->view_of >= 0 || val->mirror_of >= 0) continue; /* no storage of its own (or in the store's mirror) */
         if (val->kind == HP_V_PARAM) {
             if (f->level) continue; /* the store and the flat gradients: below */
             m->params += b;
@@ -217,7 +221,9 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     }
     if (f->level) {
         /* level 3: the shard group's ranks share one store inside a supernode (this rank's share) */
-        m->params = 4.0 * (double)f->total / (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->members : 1);
+        /* gather=bf16: the store's bf16 mirror too (2 bytes a float), shared as the store is */
+        m->params = (f->gather_bf16 ? 6.0 : 4.0) * (double)f->total /
+                    (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->members : 1);
         m->grads += 4.0 * (double)hp_param_grad_floats(lg, f->offset, f->total);
     }
     m->activations = (double)cc->mem.arena_bytes;
@@ -234,6 +240,10 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
     if (cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2) /* its staging buffers */
         m->scratch += 4.0 * (double)hp_fsdp_largest_unit(&cc->fsdp) * (cc->fsdp.prefetch + 2);
+    if (cc->fsdp.level && cc->fsdp.reduce_bf16) { /* two bf16 pairs: a unit's gradient and its shard */
+        size_t big = hp_fsdp_largest_unit(&cc->fsdp), members = (size_t)cc->fsdp.members;
+        m->scratch += 2.0 * (round4k(2.0 * (double)big) + round4k(2.0 * (double)((big + members - 1) / members)));
+    }
     m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->inputs;
 }
 

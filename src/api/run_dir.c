@@ -272,6 +272,7 @@ static hp_status write_plan(const hp_api_run *r, const hp_train_config *c, const
     pc.optimizer = c->optimizer == HP_OPTIMIZER_MUON ? "muon" : "adamw";
     pc.muon_params = c->muon_params, pc.adamw_params = c->adamw_params;
     pc.grad_clip = c->grad_clip, pc.overlap = c->overlap, pc.threads = c->threads;
+    pc.bf16 = c->bf16, pc.bf16_params_all = c->bf16_params_all; /* the program that runs */
     hp_plan_report *rep = NULL;
     hp_status st = hp_plan_report_create(&rep, &pc);
     hp_shard_plan_free(own);

@@ -131,6 +131,11 @@ static hp_status check(const hp_train_config *c) {
     if (c->schedule != HP_SCHEDULE_COSINE && c->schedule != HP_SCHEDULE_LINEAR && c->schedule != HP_SCHEDULE_CONSTANT)
         BAD("schedule: %d is not a hp_schedule_type", (int)c->schedule);
     if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
+    if (c->bf16_params_all != 0 && c->bf16_params_all != 1)
+        BAD("bf16_params_all must be 0 or 1, got %d", c->bf16_params_all);
+    if (c->bf16_params_all && !c->bf16) BAD("bf16_params_all needs bf16 compute (bf16 = 1)");
+    if (c->plan && c->plan->plan.fsdp.level && c->plan->plan.fsdp.gather_bf16 && !c->bf16)
+        BAD("the plan's fsdp gather=bf16 needs bf16 compute (bf16 = 1)");
     if (c->fp32_gemm < 0 || c->fp32_gemm > 2) BAD("fp32_gemm must be 0 (OpenBLAS), 1 (oneDNN) or 2 (auto), got %d", c->fp32_gemm);
     if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
     if (c->deterministic) HP_TRY(check_deterministic(c));
@@ -339,6 +344,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.validate = c->validate;
     ic.dtype = c->bf16 ? HP_BF16 : HP_F32;
     ic.fp32_gemm = c->fp32_gemm;
+    ic.bf16_params_all = c->bf16_params_all;
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;

@@ -46,6 +46,8 @@ typedef struct {
     int64_t view_offset;
     int grad_fp32;     /* its gradient is fp32 whatever its own dtype (the bf16 copy of a parameter,
                         * whose gradient is the fp32 master's: parallel/precision) */
+    int mirror_of;     /* the bf16 copy of parameter mirror_of kept in the parameter store's bf16
+                        * mirror at the parameter's offset (FSDP gather=bf16: parallel/fsdp), -1: none */
 } hp_value;
 
 typedef struct {

@@ -18,7 +18,7 @@
  *
  * FSDP / ZeRO (parallel/fsdp applies it; see hp_fsdp_spec):
  *
- *     fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 style=hyperpar
+ *     fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 gather=fp32 style=hyperpar
  *     fsdp: shard=dp replicate=rep             <- HSDP: replicas over `rep`
  *     unit block0: h.0.*                       <- a unit: name, then globs
  *     unit root: wte wpe lnf.*                 <- (none given: one unit per
@@ -54,6 +54,8 @@ typedef struct {
     int reshard_after_forward; /* 1: the backward gathers again across supernodes */
     int prefetch;              /* units whose gather starts ahead of use (>= 0) */
     int reduce_bf16;           /* gradients reduced in bf16 (summed in fp32) */
+    int gather_bf16;           /* parameters gathered in bf16 (narrowed from the fp32 shards; every
+                                * parameter then reaches compute rounded to bf16: needs bf16 compute) */
     hp_fsdp_style style;
     hp_fsdp_unit_rule *units;  /* [nunits]: first matching unit wins; none: the default units */
     int nunits, capunits;

@@ -62,13 +62,18 @@ static hp_status set_key(hp_fsdp_spec *f, const hp_mesh *m, const char *key, con
         f->reduce_bf16 = !strcmp(v, "bf16");
         return HP_OK;
     }
+    if (!strcmp(key, "gather")) {
+        if (strcmp(v, "fp32") && strcmp(v, "bf16")) return hp_errorf("%s: fsdp gather=%s: expected fp32 or bf16", where, v);
+        f->gather_bf16 = !strcmp(v, "bf16");
+        return HP_OK;
+    }
     if (!strcmp(key, "style")) {
         if (!strcmp(v, "hyperpar")) f->style = HP_FSDP_STYLE_HYPERPAR;
         else if (!strcmp(v, "fsdp2")) f->style = HP_FSDP_STYLE_FSDP2;
         else return hp_errorf("%s: fsdp style=%s: expected hyperpar or fsdp2", where, v);
         return HP_OK;
     }
-    return hp_errorf("%s: fsdp: unknown setting '%s' (shard, replicate, level, reshard, prefetch, reduce, style)", where,
+    return hp_errorf("%s: fsdp: unknown setting '%s' (shard, replicate, level, reshard, prefetch, reduce, gather, style)", where,
                      key);
 }
 
@@ -161,9 +166,9 @@ void hp_fsdp_spec_print(char *buf, size_t n, size_t *used, const hp_fsdp_spec *f
     if (f->level > 0) {
         hp_text_appendf(buf, n, used, "fsdp: shard=%s", m->name[f->shard_axis]);
         if (f->replicate_axis >= 0) hp_text_appendf(buf, n, used, " replicate=%s", m->name[f->replicate_axis]);
-        hp_text_appendf(buf, n, used, " level=%d reshard=%s prefetch=%d reduce=%s style=%s\n", f->level,
+        hp_text_appendf(buf, n, used, " level=%d reshard=%s prefetch=%d reduce=%s gather=%s style=%s\n", f->level,
             f->reshard_after_forward ? "on" : "off", f->prefetch, f->reduce_bf16 ? "bf16" : "fp32",
-            f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
+            f->gather_bf16 ? "bf16" : "fp32", f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
     }
     for (int i = 0; i < f->nunits; i++) {
         hp_text_appendf(buf, n, used, "unit %s:", f->units[i].name);

@@ -59,17 +59,22 @@ static int count_phase(const hp_graph *g, hp_phase ph) {
 }
 
 /* precision: the operators' compute dtypes (bf16 mode). */
-static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o) {
+static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o, const hp_plan *plan) {
+    int gather16 = plan->fsdp.level > 0 && plan->fsdp.gather_bf16, all = o->bf16_params_all || gather16;
+    if (o->dtype == HP_F32 && gather16)
+        return hp_errorf("%s: fsdp gather=bf16 needs bf16 compute (--dtype bf16)",
+                         plan->fsdp.where ? plan->fsdp.where : "plan");
+    if (o->dtype == HP_F32 && all) return hp_errorf("compile: every parameter in bf16 needs --dtype bf16");
     if (o->dtype == HP_F32) return HP_OK;
     if (c->global->loss_seed >= 0)
         return hp_errorf("compile: --dtype %s needs the forward graph (this one came differentiated)",
                          hp_dtype_name(o->dtype));
     int ncasts = 0, nparams = 0;
-    HP_TRY(hp_pass_precision(c->global, o->dtype, &ncasts, &nparams));
+    HP_TRY(hp_pass_precision(c->global, o->dtype, all, &ncasts, &nparams));
     int nb = 0;
     for (int v = 0; v < c->global->nvals; v++) nb += c->global->vals[v].dtype == HP_BF16;
-    note(c, "precision", "%s: %d casts (%d parameter copies), %d bf16 values", hp_dtype_name(o->dtype), ncasts,
-         nparams, nb);
+    note(c, "precision", "%s: %d casts (%d parameter copies%s), %d bf16 values", hp_dtype_name(o->dtype), ncasts,
+         nparams, all ? ", every parameter through bf16" : "", nb);
     return HP_OK;
 }
 
@@ -212,7 +217,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
                        ? HP_OK
                        : hp_errorf("compile: rank %d is not in the mesh (%d ranks)", rank, hp_mesh_size(&out->mesh));
     if (!st) st = hp_graph_clone(&out->global, model);
-    if (!st) st = pass_precision(out, o);
+    if (!st) st = pass_precision(out, o, plan);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_fsdp(out, plan);

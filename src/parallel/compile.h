@@ -50,6 +50,8 @@ typedef struct {
     hp_schedule_opts schedule;
     hp_dtype dtype;               /* compute dtype: HP_F32 (default, 0) or HP_BF16 (parallel/precision) */
     int fp32_gemm;                /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy; 0: OpenBLAS) */
+    int bf16_params_all;          /* bf16: every parameter reaches compute rounded to bf16 (norm weights and
+                                   * biases too; the plan's fsdp gather=bf16 implies it) */
 } hp_compile_opts;
 
 typedef struct {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "ops/ops.h"
 #include "parallel/rank.h"
 
 void hp_fsdp_plan_free(hp_fsdp_plan *f) {
@@ -68,6 +69,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->members = m->size[s->shard_axis];
     out->me = coord[s->shard_axis];
     out->reduce_bf16 = s->reduce_bf16;
+    out->gather_bf16 = s->gather_bf16;
     out->replicas = s->replicate_axis >= 0 ? m->size[s->replicate_axis] : 1;
     out->prefetch = s->prefetch;
     int np = hp_graph_params(g, NULL, 0);
@@ -167,6 +169,25 @@ static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, c
     return node;
 }
 
+/* gather=bf16: each managed parameter's bf16 copy becomes its place in the
+ * store's bf16 mirror, its cast a node that does nothing. */
+static hp_status mirror_copies(hp_fsdp_plan *f, hp_graph *g, const int *ids) {
+    for (int q = 0; q < f->nparams; q++) g->vals[ids[q]].mirror_of = f->unit_of[q] >= 0 ? -2 : -1; /* -2: managed */
+    for (int i = 0; i < g->nnodes; i++) {
+        hp_node *nd = &g->nodes[i];
+        if (nd->op != &hp_op_cast || nd->phase != HP_PHASE_FWD || nd->a.i[0] != HP_BF16) continue;
+        int p = nd->in[0], c = nd->out[0];
+        if (g->vals[p].mirror_of != -2) continue;
+        if (g->vals[c].mirror_of >= 0)
+            return hp_errorf("fsdp gather=bf16: '%s' has two bf16 copies", g->vals[p].name);
+        nd->op = &hp_op_fsdp_param16;
+        g->vals[c].mirror_of = p;
+        g->vals[c].persistent = 1;
+    }
+    for (int q = 0; q < f->nparams; q++) g->vals[ids[q]].mirror_of = -1;
+    return HP_OK;
+}
+
 hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     if (f->level <= 0) return HP_OK;
     hp_graph *g = rg->g;
@@ -178,6 +199,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
     hp_status st = ids && xp && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
     if (!st) hp_graph_params(g, ids, f->nparams);
+    if (!st && f->gather_bf16) st = mirror_copies(f, g, ids);
     for (int u = 0; !st && u < nu; u++) {
         memset(mp, 0, (size_t)g->nvals);
         memset(mg, 0, (size_t)g->nvals);
@@ -186,6 +208,8 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
                 mp[ids[k]] = 1;
                 if (g->vals[ids[k]].grad >= 0) mg[g->vals[ids[k]].grad] = 1;
             }
+        for (int v = 0; v < g->nvals; v++) /* gather=bf16: the copies in the mirror are the unit's too */
+            if (g->vals[v].mirror_of >= 0 && mp[g->vals[v].mirror_of]) mp[v] = 1;
         first[2 * u] = last[2 * u] = -1;
         first[2 * u + 1] = last[2 * u + 1] = u;
         for (int i = 0; i < n0; i++) {
@@ -212,6 +236,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         st = hp_rank_graph_sync_nodes(rg);
         if (!st) st = hp_graph_status(g);
         if (st) break;
+        g->nodes[s].a.i[2] = g->nodes[w].a.i[2] = f->gather_bf16;
         int ahead = q - f->prefetch < fa ? fa : q - f->prefetch;
         rg->hint[s] = HP_HINT_BEFORE(first[2 * ahead]);
         rg->hint[w] = HP_HINT_BEFORE(first[2 * q]);
@@ -300,8 +325,18 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 
 /* ---- run time ---- */
 
+/* The run time's buffers: zeroed and page-aligned, as the program's are (so
+ * the allocator's count of page-aligned bytes sees them: api/test_fsdp_memory). */
+static void *buffer(size_t bytes) {
+    size_t sz = (bytes + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, sz ? sz : 4096);
+    if (p) memset(p, 0, sz ? sz : 4096);
+    return p;
+}
+
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params) {
+                            float *params, uint16_t *params16) {
+    if (plan->gather_bf16 && !params16) return hp_errorf("fsdp gather=bf16: the parameter store has no bf16 mirror");
     *out = NULL;
     hp_fsdp_rt *rt = calloc(1, sizeof *rt);
     int n = 3 * (plan->nunits ? plan->nunits : 1);
@@ -316,12 +351,13 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     }
     rt->plan = plan;
     rt->params = params;
+    rt->params16 = plan->gather_bf16 ? params16 : NULL;
     if (plan->style == HP_FSDP_STYLE_FSDP2) {
         size_t big = hp_fsdp_largest_unit(plan);
         rt->nstaging = plan->prefetch + 1;
         rt->staging = calloc((size_t)rt->nstaging + 1, sizeof *rt->staging);
         for (int i = 0; rt->staging && i <= rt->nstaging; i++) {
-            rt->staging[i] = calloc(big ? big : 1, sizeof(float));
+            rt->staging[i] = buffer(big * sizeof(float));
             if (!rt->staging[i]) break;
         }
         if (!rt->staging || !rt->staging[rt->nstaging]) {
@@ -333,8 +369,8 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     if (plan->reduce_bf16) {
         size_t big = hp_fsdp_largest_unit(plan), shard = (big + (size_t)plan->members - 1) / (size_t)plan->members;
         for (int i = 0; i < 2; i++) {
-            rt->red16[i] = calloc(big ? big : 1, sizeof(uint16_t));
-            rt->shard16[i] = calloc(shard ? shard : 1, sizeof(uint16_t));
+            rt->red16[i] = buffer(big * sizeof(uint16_t));
+            rt->shard16[i] = buffer(shard * sizeof(uint16_t));
             if (!rt->red16[i] || !rt->shard16[i]) {
                 hp_fsdp_rt_destroy(rt);
                 return hp_errorf("fsdp: cannot allocate the bf16 reduction buffers (2 x %zu bf16)", big);
@@ -404,6 +440,14 @@ static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
     float *base = rt->params + un->offset, *mine = base + un->shard * (size_t)rt->plan->me;
+    if (rt->params16) { /* gather=bf16: the rank's shard narrowed into the mirror, the mirror gathered */
+        uint16_t *b16 = rt->params16 + un->offset, *mine16 = b16 + un->shard * (size_t)rt->plan->me;
+        hp_kb_f32_to_bf16(k->pool, mine16, mine, (long)un->shard);
+        uint16_t *to = rt->staging ? (uint16_t *)(void *)rt->staging[un->fwd_pos % rt->nstaging] : b16;
+        start_dt(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, to, mine16, (int64_t)un->shard, HP_BF16);
+        if (rt->staging && hp_comm_group_size(rt->shard_group) == 1) memcpy(to, mine16, un->shard * sizeof(uint16_t));
+        return;
+    }
     if (rt->staging) { /* fsdp2: into a staging buffer, copied out at the wait */
         float *st = rt->staging[un->fwd_pos % rt->nstaging];
         start(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, st, mine, (int64_t)un->shard);
@@ -420,8 +464,10 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     wait_slot(k, 3 * u);
     if (!rt->staging || *k->err) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
-    memcpy(rt->params + un->offset, rt->staging[un->fwd_pos % rt->nstaging], un->size * sizeof(float));
-    rt->copied += (int64_t)(un->size * sizeof(float));
+    size_t es = rt->params16 ? sizeof(uint16_t) : sizeof(float);
+    void *to = rt->params16 ? (void *)(rt->params16 + un->offset) : (void *)(rt->params + un->offset);
+    memcpy(to, rt->staging[un->fwd_pos % rt->nstaging], un->size * es);
+    rt->copied += (int64_t)(un->size * es);
 }
 
 /* in[0]: the unit's gradient [size]; out[0]: the rank's reduced shard [shard] */
@@ -481,9 +527,15 @@ static void allreduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tens
 
 /* bytes each rank sends per step (an estimate for reports: (members - 1) shards) */
 static double gather_bytes(const hp_graph *g, const hp_node *n) {
-    double b = 0;
-    for (int k = 0; k < n->nxin; k++) b += 4.0 * (double)hp_val_numel(g, g->xin[n->xin_at + k]);
+    double b = 0, es = n->a.i[2] ? 2.0 : 4.0; /* a.i[2]: gather=bf16 */
+    for (int k = 0; k < n->nxin; k++) b += es * (double)hp_val_numel(g, g->xin[n->xin_at + k]);
     return b;
+}
+
+/* gather=bf16: a parameter's bf16 copy is its place in the store's mirror,
+ * which the unit's gather filled; nothing is left to do. */
+static void param16_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)k, (void)n, (void)in, (void)out;
 }
 
 const hp_opdef hp_op_fsdp_gather_start = {.name = "fsdp_gather_start", .communicates = 1, .run = gather_start_run,
@@ -498,3 +550,4 @@ const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .nout = 1
 const hp_opdef hp_op_fsdp_reduce_wait = {.name = "fsdp_reduce_wait", .communicates = 1, .run = reduce_wait_run};
 const hp_opdef hp_op_fsdp_allreduce_wait = {.name = "fsdp_allreduce_wait", .communicates = 1,
                                             .run = allreduce_wait_run};
+const hp_opdef hp_op_fsdp_param16 = {.name = "fsdp_param16", .nout = 1, .run = param16_run};

@@ -47,7 +47,19 @@
  * copies each unit's gradient into a staging buffer before its
  * reduce-scatter, runs HSDP's all-reduce after the reduce-scatter as a
  * separate blocking call, and keeps at most one reduction in flight, waited
- * before the next unit's starts. The numbers are the default style's. */
+ * before the next unit's starts. The numbers are the default style's.
+ *
+ * gather=bf16 (bf16 compute; the precision pass then sends every parameter
+ * through its bf16 copy): the store has a bf16 mirror with its layout
+ * (runtime/params; shared like the store at level 3), and each managed
+ * parameter's bf16 copy is its place in the mirror (hp_value.mirror_of; its
+ * cast node becomes fsdp_param16, which does nothing: the gather filled it).
+ * A unit's gather narrows the rank's fp32 shard into the mirror and
+ * all-gathers the mirror in bf16: inside a supernode that only synchronises
+ * (level 3), across supernodes it moves half the bytes, and each rank rounds
+ * only its own shard. The fp32 store then holds current values in the rank's
+ * own shards only (and, at level 3, in its supernode's), which is all the
+ * optimizer and the checkpoints read. */
 #ifndef HP_PARALLEL_FSDP_H
 #define HP_PARALLEL_FSDP_H
 
@@ -85,6 +97,7 @@ typedef struct {
     int replicas;       /* the replicate group's size (1 without HSDP) */
     int prefetch;
     int reduce_bf16;    /* gradients reduce-scattered in bf16 (narrowed, summed in fp32, widened into the shard) */
+    int gather_bf16;    /* parameters gathered in bf16 into the store's bf16 mirror (see above) */
     int nunits;
     hp_fsdp_unit *units;
     int nparams;        /* the graph's parameters, in graph order */
@@ -114,7 +127,8 @@ size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f);
 typedef struct hp_fsdp_rt hp_fsdp_rt;
 struct hp_fsdp_rt {
     const hp_fsdp_plan *plan;
-    float *params; /* the rank's parameter store data */
+    float *params;     /* the rank's parameter store data */
+    uint16_t *params16; /* gather=bf16: the store's bf16 mirror (same layout), else NULL */
     hp_comm_group *shard_group, *replicate_group;
     hp_comm_req **req;    /* [3 * nunits]: gather, reduce-scatter, all-reduce per unit */
     hp_comm_args *args;   /* [3 * nunits] */
@@ -128,13 +142,13 @@ struct hp_fsdp_rt {
     int red16_unit[2]; /* the unit each pair serves (-1: free) */
 };
 
-/* The run-time state of one rank (params: its store's data); groups from
- * the process's mesh groups. */
+/* The run-time state of one rank (params: its store's data, params16 its
+ * bf16 mirror or NULL); groups from the process's mesh groups. */
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params);
+                            float *params, uint16_t *params16);
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt);
 
 extern const hp_opdef hp_op_fsdp_gather_start, hp_op_fsdp_gather_wait, hp_op_fsdp_reduce_start,
-    hp_op_fsdp_reduce_wait, hp_op_fsdp_allreduce_wait;
+    hp_op_fsdp_reduce_wait, hp_op_fsdp_allreduce_wait, hp_op_fsdp_param16;
 
 #endif

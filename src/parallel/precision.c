@@ -12,21 +12,30 @@ static hp_dtype want_of(char c, hp_dtype as_is) {
 }
 
 /* The value of v in dtype dt: v itself, or its cast (made once, before the
- * node being rebuilt). cache[2 * v + (dt == HP_BF16)] keeps the casts. */
-static int in_dtype(hp_graph *g, int *cache, int v, hp_dtype dt, int *ncasts, int *nparams) {
-    if (g->vals[v].dtype == dt) return v;
+ * node being rebuilt). cache[2 * v + (dt == HP_BF16)] keeps the casts; with
+ * all_params a parameter read in fp32 is the widened copy of its bf16 copy
+ * (kept in its fp32 slot, which a parameter's own dtype leaves free). */
+static int in_dtype(hp_graph *g, int *cache, int v, hp_dtype dt, int all_params, int *ncasts, int *nparams) {
+    int through16 = all_params && v < g->nvals && g->vals[v].kind == HP_V_PARAM && g->vals[v].dtype == HP_F32 &&
+                    dt == HP_F32;
+    if (g->vals[v].dtype == dt && !through16) return v;
     if (dt != HP_F32 && dt != HP_BF16) return v;
     int *slot = &cache[2 * v + (dt == HP_BF16)];
     if (*slot >= 0) return *slot;
+    int from = v;
+    if (through16) {
+        from = in_dtype(g, cache, v, HP_BF16, all_params, ncasts, nparams);
+        if (from < 0) return -1;
+    }
     char nm[HP_NAME_LEN];
     snprintf(nm, sizeof nm, "%.88s.%s", g->vals[v].name, dt == HP_BF16 ? "bf16" : "f32");
     int c = hp_graph_value(g, HP_V_ACT, dt, g->vals[v].shape, nm);
     if (c < 0) return -1;
-    int is_param = g->vals[v].kind == HP_V_PARAM;
-    g->vals[c].grad_fp32 = is_param || g->vals[v].grad_fp32;
-    g->vals[c].no_grad = g->vals[v].no_grad;
+    int is_param = g->vals[from].kind == HP_V_PARAM;
+    g->vals[c].grad_fp32 = is_param || g->vals[from].grad_fp32;
+    g->vals[c].no_grad = g->vals[from].no_grad;
     hp_attrs a = {.i = {dt}};
-    int node = hp_graph_node_into(g, &hp_op_cast, &v, 1, &c, 1, &a, HP_PHASE_FWD, -1);
+    int node = hp_graph_node_into(g, &hp_op_cast, &from, 1, &c, 1, &a, HP_PHASE_FWD, -1);
     if (node < 0) return -1;
     snprintf(g->nodes[node].name, sizeof g->nodes[node].name, "%.80s.to_%s", g->vals[v].name,
              dt == HP_BF16 ? "bf16" : "f32");
@@ -36,10 +45,11 @@ static int in_dtype(hp_graph *g, int *cache, int v, hp_dtype dt, int *ncasts, in
     return c;
 }
 
-hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int *ncasts, int *nparams) {
+hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int all_params, int *ncasts, int *nparams) {
     int nc = 0, np = 0;
     if (ncasts) *ncasts = 0;
     if (nparams) *nparams = 0;
+    if (dtype == HP_F32 && all_params) return hp_errorf("precision: every parameter in bf16 needs bf16 compute");
     if (dtype == HP_F32) return HP_OK;
     if (dtype != HP_BF16) return hp_errorf("precision: dtype %s is not fp32 or bf16", hp_dtype_name(dtype));
     if (g->err) return hp_errorf("precision: the graph has an error: %s", hp_status_msg(g->err));
@@ -68,7 +78,7 @@ hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int *ncasts, int *npara
             int v = n.in[k];
             hp_dtype as_is = g->vals[v].dtype;
             hp_dtype want = r ? want_of(r->in[k], as_is) : (as_is == HP_BF16 ? HP_F32 : as_is);
-            in[k] = in_dtype(g, cache, v, want, &nc, &np);
+            in[k] = in_dtype(g, cache, v, want, all_params, &nc, &np);
             if (in[k] < 0) break;
         }
         if (g->err) break;

@@ -8,7 +8,14 @@
  * the copy's gradient is fp32 (hp_value.grad_fp32) and is the master's, so
  * gradients, the optimizer state and the checkpoints stay fp32. Activation
  * gradients follow their activations' dtypes (bf16), as autodiff gives them.
- * HP_F32: nothing changes. */
+ * HP_F32: nothing changes.
+ *
+ * all_params (--bf16-params all; FSDP's gather=bf16 sets it): every
+ * parameter reaches compute rounded to bf16, as under Megatron's --bf16 and
+ * PyTorch FSDP2's param_dtype=bf16: an operator that reads a parameter in
+ * fp32 (a norm's weight, a bias) reads the widened copy of its bf16 copy. So
+ * the bf16 copy is all compute needs of a parameter, which is what lets FSDP
+ * gather it in bf16. */
 #ifndef HP_PARALLEL_PRECISION_H
 #define HP_PARALLEL_PRECISION_H
 
@@ -17,6 +24,6 @@
 /* Rewrites the forward graph g (not yet differentiated) for `dtype`;
  * *ncasts (may be NULL) gets the number of cast nodes put in, *nparams
  * (may be NULL) how many of them copy a parameter. */
-hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int *ncasts, int *nparams);
+hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int all_params, int *ncasts, int *nparams);
 
 #endif

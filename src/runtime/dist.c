@@ -56,7 +56,8 @@ static hp_status create_store(hp_dist *d, int i) {
             if (same) return hp_param_store_borrow(&r->ps, &d->r[j].ps);
         }
     }
-    return hp_param_store_create_at(&r->ps, r->c.rg.g, f->offset, f->total);
+    HP_TRY(hp_param_store_create_at(&r->ps, r->c.rg.g, f->offset, f->total));
+    return f->gather_bf16 ? hp_param_store_add_mirror(&r->ps) : HP_OK;
 }
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
@@ -116,7 +117,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
         if (!st && r->c.fsdp.level) {
-            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data);
+            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, r->ps.data16);
             ctx->fsdp = r->fsdp;
         }
     }

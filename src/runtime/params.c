@@ -89,12 +89,22 @@ hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
     ps->n = src->n;
     ps->total = src->total;
     ps->data = src->data;
+    ps->data16 = src->data16;
     ps->borrowed = 1;
     return HP_OK;
 }
 
+hp_status hp_param_store_add_mirror(hp_param_store *ps) {
+    if (ps->data16) return HP_OK;
+    if (ps->borrowed) return hp_errorf("parameters: a borrowed store cannot get a mirror of its own");
+    ps->data16 = hp_alloc_zeroed(ps->total * sizeof(uint16_t));
+    if (!ps->data16) return hp_errorf("parameters: cannot allocate the %zu MB bf16 mirror", ps->total * 2 >> 20);
+    return HP_OK;
+}
+
 void hp_param_store_free(hp_param_store *ps) {
-    if (ps->borrowed) ps->data = NULL;
+    if (ps->borrowed) ps->data = NULL, ps->data16 = NULL;
+    free(ps->data16);
     free(ps->name);
     free(ps->shape);
     free(ps->hidden_matrix);

@@ -8,6 +8,7 @@
 #define HP_RUNTIME_PARAMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/graph.h"
 
@@ -19,7 +20,8 @@ typedef struct {
     size_t *offset;   /* floats into data */
     float *data;      /* total floats, zero-initialised */
     size_t total;
-    int borrowed;     /* data belongs to another store (FSDP level 3: one per shard group) */
+    uint16_t *data16; /* the bf16 mirror: total bf16 values in data's layout (FSDP gather=bf16), or NULL */
+    int borrowed;     /* data (and data16) belong to another store (FSDP level 3: one per shard group) */
 } hp_param_store;
 
 hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g);
@@ -29,6 +31,8 @@ hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const 
 /* A store with src's layout whose data is src's (not freed by this one). */
 hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src);
 void hp_param_store_free(hp_param_store *ps);
+/* Gives the store (not a borrowed one) its bf16 mirror, zeroed; a second call keeps the first. */
+hp_status hp_param_store_add_mirror(hp_param_store *ps);
 /* Index of the parameter with this name, or -1. */
 int hp_param_store_find(const hp_param_store *ps, const char *name);
 static inline float *hp_param_ptr(const hp_param_store *ps, int i) { return ps->data + ps->offset[i]; }

@@ -143,7 +143,7 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
             p->ptr[v] = hp_param_ptr(ps, pi++);
             continue;
         }
-        if (val->view_of >= 0) continue;
+        if (val->view_of >= 0 || val->mirror_of >= 0) continue;
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) continue;
         if (val->persistent) persist += round64(value_bytes(g, v));
     }
@@ -159,6 +159,15 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     for (int v = 0; v < g->nvals; v++) {
         const hp_value *val = &g->vals[v];
         if (val->kind == HP_V_PARAM || val->view_of >= 0) continue;
+        if (val->mirror_of >= 0) { /* a parameter's bf16 copy in the store's mirror (FSDP gather=bf16) */
+            int idx = hp_param_store_find(ps, g->vals[val->mirror_of].name);
+            if (!ps->data16 || idx < 0 || val->dtype != HP_BF16) {
+                st = hp_errorf("program: '%s' lives in the parameter store's bf16 mirror, which it has not", val->name);
+                goto fail;
+            }
+            p->ptr[v] = ps->data16 + ps->offset[idx];
+            continue;
+        }
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
             if (!p->grads) continue;
             int idx = hp_param_store_find(ps, g->vals[val->grad_of].name);

@@ -54,10 +54,38 @@ static hp_status ref_piece(int64_t *numel, hp_vfsdp *c, int k, int grad, int r) 
 
 static const char *param_name(const hp_vfsdp *c, int k) { return c->g->vals[c->ids[k]].name; }
 
+/* gather=bf16: rank r's gathered copies of unit u in its store's bf16
+ * mirror must be the reference's parameters rounded to bf16, bit for bit. */
+static hp_status mirror_params(hp_vfsdp *c, const char *step, int u, int r) {
+    const hp_dist_rank *R = hp_dist_rank_at(c->d, r);
+    const hp_fsdp_plan *f = &R->c.fsdp;
+    const hp_fsdp_unit *un = &f->units[u];
+    for (int k = 0; k < f->nparams; k++) {
+        if (f->unit_of[k] != u) continue;
+        int64_t n;
+        HP_TRY(ref_piece(&n, c, k, 0, r));
+        const uint16_t *a = R->ps.data16 + f->offset[k];
+        for (int64_t e = 0; e < n; e++) {
+            uint16_t want = hp_f32_to_bf16(c->buf[e]);
+            if (a[e] == want) continue;
+            size_t at = f->offset[k] - un->offset + (size_t)e;
+            return hp_errorf("validation: %s: rank %d holds parameter '%s' (bf16) unlike the reference at element %lld "
+                             "(%g, expected %g): a wrong gathered shard (member %zu's)",
+                             step, R->rank, param_name(c, k), (long long)e, (double)hp_bf16_to_f32(a[e]),
+                             (double)hp_bf16_to_f32(want), at / un->shard);
+        }
+    }
+    return HP_OK;
+}
+
 hp_status hp_vfsdp_params(hp_vfsdp *c, const char *step, int u, const hp_tensor *const *params) {
     for (int r = 0; r < hp_dist_nranks(c->d); r++) {
         const hp_fsdp_plan *f = &hp_dist_rank_at(c->d, r)->c.fsdp;
         const hp_fsdp_unit *un = &f->units[u];
+        if (f->gather_bf16) { /* the fp32 store is current in the rank's own shards only */
+            HP_TRY(mirror_params(c, step, u, r));
+            continue;
+        }
         for (int k = 0, q = 0; k < f->nparams; k++) {
             if (f->unit_of[k] != u) continue;
             int64_t n;

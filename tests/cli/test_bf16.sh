@@ -12,7 +12,9 @@
 # run resumed at step 10 continues bit for bit (the copies are remade from
 # the masters every step); fp32 GEMMs on oneDNN (--fp32-gemm) train as OpenBLAS does;
 # FSDP's reduce-scatters in bf16 (--fsdp-reduce bf16) stay within 1e-3 of fp32's and move half
-# the bytes; bad --dtype, --fp32-gemm and --fsdp-reduce values are refused in one line.
+# the bytes; its all-gathers in bf16 (--fsdp-gather bf16) give the bits of fp32 gathers of the same
+# bf16-rounded parameters (--bf16-params all) and move half the bytes; bad --dtype, --fp32-gemm,
+# --fsdp-reduce, --fsdp-gather and --bf16-params values are refused in one line.
 . "$(dirname "$0")/lib.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none --dtype bf16"
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
@@ -73,6 +75,43 @@ awk -v a="$b16" -v b="$b32" 'BEGIN { exit !(a > 0 && 2 * a == b) }' || fail "pla
 grep -q "precision  bf16: 10 casts (10 parameter copies)" planb.txt || fail "plan --dtype bf16 lacks the precision pass: $(grep precision planb.txt)"
 ab=$(sed -n 's/.*memory     arena \([0-9.]*\) MB.*/\1/p' planb.txt) af=$(sed -n 's/.*memory     arena \([0-9.]*\) MB.*/\1/p' planf.txt)
 awk -v a="$ab" -v b="$af" 'BEGIN { exit !(a > 0 && a < b) }' || fail "plan: the bf16 arena ($ab MB) is not smaller than fp32's ($af MB)"
+# FSDP's parameter all-gathers in bf16 (--fsdp-gather bf16: each rank narrows its fp32 shard into the
+# store's bf16 mirror, the mirror is gathered in bf16; implies --bf16-params all, every parameter
+# through bf16): narrowing commutes with gathering, so the losses are bit for bit those of fp32 gathers
+# with --bf16-params all (FSDP 2, ZeRO-2, HSDP 2x2, the fsdp2 style, and 2 MPI processes x FSDP 4, where
+# the gather crosses the process boundary in bf16); within 1e-3 of 1 rank with --bf16-params all over
+# 200 steps; half the gather bytes in the plan report
+"$HP" train $common --steps 200 --bf16-params all --metrics all1.jsonl >all1.log 2>&1 || fail "--bf16-params all failed: $(tail -2 all1.log)"
+cmp -s <(losses one.jsonl) <(losses all1.jsonl) && fail "--bf16-params all gave the default's bits (not in effect?)"
+"$HP" train $common --steps 200 --fsdp 2 --fsdp-gather bf16 --metrics g16.jsonl >g16.log 2>&1 || fail "--fsdp-gather bf16 failed: $(tail -2 g16.log)"
+read -r n m <<<"$(maxdiff all1.jsonl g16.jsonl)"
+echo "--fsdp-gather bf16 (FSDP 2) vs 1 rank --bf16-params all: $n steps, max |delta loss| $m"
+awk -v m="$m" -v n="$n" 'BEGIN { exit !(m <= 1e-3 && n == 200) }' || fail "--fsdp-gather bf16: $n steps, max |delta loss| $m > 1e-3"
+g50="$common --steps 50"
+for p in "fsdp2:--fsdp 2" "zero2:--zero 2 --dp 2" "hsdp:--hsdp 2,2" "style:--fsdp 2 --fsdp-style fsdp2"; do
+  name=${p%%:*}
+  "$HP" train $g50 ${p#*:} --bf16-params all --metrics "ga32_$name.jsonl" >"ga32_$name.log" 2>&1 || { fail "$name fp32 gathers failed: $(tail -2 "ga32_$name.log")"; continue; }
+  "$HP" train $g50 ${p#*:} --fsdp-gather bf16 --metrics "ga16_$name.jsonl" >"ga16_$name.log" 2>&1 || { fail "$name --fsdp-gather bf16 failed: $(tail -2 "ga16_$name.log")"; continue; }
+  if cmp -s <(losses "ga32_$name.jsonl") <(losses "ga16_$name.jsonl") && [ "$(losses "ga16_$name.jsonl" | wc -l)" -eq 50 ]; then
+    echo "--fsdp-gather bf16 ($name): the same bits as fp32 gathers"
+  else fail "--fsdp-gather bf16 ($name) differs from fp32 gathers: $(paste <(losses "ga32_$name.jsonl") <(losses "ga16_$name.jsonl") | head -3 | tr '\n' ' ')"; fi
+done
+cmp -s <(losses ga16_fsdp2.jsonl) <(losses ga16_style.jsonl) || fail "--fsdp-gather bf16: the fsdp2 style differs from the default style"
+if timeout 600 "${MPIRUN[@]}" "$HP" train $g50 --fsdp 4 --bf16-params all --metrics gm32.jsonl >gm32.log 2>&1 &&
+   timeout 600 "${MPIRUN[@]}" "$HP" train $g50 --fsdp 4 --fsdp-gather bf16 --metrics gm16.jsonl >gm16.log 2>&1; then
+  cmp -s <(losses gm32.jsonl) <(losses gm16.jsonl) && [ "$(losses gm16.jsonl | wc -l)" -eq 50 ] ||
+    fail "2 processes: --fsdp-gather bf16 differs from fp32 gathers: $(paste <(losses gm32.jsonl) <(losses gm16.jsonl) | head -3 | tr '\n' ' ')"
+  echo "2 MPI processes x FSDP 4: --fsdp-gather bf16 gives the bits of fp32 gathers"
+else fail "2-process --fsdp-gather runs failed: $(tail -2 gm32.log gm16.log)"; fi
+"$HP" plan --fsdp 2 --layers 2 --heads 4 --channels 64 --dtype bf16 --fsdp-gather bf16 >plang16.txt 2>&1 || fail "plan --fsdp-gather bf16 failed"
+"$HP" plan --fsdp 2 --layers 2 --heads 4 --channels 64 --dtype bf16 >plang32.txt 2>&1 || fail "plan --dtype bf16 --fsdp 2 failed"
+b16=$(grep -m1 'fsdp.h.0.gather ' plang16.txt | awk '{print $4}') b32=$(grep -m1 'fsdp.h.0.gather ' plang32.txt | awk '{print $4}')
+awk -v a="$b16" -v b="$b32" 'BEGIN { exit !(a > 0 && 2 * a == b) }' || fail "plan: the bf16 gather $b16 KB is not half of $b32 KB"
+grep -q 'in place, bf16' plang16.txt || fail "plan --fsdp-gather bf16: the gather lines do not say bf16"
+expect_error "--fsdp-gather must be fp32 or bf16, got 'fp16'" "$HP" train $common --fsdp 2 --fsdp-gather fp16
+expect_error "--fsdp-gather bf16 needs --dtype bf16" "$HP" train $f32 --fsdp 2 --fsdp-gather bf16
+expect_error "--bf16-params must be gemm or all, got 'some'" "$HP" train $common --bf16-params some
+expect_error "--bf16-params all needs --dtype bf16" "$HP" train $f32 --bf16-params all
 expect_error "--fsdp-reduce must be fp32 or bf16, got 'fp16'" "$HP" train $f32 --fsdp 2 --fsdp-reduce fp16
 expect_error "--fp32-gemm must be openblas, onednn or auto, got 'mkl'" "$HP" train $f32 --fp32-gemm mkl
 expect_error "--dtype must be fp32 or bf16, got 'fp16'" "$HP" train $common --dtype fp16 --steps 1

@@ -4,7 +4,8 @@
 # per-rank thread count, and across 2 MPI processes (1, 2 and 4 rank-threads
 # each) — compared as the exact strings the metrics print (%.9g: every float
 # bit); a run stopped on 4 ranks and resumed on 2 continues with the same
-# bits; the same holds in bf16 compute (1, 2, 4, 8 ranks, 3 threads). The
+# bits; the same holds in bf16 compute (1, 2, 4, 8 ranks, 3 threads), and with
+# FSDP's gathers in bf16 (2 and 8 ranks against 1 with --bf16-params all). The
 # losses must also fall (not two flat lines). Bad settings get a
 # one-line error before any step.
 . "$(dirname "$0")/lib.sh"
@@ -59,6 +60,15 @@ for r in "fsdp2_bf16:--fsdp 2" "fsdp4_bf16:--fsdp 4" "fsdp8_bf16:--fsdp 8" "t3_b
   else fail "$name: differs from 1 rank in bf16: $(diff <(values one_bf16.jsonl) <(values "$name.jsonl") | head -3 | tr '\n' ' ')"; fi
 done
 cmp -s <(values one.jsonl) <(values one_bf16.jsonl) && fail "the bf16 runs print the fp32 run's values (bf16 not in effect?)"
+# FSDP gathering in bf16 (--fsdp-gather bf16, every parameter through bf16): 2 and 8 ranks give the bits
+# of 1 rank with --bf16-params all
+run one_bf16all --threads 2 --dtype bf16 --bf16-params all
+for r in "g2_bf16:--fsdp 2" "g8_bf16:--fsdp 8"; do
+  name=${r%%:*}
+  run "$name" --threads 2 --dtype bf16 --fsdp-gather bf16 ${r#*:}
+  if cmp -s <(values one_bf16all.jsonl) <(values "$name.jsonl"); then echo "$name: the same bits as 1 rank (--bf16-params all)"
+  else fail "$name: differs from 1 rank with --bf16-params all: $(diff <(values one_bf16all.jsonl) <(values "$name.jsonl") | head -3 | tr '\n' ' ')"; fi
+done
 # other slice counts: 4 slices at 1 and 4 ranks, 16 at 2 and 16 (S = N: no accumulation)
 args4="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 10 --val-every 0 --run-dir none --threads 2 --det-slices 4"
 "$HP" train $args4 --metrics s4a.jsonl >/dev/null 2>&1 || fail "--det-slices 4 on 1 rank failed"

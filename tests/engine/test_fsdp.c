@@ -160,7 +160,7 @@ int main(void) {
     CHECK_OK(hp_plan_add_fsdp_unit(&plan, "rest", "*", "test"));
     char text[4096];
     hp_plan_str(text, sizeof text, &plan);
-    CHECK(strstr(text, "fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 style=hyperpar\n") != NULL);
+    CHECK(strstr(text, "fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 gather=fp32 style=hyperpar\n") != NULL);
     CHECK(strstr(text, "unit blocks: h.*\nunit rest: *\n") != NULL);
     hp_plan back;
     CHECK_OK(hp_plan_parse(&back, text, "round"));

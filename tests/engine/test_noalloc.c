@@ -144,6 +144,13 @@ int main(void) {
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3 reduce=bf16", "test"));
     trainer_steps(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16);
     hp_plan_free(&plan);
+    for (int level = 2; level <= 3; level++) { /* FSDP gathering in bf16: the narrowing, the mirror */
+        CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
+        CHECK_OK(hp_plan_set_fsdp(&plan, level == 3 ? "shard=dp level=3 gather=bf16" : "shard=dp level=2 gather=bf16",
+                                  "test"));
+        trainer_steps(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16);
+        hp_plan_free(&plan);
+    }
     hp_graph_destroy(fw.g);
     hp_program_destroy(prog);
     hp_pool_destroy(pool);

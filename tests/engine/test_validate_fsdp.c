@@ -3,7 +3,10 @@
  * reference's, every reduced shard and every managed gradient within 1e-5);
  * a gathered shard that is wrong on one rank and a reduction that one rank
  * skipped each stop the run with their one-line message naming the step, the
- * rank and what went wrong. */
+ * rank and what went wrong. In bf16 with gather=bf16 (level 2: a store and
+ * its bf16 mirror per rank) the gathered copies validate bit for bit against
+ * the reference's parameters rounded to bf16, and a wrong element in one
+ * rank's mirror is caught the same way. */
 #include "core/autodiff.h"
 #include "core/rng.h"
 #include "kernels/kernels.h"
@@ -27,10 +30,10 @@ typedef struct {
     hp_dist *d;
 } setup;
 
-static int setup_create(setup *s, const model *m, int reps, int dp, int tp) {
+static int setup_create(setup *s, const model *m, int reps, int dp, int tp, const char *fsdp, hp_dtype dt) {
     memset(s, 0, sizeof *s);
     CHECK_OK(hp_plan_gpt2(&s->plan, reps, dp, tp));
-    CHECK_OK(hp_plan_set_fsdp(&s->plan, reps > 1 ? "shard=dp replicate=rep" : "shard=dp", "test"));
+    CHECK_OK(hp_plan_set_fsdp(&s->plan, fsdp ? fsdp : reps > 1 ? "shard=dp replicate=rep" : "shard=dp", "test"));
     hp_comm_opts co;
     hp_comm_opts_default(&co);
     co.ranks_per_supernode = reps * dp * tp;
@@ -40,7 +43,7 @@ static int setup_create(setup *s, const model *m, int reps, int dp, int tp) {
     hp_optim_config oc;
     hp_optim_config_default(&oc);
     hp_dist_config dc = {.model = m->g, .plan = &s->plan, .world = s->world, .threads_per_rank = 1,
-                         .compile = {.train = 1, .optim = &oc, .max_norm = 1.0f}};
+                         .compile = {.train = 1, .optim = &oc, .max_norm = 1.0f, .dtype = dt}};
     CHECK_OK(hp_dist_create(&s->d, &dc));
     if (!s->d) return 0;
     CHECK_OK(hp_dist_scatter_params(s->d, &m->ps));
@@ -60,7 +63,7 @@ static void setup_free(setup *s) {
 
 static void clean(const model *m, int reps, int dp, int tp) {
     setup s;
-    if (!setup_create(&s, m, reps, dp, tp)) return;
+    if (!setup_create(&s, m, reps, dp, tp, NULL, HP_F32)) return;
     hp_validator *v = NULL;
     hp_validate_config vc = {.g = m->g, .d = s.d};
     CHECK_OK(hp_validate_create(&v, &vc));
@@ -80,13 +83,46 @@ static void clean(const model *m, int reps, int dp, int tp) {
     setup_free(&s);
 }
 
+/* gather=bf16 (level 2 and 3): every gather validates bit for bit, gradients within bf16's tolerance */
+static void bf16_clean(const model *m) {
+    for (int level = 2; level <= 3; level++) {
+        setup s;
+        if (!setup_create(&s, m, 1, 2, 1, level == 2 ? "shard=dp level=2 gather=bf16" : "shard=dp gather=bf16",
+                          HP_BF16))
+            return;
+        hp_validator *v = NULL;
+        hp_validate_config vc = {.g = hp_dist_global(s.d), .d = s.d};
+        CHECK_OK(hp_validate_create(&v, &vc));
+        hp_validate_report rep = {0};
+        if (v) {
+            CHECK_OK(hp_validate_step(v, &rep));
+            CHECK(rep.nops > 0);
+            printf("fsdp level %d gather=bf16: %d operators checked\n", level, rep.nops);
+        }
+        hp_validate_report_free(&rep);
+        hp_validate_destroy(v);
+        setup_free(&s);
+    }
+}
+
 /* ---- faults, simulated through the hook's view descriptors ---- */
 
 typedef struct {
     const hp_opdef *op;
     int unit, rank, done;
+    hp_dist *d;
     float buf[1 << 16];
 } fault;
+
+/* gather=bf16: one element of member 0's shard in rank 1's bf16 mirror flipped */
+static void wrong_mirror(void *user, hp_validate_view *w) {
+    fault *f = user;
+    if (w->node->op != f->op || w->node->a.i[0] != f->unit || w->rank != f->rank || f->done) return;
+    hp_dist_rank *r = hp_dist_rank_at(f->d, f->rank);
+    const hp_fsdp_unit *un = &r->c.fsdp.units[f->unit];
+    r->ps.data16[un->offset + un->shard / 2] ^= 0x40;
+    f->done = 1;
+}
 
 static void wrong_gather(void *user, hp_validate_view *w) {
     fault *f = user;
@@ -108,15 +144,16 @@ static void skipped_reduction(void *user, hp_validate_view *w) {
     f->done = 1;
 }
 
-static void faulty(const model *m, hp_validate_hook hook, const hp_opdef *op, const char *needle) {
+static void faulty(const model *m, hp_validate_hook hook, const hp_opdef *op, const char *needle, const char *fsdp,
+                   hp_dtype dt) {
     setup s;
-    if (!setup_create(&s, m, 1, 2, 1)) return;
+    if (!setup_create(&s, m, 1, 2, 1, fsdp, dt)) return;
     hp_validator *v = NULL;
-    hp_validate_config vc = {.g = m->g, .d = s.d};
+    hp_validate_config vc = {.g = dt == HP_F32 ? m->g : hp_dist_global(s.d), .d = s.d};
     CHECK_OK(hp_validate_create(&v, &vc));
     static fault f;
     memset(&f, 0, sizeof f);
-    f.op = op, f.unit = 1, f.rank = 1;
+    f.op = op, f.unit = 1, f.rank = 1, f.d = s.d;
     if (v) {
         hp_validate_set_hook(v, hook, &f);
         hp_validate_report rep = {0};
@@ -143,8 +180,14 @@ int main(void) {
     clean(&m, 1, 2, 1);
     clean(&m, 2, 2, 1);
     clean(&m, 1, 2, 2);
-    faulty(&m, wrong_gather, &hp_op_fsdp_gather_wait, "a wrong gathered shard (member ");
-    faulty(&m, skipped_reduction, &hp_op_fsdp_reduce_wait, "a missing or wrong reduction");
+    faulty(&m, wrong_gather, &hp_op_fsdp_gather_wait, "a wrong gathered shard (member ", NULL, HP_F32);
+    faulty(&m, skipped_reduction, &hp_op_fsdp_reduce_wait, "a missing or wrong reduction", NULL, HP_F32);
+    model m16;
+    model_build_graph(&m16, B, T, 0);
+    bf16_clean(&m16);
+    faulty(&m16, wrong_mirror, &hp_op_fsdp_gather_wait, "(bf16) unlike the reference", "shard=dp level=2 gather=bf16",
+           HP_BF16);
+    model_free(&m16);
     model_free(&m);
     return hp_test_finish("test_validate_fsdp");
 }

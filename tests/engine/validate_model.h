@@ -20,11 +20,12 @@ typedef struct {
     int32_t *tokens, *targets; /* [B * T] */
 } model;
 
-static inline void model_build(model *m, int B, int T) {
+/* differentiate 0: the forward graph (for bf16 programs: the precision pass takes it) */
+static inline void model_build_graph(model *m, int B, int T, int differentiate) {
     hp_gpt2_config c = {.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16};
     CHECK_OK(hp_graph_create(&m->g));
     CHECK_OK(hp_gpt2_build(m->g, &m->io, &c, B, T));
-    CHECK_OK(hp_autodiff(m->g, m->io.loss, &hp_op_add));
+    if (differentiate) CHECK_OK(hp_autodiff(m->g, m->io.loss, &hp_op_add));
     CHECK_OK(hp_param_store_create(&m->ps, m->g));
     float *ptrs[64];
     for (int i = 0; i < m->ps.n; i++) ptrs[i] = hp_param_ptr(&m->ps, i);
@@ -38,6 +39,8 @@ static inline void model_build(model *m, int B, int T) {
         m->targets[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)c.V);
     }
 }
+
+static inline void model_build(model *m, int B, int T) { model_build_graph(m, B, T, 1); }
 
 static inline void model_free(model *m) {
     free(m->tokens), free(m->targets);
