@@ -247,6 +247,7 @@ static hp_status run(trainer *t) {
     c.bf16 = !strcmp(o->dtype, "bf16");
     c.bf16_params_all = !strcmp(o->bf16_params, "all");
     c.fp32_gemm = !strcmp(o->fp32_gemm, "onednn") ? 1 : !strcmp(o->fp32_gemm, "auto") ? 2 : 0;
+    c.dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
     HP_TRY(hp_optimizer_parse(&c.optimizer, o->optimizer));
     c.lr = o->lr, c.beta1 = o->beta1, c.beta2 = o->beta2, c.eps = o->eps, c.weight_decay = o->weight_decay;
     c.muon_lr = o->muon_lr, c.muon_beta = o->muon_beta, c.muon_weight_decay = o->muon_weight_decay;
