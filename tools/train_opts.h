@@ -58,6 +58,9 @@ typedef struct {
     long trace_steps;
 } train_opts;
 
+/* Room for the option table in its callers (hp_train_opt_table(NULL, o) must not exceed it). */
+#define HP_TRAIN_MAX_OPTS 96
+
 void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
