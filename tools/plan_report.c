@@ -23,6 +23,11 @@ static hp_status check_opts(const plan_opts *po) {
     if (o->batch < 1 || o->seq < 1) return hp_errorf("hyperpar plan: --batch and --seq must be >= 1");
     if (o->threads < 1) return hp_errorf("hyperpar plan: --threads must be >= 1, got %d", o->threads);
     if (po->world < 0) return hp_errorf("hyperpar plan: --world must be >= 1 (or 0: the mesh's size), got %d", po->world);
+    if (strcmp(o->dp_reduce, "fp32") && strcmp(o->dp_reduce, "bf16"))
+        return hp_errorf("hyperpar plan: --dp-reduce must be fp32 or bf16, got '%s'", o->dp_reduce);
+    if (!strcmp(o->dp_reduce, "bf16") && (o->fsdp > 1 || o->hsdp[0] || o->zero))
+        return hp_errorf("hyperpar plan: --dp-reduce bf16: FSDP and ZeRO reduce the gradients themselves (use "
+                         "--fsdp-reduce bf16)");
     return HP_OK;
 }
 
@@ -54,6 +59,7 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
     c->overlap = strcmp(o->overlap, "off") != 0;
     c->bf16 = !strcmp(o->dtype, "bf16");
     c->bf16_params_all = !strcmp(o->bf16_params, "all");
+    c->dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
     c->threads = o->threads;
 }
 

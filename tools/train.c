@@ -29,7 +29,7 @@ static void replace_inherited_plan(train_opts *o, const char *saved_plan, int sa
 
 typedef struct {
     train_opts o;
-    hp_opt tab[72];
+    hp_opt tab[HP_TRAIN_MAX_OPTS];
     int ntab;
     hp_model_config m;
     hp_model *model;
@@ -42,9 +42,9 @@ typedef struct {
     hp_train *tr;
     /* the run directory: where each setting came from, the values as text */
     char run_dir[600], trace[640];
-    const char *src[72];
-    char text[72][600];
-    hp_run_setting settings[72];
+    const char *src[HP_TRAIN_MAX_OPTS];
+    char text[HP_TRAIN_MAX_OPTS][600];
+    hp_run_setting settings[HP_TRAIN_MAX_OPTS];
     char command[4096];
 } trainer;
 
@@ -89,6 +89,9 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     train_opts *o = &t->o;
     hp_train_defaults(o);
     hp_train_shape_unset(o); /* to tell a shape flag given from its default (--init) */
+    if (hp_train_opt_table(NULL, o) > HP_TRAIN_MAX_OPTS)
+        return hp_errorf("hyperpar train: %d options, room for %d (HP_TRAIN_MAX_OPTS)", hp_train_opt_table(NULL, o),
+                         HP_TRAIN_MAX_OPTS);
     t->ntab = hp_train_opt_table(t->tab, o);
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
@@ -247,6 +250,7 @@ static hp_status run(trainer *t) {
     c.bf16 = !strcmp(o->dtype, "bf16");
     c.bf16_params_all = !strcmp(o->bf16_params, "all");
     c.fp32_gemm = !strcmp(o->fp32_gemm, "onednn") ? 1 : !strcmp(o->fp32_gemm, "auto") ? 2 : 0;
+    c.dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
     HP_TRY(hp_optimizer_parse(&c.optimizer, o->optimizer));
     c.lr = o->lr, c.beta1 = o->beta1, c.beta2 = o->beta2, c.eps = o->eps, c.weight_decay = o->weight_decay;
     c.muon_lr = o->muon_lr, c.muon_beta = o->muon_beta, c.muon_weight_decay = o->muon_weight_decay;

@@ -33,6 +33,7 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->fsdp_reduce, sizeof o->fsdp_reduce, "fp32");
     snprintf(o->fsdp_gather, sizeof o->fsdp_gather, "fp32");
     snprintf(o->bf16_params, sizeof o->bf16_params, "gemm");
+    snprintf(o->dp_reduce, sizeof o->dp_reduce, "fp32");
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
@@ -112,6 +113,9 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("fsdp-gather", OPT_STR, fsdp_gather, "fp32 | bf16: FSDP all-gathers the parameters in this dtype (bf16: "
                                                  "half the bytes, narrowed from the fp32 shards; needs --dtype bf16, "
                                                  "implies --bf16-params all)"),
+        OPT("dp-reduce", OPT_STR, dp_reduce, "fp32 | bf16: the data-parallel gradient all-reduces in this dtype (bf16: "
+                                             "half the bytes, summed in fp32, still overlapped; gradients and "
+                                             "optimizer fp32; not with --deterministic or FSDP/ZeRO)"),
         OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
         OPT("dtype", OPT_STR, dtype, "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master "
                                      "weights, gradients and optimizer state"),
@@ -172,6 +176,9 @@ hp_status hp_train_check(const train_opts *o) {
             BAD("--deterministic sets the micro-batches itself (--batch / --det-slices per rank): leave out --grad-accum");
         if (!strcmp(o->grad_accum_comm, "last"))
             BAD("--deterministic reduces every micro-slice: --grad-accum-comm last does not apply");
+        if (!strcmp(o->dp_reduce, "bf16") || !strcmp(o->fsdp_reduce, "bf16"))
+            BAD("--deterministic sums in fp32: --%s bf16 rounds each rank's partial sum, and where that happens "
+                "depends on the rank count", !strcmp(o->dp_reduce, "bf16") ? "dp-reduce" : "fsdp-reduce");
     }
     if (o->keep_last < 0) BAD("--keep-last must be >= 0, got %d", o->keep_last);
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
@@ -211,6 +218,10 @@ hp_status hp_train_check(const train_opts *o) {
     if (strcmp(o->bf16_params, "gemm") && strcmp(o->bf16_params, "all"))
         BAD("--bf16-params must be gemm or all, got '%s'", o->bf16_params);
     if (!strcmp(o->bf16_params, "all") && strcmp(o->dtype, "bf16")) BAD("--bf16-params all needs --dtype bf16");
+    if (strcmp(o->dp_reduce, "fp32") && strcmp(o->dp_reduce, "bf16"))
+        BAD("--dp-reduce must be fp32 or bf16, got '%s'", o->dp_reduce);
+    if (!strcmp(o->dp_reduce, "bf16") && (o->fsdp > 1 || o->hsdp[0] || o->zero))
+        BAD("--dp-reduce bf16: FSDP and ZeRO reduce the gradients themselves (use --fsdp-reduce bf16)");
     if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
         BAD("--fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
     if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off")) BAD("--reshard must be on or off, got '%s'", o->reshard);

@@ -44,6 +44,7 @@ typedef struct {
     char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
     char fsdp_gather[8];        /* fp32 | bf16: FSDP's parameter all-gathers */
     char bf16_params[8];        /* gemm | all: which parameters reach compute in bf16 */
+    char dp_reduce[8];          /* fp32 | bf16: the data-parallel gradient all-reduces */
     int validate;
     char dtype[8];              /* fp32 | bf16 */
     char fp32_gemm[12];         /* openblas | onednn | auto */
@@ -56,6 +57,9 @@ typedef struct {
     char run_dir[512];
     long trace_steps;
 } train_opts;
+
+/* Room for the option table in its callers (hp_train_opt_table(NULL, o) must not exceed it). */
+#define HP_TRAIN_MAX_OPTS 96
 
 void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */

@@ -207,6 +207,7 @@ typedef struct {
     int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
     int bf16;                  /* 1: the program of train --dtype bf16 (bf16 activations, casts, bytes) */
     int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
+    int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
 } hp_plan_report_config;
 
 #define HP_PLAN_NAME_LEN 96
@@ -427,6 +428,12 @@ typedef struct {
     int fp32_gemm;              /* the fp32 linear layers' GEMMs: 0 OpenBLAS (reproducible), 1 oneDNN,
                                  * 2 the faster of the two per product and shape, measured on each rank's
                                  * threads at start (a run's last bits may then differ between runs) */
+    int dp_reduce_bf16;         /* 1: the parameter gradients' data-parallel all-reduces move bf16 (each
+                                 * rank's fp32 gradient narrowed, the terms summed in fp32 and rounded
+                                 * once, widened into the fp32 gradient; still overlapped with the
+                                 * backward): half the bytes. Not with deterministic (the rounding of a
+                                 * rank's partial sum depends on the rank count) nor FSDP/ZeRO (their
+                                 * reductions: the plan's fsdp reduce=bf16). 0: fp32 */
     /* optimization */
     hp_optimizer_type optimizer;
     float lr;                   /* AdamW peak lr */

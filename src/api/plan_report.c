@@ -118,7 +118,8 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     if (!st) snprintf(r->optimizer, sizeof r->optimizer, "%s", hp_opt_kind_name(oc.kind));
     hp_compile_opts co = {.train = 1, .optim = &oc, .max_norm = c->grad_clip,
                           .schedule = {.overlap = c->overlap != 0, .max_inflight = 4},
-                          .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all};
+                          .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
+                          .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32};
     r->nreported = c->all_ranks ? n : 1;
     r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
     if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");

@@ -95,6 +95,9 @@ static hp_status add_coll(hp_plan_rank_report *r, tally *t, const hp_plan_collec
 /* A redistribution node's plan: its steps, the groups it talks over, bytes. */
 static void redist_coll(hp_plan_collective *c, tally *t, const hp_redist *p, const hp_mesh *m, int rank, hp_phase ph) {
     hp_redist_str(c->steps, sizeof c->steps, p);
+    size_t len = strlen(c->steps);
+    if (p->elem_bytes == 2 && p->nsteps && len < sizeof c->steps)
+        snprintf(c->steps + len, sizeof c->steps - len, " (bf16)"); /* the bytes count 2 per element */
     c->bytes = p->bytes;
     size_t u = 0;
     for (int s = 0; s < p->nsteps; s++) {

@@ -101,6 +101,9 @@ static hp_status check_deterministic(const hp_train_config *c) {
     if (c->grad_accum > 1 && !pow2(c->grad_accum)) BAD("grad_accum %d is not a power of two", c->grad_accum);
     if (c->grad_accum > 1 && c->grad_accum_comm_last)
         BAD("the slices are reduced every micro-batch (not with grad_accum_comm_last)");
+    if (c->dp_reduce_bf16)
+        BAD("dp_reduce_bf16 rounds each rank's partial sum to bf16, and where that happens depends on the rank "
+            "count (leave dp_reduce_bf16 0)");
     if (!c->plan) return HP_OK;
     const hp_plan *p = &c->plan->plan;
     int ranks = 1;
@@ -112,6 +115,9 @@ static hp_status check_deterministic(const hp_train_config *c) {
     }
     if (!pow2(ranks)) BAD("%d ranks is not a power of two", ranks);
     if (p->fsdp.level && p->fsdp.replicate_axis >= 0) BAD("HSDP (a replicate axis) is not built for it");
+    if (p->fsdp.level && p->fsdp.reduce_bf16)
+        BAD("the plan's fsdp reduce=bf16 rounds each rank's partial sum to bf16, and where that happens depends "
+            "on the rank count (use reduce=fp32)");
     return HP_OK;
 #undef BAD
 }
@@ -138,6 +144,10 @@ static hp_status check(const hp_train_config *c) {
         BAD("the plan's fsdp gather=bf16 needs bf16 compute (bf16 = 1)");
     if (c->fp32_gemm < 0 || c->fp32_gemm > 2) BAD("fp32_gemm must be 0 (OpenBLAS), 1 (oneDNN) or 2 (auto), got %d", c->fp32_gemm);
     if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
+    if (c->dp_reduce_bf16 != 0 && c->dp_reduce_bf16 != 1) BAD("dp_reduce_bf16 must be 0 (fp32) or 1 (bf16), got %d", c->dp_reduce_bf16);
+    if (c->dp_reduce_bf16 && c->plan && c->plan->plan.fsdp.level)
+        BAD("dp_reduce_bf16: FSDP and ZeRO reduce the gradients themselves (for bf16 reductions the plan's fsdp "
+            "reduce=bf16)");
     if (c->deterministic) HP_TRY(check_deterministic(c));
     if (c->on_nan != HP_ON_NAN_STOP && c->on_nan != HP_ON_NAN_SKIP) BAD("on_nan must be 0 (stop) or 1 (skip), got %d", c->on_nan);
     if (c->val_steps < 0) BAD("val_steps must be >= 0, got %ld", c->val_steps);
@@ -345,6 +355,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.dtype = c->bf16 ? HP_BF16 : HP_F32;
     ic.fp32_gemm = c->fp32_gemm;
     ic.bf16_params_all = c->bf16_params_all;
+    ic.dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32;
     ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
     ic.grad_clip = c->grad_clip;
     ic.grad_accum = c->grad_accum;

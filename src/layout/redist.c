@@ -162,6 +162,7 @@ hp_status hp_redist_plan(hp_redist *out, const hp_shape *global, const hp_layout
     out->global = *global;
     out->from = *from;
     out->to = *to;
+    out->elem_bytes = 4;
     if (hp_layout_eq(from, to)) return HP_OK;
 
     space sp;
@@ -233,6 +234,16 @@ end:
     free(prev);
     free(done);
     return st;
+}
+
+void hp_redist_set_elem_bytes(hp_redist *r, int elem_bytes) {
+    double f = (double)elem_bytes / (r->elem_bytes > 0 ? r->elem_bytes : 4);
+    r->bytes = 0;
+    for (int i = 0; i < r->nsteps; i++) {
+        r->step[i].bytes *= f;
+        r->bytes += r->step[i].bytes;
+    }
+    r->elem_bytes = elem_bytes;
 }
 
 hp_status hp_redist_cost(double *bytes, const hp_shape *global, const hp_layout *from, const hp_layout *to,

@@ -4,7 +4,8 @@
  * planning: no communication happens here (parallel/redistribute runs a plan).
  *
  * Steps (n = the axis's size, N = the bytes of the local piece a collective
- * works on, fp32):
+ * works on: fp32 as planned, or the elements' size set by
+ * hp_redist_set_elem_bytes):
  *   slice          R -> S(d)        local: keep own chunk                 0
  *   all-gather     S(d) -> R        concatenate chunks along d            (n-1)/n * N_out
  *   reduce-scatter P(op) -> S(d)    reduce, keep own chunk                (n-1)/n * N_in
@@ -61,12 +62,17 @@ typedef struct {
     int nsteps; /* 0 when from == to (a plain copy) */
     hp_redist_step step[HP_REDIST_MAX_STEPS];
     double bytes; /* total over the steps */
+    int elem_bytes; /* bytes per element the step bytes count: 4 (fp32) as planned */
 } hp_redist;
 
 /* Plans from -> to for a tensor of global shape `global` on mesh m. Errors
  * (layouts that do not fit the mesh or the tensor) name the layouts. */
 hp_status hp_redist_plan(hp_redist *out, const hp_shape *global, const hp_layout *from, const hp_layout *to,
                          const hp_mesh *m);
+/* The plan's bytes (every step's and the total) for elements of elem_bytes
+ * bytes (2: a bf16 value) instead of the elem_bytes it counted so far; the
+ * steps themselves stay (the cheapest plan does not depend on the size). */
+void hp_redist_set_elem_bytes(hp_redist *r, int elem_bytes);
 /* Total bytes sent per rank of the cheapest plan (for the propagation pass). */
 hp_status hp_redist_cost(double *bytes, const hp_shape *global, const hp_layout *from, const hp_layout *to,
                          const hp_mesh *m);

@@ -12,6 +12,7 @@
 #include "parallel/gemm_policy.h"
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
+#include "parallel/reduce_dtype.h"
 
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) {
@@ -134,6 +135,16 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
     return HP_OK;
 }
 
+/* reduce dtype: the parameter gradients' all-reduces in bf16. */
+static hp_status pass_reduce_dtype(hp_compiled *c, const hp_compile_opts *o) {
+    if (o->dp_reduce == HP_F32) return HP_OK;
+    hp_reduce_dtype_result r;
+    HP_TRY(hp_pass_reduce_dtype(&r, &c->rg, o->dp_reduce));
+    note(c, "dp reduce", "%s: %d gradient all-reduces narrowed (%.0f -> %.0f bytes per step)",
+         hp_dtype_name(o->dp_reduce), r.nreductions, r.bytes_before, r.bytes_after);
+    return HP_OK;
+}
+
 /* accumulate: gradient accumulators over micro-batches. */
 static hp_status pass_accumulate(hp_compiled *c, const hp_compile_opts *o) {
     c->micro = -1;
@@ -225,6 +236,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_gemm_policy(out, o);
     if (!st) out->rg.ctx.tree = o->deterministic;
     if (!st) st = pass_fsdp_nodes(out);
+    if (!st) st = pass_reduce_dtype(out, o);
     if (!st) st = pass_accumulate(out, o);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);

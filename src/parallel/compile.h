@@ -11,6 +11,7 @@
  *   lower         parallel/lower      local kernels + collectives on local shapes
  *   gemm policy   parallel/gemm_policy fp32 linears: OpenBLAS, oneDNN or measured (--fp32-gemm)
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
+ *   dp reduce     parallel/reduce_dtype gradient all-reduces in bf16 (--dp-reduce bf16): casts around them
  *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
@@ -52,6 +53,8 @@ typedef struct {
     int fp32_gemm;                /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy; 0: OpenBLAS) */
     int bf16_params_all;          /* bf16: every parameter reaches compute rounded to bf16 (norm weights and
                                    * biases too; the plan's fsdp gather=bf16 implies it) */
+    hp_dtype dp_reduce;           /* parameter gradients' all-reduces: HP_F32 (default, 0) or HP_BF16
+                                   * (parallel/reduce_dtype: narrowed, summed in fp32, widened) */
 } hp_compile_opts;
 
 typedef struct {

@@ -71,6 +71,7 @@ static int emit_redist(cstate *c, int v, int src, const hp_layout *from, const h
         hp_graph_fail(c->out->g, hp_error_wrap(st, "%s: value '%s'", why, c->g->vals[v].name));
         return -1;
     }
+    hp_redist_set_elem_bytes(&plan, (int)hp_dtype_size(c->g->vals[v].dtype)); /* bf16 values move 2 bytes each */
     int idx = hp_rank_ctx_add_plan(&c->out->ctx, &plan);
     if (idx < 0) {
         hp_graph_fail(c->out->g, hp_errorf("compile: out of memory"));
@@ -165,6 +166,7 @@ static void finish_outputs(cstate *c, int i) {
                 snprintf(why, sizeof why, "%.80s.grad", g->vals[p].name);
                 fin = emit_redist(c, v, local, &c->prop->val[v], target, HP_PHASE_BWD, why);
                 if (fin < 0) return;
+                c->out->g->nodes[c->out->g->vals[fin].producer].a.i[HP_REDIST_GRAD] = 1;
                 c->out->g->vals[local].grad_of = -1;
                 c->out->g->vals[local].persistent = 0;
                 snprintf(c->out->g->vals[fin].name, HP_NAME_LEN, "%s", g->vals[v].name);

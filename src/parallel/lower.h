@@ -40,10 +40,14 @@ typedef struct {
 /* Placement hints for nodes later passes append (the schedule obeys them):
  * HP_HINT_BEFORE(n) / HP_HINT_AFTER(n) right before / after node n (same
  * phase; several with the same anchor keep creation order), HP_HINT_END at
- * the end of the node's phase. */
+ * the end of the node's phase, HP_HINT_AFTER_WAIT(n) right after the wait of
+ * the reduction node n starts (the schedule splits n into a start and a wait;
+ * where it does not, right after n): a reader of the reduced value that does
+ * not hold the reduction back. */
 #define HP_HINT_END (-2)
-#define HP_HINT_BEFORE(n) (2 * (n))
-#define HP_HINT_AFTER(n) (2 * (n) + 1)
+#define HP_HINT_BEFORE(n) (3 * (n))
+#define HP_HINT_AFTER(n) (3 * (n) + 1)
+#define HP_HINT_AFTER_WAIT(n) (3 * (n) + 2)
 
 /* Lowers g for rank `rank` of mesh m. ctx.comm / ctx.mc are left for the
  * caller. grad_layout (NULL: none) may give, per global parameter, the layout

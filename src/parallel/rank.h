@@ -43,7 +43,10 @@ hp_status hp_rank_ctx_alloc(hp_rank_ctx *c);
 void hp_rank_ctx_free(hp_rank_ctx *c);
 
 /* Communicating operators of per-rank programs (parallel/comm_ops.c).
- * redistribute: in (x) -> out (x in another layout); i[0] = plan index.
+ * redistribute: in (x) -> out (x in another layout); i[0] = plan index,
+ *   i[HP_REDIST_GRAD] = 1 on a parameter gradient's reduction (lowering marks
+ *   them; the schedule overlaps them, parallel/reduce_dtype may narrow them);
+ *   x's dtype (fp32 or bf16) is the dtype moved and summed.
  * redistribute_start / redistribute_wait: the same split in two (i[1] = slot):
  *   the start (in x, out y) begins it, the wait (in y, x; no output) completes
  *   it; between them x must not change and y is not ready. A plan that is one
@@ -54,6 +57,7 @@ void hp_rank_ctx_free(hp_rank_ctx *c);
  *   the partials of every rank, gathered bytewise, rounded to fp32 and added in
  *   rank order in fp32 (the order and precision the pre-compiled trainer's
  *   all-reduce used, so its runs are reproduced bit for bit). */
+#define HP_REDIST_GRAD 2
 #include "core/opdef.h"
 extern const hp_opdef hp_op_redistribute, hp_op_mesh_all_gather;
 extern const hp_opdef hp_op_redistribute_start, hp_op_redistribute_wait, hp_op_sumsq_combine;

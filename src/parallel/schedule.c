@@ -14,9 +14,8 @@ static int split_reductions(hp_rank_graph *rg, int window) {
     int n0 = g->nnodes, split = 0;
     for (int i = 0; i < n0 && !hp_graph_status(g); i++) {
         hp_node *nd = &g->nodes[i];
-        if (nd->op != &hp_op_redistribute || nd->phase != HP_PHASE_BWD) continue;
+        if (nd->op != &hp_op_redistribute || nd->phase != HP_PHASE_BWD || !nd->a.i[HP_REDIST_GRAD]) continue;
         int dst = nd->out[0], src = nd->in[0];
-        if (g->vals[dst].grad_of < 0 || !g->vals[dst].persistent) continue;
         if (!hp_redist_plan_async(&rg->ctx.plans[nd->a.i[0]])) continue;
         nd->op = &hp_op_redistribute_start;
         nd->a.i[1] = split % window;
@@ -41,22 +40,43 @@ typedef struct {
     hp_rank_graph *rg;
     hp_schedule *out;
     int window;
-    int *wait_of, *pending, np, head;
-    int *before, *after, *next; /* hinted nodes: per anchor, linked lists in creation order */
+    int *wait_of, *pending, np, head; /* pending: the starts in flight, oldest first from head */
+    int *before, *after, *after_wait, *next; /* hinted nodes: per anchor, linked lists in creation order */
 } placer;
+
+/* Node nd needs the collective started by node st complete: it reads the
+ * value in flight, or an output of a node placed right after its wait. */
+static int needs(const placer *s, const hp_node *nd, int st) {
+    const hp_graph *g = s->rg->g;
+    if (reads(g, nd, g->nodes[st].out[0])) return 1;
+    for (int j = s->after_wait[st]; j >= 0; j = s->next[j])
+        for (int k = 0; k < g->nodes[j].nout; k++)
+            if (g->nodes[j].out[k] >= 0 && reads(g, nd, g->nodes[j].out[k])) return 1;
+    return 0;
+}
+
+static void place(placer *s, int i);
+
+/* The oldest collective in flight waited, then the nodes placed after its wait. */
+static void wait_oldest(placer *s) {
+    int st = s->pending[s->head++];
+    s->out->order[s->out->n++] = s->wait_of[st];
+    for (int j = s->after_wait[st]; j >= 0; j = s->next[j]) place(s, j);
+}
 
 static void place(placer *s, int i) {
     hp_graph *g = s->rg->g;
+    /* a start with the window full waits for the oldest first (before the nodes placed right before it) */
+    if (s->wait_of[i] >= 0 && s->np - s->head >= s->window) wait_oldest(s);
     for (int j = s->before[i]; j >= 0; j = s->next[j]) place(s, j);
     const hp_node *nd = &g->nodes[i];
     /* a step that reads values still in flight waits for them (and for the older ones) */
     int upto = -1;
     for (int q = s->head; q < s->np; q++)
-        if (reads(g, nd, g->nodes[s->pending[q]].in[0])) upto = q;
-    while (s->head <= upto) s->out->order[s->out->n++] = s->pending[s->head++];
-    if (s->wait_of[i] >= 0 && s->np - s->head >= s->window) s->out->order[s->out->n++] = s->pending[s->head++];
+        if (needs(s, nd, s->pending[q])) upto = q;
+    while (s->head <= upto) wait_oldest(s);
     s->out->order[s->out->n++] = i;
-    if (s->wait_of[i] >= 0) s->pending[s->np++] = s->wait_of[i];
+    if (s->wait_of[i] >= 0) s->pending[s->np++] = i;
     for (int j = s->after[i]; j >= 0; j = s->next[j]) place(s, j);
 }
 
@@ -78,11 +98,11 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     int nn = g->nnodes;
     size_t sz = sizeof(int) * (size_t)(nn ? nn : 1);
     out->order = malloc(sz);
-    placer s = {rg, out, window, malloc(sz), malloc(sz), 0, 0, malloc(sz), malloc(sz), malloc(sz)};
+    placer s = {rg, out, window, malloc(sz), malloc(sz), 0, 0, malloc(sz), malloc(sz), malloc(sz), malloc(sz)};
     hp_status st = HP_OK;
-    if (!out->order || !s.wait_of || !s.pending || !s.before || !s.after || !s.next)
+    if (!out->order || !s.wait_of || !s.pending || !s.before || !s.after || !s.after_wait || !s.next)
         st = hp_errorf("schedule: out of memory");
-    for (int i = 0; !st && i < nn; i++) s.wait_of[i] = s.before[i] = s.after[i] = s.next[i] = -1;
+    for (int i = 0; !st && i < nn; i++) s.wait_of[i] = s.before[i] = s.after[i] = s.after_wait[i] = s.next[i] = -1;
     for (int i = n0, k = 0; !st && i < nn; i++) { /* waits were appended in start order */
         while (k < n0 && g->nodes[k].op != &hp_op_redistribute_start) k++;
         s.wait_of[k++] = i;
@@ -90,11 +110,13 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     for (int j = 0; !st && j < n0; j++) {
         int h = rg->hint[j];
         if (h < 0) continue;
-        int anchor = h / 2;
+        int anchor = h / 3, kind = h % 3;
         if (anchor >= n0 || anchor == j || g->nodes[anchor].phase != g->nodes[j].phase)
             st = hp_errorf("schedule: node '%s' is placed next to a node of another phase", g->nodes[j].name);
+        else if (kind == 2 && s.wait_of[anchor] >= 0) /* after the wait of a split reduction */
+            link_hint(&s, &s.after_wait[anchor], j);
         else
-            link_hint(&s, h % 2 ? &s.after[anchor] : &s.before[anchor], j);
+            link_hint(&s, kind ? &s.after[anchor] : &s.before[anchor], j);
     }
     for (int ph = 0; !st && ph < HP_NPHASES; ph++) {
         out->begin[ph] = out->n;
@@ -102,10 +124,10 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
             if ((int)g->nodes[i].phase == ph && rg->hint[i] == -1) place(&s, i);
         for (int i = 0; i < n0; i++)
             if ((int)g->nodes[i].phase == ph && rg->hint[i] == HP_HINT_END) place(&s, i);
-        while (s.head < s.np) out->order[out->n++] = s.pending[s.head++];
+        while (s.head < s.np) wait_oldest(&s);
     }
     out->begin[HP_NPHASES] = out->n;
-    free(s.wait_of), free(s.pending), free(s.before), free(s.after), free(s.next);
+    free(s.wait_of), free(s.pending), free(s.before), free(s.after), free(s.after_wait), free(s.next);
     if (!st && out->n != nn) st = hp_errorf("schedule: %d of %d nodes placed", out->n, nn);
     if (st) hp_schedule_free(out);
     return st;

@@ -2,13 +2,15 @@
  * of a rank's program. Phases run in order (forward, backward, optimizer);
  * inside a phase nodes keep their dependency order (creation order). With
  * overlap on, every parameter gradient's reduction (a backward redistribution
- * that is one all-reduce) is split into a start, placed where the gradient is
- * complete, and a wait, placed as late as possible: before the first step that
- * reads the reduced gradient, when a new start would exceed max_inflight
- * collectives in flight (the oldest is waited first), or at the end of the
- * backward phase. Waits come in start order. Nodes a pass placed with a
- * hint (hp_rank_graph.hint: before or after an anchor node, or at the end of
- * the phase) go exactly there. The memory plan (a later pass)
+ * lowering marked, HP_REDIST_GRAD, that is one all-reduce) is split into a
+ * start, placed where the gradient is complete, and a wait, placed as late as
+ * possible: before the first step that reads the reduced value (or an output
+ * of a node placed after the wait), when a new start would exceed
+ * max_inflight collectives in flight (the oldest is waited first), or at the
+ * end of the backward phase. Waits come in start order. Nodes a pass placed
+ * with a hint (hp_rank_graph.hint: before or after an anchor node, after the
+ * wait of a split reduction, or at the end of the phase) go exactly there.
+ * The memory plan (a later pass)
  * follows this order, so a buffer that an in-flight collective reads or
  * writes stays live until its wait. */
 #ifndef HP_PARALLEL_SCHEDULE_H

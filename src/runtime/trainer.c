@@ -269,6 +269,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.dtype = cfg->dtype;
         dc.compile.fp32_gemm = cfg->fp32_gemm;
         dc.compile.bf16_params_all = cfg->bf16_params_all;
+        dc.compile.dp_reduce = cfg->dp_reduce;
         if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
         st = hp_dist_create(&t->d, &dc);
     }

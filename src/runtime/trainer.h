@@ -72,6 +72,7 @@ typedef struct {
     hp_dtype dtype;         /* compute dtype (HP_F32, or HP_BF16: parallel/precision) */
     int fp32_gemm;          /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy) */
     int bf16_params_all;    /* bf16: every parameter through its bf16 copy (hp_compile_opts) */
+    hp_dtype dp_reduce;     /* parameter gradients' all-reduces: HP_F32 (0) or HP_BF16 (parallel/reduce_dtype) */
     /* optimization */
     hp_optim_config optim;
     float grad_clip;        /* <= 0: off */

@@ -4,8 +4,9 @@
  * kept in each checkpoint's state.json and read back with hp_ckpt_info
  * (step, model shape, args; -1 args for a checkpoint written without), a run
  * resumed from hp_ckpt_info's directory continuing bit for bit, the model
- * shape of an llm.c file, and validation mode's whole report in
- * HP_EVENT_VALIDATED. Thread counts are explicit everywhere. */
+ * shape of an llm.c file, validation mode's whole report in
+ * HP_EVENT_VALIDATED, and dp_reduce_bf16's checks. Thread counts are explicit
+ * everywhere. */
 #include <hyperpar/hyperpar.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,39 @@ static void test_validation_report(void) {
     hp_model_free(m);
 }
 
+/* dp_reduce_bf16: a DP 2 run trains with it; a bad value, deterministic and
+ * FSDP are refused in one line, and so is deterministic with the plan's fsdp
+ * reduce=bf16 (the same reason: where a rank's partial sum is rounded). */
+static void test_dp_reduce(void) {
+    hp_model *m = NULL;
+    hp_shard_plan *p = NULL;
+    if (!OK(hp_model_gpt2(&m, &tiny, 2, 16)) || !OK(hp_shard_plan_gpt2(&p, 2, 1))) {
+        hp_model_free(m);
+        return;
+    }
+    record r = {0};
+    hp_train_config c;
+    hp_train *t = NULL;
+    config(&c, m, &r);
+    c.plan = p, c.steps = 2;
+    c.dp_reduce_bf16 = 2;
+    ERR(hp_train_create(&t, &c), "dp_reduce_bf16 must be 0 (fp32) or 1 (bf16), got 2");
+    c.dp_reduce_bf16 = 1, c.deterministic = 1;
+    ERR(hp_train_create(&t, &c), "dp_reduce_bf16 rounds each rank's partial sum to bf16");
+    c.deterministic = 0;
+    if (OK(hp_train_create(&t, &c))) OK(hp_train_run(t));
+    CHECK(r.n == 2 && r.loss[1] == r.loss[1]);
+    hp_train_free(t);
+    t = NULL;
+    if (OK(hp_shard_plan_set_fsdp(p, "shard=dp level=3 reduce=bf16"))) {
+        ERR(hp_train_create(&t, &c), "FSDP and ZeRO reduce the gradients themselves");
+        c.dp_reduce_bf16 = 0, c.deterministic = 1;
+        ERR(hp_train_create(&t, &c), "the plan's fsdp reduce=bf16 rounds each rank's partial sum to bf16");
+    }
+    hp_shard_plan_free(p);
+    hp_model_free(m);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/hp_api_train_%d", (int)getpid());
     char cmd[600];
@@ -167,6 +201,7 @@ int main(void) {
     test_names();
     test_ckpt_args();
     test_validation_report();
+    test_dp_reduce();
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd) != 0) failures++;
     if (failures) fprintf(stderr, "%d failures\n", failures);

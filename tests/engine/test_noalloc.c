@@ -5,8 +5,9 @@
  * same for the compiled step of the trainer (runtime/trainer: the optimizer
  * phase inside the program) on one rank (AdamW, Muon) and on DP=2 x TP=2 rank
  * threads with the gradient reductions overlapped (collectives started and
- * waited on the comm layer's threads); and in bf16 (--dtype bf16) on one
- * rank and on DP=2 x TP=2. */
+ * waited on the comm layer's threads), also with those reductions in bf16
+ * (--dp-reduce bf16; one and two micro-batches); and in bf16 (--dtype bf16)
+ * on one rank and on DP=2 x TP=2 (with bf16 gradient reductions too). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,8 @@ static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP
 }
 
 /* Trainer steps (1 rank or a plan): steps after the first allocate nothing. */
-static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt) {
+static void trainer_steps_dpr(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt,
+                              hp_dtype dp_reduce, int grad_accum) {
     hp_trainer_config c;
     memset(&c, 0, sizeof c);
     c.model = f->g;
@@ -45,20 +47,23 @@ static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kin
     c.grad_clip = 1.0f;
     c.steps = 6;
     c.dtype = dt;
+    c.dp_reduce = dp_reduce;
+    c.grad_accum = grad_accum;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
     if (!t) return;
-    int32_t tok[64], tgt[64];
+    int32_t tok[128], tgt[128];
     float first = 0, last = 0;
     for (int step = 0; step < 6; step++) {
-        for (int i = 0; i < B * T; i++) tok[i] = (i * 7) % 256, tgt[i] = (i * 13 + 5) % 256; /* one batch: the loss must fall */
+        for (int i = 0; i < B * T * (grad_accum > 1 ? grad_accum : 1); i++) tok[i] = (i * 7) % 256, tgt[i] = (i * 13 + 5) % 256; /* one batch: the loss must fall */
         long a0 = allocs();
         float loss = 0, norm = 0;
         CHECK_OK(hp_trainer_step(t, tok, tgt, step, 1e-3f, &loss, &norm));
         long made = allocs() - a0;
         if (step > 0 && made != 0)
-            fprintf(stderr, "trainer (%s, optimizer %d, %s) step %d: %ld allocations\n", plan ? "plan" : "1 rank",
-                    (int)kind, hp_dtype_name(dt), step, made);
+            fprintf(stderr, "trainer (%s, optimizer %d, %s, reduce %s, accum %d) step %d: %ld allocations\n",
+                    plan ? "plan" : "1 rank", (int)kind, hp_dtype_name(dt), hp_dtype_name(dp_reduce), grad_accum, step,
+                    made);
         if (step > 0) CHECK(made == 0);
         CHECK(isfinite(loss) && isfinite(norm) && norm > 0);
         if (step == 0) first = loss;
@@ -66,6 +71,10 @@ static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kin
     }
     CHECK(last < first); /* it trains */
     hp_trainer_destroy(t);
+}
+
+static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt) {
+    trainer_steps_dpr(f, plan, kind, B, T, dt, HP_F32, 0);
 }
 
 int main(void) {
@@ -125,6 +134,10 @@ int main(void) {
     hp_plan plan;
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
     trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32);
+    /* the gradient all-reduces in bf16 (--dp-reduce bf16): the casts around the overlapped reductions,
+     * also over two micro-batches */
+    trainer_steps_dpr(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32, HP_BF16, 0);
+    trainer_steps_dpr(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32, HP_BF16, 2);
     hp_plan_free(&plan);
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1)); /* FSDP: gathers and reductions allocate nothing either */
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
@@ -139,6 +152,7 @@ int main(void) {
     trainer_steps(&fw, NULL, HP_OPT_ADAMW, B, T, HP_BF16);
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
     trainer_steps(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16);
+    trainer_steps_dpr(&fw, &plan, HP_OPT_ADAMW, B, T, HP_BF16, HP_BF16, 0); /* bf16 compute, bf16 gradient reductions */
     hp_plan_free(&plan);
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1)); /* FSDP reducing in bf16: the narrowing and widening too */
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3 reduce=bf16", "test"));
