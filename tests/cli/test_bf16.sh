@@ -16,6 +16,7 @@
 # bf16-rounded parameters (--bf16-params all) and move half the bytes; bad --dtype, --fp32-gemm,
 # --fsdp-reduce, --fsdp-gather and --bf16-params values are refused in one line.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/mpienv.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none --dtype bf16"
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
 "$HP" train $common --steps 200 --metrics one.jsonl >one.log 2>&1 || fail "1 rank bf16 failed: $(tail -2 one.log)"

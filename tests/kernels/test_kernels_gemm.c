@@ -112,9 +112,10 @@ done:
 }
 
 static void t_products(hp_gemm_ctx *ctx) {
-    long shapes[][3] = {{37, 19, 45}, {64, 96, 32}}; /* N, IC, OC */
+    /* N, IC, OC; the last: a weight gradient of 1100 rows, more than 2 threads x PACK_ROWS (512): 3 packed blocks */
+    long shapes[][3] = {{37, 19, 45}, {64, 96, 32}, {24, 20, 1100}};
     hp_dtype io[3][2] = {{HP_F32, HP_F32}, {HP_BF16, HP_F32}, {HP_BF16, HP_BF16}};
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 3; s++)
         for (int p = 0; p < 3; p++)
             for (int t = 0; t < 3; t++)
                 for (int v = 0; v < 3; v++) { /* plain, bias, accumulate */
@@ -128,7 +129,7 @@ static void t_products(hp_gemm_ctx *ctx) {
 
 /* The linear-layer helpers: fp32 against the engine's OpenBLAS kernels;
  * bf16 against the same on widened inputs; creations counted. */
-static void t_linear(hp_gemm_ctx *ctx, hp_pool *pool) {
+static void t_linear(hp_gemm_ctx *ctx, hp_pool *pool, int packed) {
     long N = 48, IC = 40, OC = 72;
     for (int t = 0; t < 2; t++) {
         hp_dtype dt = t ? HP_BF16 : HP_F32;
@@ -145,6 +146,10 @@ static void t_linear(hp_gemm_ctx *ctx, hp_pool *pool) {
         int threads = pool ? hp_pool_size(pool) : 1, blocks = fallback ? 0 : 3 * threads; /* every M >= 32 here */
         CHECKF(made == blocks, "%ld primitives created for one linear layer (%d expected)", made, blocks);
         CHECK(hp_gemm_parts(l.fwd) == (fallback ? 0 : threads) && hp_gemm_parts(l.bwd_weight) == (fallback ? 0 : threads));
+        /* packed (where oneDNN has AMX, or forced: all_packed), the weight gradient's blocks are dense,
+         * so oneDNN runs its brgemm kernels there too (AMX tiles where the CPU has them) */
+        if (!fallback && packed && strstr(hp_gemm_impl(l.fwd), "brg"))
+            CHECKF(strstr(hp_gemm_impl(l.bwd_weight), "brg") != NULL, "bwd-weight runs '%s'", hp_gemm_impl(l.bwd_weight));
         const void *px = t ? (const void *)x.h : x.f, *pw = t ? (const void *)w.h : w.f, *pg = t ? (const void *)g.h : g.f;
         for (int rep = 0; rep < 25; rep++) {
             CHECK_OK(hp_gemm_linear_fwd(&l, o2, px, pw, bias.f));
@@ -204,7 +209,7 @@ static void *rank_main(void *arg) {
         return NULL;
     }
     int before = hp_test_failures;
-    for (int i = 0; i < 3; i++) t_linear(ctx, NULL);
+    for (int i = 0; i < 3; i++) t_linear(ctx, NULL, 0);
     r->bad = hp_test_failures != before;
     hp_gemm_ctx_destroy(ctx);
     return NULL;
@@ -259,14 +264,16 @@ static void t_measure(hp_gemm_ctx *ctx) {
     CHECK(!strcmp(hp_gemm_backend_name(HP_GEMM_ONEDNN), "oneDNN"));
 }
 
-static void all(hp_pool *p2) {
+/* pack: the transposed-A products packed dense (always) or left to the ISA (auto) */
+static void all(hp_pool *p2, hp_gemm_pack pack) {
     hp_gemm_ctx *ctx = NULL;
     CHECK_OK(hp_gemm_ctx_create(&ctx, p2));
     if (!ctx) return;
+    hp_gemm_ctx_set_pack(ctx, pack);
     t_products(ctx);
-    t_linear(ctx, p2);
+    t_linear(ctx, p2, pack == HP_GEMM_PACK_ALWAYS);
     t_errors(ctx);
-    t_measure(ctx);
+    if (pack == HP_GEMM_PACK_AUTO) t_measure(ctx);
     hp_gemm_ctx_destroy(ctx);
 }
 
@@ -276,7 +283,8 @@ int main(void) {
     t_threads(); /* first: counts the OpenMP threads of a fresh process */
     hp_pool *p2;
     CHECK_OK(hp_pool_create(&p2, 2));
-    all(p2);
+    all(p2, HP_GEMM_PACK_AUTO);
+    all(p2, HP_GEMM_PACK_ALWAYS);
     hp_gemm_ctx *ctx = NULL;
     CHECK_OK(hp_gemm_ctx_create(&ctx, NULL));
     hp_gemm_desc d = {.M = 8, .N = 8, .K = 8, .a = HP_BF16, .b = HP_BF16, .c = HP_BF16};
@@ -289,7 +297,7 @@ int main(void) {
     hp_gemm_ctx_destroy(ctx);
     /* the forced portable path */
     hp_kernels_set_portable(1);
-    all(p2);
+    all(p2, HP_GEMM_PACK_AUTO);
     hp_kernels_set_portable(0);
     hp_pool_destroy(p2);
     return hp_test_finish("test_kernels_gemm");
