@@ -31,6 +31,8 @@ typedef struct {
 void hp_cpu_features_get(hp_cpu_features *f);
 /* The best of hp_isa this CPU and OS support. */
 hp_isa hp_cpu_best_isa(void);
+/* The ISA of OpenBLAS's kernels of this core name (SkylakeX, Haswell, ...). */
+hp_isa hp_openblas_core_isa(const char *core);
 /* "amx", "avx512-bf16", "avx512", "avx2", "portable". */
 const char *hp_isa_name(hp_isa isa);
 

@@ -8,17 +8,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
-
-/* OpenBLAS names its kernels by CPU (SkylakeX, Cooperlake, Haswell, Zen, ...). */
-static hp_isa openblas_isa(const char *core) {
-    static const char *avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
-    static const char *avx2[] = {"Haswell", "Zen", "SkylakeX-AVX2"};
-    for (size_t i = 0; i < sizeof avx512 / sizeof avx512[0]; i++)
-        if (!strcasecmp(core, avx512[i])) return HP_ISA_AVX512;
-    for (size_t i = 0; i < sizeof avx2 / sizeof avx2[0]; i++)
-        if (!strcasecmp(core, avx2[i])) return HP_ISA_AVX2;
-    return HP_ISA_PORTABLE;
-}
+#include "kernels/kernels.h"
 
 static void row(hp_kernels_isa_row *r, const char *family, hp_isa isa, const char *detail) {
     snprintf(r->family, sizeof r->family, "%s", family);
@@ -28,8 +18,12 @@ static void row(hp_kernels_isa_row *r, const char *family, hp_isa isa, const cha
 
 int hp_kernels_isa_report(hp_kernels_isa_row *rows) {
     int n = 0;
+    hp_kernels_init(); /* OpenBLAS's kernels as the programs will have them */
     char *core = openblas_get_corename();
-    row(&rows[n++], "gemm fp32 (OpenBLAS)", openblas_isa(core ? core : ""), core ? core : "?");
+    char detail[96];
+    const char *note = hp_kernels_openblas_note();
+    snprintf(detail, sizeof detail, "%.24s%s%.60s%s", core ? core : "?", note[0] ? " (" : "", note, note[0] ? ")" : "");
+    row(&rows[n++], "gemm fp32 (OpenBLAS)", hp_openblas_core_isa(core), detail);
     hp_gemm_ctx *ctx = NULL;
     hp_status st = hp_gemm_ctx_create(&ctx, NULL);
     for (int k = 0; k < 2; k++) {

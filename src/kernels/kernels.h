@@ -24,8 +24,13 @@
 
 #include "core/pool.h"
 
-/* Once per process, before any kernel: pins BLAS to one thread per caller. */
+/* Once per process, before any kernel: pins BLAS to one thread per caller,
+ * and where OPENBLAS_CORETYPE is unset and OpenBLAS took kernels below this
+ * CPU's ISA (a CPU model newer than the library), gives it the kernels of
+ * that ISA (kernels/blas_init.c). */
 void hp_kernels_init(void);
+/* What hp_kernels_init changed in OpenBLAS, for the start-up report ("" when nothing). */
+const char *hp_kernels_openblas_note(void);
 
 /* ---- embeddings ---- */
 /* out[N,C] = table[ids[n], :]; ids[N] in [0, rows). */

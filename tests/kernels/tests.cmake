@@ -9,3 +9,7 @@ set_tests_properties(kernels/bf16_portable_env PROPERTIES TIMEOUT 900 ENVIRONMEN
 # has no bf16 matmul there, so the bf16 products take the portable fallback.
 add_test(NAME kernels/gemm_no_avx512 COMMAND test_kernels_gemm WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(kernels/gemm_no_avx512 PROPERTIES TIMEOUT 900 ENVIRONMENT ONEDNN_MAX_CPU_ISA=AVX2)
+# OpenBLAS's kernels with OPENBLAS_CORETYPE set: hp_kernels_init leaves the user's choice alone
+# (the test also runs itself with the variable unset).
+add_test(NAME kernels/blas_core_env COMMAND test_kernels_blas WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(kernels/blas_core_env PROPERTIES TIMEOUT 900 ENVIRONMENT OPENBLAS_CORETYPE=Haswell)
