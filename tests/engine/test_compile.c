@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "inflight_check.h"
 #include "models/gpt2_plan.h"
 #include "optim/phase.h"
 #include "parallel/compile.h"
@@ -105,25 +106,7 @@ static void check_program_order(const hp_compiled *c) {
     CHECK(k == c->sched.n);
     CHECK(hp_program_get_info(p)->arena_bytes == c->mem.arena_bytes);
     /* between a start and its wait, no step writes into the bytes of its src or dst */
-    for (int a = 0; a < c->sched.n; a++) {
-        const hp_node *st = &g->nodes[c->sched.order[a]];
-        if (st->op != &hp_op_redistribute_start) continue;
-        int bufs[2] = {st->in[0], st->out[0]};
-        for (int b = a + 1; b < c->sched.n; b++) {
-            const hp_node *n = &g->nodes[c->sched.order[b]];
-            if (n->op == &hp_op_redistribute_wait && n->in[0] == st->out[0]) break;
-            for (int o = 0; o < n->nout; o++) {
-                if (n->out[o] < 0) continue;
-                char *w0 = hp_program_data(p, n->out[o]);
-                char *w1 = w0 + (size_t)hp_val_numel(g, n->out[o]) * hp_dtype_size(g->vals[n->out[o]].dtype);
-                for (int q = 0; q < 2; q++) {
-                    char *b0 = hp_program_data(p, bufs[q]);
-                    char *b1 = b0 + (size_t)hp_val_numel(g, bufs[q]) * 4;
-                    CHECK(w1 <= b0 || b1 <= w0);
-                }
-            }
-        }
-    }
+    check_inflight_apart(c, p);
     hp_program_destroy(p);
     hp_pool_destroy(pool);
     hp_param_store_free(&ps);

@@ -25,6 +25,7 @@
 #include "parallel/rank.h"
 #include "runtime/params.h"
 #include "runtime/program.h"
+#include "inflight_check.h"
 #include "testutil.h"
 
 static int count_op(const hp_graph *g, const hp_opdef *op) {
@@ -114,25 +115,7 @@ static void check_arena(const hp_compiled *c) {
     CHECK_OK(hp_pool_create(&pool, 1));
     hp_program *p;
     CHECK_OK(hp_program_create_ordered(&p, g, c->sched.order, c->sched.n, &c->mem, &ps, pool, NULL));
-    for (int a = 0; a < c->sched.n; a++) {
-        const hp_node *st = &g->nodes[c->sched.order[a]];
-        if (st->op != &hp_op_redistribute_start) continue;
-        int bufs[2] = {st->in[0], st->out[0]};
-        for (int b = a + 1; b < c->sched.n; b++) {
-            const hp_node *n = &g->nodes[c->sched.order[b]];
-            if (n->op == &hp_op_redistribute_wait && n->in[0] == st->out[0]) break;
-            for (int o = 0; o < n->nout; o++) {
-                if (n->out[o] < 0) continue;
-                char *w0 = hp_program_data(p, n->out[o]);
-                char *w1 = w0 + (size_t)hp_val_numel(g, n->out[o]) * hp_dtype_size(g->vals[n->out[o]].dtype);
-                for (int q = 0; q < 2; q++) {
-                    char *b0 = hp_program_data(p, bufs[q]);
-                    char *b1 = b0 + (size_t)hp_val_numel(g, bufs[q]) * hp_dtype_size(g->vals[bufs[q]].dtype);
-                    CHECK(w1 <= b0 || b1 <= w0);
-                }
-            }
-        }
-    }
+    check_inflight_apart(c, p);
     hp_program_destroy(p);
     hp_pool_destroy(pool);
     hp_param_store_free(&ps);
