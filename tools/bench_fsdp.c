@@ -27,15 +27,18 @@ typedef struct {
     const char *fsdp; /* NULL: DP */
     int hsdp;         /* 1: replicas = supernodes */
     int one;          /* 1: one rank, the same threads (the reference for tokens/s) */
+    int bf16_only;    /* 1: a row of --dtype bf16 only (its bf16 collectives) */
 } fconfig;
 
 static const fconfig fconfigs[] = {
-    {"1 rank", NULL, 0, 1},
-    {"dp", NULL, 0, 0},
-    {"fsdp2-style fsdp", "level=3 style=fsdp2", 0, 0},
-    {"hyperpar fsdp", "level=3", 0, 0},
-    {"fsdp2-style hsdp", "level=3 style=fsdp2", 1, 0},
-    {"hyperpar hsdp", "level=3", 1, 0},
+    {"1 rank", NULL, 0, 1, 0},
+    {"dp", NULL, 0, 0, 0},
+    {"fsdp2-style fsdp", "level=3 style=fsdp2", 0, 0, 0},
+    {"hyperpar fsdp", "level=3", 0, 0, 0},
+    {"fsdp2-style hsdp", "level=3 style=fsdp2", 1, 0, 0},
+    {"hyperpar hsdp", "level=3", 1, 0, 0},
+    {"hyperpar fsdp b16c", "level=3 gather=bf16 reduce=bf16", 0, 0, 1}, /* bf16 gathers and reductions */
+    {"hyperpar hsdp b16c", "level=3 gather=bf16 reduce=bf16", 1, 0, 1},
 };
 
 static void child_row(void *result, void *ctx) {
@@ -50,7 +53,7 @@ static void child_row(void *result, void *ctx) {
 }
 
 int hp_cmd_bench_fsdp(int argc, char **argv) {
-    char model[32] = "small", json[512] = "";
+    char model[32] = "small", json[512] = "", dtype[8] = "fp32";
     int threads = 2, steps = 5, ranks = 4, supernodes = 2;
     float bw = 1.0f, lat = 50.0f;
     hp_opt tab[] = {
@@ -61,6 +64,7 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         {"inter-latency", OPT_FLOAT, &lat, 0, "microseconds per message between supernodes"},
         {"threads", OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
         {"steps", OPT_INT, &steps, 0, "timed steps (after 2 untimed)"},
+        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -77,6 +81,9 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
     if (!st && (ranks % supernodes || B % ranks))
         st = hp_errorf("hyperpar bench fsdp: --ranks %d must split into --supernodes %d and divide the batch %d", ranks,
                        supernodes, B);
+    if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
+        st = hp_errorf("hyperpar bench fsdp: --dtype must be fp32 or bf16, got '%s'", dtype);
+    int bf16 = !strcmp(dtype, "bf16");
     if (!st && (!(bw >= 0) || !(lat >= 0))) st = hp_errorf("hyperpar bench fsdp: --inter-bw and --inter-latency must be >= 0");
     if (st) {
         hp_cli_error(st);
@@ -87,8 +94,9 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
         return 1;
     }
-    printf("%s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps\n",
-           model, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps);
+    printf("%s %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
+           model, dtype, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps,
+           bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
     printf("%-18s %9s %7s %9s %10s %10s %8s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms", "exposed ms",
            "exposed%", "hidden%", "memory MB");
     double one_tps = 0;
@@ -96,7 +104,9 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
     int rc = 0;
     for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
         const fconfig *fc = &fconfigs[i];
-        hp_bench_fsdp_config cfg = {m, B, T, ranks, fc->hsdp ? supernodes : 1, fc->fsdp, supernodes, bw, lat, threads, steps};
+        if (fc->bf16_only && !bf16) continue;
+        hp_bench_fsdp_config cfg = {m, B, T, ranks, fc->hsdp ? supernodes : 1, fc->fsdp, supernodes, bw, lat, threads, steps,
+                                    bf16};
         if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
         frow r;
         memset(&r, 0, sizeof r);
@@ -112,10 +122,10 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
                100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.hidden_pct, r.r.memory_mb);
         if (jf)
             fprintf(jf,
-                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
+                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
                     "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
-                    i ? ",\n" : "", fc->name, model, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
+                    i ? ",\n" : "", fc->name, model, dtype, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
                     r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     if (jf) {

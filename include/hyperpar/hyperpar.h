@@ -696,6 +696,7 @@ typedef struct {
     int supernodes;             /* emulated (>= 1) */
     double inter_bw_gbps, inter_latency_us; /* 0: unthrottled */
     int threads, steps;
+    int bf16;                   /* 1: bf16 compute (train --dtype bf16); fsdp may then say gather=bf16 */
 } hp_bench_fsdp_config;
 
 typedef struct {

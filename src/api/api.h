@@ -60,11 +60,11 @@ hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms
  * untimed) of GPT-2 under plan (NULL: one rank) on world w, from rank 0: the
  * step, kernels, exposed collectives, optimizer, the rest, and the time its
  * collectives ran (busy_s; hidden = busy - exposed); memory_bytes: rank 0's
- * program (as `hyperpar plan` predicts it). */
+ * program (as `hyperpar plan` predicts it); dtype: the compute dtype (HP_BF16: train --dtype bf16). */
 typedef struct {
     double step_s, compute_s, comm_s, optimizer_s, other_s, busy_s, memory_bytes;
 } hp_api_bench_out;
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc, int B, int T, const hp_plan *plan,
-                            hp_comm_world *w, int threads, int steps, int overlap);
+                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype);
 
 #endif

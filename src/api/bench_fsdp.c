@@ -36,7 +36,8 @@ hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_confi
     hp_gpt2_config mc = {cfg->model.layers, cfg->model.heads, cfg->model.channels, cfg->model.vocab, 0,
                          cfg->model.max_seq};
     hp_api_bench_out o;
-    if (!st) st = hp_api_bench_plan(&o, &mc, cfg->B, cfg->T, &plan, w, cfg->threads, cfg->steps, 1);
+    if (!st) st = hp_api_bench_plan(&o, &mc, cfg->B, cfg->T, &plan, w, cfg->threads, cfg->steps, 1,
+                                      cfg->bf16 ? HP_BF16 : HP_F32);
     if (!st) {
         double hidden = o.busy_s > 0 ? 1.0 - o.comm_s / o.busy_s : 0;
         *res = (hp_bench_fsdp_result){cfg->B * cfg->T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.comm_s * 1e3,

@@ -83,7 +83,7 @@ static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *
 }
 
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, int B, int T, const hp_plan *plan,
-                            hp_comm_world *w, int threads, int steps, int overlap) {
+                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype) {
     memset(out, 0, sizeof *out);
     hp_gpt2_config mc = *mc_in;
     hp_graph *g = NULL;
@@ -99,7 +99,8 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
     if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
     if (!st) {
         hp_dist_config dc = {.model = g, .plan = plan, .world = w, .threads_per_rank = hp_dist_threads_per_rank(w, threads)};
-        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = overlap}};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = overlap},
+                                       .dtype = dtype};
         st = hp_dist_create(&d, &dc);
     }
     if (!st) st = init_params(d, g, &mc);
@@ -144,7 +145,7 @@ hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_pa
     hp_comm_world *w = NULL;
     hp_status st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
     hp_api_bench_out o;
-    if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap);
+    if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap, HP_F32);
     if (!st)
         *res = (hp_bench_parallel_result){B * T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.comm_s * 1e3,
                                           o.optimizer_s * 1e3, o.other_s * 1e3};

@@ -76,6 +76,15 @@ dp, fs = rows[1], rows[3]
 assert rows[0]["ranks"] == 1 and rows[1]["ranks"] == 4, rows
 assert fs["memory_mb"] < dp["memory_mb"], (fs, dp)  # sharded state and one parameter copy per supernode
 PY
+# in bf16 the rows that gather and reduce in bf16 come last
+"$HP" bench fsdp --steps 1 --dtype bf16 --json bench16.json >bench16.txt 2>&1 || fail "bench fsdp --dtype bf16 failed: $(tail -3 bench16.txt)"
+python3 - <<'PY' || fail "bench fsdp --dtype bf16's JSON: see above"
+import json
+rows = json.load(open("bench16.json"))
+assert [r["config"] for r in rows][-2:] == ["hyperpar fsdp b16c", "hyperpar hsdp b16c"] and len(rows) == 8, rows
+assert all(r["dtype"] == "bf16" and r["step_ms"] > 0 for r in rows), rows
+PY
+expect_error "--dtype must be fp32 or bf16, got 'fp8'" "$HP" bench fsdp --dtype fp8
 expect_error "--fsdp or --dp" "$HP" train --fsdp 2 --dp 2 --steps 1
 expect_error "--hsdp must be R,S" "$HP" train --hsdp 2 --steps 1
 expect_error "--zero must be 1, 2 or 3" "$HP" train --zero 4 --dp 2 --steps 1
