@@ -215,6 +215,9 @@ hp_status hp_train_check(const train_opts *o) {
         BAD("--fsdp-gather must be fp32 or bf16, got '%s'", o->fsdp_gather);
     if (!strcmp(o->fsdp_gather, "bf16") && strcmp(o->dtype, "bf16"))
         BAD("--fsdp-gather bf16 needs --dtype bf16 (the gathered copies are what bf16 compute reads)");
+    if ((!strcmp(o->fsdp_gather, "bf16") || !strcmp(o->fsdp_reduce, "bf16")) && !(o->fsdp > 1 || o->hsdp[0] || o->zero))
+        BAD("--fsdp-gather and --fsdp-reduce apply to --fsdp, --hsdp and --zero (a plan file says gather= and "
+            "reduce= on its fsdp line; data parallelism: --dp-reduce)");
     if (strcmp(o->bf16_params, "gemm") && strcmp(o->bf16_params, "all"))
         BAD("--bf16-params must be gemm or all, got '%s'", o->bf16_params);
     if (!strcmp(o->bf16_params, "all") && strcmp(o->dtype, "bf16")) BAD("--bf16-params all needs --dtype bf16");

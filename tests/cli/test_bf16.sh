@@ -111,6 +111,8 @@ awk -v a="$b16" -v b="$b32" 'BEGIN { exit !(a > 0 && 2 * a == b) }' || fail "pla
 grep -q 'in place, bf16' plang16.txt || fail "plan --fsdp-gather bf16: the gather lines do not say bf16"
 expect_error "--fsdp-gather must be fp32 or bf16, got 'fp16'" "$HP" train $common --fsdp 2 --fsdp-gather fp16
 expect_error "--fsdp-gather bf16 needs --dtype bf16" "$HP" train $f32 --fsdp 2 --fsdp-gather bf16
+expect_error "--fsdp-gather and --fsdp-reduce apply to --fsdp, --hsdp and --zero" "$HP" train $common --dp 2 --fsdp-gather bf16
+expect_error "--fsdp-gather and --fsdp-reduce apply to --fsdp, --hsdp and --zero" "$HP" train $f32 --fsdp-reduce bf16
 expect_error "--bf16-params must be gemm or all, got 'some'" "$HP" train $common --bf16-params some
 expect_error "--bf16-params all needs --dtype bf16" "$HP" train $f32 --bf16-params all
 expect_error "--fsdp-reduce must be fp32 or bf16, got 'fp16'" "$HP" train $f32 --fsdp 2 --fsdp-reduce fp16
