@@ -104,6 +104,16 @@ if timeout 600 "${MPIRUN[@]}" "$HP" train $g50 --fsdp 4 --bf16-params all --metr
     fail "2 processes: --fsdp-gather bf16 differs from fp32 gathers: $(paste <(losses gm32.jsonl) <(losses gm16.jsonl) | head -3 | tr '\n' ' ')"
   echo "2 MPI processes x FSDP 4: --fsdp-gather bf16 gives the bits of fp32 gathers"
 else fail "2-process --fsdp-gather runs failed: $(tail -2 gm32.log gm16.log)"; fi
+# a run gathering in bf16, stopped at step 10 and resumed, continues bit for bit (the shards are saved
+# and loaded in fp32; the next gathers remake the mirror), in both checkpoint formats
+for fmt in single sharded; do
+  rm -rf "ckg_$fmt"
+  "$HP" train $short --fsdp 2 --fsdp-gather bf16 --metrics gfull.jsonl >gfull.log 2>&1 || fail "--fsdp-gather 20 steps failed: $(tail -2 gfull.log)"
+  "$HP" train $short --fsdp 2 --fsdp-gather bf16 --ckpt-dir "ckg_$fmt" --ckpt-format "$fmt" --stop-at 10 --metrics "gpart_$fmt.jsonl" >gpart.log 2>&1 &&
+    "$HP" train --resume "ckg_$fmt" --metrics "gpart_$fmt.jsonl" >gres.log 2>&1 || fail "--fsdp-gather bf16 stop/resume ($fmt) failed: $(tail -2 gpart.log gres.log)"
+  [ "$(losses gfull.jsonl)" = "$(losses "gpart_$fmt.jsonl")" ] && [ "$(losses "gpart_$fmt.jsonl" | wc -l)" -eq 20 ] ||
+    fail "--fsdp-gather bf16 resume ($fmt) is not bit for bit"
+done
 "$HP" plan --fsdp 2 --layers 2 --heads 4 --channels 64 --dtype bf16 --fsdp-gather bf16 >plang16.txt 2>&1 || fail "plan --fsdp-gather bf16 failed"
 "$HP" plan --fsdp 2 --layers 2 --heads 4 --channels 64 --dtype bf16 >plang32.txt 2>&1 || fail "plan --dtype bf16 --fsdp 2 failed"
 b16=$(grep -m1 'fsdp.h.0.gather ' plang16.txt | awk '{print $4}') b32=$(grep -m1 'fsdp.h.0.gather ' plang32.txt | awk '{print $4}')
