@@ -209,27 +209,46 @@ static hp_status take_ckpt_dir(hp_trainer *t) {
 /* Every process learns whether any process failed its set-up (one vote per
  * process over the world), so an error one process alone sees (an unwritable
  * metrics file on rank 0's) ends every process at once instead of leaving
- * the others in their first collective until the timeout. */
+ * the others in their first collective until the timeout. When one failed,
+ * its message travels to the others too (a second collective, on the failure
+ * path only), so every process's error names the root cause: the launcher
+ * ends the job when the first process exits, which may be one that did not
+ * see it. */
+#define VOTE_MSG 256 /* bytes of a process's message in the exchange */
 typedef struct {
     hp_trainer *t;
     int failed;
+    const char *msg;  /* the failed process's own error */
     const char *what; /* "to set up the run", "at step 12" */
 } vote;
 
 static hp_status vote_rank(hp_dist_rank *r, void *c_) {
     vote *v = c_;
     float mine = r->local_index == 0 && v->failed ? 1.0f : 0.0f, total = 0;
-    HP_TRY(hp_comm_all_reduce(r->c.rg.ctx.comm, hp_comm_world_group(v->t->world), &total, &mine, 1, HP_F32,
-                              HP_COMM_SUM));
-    if (total > 0 && !v->failed) return hp_errorf("another process failed %s (its error says why)", v->what);
-    return HP_OK;
+    hp_comm_group *world = hp_comm_world_group(v->t->world);
+    HP_TRY(hp_comm_all_reduce(r->c.rg.ctx.comm, world, &total, &mine, 1, HP_F32, HP_COMM_SUM));
+    if (total <= 0) return HP_OK;
+    int n = hp_comm_group_size(world);
+    char *all = calloc((size_t)n + 1, VOTE_MSG);
+    if (!all) return hp_errorf("another process failed %s (its error says why)", v->what);
+    char *own = all + (size_t)n * VOTE_MSG; /* this rank's contribution */
+    if (mine > 0) snprintf(own, VOTE_MSG, "%s", v->msg);
+    hp_status st = hp_comm_all_gather(r->c.rg.ctx.comm, world, all, own, VOTE_MSG / 4, NULL, HP_F32); /* bytes, as floats */
+    const char *why = NULL;
+    for (int i = 0; !st && i < n && !why; i++)
+        if (all[(size_t)i * VOTE_MSG]) why = all + (size_t)i * VOTE_MSG, all[(size_t)i * VOTE_MSG + VOTE_MSG - 1] = 0;
+    if (!st && !v->failed)
+        st = why ? hp_errorf("another process failed %s: %s", v->what, why)
+                 : hp_errorf("another process failed %s (its error says why)", v->what);
+    free(all);
+    return st;
 }
 
 static int multiproc(const hp_trainer *t) { return hp_comm_uses_mpi(t->world) && hp_comm_supernodes(t->world) > 1; }
 
 static hp_status agree(hp_trainer *t, hp_status st, const char *what) {
     if (!multiproc(t)) return st;
-    vote v = {t, st != HP_OK, what};
+    vote v = {t, st != HP_OK, st ? hp_status_msg(st) : "", what};
     hp_status agreed = hp_dist_run(t->d, vote_rank, &v);
     if (st) {
         hp_status_free(agreed);
