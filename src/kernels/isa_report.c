@@ -4,7 +4,6 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "kernels/gemm.h"
 #include "kernels/isa.h"

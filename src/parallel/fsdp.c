@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "kernels/bf16.h"
 #include "ops/ops.h"
 #include "parallel/rank.h"
@@ -170,21 +171,22 @@ static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, c
 }
 
 /* gather=bf16: each managed parameter's bf16 copy becomes its place in the
- * store's bf16 mirror, its cast a node that does nothing. */
-static hp_status mirror_copies(hp_fsdp_plan *f, hp_graph *g, const int *ids) {
-    for (int q = 0; q < f->nparams; q++) g->vals[ids[q]].mirror_of = f->unit_of[q] >= 0 ? -2 : -1; /* -2: managed */
+ * store's bf16 mirror, its cast a node that does nothing. managed[nvals]:
+ * scratch, left marking the managed parameters. */
+static hp_status mirror_copies(const hp_fsdp_plan *f, hp_graph *g, const int *ids, unsigned char *managed) {
+    memset(managed, 0, (size_t)g->nvals);
+    for (int q = 0; q < f->nparams; q++) managed[ids[q]] = f->unit_of[q] >= 0;
     for (int i = 0; i < g->nnodes; i++) {
         hp_node *nd = &g->nodes[i];
         if (nd->op != &hp_op_cast || nd->phase != HP_PHASE_FWD || nd->a.i[0] != HP_BF16) continue;
         int p = nd->in[0], c = nd->out[0];
-        if (g->vals[p].mirror_of != -2) continue;
+        if (!managed[p]) continue;
         if (g->vals[c].mirror_of >= 0)
             return hp_errorf("fsdp gather=bf16: '%s' has two bf16 copies", g->vals[p].name);
         nd->op = &hp_op_fsdp_param16;
         g->vals[c].mirror_of = p;
         g->vals[c].persistent = 1;
     }
-    for (int q = 0; q < f->nparams; q++) g->vals[ids[q]].mirror_of = -1;
     return HP_OK;
 }
 
@@ -199,7 +201,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
     hp_status st = ids && xp && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
     if (!st) hp_graph_params(g, ids, f->nparams);
-    if (!st && f->gather_bf16) st = mirror_copies(f, g, ids);
+    if (!st && f->gather_bf16) st = mirror_copies(f, g, ids, mp);
     for (int u = 0; !st && u < nu; u++) {
         memset(mp, 0, (size_t)g->nvals);
         memset(mg, 0, (size_t)g->nvals);
@@ -325,15 +327,6 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 
 /* ---- run time ---- */
 
-/* The run time's buffers: zeroed and page-aligned, as the program's are (so
- * the allocator's count of page-aligned bytes sees them: api/test_fsdp_memory). */
-static void *buffer(size_t bytes) {
-    size_t sz = (bytes + 4095) / 4096 * 4096;
-    void *p = aligned_alloc(4096, sz ? sz : 4096);
-    if (p) memset(p, 0, sz ? sz : 4096);
-    return p;
-}
-
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
                             float *params, uint16_t *params16) {
     if (plan->gather_bf16 && !params16) return hp_errorf("fsdp gather=bf16: the parameter store has no bf16 mirror");
@@ -357,7 +350,7 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
         rt->nstaging = plan->prefetch + 1;
         rt->staging = calloc((size_t)rt->nstaging + 1, sizeof *rt->staging);
         for (int i = 0; rt->staging && i <= rt->nstaging; i++) {
-            rt->staging[i] = buffer(big * sizeof(float));
+            rt->staging[i] = hp_alloc_zeroed(big * sizeof(float));
             if (!rt->staging[i]) break;
         }
         if (!rt->staging || !rt->staging[rt->nstaging]) {
@@ -369,8 +362,8 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     if (plan->reduce_bf16) {
         size_t big = hp_fsdp_largest_unit(plan), shard = (big + (size_t)plan->members - 1) / (size_t)plan->members;
         for (int i = 0; i < 2; i++) {
-            rt->red16[i] = buffer(big * sizeof(uint16_t));
-            rt->shard16[i] = buffer(shard * sizeof(uint16_t));
+            rt->red16[i] = hp_alloc_zeroed(big * sizeof(uint16_t));
+            rt->shard16[i] = hp_alloc_zeroed(shard * sizeof(uint16_t));
             if (!rt->red16[i] || !rt->shard16[i]) {
                 hp_fsdp_rt_destroy(rt);
                 return hp_errorf("fsdp: cannot allocate the bf16 reduction buffers (2 x %zu bf16)", big);

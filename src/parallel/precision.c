@@ -16,8 +16,7 @@ static hp_dtype want_of(char c, hp_dtype as_is) {
  * all_params a parameter read in fp32 is the widened copy of its bf16 copy
  * (kept in its fp32 slot, which a parameter's own dtype leaves free). */
 static int in_dtype(hp_graph *g, int *cache, int v, hp_dtype dt, int all_params, int *ncasts, int *nparams) {
-    int through16 = all_params && v < g->nvals && g->vals[v].kind == HP_V_PARAM && g->vals[v].dtype == HP_F32 &&
-                    dt == HP_F32;
+    int through16 = all_params && g->vals[v].kind == HP_V_PARAM && g->vals[v].dtype == HP_F32 && dt == HP_F32;
     if (g->vals[v].dtype == dt && !through16) return v;
     if (dt != HP_F32 && dt != HP_BF16) return v;
     int *slot = &cache[2 * v + (dt == HP_BF16)];

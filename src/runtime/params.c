@@ -1,5 +1,6 @@
 #include "runtime/params.h"
 
+#include "core/alloc.h"
 #include "core/checked.h"
 #include "optim/route.h"
 
@@ -7,15 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *hp_alloc_zeroed(size_t n) {
-    if (n > SIZE_MAX - 4095) return NULL;
-    size_t sz = (n + 4095) / 4096 * 4096;
-    if (sz == 0) sz = 4096;
-    void *p = aligned_alloc(4096, sz);
-    if (p) memset(p, 0, sz);
-    return p;
-}
 
 static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at, size_t total, int alloc) {
     memset(ps, 0, sizeof *ps);

@@ -47,7 +47,5 @@ hp_status hp_param_store_check(const hp_param_store *ps, const hp_graph *g);
  * the last parameter whose gradient is a value of its own (FSDP's are views
  * into its units' gradients); the whole store when no gradient is a view. */
 size_t hp_param_grad_floats(const hp_graph *g, const size_t *offset, size_t total);
-/* Page-aligned, zeroed allocation of n bytes (memory is touched once here). */
-void *hp_alloc_zeroed(size_t n);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/memplan.h"
 #include "core/timing.h"
 #include "kernels/gemm.h"
