@@ -111,8 +111,8 @@ static int run_gemm_table(const char *which, int threads, int reps) {
 }
 
 typedef struct {
-    double gflops;
-    char isa[16], impl[64], err[256];
+    double gflops, insn_gflops; /* oneDNN's bf16 matmul; the instruction throughput */
+    char isa[16], impl[64], insn_isa[32], err[256];
     int ok;
 } peak16_result;
 
@@ -128,6 +128,13 @@ static void child_peak16(void *result, void *ctx) {
         return;
     }
     snprintf(r->isa, sizeof r->isa, "%s", isa);
+    st = hp_bench_bf16_insn_peak(&r->insn_gflops, &isa, *(int *)ctx);
+    if (st) {
+        snprintf(r->err, sizeof r->err, "%s", hp_status_msg(st));
+        hp_status_free(st);
+        return;
+    }
+    snprintf(r->insn_isa, sizeof r->insn_isa, "%s", isa);
     r->ok = 1;
 }
 
@@ -166,7 +173,8 @@ int hp_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nrows; i++) printf("  %-22s %-12s %s\n", isarows[i].family, isarows[i].isa, isarows[i].detail);
     if (gemm) return run_gemm_table(which, threads, steps > 0 ? steps : 3);
     const char *isa;
-    double peak = 0, peak_bf16 = 0;
+    double peak = 0, peak_bf16 = 0, matmul_bf16 = 0;
+    char peak16_isa[32] = "";
     st = hp_bench_fma_peak(&peak, &isa, threads);
     if (st) {
         hp_cli_error(st);
@@ -182,11 +190,19 @@ int hp_cmd_bench(int argc, char **argv) {
             fprintf(stderr, "hyperpar: bench: bf16 peak: %s\n", p16.ok || !p16.err[0] ? "the benchmark process failed" : p16.err);
             return 1;
         }
-        printf("BF16 matmul peak (%s, oneDNN %s, %d threads): %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.isa, p16.impl,
-               threads, p16.gflops, p16.gflops / peak);
+        if (p16.insn_gflops > 0)
+            printf("BF16 peak (%s, %d threads): %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.insn_isa, threads,
+                   p16.insn_gflops, p16.insn_gflops / peak);
+        else
+            printf("BF16 peak: no bf16 instruction on this CPU (the bf16 products run widened to fp32)\n");
+        printf("BF16 matmul, oneDNN %s (%s), 1024^3, %d threads: %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.impl,
+               p16.isa, threads, p16.gflops, p16.gflops / peak);
         printf("(each configuration: an fp32 row, then a bf16 row (--dtype bf16), each in its own process; MFU against "
-               "the peak of the dtype that ran; x fp32: bf16 tok/s over the fp32 row's)\n");
-        peak_bf16 = p16.gflops;
+               "the peak of the dtype that ran: %s; x fp32: bf16 tok/s over the fp32 row's)\n",
+               p16.insn_gflops > 0 ? "the instruction peak" : "the matmul");
+        peak_bf16 = p16.insn_gflops > 0 ? p16.insn_gflops : p16.gflops;
+        matmul_bf16 = p16.gflops;
+        snprintf(peak16_isa, sizeof peak16_isa, "%s", p16.insn_gflops > 0 ? p16.insn_isa : "onednn matmul");
     }
     printf("%-15s %9s %9s %8s %8s %8s %8s %6s %8s%s\n", "config", "tok/s", "step ms", "fwd ms", "bwd ms", "opt ms",
            "GFLOP/s", "MFU", "RSS MB", peak_bf16 > 0 ? "  x fp32" : "");
@@ -224,9 +240,10 @@ int hp_cmd_bench(int argc, char **argv) {
                 fprintf(jf,
                         "%s  {\"config\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"B\": %d, \"T\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, "
                         "\"forward_ms\": %.3f, \"backward_ms\": %.3f, \"optimizer_ms\": %.3f, \"gflops\": %.2f, "
-                        "\"peak_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
+                        "\"peak_gflops\": %.2f, \"peak_isa\": \"%s\", \"matmul_bf16_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
                         rows ? ",\n" : "", c->name, bf16 ? "bf16" : "fp32", threads, c->B, c->T, t->tokens_per_s, t->step_ms,
-                        t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, pk, t->gflops / pk, r.rss_mb, isa,
+                        t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, pk, bf16 ? peak16_isa : isa, matmul_bf16,
+                        t->gflops / pk, r.rss_mb, isa,
                         core ? core : "", blas);
             rows++;
         }

@@ -640,6 +640,14 @@ int hp_kernels_isa(hp_kernel_isa *rows);
  * name for it. */
 hp_status hp_bench_bf16_peak(double *gflops, const char **isa, char impl[64], int threads);
 
+/* The bf16 peak as instruction throughput (GFLOP/s) on `threads` threads, the
+ * counterpart of hp_bench_fma_peak and the peak bf16 MFU is taken against:
+ * AMX tile dot products (TDPBF16PS) where the CPU and OS offer AMX tiles,
+ * else AVX512-BF16 dot products (VDPBF16PS); best of 8 runs over about a
+ * second. *isa: "amx tdpbf16ps", "avx512-bf16 vdpbf16ps", or "none" with
+ * *gflops 0 where neither exists (static). */
+hp_status hp_bench_bf16_insn_peak(double *gflops, const char **isa, int threads);
+
 /* One linear-layer product of a GEMM shape (`hyperpar bench --gemm`):
  * out[N,OC] = inp[N,IC] . W^T (fwd), dinp = dout . W (bwd-data) or
  * dW = dout^T . inp (bwd-weight), timed (best of reps) through the engine's

@@ -66,7 +66,7 @@ hp_status hp_bench_bf16_peak(double *gflops, const char **isa, char impl[64], in
     if (!st) fill_bf16(a, big, 1), fill_bf16(b, big, 2);
     for (int s = 0; !st && s < 2; s++) {
         long n = sizes[s];
-        hp_gemm_desc d = {.M = n, .N = n, .K = n, .a = HP_BF16, .b = HP_BF16, .c = HP_F32};
+        hp_gemm_desc d = {.M = n, .N = n, .K = n, .trans_b = 1, .a = HP_BF16, .b = HP_BF16, .c = HP_F32};
         hp_gemm *g = NULL;
         st = hp_gemm_prepare(&g, ctx, &d);
         if (st) break;

@@ -22,6 +22,8 @@
 #include <stdint.h>
 
 #include "core/pool.h"
+#include "core/status.h"
+#include "kernels/gemm.h"
 
 /* ---- conversions ---- */
 /* out[n] = bf16(inp[n]) on the calling thread (AVX512-BF16 or portable). */
@@ -94,6 +96,25 @@ void hp_kb_attention_fwd(hp_pool *pool, uint16_t *out, float *att, const uint16_
 /* dqkv[B,T,3C] (bf16) from dout[B,T,C] (bf16), qkv (bf16), att (fp32). */
 void hp_kb_attention_bwd(hp_pool *pool, uint16_t *dqkv, const uint16_t *dout, const uint16_t *qkv,
                          const float *att, float *scratch, long B, long T, long C, long NH);
+
+/* ---- attention with its products on oneDNN's bf16 matmul (AMX tiles where
+ * present; kernels/bf16_attention_mm has the numerics: the probabilities and
+ * dS are rounded to bf16 before the products that read them) ---- */
+typedef struct hp_kb_att_mm hp_kb_att_mm;
+/* The serial primitives for heads of T rows and size hs on ctx (created
+ * here, once per pool thread). *out stays NULL where oneDNN has no bf16
+ * matmul or the portable path is forced: then hp_kb_attention_* runs. */
+hp_status hp_kb_att_mm_prepare(hp_kb_att_mm **out, hp_gemm_ctx *ctx, long T, long hs);
+void hp_kb_att_mm_free(hp_kb_att_mm *mm);
+const char *hp_kb_att_mm_impl(const hp_kb_att_mm *mm); /* oneDNN's implementation name */
+size_t hp_kb_att_mm_scratch(long T, long hs, int nthreads); /* floats */
+/* As hp_kb_attention_fwd/bwd; pool must be the one of mm's context. Errors
+ * only from oneDNN's execute. */
+hp_status hp_kb_attention_mm_fwd(const hp_kb_att_mm *mm, hp_pool *pool, uint16_t *out, float *att,
+                                 const uint16_t *qkv, float *scratch, long B, long T, long C, long NH);
+hp_status hp_kb_attention_mm_bwd(const hp_kb_att_mm *mm, hp_pool *pool, uint16_t *dqkv, const uint16_t *dout,
+                                 const uint16_t *qkv, const float *att, float *scratch, long B, long T, long C,
+                                 long NH);
 
 /* ---- loss (fp32 throughout, as hp_k_xent_*) ---- */
 size_t hp_kb_xent_scratch(long Vp, int nthreads); /* floats */

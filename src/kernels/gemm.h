@@ -53,6 +53,13 @@ typedef struct {
     hp_dtype a, b, c;     /* a == b, HP_F32 or HP_BF16; c HP_F32 or HP_BF16 */
     int bias;             /* C += bias[N] (fp32) */
     int accumulate;       /* C += op(A) op(B) (oneDNN's sum post-op) instead of C = */
+    /* Serial: not split; one whole-product primitive per pool thread, run by
+     * hp_gemm_run_serial from inside a pool task (for kernels that deal many
+     * small independent products to their threads, e.g. attention's heads).
+     * No transposed A; no portable fallback (prepare leaves *out NULL where
+     * oneDNN has no matmul for it or the portable path is forced, and the
+     * caller keeps its own path). */
+    int serial;
 } hp_gemm_desc;
 
 /* Creates the primitive for d (one creation counted on ctx). Errors name the
@@ -67,6 +74,11 @@ void hp_gemm_free(hp_gemm *g);
 /* c[M,N] (dtype d.c) = op(a) op(b) (+ bias[N]); a, b of dtype d.a, stored as
  * the desc says; bias NULL unless d.bias. */
 hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const float *bias);
+/* A serial product (d.serial) run by pool thread tid of the context's pool on
+ * the calling thread (which must be that pool thread, inside a pool task):
+ * one primitive over the whole product, at one OpenMP thread. Results do not
+ * depend on tid. */
+hp_status hp_gemm_run_serial(hp_gemm *g, int tid, void *c, const void *a, const void *b);
 const hp_gemm_desc *hp_gemm_get_desc(const hp_gemm *g);
 /* The row blocks (primitives) of g: 1..pool size; 0 on the portable path. */
 int hp_gemm_parts(const hp_gemm *g);

@@ -43,7 +43,8 @@ int hp_kernels_portable(void);
  * HP_ISA_AVX512_BF16 where present and not forced portable, else portable. */
 hp_isa hp_kernels_bf16_cvt_isa(void);
 /* The widest vectors the hand-written fp32 kernels were compiled for (the
- * release build uses -march=native; the sanitizer build does not). */
+ * release build targets an x86-64 ISA level, e.g. x86-64-v4; the sanitizer
+ * build does not). */
 hp_isa hp_kernels_compiled_isa(void);
 
 /* One row of the start-up report: a kernel family and what it runs on. */

@@ -10,14 +10,20 @@
  * oneDNN 2.6 takes its brgemm kernels (AMX tiles where the CPU has them)
  * only for dense operands, and a block of a product with A transposed (the
  * weight gradient, dW = dY^T X) is a strided view, which runs its jit gemm
- * (no AMX tiles). Where oneDNN's ISA has AMX (or hp_gemm_ctx_set_pack says
+ * (AMX tiles too where present, but measured slower than brgemm on packed
+ * blocks for these products). Where oneDNN's ISA has AMX (or hp_gemm_ctx_set_pack says
  * so) such a block is packed first: its columns of the stored A are
  * transposed into a dense [rows, K] buffer of its pool thread (one per
  * thread in the context, sized at prepare time), and the block's brgemm
  * primitive reads that; its blocks are then at most PACK_ROWS rows (more
  * blocks than threads, dealt round-robin), so a pack buffer stays
  * PACK_ROWS x K. On AVX512-BF16 without AMX the jit gemm on the strided view
- * measured 5-15% faster than packing, so there it is left as it is. */
+ * measured 5-15% faster than packing, so there it is left as it is. (Column
+ * blocks for the backward-data products were tried: oneDNN runs its jit gemm
+ * on such strided views; alone it was up to 1.8x faster (the LM head), but in
+ * GPT-2 124M's bf16 step the blocks' products got slower and the resident
+ * memory grew by 250 MB, the jit gemm's own packing buffers outside the
+ * scratchpad.) */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,7 +167,9 @@ static hp_isa impl_isa(const char *impl, hp_dtype in) {
     if (strstr(impl, "avx2")) return HP_ISA_AVX2;
     if (strstr(impl, "jit")) { /* oneDNN's jit gemm: the widest ISA it allows itself */
         dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
-        /* bf16 jit gemm: the bf16 dot products where the CPU has them (never AMX tiles) */
+        /* bf16 jit gemm: AMX tiles where oneDNN may use them (measured: 7x its speed
+         * under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16), else the bf16 dot products */
+        if (in == HP_BF16 && (e & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx) return HP_ISA_AMX;
         if (in == HP_BF16 && (e & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16)
             return HP_ISA_AVX512_BF16;
         if ((e & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core) return HP_ISA_AVX512;
@@ -265,7 +273,37 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
     g->d = *d;
     g->packed = d->trans_a && packs(ctx);
     hp_status st = HP_OK;
+    if (d->serial) {
+        if (d->trans_a || d->bias || d->accumulate) {
+            free(g);
+            return hp_errorf("gemm %ldx%ldx%ld: a serial product takes no transposed A, bias or accumulation", d->M,
+                             d->N, d->K);
+        }
+        if (d->a == HP_BF16 && hp_kernels_portable()) { /* no fallback: the caller keeps its own path */
+            free(g);
+            return HP_OK;
+        }
+        g->packed = 0;
+    }
     int old = threads_push(1);
+    /* serial: every pool thread a primitive of the whole product (m0 = 0, m = M) */
+    if (d->serial) {
+        for (int i = 0; i < ctx->nthreads; i++) g->part[i] = (gemm_part){.m0 = 0, .m = d->M};
+        g->nparts = ctx->nthreads;
+        for (int i = 0; !st && i < g->nparts; i++) st = prepare_part(g, &g->part[i]);
+        omp_set_num_threads(old);
+        if (st && d->a == HP_BF16 && !g->part[0].prim && strstr(hp_status_msg(st), "no oneDNN matmul")) {
+            hp_status_free(st);
+            hp_gemm_free(g);
+            return HP_OK;
+        }
+        if (st) {
+            hp_gemm_free(g);
+            return st;
+        }
+        *out = g;
+        return HP_OK;
+    }
     /* row blocks: one per pool thread, at least PART_MIN_ROWS rows each; with a
      * pool grain (deterministic mode) blocks of at least the grain, at most
      * GRAIN_PARTS, whatever the thread count, dealt to the threads */
@@ -416,6 +454,16 @@ hp_status hp_gemm_run(hp_gemm *g, void *c, const void *a, const void *b, const f
         if (g->part[i].rc != dnnl_success)
             return hp_errorf("gemm %ldx%ldx%ld: oneDNN execute returned %s (rows %ld..%ld)", g->d.M, g->d.N, g->d.K,
                              dnnl_status2str(g->part[i].rc), g->part[i].m0, g->part[i].m0 + g->part[i].m);
+    return HP_OK;
+}
+
+hp_status hp_gemm_run_serial(hp_gemm *g, int tid, void *c, const void *a, const void *b) {
+    HP_ASSERT(g->d.serial && tid >= 0 && tid < g->nparts);
+    run_ctx r = {g, c, a, b, NULL};
+    run_part(&r, tid, tid);
+    if (g->part[tid].rc != dnnl_success)
+        return hp_errorf("gemm %ldx%ldx%ld: oneDNN execute returned %s (serial, thread %d)", g->d.M, g->d.N, g->d.K,
+                         dnnl_status2str(g->part[tid].rc), tid);
     return HP_OK;
 }
 

@@ -35,8 +35,38 @@ static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
     return HP_OK;
 }
 
+/* bf16 nodes: the products on oneDNN's bf16 matmul, prepared once per node
+ * (kernels/bf16_attention_mm); no state where oneDNN has none (the widened
+ * path of kernels/bf16_attention runs then). */
+static int att_uses_gemm(const hp_graph *g, const hp_node *n) {
+    return in_bf16(g, n, n->op == &hp_op_attention ? 0 : 1);
+}
+
+static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
+                             const hp_tensor *out) {
+    (void)out;
+    *state = NULL;
+    if (!att_uses_gemm(k->graph, n)) return HP_OK;
+    if (!k->gemm) return hp_errorf("attention '%s': bf16 products need the rank's matmul context", n->name);
+    const hp_shape *s = &in[n->op == &hp_op_attention ? 0 : 1].shape;
+    hp_kb_att_mm *mm = NULL;
+    hp_status st = hp_kb_att_mm_prepare(&mm, k->gemm, s->d[1], n->a.i[0]);
+    if (st) return hp_error_wrap(st, "attention '%s'", n->name);
+    *state = mm;
+    return HP_OK;
+}
+
+static void att_release(void *state) { hp_kb_att_mm_free(state); }
+
 static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
+    const hp_kb_att_mm *mm = hp_kctx_state(k, n);
+    if (mm) {
+        hp_status st = hp_kb_attention_mm_fwd(mm, k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0],
+                                              s->d[1], s->d[3], NHEADS(s, n));
+        if (st) *k->err = st;
+        return;
+    }
     if (is_bf16(&in[0])) {
         hp_kb_attention_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0], s->d[1], s->d[3],
                             NHEADS(s, n));
@@ -50,7 +80,11 @@ static size_t att_scratch(const hp_graph *g, const hp_node *n, int nt) {
     /* forward node: input 0 is qkv; backward node: input 1 is qkv */
     int k = n->op == &hp_op_attention ? 0 : 1;
     const hp_shape *s = qkv_shape(g, n, k);
-    if (in_bf16(g, n, k)) return hp_kb_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
+    if (in_bf16(g, n, k)) { /* either path: the matmul one where prepared, else the widened one */
+        size_t a = hp_kb_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
+        size_t b = hp_kb_att_mm_scratch(s->d[1], n->a.i[0], nt);
+        return a > b ? a : b;
+    }
     return hp_k_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
 }
 
@@ -73,12 +107,19 @@ static double att_flops(const hp_graph *g, const hp_node *n) {
 const hp_opdef hp_op_attention = {
     .name = "attention", .nout = 2, .nograd_outs = 2, .infer = att_infer, .run = att_run,
     .backward = att_backward, .scratch = att_scratch, .flops = att_flops, .bytes = hp_ops_io_bytes,
-    .bf16 = HP_PREC("b", "bf"),
+    .bf16 = HP_PREC("b", "bf"), .prepare = att_prepare, .release = att_release, .uses_gemm = att_uses_gemm,
 };
 
 /* backward: in (dy, qkv, att) -> dqkv */
 static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[1].shape;
+    const hp_kb_att_mm *mm = hp_kctx_state(k, n);
+    if (mm) {
+        hp_status st = hp_kb_attention_mm_bwd(mm, k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
+                                              k->scratch, s->d[0], s->d[1], s->d[3], NHEADS(s, n));
+        if (st) *k->err = st;
+        return;
+    }
     if (is_bf16(&in[1])) {
         hp_kb_attention_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]), k->scratch, s->d[0], s->d[1],
                             s->d[3], NHEADS(s, n));
@@ -90,7 +131,8 @@ static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
 
 const hp_opdef hp_op_attention_bwd = {
     .name = "attention_bwd", .nout = 1, .run = att_run_bwd, .scratch = att_scratch,
-    .flops = att_flops, .bytes = hp_ops_io_bytes,
+    .flops = att_flops, .bytes = hp_ops_io_bytes, .prepare = att_prepare, .release = att_release,
+    .uses_gemm = att_uses_gemm,
 };
 
 /* ---- rope: qkv[B,T,3,C] -> qkv with q and k rotated ---- */

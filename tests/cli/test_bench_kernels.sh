@@ -1,6 +1,6 @@
 # hyperpar bench, the kernel side: the ISA report it prints first (six
-# families, each with a known ISA name), --dtype bf16's bf16 matmul peak line
-# beside the FP32 one, --gemm's table (15 products of the small
+# families, each with a known ISA name), --dtype bf16's bf16 peak lines (instruction
+# throughput of the ISA the CPU has, oneDNN's matmul) beside the FP32 one, --gemm's table (15 products of the small
 # configuration, every figure positive, the fp32 pick the faster of the two
 # fp32 columns as printed), and one-line errors for a bad --dtype. Speeds are
 # not checked (benchmarks, not tests).
@@ -17,13 +17,23 @@ check_isa() {
 "$HP" bench --model small --threads 1 --steps 1 --dtype bf16 >b.txt 2>err.txt || fail "bench --dtype bf16 failed: $(cat err.txt)"
 check_isa b.txt
 grep -qE '^FP32 FMA peak \(.*\): [0-9.]+ GFLOP/s' b.txt || fail "no FP32 peak line: $(cat b.txt)"
-grep -qE '^BF16 matmul peak \((amx|avx512-bf16|avx512|avx2|portable), oneDNN .*, 1 threads\): [0-9.]+ GFLOP/s' b.txt ||
-  fail "no BF16 peak line: $(cat b.txt)"
+# the bf16 peak as instruction throughput: AMX tiles where the CPU has them, else
+# AVX512-BF16 dot products, else none; then oneDNN's bf16 matmul beside it
+if grep -qw amx_bf16 /proc/cpuinfo; then want='amx tdpbf16ps'
+elif grep -qw avx512_bf16 /proc/cpuinfo; then want='avx512-bf16 vdpbf16ps'
+else want=''; fi
+if [ -n "$want" ]; then
+  grep -qE "^BF16 peak \($want, 1 threads\): [0-9.]+ GFLOP/s" b.txt || fail "no BF16 peak line ($want): $(cat b.txt)"
+else
+  grep -q '^BF16 peak: no bf16 instruction' b.txt || fail "no 'no bf16 instruction' line: $(cat b.txt)"
+fi
+grep -qE '^BF16 matmul, oneDNN .* \((amx|avx512-bf16|avx512|avx2|portable)\), 1024\^3, 1 threads: [0-9.]+ GFLOP/s' b.txt ||
+  fail "no BF16 matmul line: $(cat b.txt)"
 grep -qE '^small ' b.txt || fail "no training row: $(cat b.txt)"
 
 "$HP" bench --model small --threads 1 --steps 1 >f.txt 2>err.txt || fail "bench failed: $(cat err.txt)"
 check_isa f.txt
-grep -q '^BF16 matmul peak' f.txt && fail "fp32 bench printed a bf16 peak"
+grep -q '^BF16 ' f.txt && fail "fp32 bench printed a bf16 peak"
 
 "$HP" bench --gemm --model small --threads 1 --steps 1 >g.txt 2>err.txt || fail "bench --gemm failed: $(cat err.txt)"
 check_isa g.txt

@@ -152,12 +152,15 @@ int main(void) {
 
     /* oneDNN primitives: all made at creation */
     int nlin = count_op(b16.c.rg.g, &hp_op_linear, HP_PHASE_FWD);
+    int natt = count_op(b16.c.rg.g, &hp_op_attention, HP_PHASE_FWD);
     long made = hp_program_gemm_creations(b16.p);
     CHECK(hp_program_gemm_creations(f32.p) == 0);
     if (onednn_has_bf16())
         /* one forward product per linear; backward: bwd-data and bwd-weight each (the first
-         * linear's input needs a gradient too: every linear of GPT-2 has both) */
-        CHECK(made == 3L * nlin * 2); /* a row block per pool thread (2), every M >= 32 */
+         * linear's input needs a gradient too: every linear of GPT-2 has both), a row block
+         * per pool thread (2), every M >= 32; attention (forward and backward node each):
+         * its three serial shapes, one primitive per pool thread */
+        CHECK(made == 3L * nlin * 2 + 2L * natt * 3 * 2);
     else /* oneDNN 2.6 has no bf16 matmul below AVX-512 (or the portable path is forced) */
         CHECK(made == 0);
     step(&f32);
