@@ -40,12 +40,19 @@ hp_pool *hp_gemm_ctx_pool(const hp_gemm_ctx *ctx);
  * count; a steady-state step adds none). */
 long hp_gemm_ctx_creations(const hp_gemm_ctx *ctx);
 /* Products with A transposed (the weight gradient): their blocks read A as a
- * strided view (oneDNN's jit gemm), or packed dense first so oneDNN runs its
+ * strided view (oneDNN's jit gemm), or packed dense first (by a oneDNN
+ * reorder primitive per block) so oneDNN runs its
  * brgemm kernels, AMX tiles included. HP_GEMM_PACK_AUTO (the default) packs
  * where oneDNN's ISA has AMX (on AVX512-BF16 alone the jit gemm measured
  * 5-15% faster); _ALWAYS / _NEVER force it. Applies to later prepares. */
 typedef enum { HP_GEMM_PACK_AUTO = 0, HP_GEMM_PACK_ALWAYS = 1, HP_GEMM_PACK_NEVER = 2 } hp_gemm_pack;
 void hp_gemm_ctx_set_pack(hp_gemm_ctx *ctx, hp_gemm_pack mode);
+/* Whether HP_GEMM_PACK_AUTO packs on this machine (oneDNN's ISA has AMX). */
+int hp_gemm_auto_packs(void);
+/* Whether g's blocks are packed: each block then has a second primitive, the
+ * oneDNN reorder that transposes its columns of A into the pack buffer (so a
+ * packed product creates two primitives per block). */
+int hp_gemm_packed(const hp_gemm *g);
 
 typedef struct {
     long M, N, K;

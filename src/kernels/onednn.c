@@ -76,6 +76,9 @@ hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_pro
 /* One row block [m0, m0 + m) of C, as a primitive of its own. */
 typedef struct {
     dnnl_primitive_t prim;
+    dnnl_primitive_t pack;      /* packed blocks: oneDNN's reorder of the strided view into the dense block */
+    dnnl_memory_t pack_src, pack_dst, pack_scratch;
+    void *pack_scratch_buf;
     dnnl_memory_t a, b, c, bias, scratch;
     void *scratch_buf;
     long m0, m;
@@ -143,11 +146,17 @@ long hp_gemm_ctx_creations(const hp_gemm_ctx *c) { return c->creations; }
 void hp_gemm_ctx_set_pack(hp_gemm_ctx *c, hp_gemm_pack mode) { c->pack_mode = mode; }
 
 /* Whether transposed-A products are packed: where oneDNN runs AMX, or as set. */
-static int packs(const hp_gemm_ctx *c) {
-    if (c->pack_mode != HP_GEMM_PACK_AUTO) return c->pack_mode == HP_GEMM_PACK_ALWAYS;
+int hp_gemm_auto_packs(void) {
     dnnl_cpu_isa_t e = dnnl_get_effective_cpu_isa();
     return (e & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
+
+static int packs(const hp_gemm_ctx *c) {
+    if (c->pack_mode != HP_GEMM_PACK_AUTO) return c->pack_mode == HP_GEMM_PACK_ALWAYS;
+    return hp_gemm_auto_packs();
+}
+
+int hp_gemm_packed(const hp_gemm *g) { return g->packed && !g->portable; }
 
 static dnnl_data_type_t dt(hp_dtype t) { return t == HP_BF16 ? dnnl_bf16 : dnnl_f32; }
 
@@ -236,6 +245,33 @@ static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
         DNNL_TRY(dnnl_memory_create(&p->bias, &biasmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory bias");
     DNNL_TRY(dnnl_primitive_create(&p->prim, pd), "gemm %ldx%ldx%ld: primitive", d->M, d->N, d->K);
     ctx->creations++;
+    if (g->packed) {
+        /* the block's columns of the stored A, transposed into the dense [m, K] block */
+        dnnl_memory_desc_t vmd;
+        DNNL_TRY(md2(&vmd, p->m, d->K, 1, d->M, d->a), "gemm %ldx%ldx%ld: pack view", d->M, d->N, d->K);
+        DNNL_TRY(dnnl_primitive_attr_destroy(attr), "gemm: attr");
+        attr = NULL;
+        DNNL_TRY(dnnl_primitive_attr_create(&attr), "gemm: attr");
+        DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "gemm: attr");
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &vmd, ctx->engine, &amd, ctx->engine, attr),
+                 "gemm %ldx%ldx%ld: pack reorder", d->M, d->N, d->K);
+        const dnnl_memory_desc_t *rsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        size_t rss = rsp ? dnnl_memory_desc_get_size(rsp) : 0;
+        if (rss) {
+            p->pack_scratch_buf = aligned_alloc(64, (rss + 63) / 64 * 64);
+            if (!p->pack_scratch_buf) {
+                st = hp_errorf("gemm: out of memory for a %zu-byte scratchpad", rss);
+                goto fail;
+            }
+            DNNL_TRY(dnnl_memory_create(&p->pack_scratch, rsp, ctx->engine, p->pack_scratch_buf), "gemm: scratchpad");
+        }
+        DNNL_TRY(dnnl_memory_create(&p->pack_src, &vmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory pack");
+        DNNL_TRY(dnnl_memory_create(&p->pack_dst, &amd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory pack");
+        DNNL_TRY(dnnl_primitive_create(&p->pack, pd), "gemm %ldx%ldx%ld: pack reorder", d->M, d->N, d->K);
+        ctx->creations++;
+    }
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
@@ -362,10 +398,12 @@ void hp_gemm_free(hp_gemm *g) {
     for (int k = 0; k < MAX_PARTS; k++) {
         gemm_part *p = &g->part[k];
         if (p->prim) dnnl_primitive_destroy(p->prim);
-        dnnl_memory_t *m[] = {&p->a, &p->b, &p->c, &p->bias, &p->scratch};
+        if (p->pack) dnnl_primitive_destroy(p->pack);
+        dnnl_memory_t *m[] = {&p->a, &p->b, &p->c, &p->bias, &p->scratch, &p->pack_src, &p->pack_dst, &p->pack_scratch};
         for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
             if (*m[i]) dnnl_memory_destroy(*m[i]);
         free(p->scratch_buf);
+        free(p->pack_scratch_buf);
     }
     free(g->portable);
     free(g);
@@ -379,27 +417,6 @@ typedef struct {
     const float *bias;
 } run_ctx;
 
-/* out[m, K] (dense) = columns m0 .. m0 + m of a stored [K, M] (ld M), in
- * 32 x 32 tiles; es: the element size (2 or 4 bytes). */
-static void pack_columns(void *out, const void *a, long m0, long m, long K, long M, size_t es) {
-    enum { TB = 32 };
-    for (long k0 = 0; k0 < K; k0 += TB)
-        for (long i0 = 0; i0 < m; i0 += TB) {
-            long k1 = k0 + TB < K ? k0 + TB : K, i1 = i0 + TB < m ? i0 + TB : m;
-            if (es == 2) {
-                const uint16_t *src = a;
-                uint16_t *dst = out;
-                for (long i = i0; i < i1; i++)
-                    for (long k = k0; k < k1; k++) dst[i * K + k] = src[k * M + m0 + i];
-            } else {
-                const float *src = a;
-                float *dst = out;
-                for (long i = i0; i < i1; i++)
-                    for (long k = k0; k < k1; k++) dst[i * K + k] = src[k * M + m0 + i];
-            }
-        }
-}
-
 /* Part k on pool thread tid's stream. */
 static void run_part(run_ctx *r, int k, int tid) {
     hp_gemm *g = r->g;
@@ -408,15 +425,21 @@ static void run_part(run_ctx *r, int k, int tid) {
     size_t ea = hp_dtype_size(d->a), ec = hp_dtype_size(d->c);
     /* op(A)'s rows m0..: rows of A, or columns of A stored transposed (packed dense first) */
     const char *a = r->a + (size_t)p->m0 * (d->trans_a ? ea : (size_t)d->K * ea);
-    if (g->packed) {
-        pack_columns(g->ctx->pack[tid], r->a, p->m0, p->m, d->K, d->M, ea);
+    int old = threads_push(1);
+    dnnl_status_t s = dnnl_success;
+    dnnl_stream_t stream = g->ctx->stream[tid];
+    if (g->packed) { /* oneDNN's reorder transposes the block's columns into the thread's pack buffer */
+        s = dnnl_memory_set_data_handle(p->pack_src, (void *)a);
+        if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->pack_dst, g->ctx->pack[tid]);
+        dnnl_exec_arg_t rargs[3] = {{DNNL_ARG_FROM, p->pack_src}, {DNNL_ARG_TO, p->pack_dst},
+                                    {DNNL_ARG_SCRATCHPAD, p->pack_scratch}};
+        if (s == dnnl_success) s = dnnl_primitive_execute(p->pack, stream, p->pack_scratch ? 3 : 2, rargs);
         a = g->ctx->pack[tid];
     }
     char *c = r->c + (size_t)p->m0 * (size_t)d->N * ec;
-    int old = threads_push(1);
     dnnl_exec_arg_t args[5];
     int n = 0;
-    dnnl_status_t s = dnnl_memory_set_data_handle(p->a, (void *)a);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->a, (void *)a);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->b, (void *)r->b);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->c, c);
     args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->a};
@@ -427,7 +450,6 @@ static void run_part(run_ctx *r, int k, int tid) {
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->bias};
     }
     if (p->scratch) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
-    dnnl_stream_t stream = g->ctx->stream[tid];
     if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, stream, n, args);
     if (s == dnnl_success) s = dnnl_stream_wait(stream);
     p->rc = s;

@@ -143,7 +143,12 @@ static void t_linear(hp_gemm_ctx *ctx, hp_pool *pool, int packed) {
         CHECK_OK(hp_gemm_linear_prepare(&l, ctx, N, IC, OC, dt, HP_F32, 1, 0));
         long made = hp_gemm_ctx_creations(ctx) - before;
         int fallback = dt == HP_BF16 && hp_gemm_isa(l.fwd) == HP_ISA_PORTABLE;
-        int threads = pool ? hp_pool_size(pool) : 1, blocks = fallback ? 0 : 3 * threads; /* every M >= 32 here */
+        /* every M >= 32 here; a packed product's blocks have a reorder primitive each too */
+        int threads = pool ? hp_pool_size(pool) : 1;
+        int blocks = fallback ? 0 : 3 * threads + (hp_gemm_packed(l.bwd_weight) ? threads : 0);
+        if (!fallback) /* packed: forced; else as AUTO decides (AMX) */
+            CHECK(hp_gemm_packed(l.bwd_weight) == (packed || hp_gemm_auto_packs()) && !hp_gemm_packed(l.fwd) &&
+                  !hp_gemm_packed(l.bwd_data));
         CHECKF(made == blocks, "%ld primitives created for one linear layer (%d expected)", made, blocks);
         CHECK(hp_gemm_parts(l.fwd) == (fallback ? 0 : threads) && hp_gemm_parts(l.bwd_weight) == (fallback ? 0 : threads));
         /* packed (where oneDNN has AMX, or forced: all_packed), the weight gradient's blocks are dense,
