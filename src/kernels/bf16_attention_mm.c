@@ -142,6 +142,7 @@ typedef struct {
     const uint16_t *dout; /* [B,T,C] */
     float *scratch;
     long B, T, C, NH;
+    int bwd;              /* the backward (else the forward) */
     hp_status err[256];   /* per thread: the first execute error */
 } mm_ctx;
 
@@ -202,29 +203,21 @@ static void bwd_head(mm_ctx *c, int tid, att_bufs *b, long p) {
     scatter_transposed(dx + C, b->o, T, hs, 3 * C);
 }
 
-static void fwd_task(void *c_, int tid, int nt) {
+/* Pool thread tid's (batch, head) pairs, forward or backward as c->bwd says. */
+static void heads_task(void *c_, int tid, int nt) {
     mm_ctx *c = c_;
     long p0, p1;
     att_bufs b;
     bufs(&b, c->scratch, tid, c->T, c->C / c->NH);
     hp_pool_split(&p0, &p1, c->B * c->NH, 1, tid, nt);
-    for (long p = p0; p < p1 && !c->err[tid]; p++) fwd_head(c, tid, &b, p);
+    for (long p = p0; p < p1 && !c->err[tid]; p++) (c->bwd ? bwd_head : fwd_head)(c, tid, &b, p);
 }
 
-static void bwd_task(void *c_, int tid, int nt) {
-    mm_ctx *c = c_;
-    long p0, p1;
-    att_bufs b;
-    bufs(&b, c->scratch, tid, c->T, c->C / c->NH);
-    hp_pool_split(&p0, &p1, c->B * c->NH, 1, tid, nt);
-    for (long p = p0; p < p1 && !c->err[tid]; p++) bwd_head(c, tid, &b, p);
-}
-
-static hp_status run(mm_ctx *c, hp_pool *pool, void (*task)(void *, int, int)) {
+static hp_status run(mm_ctx *c, hp_pool *pool) {
     HP_ASSERT(c->NH > 0 && c->C % c->NH == 0 && c->T == c->mm->T && c->C / c->NH == c->mm->hs);
     HP_ASSERT(pool == c->mm->pool && hp_pool_size(pool) <= 256);
     if (c->B == 0) return HP_OK;
-    hp_pool_run(pool, task, c);
+    hp_pool_run(pool, heads_task, c);
     hp_status first = HP_OK;
     for (int t = 0; t < hp_pool_size(pool); t++) {
         if (!first) first = c->err[t];
@@ -236,13 +229,13 @@ static hp_status run(mm_ctx *c, hp_pool *pool, void (*task)(void *, int, int)) {
 hp_status hp_kb_attention_mm_fwd(const hp_kb_att_mm *mm, hp_pool *pool, uint16_t *out, float *att,
                                  const uint16_t *qkv, float *scratch, long B, long T, long C, long NH) {
     mm_ctx c = {.mm = mm, .out = out, .att = att, .qkv = qkv, .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH};
-    return run(&c, pool, fwd_task);
+    return run(&c, pool);
 }
 
 hp_status hp_kb_attention_mm_bwd(const hp_kb_att_mm *mm, hp_pool *pool, uint16_t *dqkv, const uint16_t *dout,
                                  const uint16_t *qkv, const float *att, float *scratch, long B, long T, long C,
                                  long NH) {
     mm_ctx c = {.mm = mm, .out = dqkv, .att = (float *)att, .qkv = qkv, .dout = dout, .scratch = scratch,
-                .B = B, .T = T, .C = C, .NH = NH};
-    return run(&c, pool, bwd_task);
+                .B = B, .T = T, .C = C, .NH = NH, .bwd = 1};
+    return run(&c, pool);
 }
