@@ -8,6 +8,7 @@
 
 #include "comm/comm.h"
 #include "core/graph.h"
+#include "core/pool.h"
 #include "io/llmc.h"
 #include "layout/plan.h"
 #include "models/gpt2.h"
@@ -55,6 +56,12 @@ hp_status hp_api_strdup(char **out, const char *s);
  * of `rounds` measurements of milliseconds each, pause_ms apart
  * (hp_bench_fma_peak: 8 rounds over about a second). */
 hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms);
+/* The best rate (GFLOP/s) of `task` run on every thread of a pool of
+ * `threads`: `rounds` rounds of `bursts` runs each, pause_ms between rounds;
+ * after a run, flops[0 .. threads) hold each thread's FLOPs (the task writes
+ * its slot of ctx). The FMA and bf16 peaks are measured through it. */
+hp_status hp_api_pool_peak(double *gflops, int threads, hp_pool_fn task, void *ctx, const double *flops, int rounds,
+                           int bursts, long pause_ms);
 
 /* api/bench_parallel: medians over `steps` timed training steps (after 2
  * untimed) of GPT-2 under plan (NULL: one rank) on world w, from rank 0: the

@@ -1,6 +1,7 @@
 /* api/bench_peak: hp_bench_fma_peak — this machine's FP32 FMA peak (GFLOP/s)
  * on a pool (core/pool), with the widest FMA vectors the build targets
- * (AVX-512, else AVX2+FMA). */
+ * (AVX-512, else AVX2+FMA) — and hp_api_pool_peak, the best-of-runs loop the
+ * bf16 peak (bench_peak16) is measured with too. */
 #include <immintrin.h>
 #include <time.h>
 
@@ -46,33 +47,33 @@ static void fma_task(void *c_, int tid, int nt) {
 #endif
 }
 
-/* Best of a few short runs on every thread of the pool. */
-static double measure(hp_pool *pool) {
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        peak_ctx c = {{0}};
-        double t0 = hp_now();
-        hp_pool_run(pool, fma_task, &c);
-        double dt = hp_now() - t0, f = 0;
-        for (int t = 0; t < hp_pool_size(pool); t++) f += c.flops[t];
-        if (f / dt > best) best = f / dt;
-    }
-    return best / 1e9;
-}
-
-hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms) {
+hp_status hp_api_pool_peak(double *gflops, int threads, hp_pool_fn task, void *ctx, const double *flops, int rounds,
+                           int bursts, long pause_ms) {
     *gflops = 0;
-    if (threads < 1 || threads > 256) return hp_errorf("hp_bench_fma_peak: threads must be in 1..256, got %d", threads);
+    if (threads < 1 || threads > 256) return hp_errorf("peak: threads must be in 1..256, got %d", threads);
     hp_pool *pool;
     HP_TRY(hp_pool_create(&pool, threads));
     for (int rep = 0; rep < rounds; rep++) {
-        double p = measure(pool);
-        if (p > *gflops) *gflops = p;
+        for (int b = 0; b < bursts; b++) {
+            double t0 = hp_now();
+            hp_pool_run(pool, task, ctx);
+            double dt = hp_now() - t0, f = 0;
+            for (int t = 0; t < threads; t++) f += flops[t];
+            if (f / dt / 1e9 > *gflops) *gflops = f / dt / 1e9;
+        }
         struct timespec pause = {pause_ms / 1000, (pause_ms % 1000) * 1000 * 1000};
         if (rep + 1 < rounds) nanosleep(&pause, NULL);
     }
     hp_pool_destroy(pool);
     return HP_OK;
+}
+
+hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms) {
+    *gflops = 0;
+    if (threads < 1 || threads > 256) return hp_errorf("hp_bench_fma_peak: threads must be in 1..256, got %d", threads);
+    peak_ctx c = {{0}};
+    /* each round: the best of 3 short runs */
+    return hp_api_pool_peak(gflops, threads, fma_task, &c, c.flops, rounds, 3, pause_ms);
 }
 
 hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {

@@ -13,12 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
 #include "core/pool.h"
-#include "core/timing.h"
 #include "kernels/isa.h"
 
 #define ARCH_REQ_XCOMP_PERM 0x1023
@@ -107,18 +105,6 @@ hp_status hp_bench_bf16_insn_peak(double *gflops, const char **isa, int threads)
         c.kind = 1, c.iters = 2000000, *isa = "avx512-bf16 vdpbf16ps";
     else
         return HP_OK; /* no bf16 instruction: the bf16 products run widened to fp32 */
-    hp_pool *pool;
-    HP_TRY(hp_pool_create(&pool, threads));
     /* as the FMA peak: the best of several short runs spread over about a second */
-    for (int rep = 0; rep < 8; rep++) {
-        double t0 = hp_now();
-        hp_pool_run(pool, peak16_task, &c);
-        double dt = hp_now() - t0, fl = 0;
-        for (int t = 0; t < threads; t++) fl += c.flops[t];
-        if (fl / dt / 1e9 > *gflops) *gflops = fl / dt / 1e9;
-        struct timespec pause = {0, 100 * 1000 * 1000};
-        if (rep + 1 < 8) nanosleep(&pause, NULL);
-    }
-    hp_pool_destroy(pool);
-    return HP_OK;
+    return hp_api_pool_peak(gflops, threads, peak16_task, &c, c.flops, 8, 1, 100);
 }

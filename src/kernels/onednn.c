@@ -189,6 +189,19 @@ static hp_isa impl_isa(const char *impl, hp_dtype in) {
 
 static int dtype_ok(hp_dtype t) { return t == HP_F32 || t == HP_BF16; }
 
+/* The user-managed scratchpad pd asks for, if any: a buffer of its own
+ * (*buf, freed with the part) and the memory object over it (*mem). */
+static hp_status make_scratch(dnnl_memory_t *mem, void **buf, const_dnnl_primitive_desc_t pd, dnnl_engine_t engine) {
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
+    if (!size) return HP_OK;
+    *buf = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!*buf) return hp_errorf("gemm: out of memory for a %zu-byte scratchpad", size);
+    dnnl_status_t s = dnnl_memory_create(mem, md, engine, *buf);
+    if (s != dnnl_success) return hp_errorf("gemm: scratchpad memory: oneDNN returned %s", dnnl_status2str(s));
+    return HP_OK;
+}
+
 /* The primitive of part p (rows [m0, m0 + m) of C) at one OpenMP thread. */
 static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
     const hp_gemm_desc *d = &g->d;
@@ -228,16 +241,7 @@ static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
         snprintf(g->impl, sizeof g->impl, "%s", impl);
         g->isa = impl_isa(g->impl, d->a);
     }
-    const dnnl_memory_desc_t *spmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    size_t spsize = spmd ? dnnl_memory_desc_get_size(spmd) : 0;
-    if (spsize) {
-        p->scratch_buf = aligned_alloc(64, (spsize + 63) / 64 * 64);
-        if (!p->scratch_buf) {
-            st = hp_errorf("gemm: out of memory for a %zu-byte scratchpad", spsize);
-            goto fail;
-        }
-        DNNL_TRY(dnnl_memory_create(&p->scratch, spmd, ctx->engine, p->scratch_buf), "gemm: scratchpad");
-    }
+    if ((st = make_scratch(&p->scratch, &p->scratch_buf, pd, ctx->engine))) goto fail;
     DNNL_TRY(dnnl_memory_create(&p->a, &amd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory A");
     DNNL_TRY(dnnl_memory_create(&p->b, &bmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory B");
     DNNL_TRY(dnnl_memory_create(&p->c, &cmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory C");
@@ -257,16 +261,7 @@ static hp_status prepare_part(hp_gemm *g, gemm_part *p) {
         pd = NULL;
         DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, &vmd, ctx->engine, &amd, ctx->engine, attr),
                  "gemm %ldx%ldx%ld: pack reorder", d->M, d->N, d->K);
-        const dnnl_memory_desc_t *rsp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-        size_t rss = rsp ? dnnl_memory_desc_get_size(rsp) : 0;
-        if (rss) {
-            p->pack_scratch_buf = aligned_alloc(64, (rss + 63) / 64 * 64);
-            if (!p->pack_scratch_buf) {
-                st = hp_errorf("gemm: out of memory for a %zu-byte scratchpad", rss);
-                goto fail;
-            }
-            DNNL_TRY(dnnl_memory_create(&p->pack_scratch, rsp, ctx->engine, p->pack_scratch_buf), "gemm: scratchpad");
-        }
+        if ((st = make_scratch(&p->pack_scratch, &p->pack_scratch_buf, pd, ctx->engine))) goto fail;
         DNNL_TRY(dnnl_memory_create(&p->pack_src, &vmd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory pack");
         DNNL_TRY(dnnl_memory_create(&p->pack_dst, &amd, ctx->engine, DNNL_MEMORY_NONE), "gemm: memory pack");
         DNNL_TRY(dnnl_primitive_create(&p->pack, pd), "gemm %ldx%ldx%ld: pack reorder", d->M, d->N, d->K);
@@ -307,44 +302,21 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
     if (!g) return hp_errorf("gemm: out of memory");
     g->ctx = ctx;
     g->d = *d;
+    if (d->serial && (d->trans_a || d->bias || d->accumulate)) {
+        free(g);
+        return hp_errorf("gemm %ldx%ldx%ld: a serial product takes no transposed A, bias or accumulation", d->M, d->N,
+                         d->K);
+    }
     g->packed = d->trans_a && packs(ctx);
     hp_status st = HP_OK;
-    if (d->serial) {
-        if (d->trans_a || d->bias || d->accumulate) {
-            free(g);
-            return hp_errorf("gemm %ldx%ldx%ld: a serial product takes no transposed A, bias or accumulation", d->M,
-                             d->N, d->K);
-        }
-        if (d->a == HP_BF16 && hp_kernels_portable()) { /* no fallback: the caller keeps its own path */
-            free(g);
-            return HP_OK;
-        }
-        g->packed = 0;
-    }
     int old = threads_push(1);
-    /* serial: every pool thread a primitive of the whole product (m0 = 0, m = M) */
-    if (d->serial) {
-        for (int i = 0; i < ctx->nthreads; i++) g->part[i] = (gemm_part){.m0 = 0, .m = d->M};
-        g->nparts = ctx->nthreads;
-        for (int i = 0; !st && i < g->nparts; i++) st = prepare_part(g, &g->part[i]);
-        omp_set_num_threads(old);
-        if (st && d->a == HP_BF16 && !g->part[0].prim && strstr(hp_status_msg(st), "no oneDNN matmul")) {
-            hp_status_free(st);
-            hp_gemm_free(g);
-            return HP_OK;
-        }
-        if (st) {
-            hp_gemm_free(g);
-            return st;
-        }
-        *out = g;
-        return HP_OK;
-    }
     /* row blocks: one per pool thread, at least PART_MIN_ROWS rows each; with a
      * pool grain (deterministic mode) blocks of at least the grain, at most
      * GRAIN_PARTS, whatever the thread count, dealt to the threads */
     long grain = hp_pool_grain(ctx->pool), parts;
-    if (grain > 0) {
+    if (d->serial) /* every pool thread a primitive of the whole product */
+        parts = ctx->nthreads;
+    else if (grain > 0) {
         parts = d->M / grain;
         if (parts > GRAIN_PARTS) parts = GRAIN_PARTS;
     } else {
@@ -357,8 +329,8 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
     if (parts < 1) parts = 1;
     for (long i = 0; i < parts; i++) {
         gemm_part *p = &g->part[i];
-        p->m0 = d->M * i / parts;
-        p->m = d->M * (i + 1) / parts - p->m0;
+        p->m0 = d->serial ? 0 : d->M * i / parts;
+        p->m = d->serial ? d->M : d->M * (i + 1) / parts - p->m0;
     }
     g->nparts = (int)parts;
     int portable = d->a == HP_BF16 && hp_kernels_portable();
@@ -371,6 +343,11 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
             hp_status_free(st);
             st = HP_OK;
         }
+    }
+    if (!st && portable && d->serial) { /* no fallback: the caller keeps its own path */
+        omp_set_num_threads(old);
+        hp_gemm_free(g);
+        return HP_OK;
     }
     if (!st && !portable && g->packed) /* the pack buffers of the threads that run its blocks */
         st = grow_packs(ctx, g);

@@ -21,8 +21,8 @@ static hp_status check_qkv(const hp_graph *g, const hp_node *n) {
     return HP_OK;
 }
 
-/* qkv[B,T,3,C] of a forward node (input 0) or a backward node (input 1) */
-static const hp_shape *qkv_shape(const hp_graph *g, const hp_node *n, int k) { return in_shape(g, n, k); }
+/* The input holding qkv[B,T,3,C]: 0 of a forward node, 1 of a backward node. */
+static int qkv_in(const hp_node *n) { return n->op == &hp_op_attention ? 0 : 1; }
 #define NHEADS(s, n) ((s)->d[3] / (n)->a.i[0])
 
 /* ---- attention: qkv[B,T,3,C] -> out (y[B,T,C], att[B,NH,T,T]) ---- */
@@ -39,7 +39,7 @@ static hp_status att_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
  * (kernels/bf16_attention_mm); no state where oneDNN has none (the widened
  * path of kernels/bf16_attention runs then). */
 static int att_uses_gemm(const hp_graph *g, const hp_node *n) {
-    return in_bf16(g, n, n->op == &hp_op_attention ? 0 : 1);
+    return in_bf16(g, n, qkv_in(n));
 }
 
 static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
@@ -48,7 +48,7 @@ static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, c
     *state = NULL;
     if (!att_uses_gemm(k->graph, n)) return HP_OK;
     if (!k->gemm) return hp_errorf("attention '%s': bf16 products need the rank's matmul context", n->name);
-    const hp_shape *s = &in[n->op == &hp_op_attention ? 0 : 1].shape;
+    const hp_shape *s = &in[qkv_in(n)].shape;
     hp_kb_att_mm *mm = NULL;
     hp_status st = hp_kb_att_mm_prepare(&mm, k->gemm, s->d[1], n->a.i[0]);
     if (st) return hp_error_wrap(st, "attention '%s'", n->name);
@@ -78,8 +78,8 @@ static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
 
 static size_t att_scratch(const hp_graph *g, const hp_node *n, int nt) {
     /* forward node: input 0 is qkv; backward node: input 1 is qkv */
-    int k = n->op == &hp_op_attention ? 0 : 1;
-    const hp_shape *s = qkv_shape(g, n, k);
+    int k = qkv_in(n);
+    const hp_shape *s = in_shape(g, n, k);
     if (in_bf16(g, n, k)) { /* either path: the matmul one where prepared, else the widened one */
         size_t a = hp_kb_attention_scratch(s->d[0], s->d[1], s->d[3], NHEADS(s, n), nt);
         size_t b = hp_kb_att_mm_scratch(s->d[1], n->a.i[0], nt);
@@ -98,7 +98,7 @@ static void att_backward(hp_graph *g, int node, const int *gout, int *gin) {
 }
 
 static double att_flops(const hp_graph *g, const hp_node *n) {
-    const hp_shape *s = qkv_shape(g, n, n->op == &hp_op_attention ? 0 : 1);
+    const hp_shape *s = in_shape(g, n, qkv_in(n));
     double B = (double)s->d[0], T = (double)s->d[1], C = (double)s->d[3];
     double f = 4.0 * B * T * T * C; /* q k^T and att v */
     return n->op == &hp_op_attention ? f : 2.0 * f;
