@@ -26,7 +26,7 @@ int hp_cmd_plan(int argc, char **argv) {
     hp_train_defaults(&po->o);
     hp_train_shape_unset(&po->o); /* to tell a shape flag given from its default (--init) */
     int nt = hp_train_opt_table(NULL, &po->o);
-    hp_opt *tab = calloc((size_t)nt + 5, sizeof *tab);
+    hp_opt *tab = calloc((size_t)nt + 6, sizeof *tab);
     hp_status st = tab ? HP_OK : hp_errorf("out of memory");
     int help = 0;
     if (!st) {
@@ -38,6 +38,8 @@ int hp_cmd_plan(int argc, char **argv) {
         tab[nt++] = (hp_opt){"json", OPT_STR, po->json, sizeof po->json, "write the report as JSON to this file"};
         tab[nt++] = (hp_opt){"world", OPT_INT, &po->world, sizeof po->world,
                              "ranks the run will have (checked against the mesh; default: the mesh size)"};
+        tab[nt++] = (hp_opt){"processes", OPT_INT, &po->processes, sizeof po->processes,
+                             "MPI processes the run will have, one supernode each (default 1)"};
         st = hp_args_parse(&help, tab, nt, argc, argv, 2, "plan");
     }
     if (!st && help) {

@@ -37,6 +37,9 @@ static hp_status check_mesh(plan_opts *po, const hp_shard_plan *plan) {
     if (po->world == 0) po->world = n;
     if (po->world != n)
         return hp_errorf("hyperpar plan: mesh '%s' has %d ranks but the world has %d", mesh, n, po->world);
+    if (po->processes < 0 || (po->processes > 1 && n % po->processes))
+        return hp_errorf("hyperpar plan: --processes %d: the mesh '%s''s %d ranks cannot be spread evenly over them",
+                         po->processes, mesh, n);
     if (po->rank < 0 || po->rank >= n)
         return hp_errorf("hyperpar plan: --rank %d is not a rank of mesh '%s' (0..%d)", po->rank, mesh, n - 1);
     return HP_OK;
@@ -50,7 +53,7 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->batch = o->batch, c->seq = o->seq;
     c->plan = plan;
-    c->world = po->world, c->rank = po->rank;
+    c->world = po->world, c->rank = po->rank, c->processes = po->processes;
     c->all_ranks = po->all_ranks, c->all_values = po->all;
     c->optimizer = o->optimizer;
     c->muon_params = o->muon_params[0] ? o->muon_params : NULL;

@@ -13,7 +13,7 @@
 
 typedef struct {
     train_opts o;
-    int rank, all_ranks, all, world;
+    int rank, all_ranks, all, world, processes;
     char json[512];
 } plan_opts;
 

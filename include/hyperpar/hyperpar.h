@@ -196,6 +196,8 @@ typedef struct {
     int batch, seq;            /* B x T tokens per step (>= 1) */
     const hp_shard_plan *plan; /* required (borrowed) */
     int world;                 /* ranks the run will have: 0 (the mesh's) or the mesh's */
+    int processes;             /* MPI processes it will run in, one supernode each (0 or 1: one); FSDP
+                                * across them gathers its units into transient slots */
     int rank;                  /* the rank reported, 0..ranks-1 */
     int all_ranks;             /* 1: every rank (rank is ignored) */
     int all_values;            /* 1: every tensor (activations, gradients), not only inputs and parameters */

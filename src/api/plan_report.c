@@ -33,6 +33,8 @@ static hp_status check(const hp_plan_report_config *c) {
     const hp_mesh *m = &c->plan->plan.mesh;
     int n = hp_mesh_size(m);
     if (c->world && c->world != n) BAD("mesh '%s' has %d ranks but the world has %d", c->plan->mesh, n, c->world);
+    if (c->processes < 0 || (c->processes > 1 && n % c->processes))
+        BAD("processes %d: the mesh's %d ranks cannot be spread evenly over them", c->processes, n);
     if (c->rank < 0 || c->rank >= n) BAD("rank %d is not a rank of mesh '%s' (0..%d)", c->rank, c->plan->mesh, n - 1);
     return HP_OK;
 #undef BAD
@@ -119,7 +121,8 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     hp_compile_opts co = {.train = 1, .optim = &oc, .max_norm = c->grad_clip,
                           .schedule = {.overlap = c->overlap != 0, .max_inflight = 4},
                           .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
-                          .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32};
+                          .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
+                          .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
     r->nreported = c->all_ranks ? n : 1;
     r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
     if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");

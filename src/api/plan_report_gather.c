@@ -206,7 +206,8 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     for (int v = 0; v < lg->nvals; v++) {
         const hp_value *val = &lg->vals[v];
         double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
-        if (val->view_of >= 0 || val->mirror_of >= 0) continue; /* no storage of its own (or in the store's mirror) */
+        /* no storage of its own (or in the store's mirror, or its slots) */
+        if (val->view_of >= 0 || val->mirror_of >= 0 || val->store_slot >= 0) continue;
         if (val->kind == HP_V_PARAM) {
             if (f->level) continue; /* the store and the flat gradients: below */
             m->params += b;
@@ -225,8 +226,15 @@ static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads)
     if (f->level) {
         /* level 3: the shard group's ranks share one store inside a supernode (this rank's share) */
         /* gather=bf16: the store's bf16 mirror too (2 bytes a float), shared as the store is */
-        m->params = (f->gather_bf16 ? 6.0 : 4.0) * (double)f->total /
-                    (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->members : 1);
+        /* transient gathered units: the store holds the supernode's shards only, beside the slots */
+        double store = (double)f->total;
+        if (f->transient) {
+            store = (double)(f->nunits ? f->units[0].offset : f->total); /* the unmanaged parameters */
+            for (int u = 0; u < f->nunits; u++) store += (double)f->units[u].shard * f->sn_members;
+            store += (double)f->slot_floats;
+        }
+        m->params = (f->gather_bf16 ? 6.0 : 4.0) * store /
+                    (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->sn_members : 1);
         m->grads += 4.0 * (double)hp_param_grad_floats(lg, f->offset, f->total);
     }
     m->activations = (double)cc->mem.arena_bytes;

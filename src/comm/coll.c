@@ -181,6 +181,7 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
     c.dt = a->dtype;
     c.esz = hp_dtype_size(a->dtype);
     c.tree = a->tree;
+    c.fence = a->fence;
     c.deadline = hp_comm_now_ns() + r->w->timeout_ns;
     HP_TRY(check_args(&c, a));
     int nt = a->nt;

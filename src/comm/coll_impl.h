@@ -26,6 +26,7 @@ typedef struct {
     void *const *dst;       /* all-reduce: per tensor output */
     int64_t copied;         /* all-gather: bytes copied so far */
     int tree;               /* sums as binary trees over member positions (hp_comm_args.tree) */
+    int fence;              /* all-gather: the supernode's members meet before any write (hp_comm_args.fence) */
 } ctx;
 
 /* Shard layout of a fused all-gather / reduce-scatter. */

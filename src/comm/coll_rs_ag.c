@@ -143,6 +143,7 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
         if (s != at && nb && s < o + tb && o < s + nb) early = 0;
     }
     int stream = outb >= HP_COMM_STREAM_BYTES;
+    if (c->fence) HP_TRY(hp_coll_bar(c));
     if (!early) own_shards(c, l, in, out, stream);
     if (k > 1) {
         /* incoming shards: members of other supernodes that this rank receives for its supernode */

@@ -168,6 +168,9 @@ typedef struct {
                                  * the supernodes, instead of left to right. With a power-of-two count of
                                  * members per supernode and of supernodes this is one tree over the group
                                  * whatever the split (the deterministic mode's order); 0: left to right */
+    int fence;                  /* all-gather: no member writes the output before every member of its
+                                 * supernode has begun the call (a supernode-shared output that still held
+                                 * data its ranks read before the call: FSDP's reused slots) */
 } hp_comm_args;
 
 /* Runs a collective on the calling rank and returns when it is done. */

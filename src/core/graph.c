@@ -87,6 +87,7 @@ int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, c
     v->init = -1;
     v->view_of = -1;
     v->mirror_of = -1;
+    v->store_slot = -1;
     v->persistent = kind == HP_V_INPUT || kind == HP_V_PARAM || kind == HP_V_CONST || kind == HP_V_STATE;
     snprintf(v->name, sizeof v->name, "%s", name ? name : "");
     return id;

@@ -48,6 +48,8 @@ typedef struct {
                         * whose gradient is the fp32 master's: parallel/precision) */
     int mirror_of;     /* the bf16 copy of parameter mirror_of kept in the parameter store's bf16
                         * mirror at the parameter's offset (FSDP gather=bf16: parallel/fsdp), -1: none */
+    int store_slot;    /* lives in the parameter store's compute slot store_slot (FSDP's transient
+                        * gathered units: parallel/fsdp), -1: none */
 } hp_value;
 
 typedef struct {

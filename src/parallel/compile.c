@@ -111,8 +111,8 @@ static hp_status pass_propagate(hp_compiled *c, const hp_plan *plan) {
 }
 
 /* fsdp: units, the store layout, the gradients it reduces itself. */
-static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan) {
-    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank));
+static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
+    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks));
     if (!c->fsdp.level) {
         note(c, "fsdp", "off");
         return HP_OK;
@@ -131,7 +131,11 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
     if (!c->fsdp.level) return HP_OK;
     int n0 = c->rg.g->nnodes;
     HP_TRY(hp_fsdp_emit(&c->fsdp, &c->rg));
-    note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d", c->rg.g->nnodes - n0, c->fsdp.prefetch);
+    if (c->fsdp.transient)
+        note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d; units gathered into %d transient slots, %.2f MB",
+             c->rg.g->nnodes - n0, c->fsdp.prefetch, c->fsdp.nslots, (double)c->fsdp.slot_floats * 4e-6);
+    else
+        note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d", c->rg.g->nnodes - n0, c->fsdp.prefetch);
     return HP_OK;
 }
 
@@ -231,7 +235,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_precision(out, o, plan);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
-    if (!st) st = pass_fsdp(out, plan);
+    if (!st) st = pass_fsdp(out, plan, o);
     if (!st) st = pass_lower(out);
     if (!st) st = pass_gemm_policy(out, o);
     if (!st) out->rg.ctx.tree = o->deterministic;

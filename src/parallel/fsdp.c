@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "kernels/bf16.h"
 #include "ops/ops.h"
+#include "parallel/fsdp_slots.h"
 #include "parallel/rank.h"
 
 void hp_fsdp_plan_free(hp_fsdp_plan *f) {
@@ -16,6 +17,8 @@ void hp_fsdp_plan_free(hp_fsdp_plan *f) {
     free(f->unit_of);
     free(f->offset);
     free(f->grad_layout);
+    free(f->local);
+    free(f->slot_at);
     memset(f, 0, sizeof *f);
 }
 
@@ -55,8 +58,64 @@ static int managed(const hp_layout *l, const hp_fsdp_spec *s) {
     return s->replicate_axis < 0 || l->p[s->replicate_axis].kind == HP_REPLICATE;
 }
 
+typedef struct {
+    size_t (*out)[2];
+    int cap, n;
+    size_t a, b; /* the range being extended */
+} span_list;
+
+static void span_flush(span_list *l) {
+    if (l->b > l->a) {
+        if (l->n < l->cap) l->out[l->n][0] = l->a, l->out[l->n][1] = l->b;
+        l->n++;
+    }
+    l->a = l->b = 0;
+}
+
+static void span_add(span_list *l, size_t x, size_t y) {
+    if (y <= x) return;
+    if (l->b > l->a && x == l->b) {
+        l->b = y;
+        return;
+    }
+    span_flush(l);
+    l->a = x, l->b = y;
+}
+
+int hp_fsdp_store_spans(size_t (*out)[2], int cap, const hp_fsdp_plan *f) {
+    span_list l = {out, cap, 0, 0, 0};
+    span_add(&l, 0, f->nunits ? f->units[0].offset : f->total); /* the unmanaged parameters come first */
+    for (int u = 0; u < f->nunits; u++)
+        for (int j = 0; j < f->members; j++)
+            if (f->local[j])
+                span_add(&l, f->units[u].offset + f->units[u].shard * (size_t)j,
+                         f->units[u].offset + f->units[u].shard * (size_t)(j + 1));
+    span_flush(&l);
+    return l.n;
+}
+
+/* Which members of the shard group share this rank's supernode (contiguous
+ * global ranks, supernode_ranks each), and whether the gathered units are
+ * transient (see the header). */
+static hp_status supernode_members(hp_fsdp_plan *out, const hp_mesh *m, const hp_fsdp_spec *s, int rank,
+                                   int supernode_ranks) {
+    out->local = calloc((size_t)out->members, 1);
+    if (!out->local) return hp_errorf("fsdp: out of memory");
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rank);
+    for (int j = 0; j < out->members; j++) {
+        coord[s->shard_axis] = j;
+        int r = hp_mesh_rank(m, coord);
+        out->local[j] = supernode_ranks <= 0 || r / supernode_ranks == rank / supernode_ranks;
+        out->sn_members += out->local[j];
+    }
+    out->transient = out->level == 3 && out->style == HP_FSDP_STYLE_HYPERPAR && s->reshard_after_forward &&
+                     !out->gather_bf16 && out->sn_members < out->members;
+    return HP_OK;
+}
+
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank) {
+                          const hp_plan *plan, int rank, int supernode_ranks) {
     memset(out, 0, sizeof *out);
     const hp_fsdp_spec *s = &plan->fsdp;
     if (s->level <= 0) return HP_OK;
@@ -130,6 +189,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         at = un->offset + un->size;
     }
     out->total = at;
+    if (!st) st = supernode_members(out, m, s, rank, supernode_ranks);
     /* gradients stay Partial on the axes this pass reduces */
     for (int k = 0; !st && k < np; k++) {
         if (out->unit_of[k] < 0) continue;
@@ -200,14 +260,25 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     int *last = malloc(sizeof(int) * 2 * (size_t)(nu ? nu : 1));  /* (bwd position, unit) */
     unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
     hp_status st = ids && xp && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
+    hp_fsdp_slots sl = {0};
     if (!st) hp_graph_params(g, ids, f->nparams);
     if (!st && f->gather_bf16) st = mirror_copies(f, g, ids, mp);
+    if (!st && f->transient) { /* the readers move onto the compute copies in the slots */
+        st = hp_fsdp_slots_make(&sl, f, g, ids, n0);
+        if (!st) {
+            unsigned char *m2 = realloc(mp, (size_t)g->nvals), *g2 = m2 ? realloc(mg, (size_t)g->nvals) : NULL;
+            if (m2) mp = m2;
+            if (g2) mg = g2;
+            if (!m2 || !g2) st = hp_errorf("fsdp: out of memory");
+        }
+    }
     for (int u = 0; !st && u < nu; u++) {
         memset(mp, 0, (size_t)g->nvals);
         memset(mg, 0, (size_t)g->nvals);
         for (int k = 0; k < f->nparams; k++)
             if (f->unit_of[k] == u) {
                 mp[ids[k]] = 1;
+                if (sl.pc && sl.pc[k] >= 0) mp[sl.pc[k]] = 1; /* transient: the compute copy is the unit's */
                 if (g->vals[ids[k]].grad >= 0) mg[g->vals[ids[k]].grad] = 1;
             }
         for (int v = 0; v < g->nvals; v++) /* gather=bf16: the copies in the mirror are the unit's too */
@@ -231,7 +302,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         int u = first[2 * q + 1], nx = 0;
         f->units[u].fwd_pos = nf++;
         for (int k = 0; k < f->nparams; k++)
-            if (f->unit_of[k] == u) xp[nx++] = ids[k];
+            if (f->unit_of[k] == u) xp[nx++] = sl.pc && sl.pc[k] >= 0 ? sl.pc[k] : ids[k];
         int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name, "gather");
         int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name,
                      "gather_wait");
@@ -239,9 +310,27 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         if (!st) st = hp_graph_status(g);
         if (st) break;
         g->nodes[s].a.i[2] = g->nodes[w].a.i[2] = f->gather_bf16;
+        g->nodes[s].a.i[3] = g->nodes[w].a.i[3] = f->transient ? f->units[u].slot : -1;
         int ahead = q - f->prefetch < fa ? fa : q - f->prefetch;
         rg->hint[s] = HP_HINT_BEFORE(first[2 * ahead]);
         rg->hint[w] = HP_HINT_BEFORE(first[2 * q]);
+    }
+    /* transient: the backward gathers again the units that gave up their slot */
+    for (int u = 0; !st && f->transient && u < nu; u++) {
+        if (sl.bwd_start[u] < 0) continue;
+        int nx = 0;
+        for (int k = 0; k < f->nparams; k++)
+            if (f->unit_of[k] == u && sl.pc[k] >= 0) xp[nx++] = sl.pc[k];
+        int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_BWD, f->units[u].name,
+                     "bwd_gather");
+        int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_BWD, f->units[u].name,
+                     "bwd_gather_wait");
+        st = hp_rank_graph_sync_nodes(rg);
+        if (!st) st = hp_graph_status(g);
+        if (st) break;
+        g->nodes[s].a.i[3] = g->nodes[w].a.i[3] = f->units[u].slot;
+        rg->hint[s] = HP_HINT_BEFORE(sl.bwd_start[u]);
+        rg->hint[w] = HP_HINT_BEFORE(sl.bwd_wait[u]);
     }
     /* each unit's gradient as one value, its parameters' gradients views into it */
     for (int u = 0; !st && u < nu; u++) {
@@ -297,6 +386,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         prev = w;
     }
     free(ids), free(xp), free(first), free(last), free(mp), free(mg);
+    hp_fsdp_slots_free(&sl);
     return st;
 }
 
@@ -328,8 +418,9 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 /* ---- run time ---- */
 
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params, uint16_t *params16) {
+                            float *params, uint16_t *params16, float *slots) {
     if (plan->gather_bf16 && !params16) return hp_errorf("fsdp gather=bf16: the parameter store has no bf16 mirror");
+    if (plan->transient && !slots) return hp_errorf("fsdp: the parameter store has no slots for the gathered units");
     *out = NULL;
     hp_fsdp_rt *rt = calloc(1, sizeof *rt);
     int n = 3 * (plan->nunits ? plan->nunits : 1);
@@ -345,6 +436,7 @@ hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp
     rt->plan = plan;
     rt->params = params;
     rt->params16 = plan->gather_bf16 ? params16 : NULL;
+    rt->slots = plan->transient ? slots : NULL;
     if (plan->style == HP_FSDP_STYLE_FSDP2) {
         size_t big = hp_fsdp_largest_unit(plan);
         rt->nstaging = plan->prefetch + 1;
@@ -402,21 +494,22 @@ static int skipped(const hp_node *n, const hp_tensor *in) {
 static hp_fsdp_rt *rt_of(const hp_kctx *k) { return ((hp_rank_ctx *)k->rank)->fsdp; }
 
 static void start_dt(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
-                     int64_t count, hp_dtype dt) {
+                     int64_t count, hp_dtype dt, int fence) {
     hp_rank_ctx *c = k->rank;
     hp_fsdp_rt *rt = c->fsdp;
     rt->req[slot] = NULL;
     if (hp_comm_group_size(grp) == 1) return;
     rt->tens[slot] = (hp_comm_tensor){recv, send, count};
     rt->args[slot] = (hp_comm_args){.kind = kind, .dtype = dt, .op = HP_COMM_SUM, .t = &rt->tens[slot], .nt = 1,
-                                    .copied = kind == HP_COMM_ALL_GATHER ? &rt->copied : NULL, .tree = c->tree};
+                                    .copied = kind == HP_COMM_ALL_GATHER ? &rt->copied : NULL, .tree = c->tree,
+                                    .fence = fence};
     hp_status st = hp_comm_start(&rt->req[slot], c->comm, grp, &rt->args[slot]);
     if (st) *k->err = st;
 }
 
 static void start(const hp_kctx *k, int slot, hp_comm_group *grp, hp_comm_kind kind, void *recv, const void *send,
                   int64_t count) {
-    start_dt(k, slot, grp, kind, recv, send, count, HP_F32);
+    start_dt(k, slot, grp, kind, recv, send, count, HP_F32, 0);
 }
 
 static void wait_slot(const hp_kctx *k, int slot) {
@@ -433,11 +526,17 @@ static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
     float *base = rt->params + un->offset, *mine = base + un->shard * (size_t)rt->plan->me;
+    if (rt->slots) { /* transient: the rank's shard from the store into the unit's slot, the slot gathered in place,
+                      * fenced: a peer of the supernode may still read the slot's previous unit */
+        float *slot = rt->slots + rt->plan->slot_at[n->a.i[3]];
+        start_dt(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, slot, mine, (int64_t)un->shard, HP_F32, 1);
+        return;
+    }
     if (rt->params16) { /* gather=bf16: the rank's shard narrowed into the mirror, the mirror gathered */
         uint16_t *b16 = rt->params16 + un->offset, *mine16 = b16 + un->shard * (size_t)rt->plan->me;
         hp_kb_f32_to_bf16(k->pool, mine16, mine, (long)un->shard);
         uint16_t *to = rt->staging ? (uint16_t *)(void *)rt->staging[un->fwd_pos % rt->nstaging] : b16;
-        start_dt(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, to, mine16, (int64_t)un->shard, HP_BF16);
+        start_dt(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, to, mine16, (int64_t)un->shard, HP_BF16, 0);
         if (rt->staging && hp_comm_group_size(rt->shard_group) == 1) memcpy(to, mine16, un->shard * sizeof(uint16_t));
         return;
     }
@@ -481,7 +580,7 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
         rt->red16_unit[b] = u;
         hp_kb_f32_to_bf16(k->pool, rt->red16[b], from, (long)un->size);
         start_dt(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, rt->shard16[b], rt->red16[b],
-                 (int64_t)un->shard, HP_BF16);
+                 (int64_t)un->shard, HP_BF16, 0);
         if (hp_comm_group_size(rt->shard_group) == 1)
             memcpy(rt->shard16[b], rt->red16[b] + un->shard * (size_t)rt->plan->me, un->shard * sizeof(uint16_t));
         return;

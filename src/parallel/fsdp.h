@@ -59,7 +59,27 @@
  * (level 3), across supernodes it moves half the bytes, and each rank rounds
  * only its own shard. The fp32 store then holds current values in the rank's
  * own shards only (and, at level 3, in its supernode's), which is all the
- * optimizer and the checkpoints read. */
+ * optimizer and the checkpoints read.
+ *
+ * Transient gathered units (level 3, style hyperpar, reshard=on, fp32
+ * gathers, and a shard group that spans supernodes: supernode_ranks > 0 and
+ * some member in another supernode). The supernode's store holds only its
+ * members' shards (and the unmanaged parameters): the rest of its layout is
+ * reserved address space, not memory (runtime/params' spans). Compute reads
+ * each managed parameter from a compute copy in one of a few slots shared by
+ * the supernode's ranks (values with store_slot; each parameter's copy a view
+ * at its offset in the unit): unit u fills slot `slot` at its gather, slots
+ * chosen so that a unit's gather starts only after the slot's previous unit's
+ * last reader (units in the forward's first-use order, the lowest free slot;
+ * prefetch 1 on GPT-2: the root, which the head reads again at the end, and
+ * two for the blocks). The backward gathers a unit again, `prefetch` units
+ * ahead, unless it still holds its slot from the forward. A gather copies the
+ * rank's shard from the store into the slot and all-gathers the slot in place
+ * (inside the supernode that only synchronises; across supernodes it
+ * receives the others' shards), fenced: no member writes the slot before all
+ * the supernode's members have begun the call, so none still reads the
+ * slot's previous unit. Memory per supernode: its members' shards of the
+ * units plus the slots, each the size of the largest unit it holds. */
 #ifndef HP_PARALLEL_FSDP_H
 #define HP_PARALLEL_FSDP_H
 
@@ -87,6 +107,8 @@ typedef struct {
     int grad_acc;   /* gradient accumulation (parallel/accum): the shard's accumulator, -1: none */
     int reduce_node[3]; /* the unit's reduction nodes: start, wait, the replicas' wait (-1: none);
                          * parallel/accum rewires them */
+    int slot;           /* transient: the compute slot its gathers fill (-1: nothing reads the unit) */
+    int bwd_gather;     /* transient: 1 when the backward gathers it again (another unit took its slot) */
 } hp_fsdp_unit;
 
 typedef struct {
@@ -98,6 +120,13 @@ typedef struct {
     int prefetch;
     int reduce_bf16;    /* gradients reduce-scattered in bf16 (narrowed, summed in fp32, widened into the shard) */
     int gather_bf16;    /* parameters gathered in bf16 into the store's bf16 mirror (see above) */
+    int transient;      /* gathered units in transient slots (see above): the shard group spans supernodes */
+    int nslots;         /* transient: compute slots; slot j is floats [slot_at[j], slot_at[j + 1]) of
+                         * slot_floats in all, the size of the largest unit it holds */
+    size_t *slot_at;    /* [nslots + 1] */
+    size_t slot_floats;
+    int sn_members;     /* members of the shard group in this rank's supernode */
+    unsigned char *local; /* [members]: 1 for the members in this rank's supernode */
     int nunits;
     hp_fsdp_unit *units;
     int nparams;        /* the graph's parameters, in graph order */
@@ -111,7 +140,7 @@ typedef struct {
  * parameters' gradients are brought to (Partial on the shard and replicate
  * axes: the reduction is this pass's). plan->fsdp.level == 0: nothing. */
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank);
+                          const hp_plan *plan, int rank, int supernode_ranks);
 /* After lowering: the gather and reduce nodes of every unit. */
 hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
 /* The optimizer's pieces of local parameter `p` (its index k in graph order):
@@ -122,12 +151,17 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 void hp_fsdp_plan_free(hp_fsdp_plan *f);
 /* Floats of the plan's largest unit (0 without units). */
 size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f);
+/* transient: the store's parts that are memory in this rank's supernode, as
+ * float ranges [a, b) in order: the unmanaged parameters and the shards of
+ * the supernode's members. Writes at most cap, returns how many there are. */
+int hp_fsdp_store_spans(size_t (*out)[2], int cap, const hp_fsdp_plan *f);
 
 /* Run time: what the FSDP operators of a rank read (hp_rank_ctx.fsdp). */
 typedef struct hp_fsdp_rt hp_fsdp_rt;
 struct hp_fsdp_rt {
     const hp_fsdp_plan *plan;
     float *params;     /* the rank's parameter store data */
+    float *slots;      /* transient: the store's compute slots (plan->slot_at), else NULL */
     uint16_t *params16; /* gather=bf16: the store's bf16 mirror (same layout), else NULL */
     hp_comm_group *shard_group, *replicate_group;
     hp_comm_req **req;    /* [3 * nunits]: gather, reduce-scatter, all-reduce per unit */
@@ -145,7 +179,7 @@ struct hp_fsdp_rt {
 /* The run-time state of one rank (params: its store's data, params16 its
  * bf16 mirror or NULL); groups from the process's mesh groups. */
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
-                            float *params, uint16_t *params16);
+                            float *params, uint16_t *params16, float *slots);
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt);
 
 extern const hp_opdef hp_op_fsdp_gather_start, hp_op_fsdp_gather_wait, hp_op_fsdp_reduce_start,

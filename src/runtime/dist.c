@@ -40,8 +40,11 @@ static void destroy_rank(hp_dist_rank *r) {
 }
 
 /* FSDP level 3: the hosted ranks of one shard group (the same coordinates
- * off the shard axis) share one store, the supernode's one copy of their
- * units; otherwise each rank has its own (FSDP's unit layout when on). */
+ * off the shard axis) in one supernode share one store, the supernode's one
+ * copy of their units (with transient gathered units: the supernode's
+ * shards, the rest of the layout reserved address space, and the slots the
+ * units are gathered into); otherwise each rank has its own (FSDP's unit
+ * layout when on). */
 static hp_status create_store(hp_dist *d, int i) {
     hp_dist_rank *r = &d->r[i];
     const hp_fsdp_plan *f = &r->c.fsdp;
@@ -49,12 +52,23 @@ static hp_status create_store(hp_dist *d, int i) {
     if (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR) {
         int me[HP_MESH_MAX_DIMS], other[HP_MESH_MAX_DIMS];
         hp_mesh_coords(me, &d->mesh, r->rank);
+        int sn = hp_comm_supernode_of(d->cfg.world, r->rank);
         for (int j = 0; j < i; j++) {
             hp_mesh_coords(other, &d->mesh, d->r[j].rank);
-            int same = 1;
+            int same = hp_comm_supernode_of(d->cfg.world, d->r[j].rank) == sn;
             for (int a = 0; a < d->mesh.ndim; a++) same &= a == f->shard_axis || me[a] == other[a];
             if (same) return hp_param_store_borrow(&r->ps, &d->r[j].ps);
         }
+    }
+    if (f->transient) {
+        int n = hp_fsdp_store_spans(NULL, 0, f);
+        size_t(*spans)[2] = malloc(sizeof *spans * (size_t)(n ? n : 1));
+        if (!spans) return hp_errorf("dist: out of memory");
+        hp_fsdp_store_spans(spans, n, f);
+        hp_status st = hp_param_store_create_spans(&r->ps, r->c.rg.g, f->offset, f->total, (const size_t(*)[2])spans, n,
+                                                   f->nslots, f->slot_at);
+        free(spans);
+        return st;
     }
     HP_TRY(hp_param_store_create_at(&r->ps, r->c.rg.g, f->offset, f->total));
     return f->gather_bf16 ? hp_param_store_add_mirror(&r->ps) : HP_OK;
@@ -97,11 +111,14 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
     if (d->grace_s < 0.5) d->grace_s = 0.5;
     if (d->grace_s > 5) d->grace_s = 5;
     if (hp_comm_uses_mpi(cfg->world)) d->grace_s = 0.05;
+    /* the compile knows where the supernodes end (FSDP across them gathers into transient slots) */
+    hp_compile_opts co = cfg->compile;
+    co.supernode_ranks = hp_comm_supernodes(cfg->world) > 1 ? hp_comm_ranks_per_supernode(cfg->world) : 0;
     for (int i = 0; i < d->n && !st; i++) {
         hp_dist_rank *r = &d->r[i];
         r->rank = first + i;
         r->local_index = i;
-        st = hp_compile(&r->c, cfg->model, cfg->plan, r->rank, &cfg->compile);
+        st = hp_compile(&r->c, cfg->model, cfg->plan, r->rank, &co);
         if (st) break;
         hp_rank_ctx *ctx = &r->c.rg.ctx;
         ctx->comm = hp_comm_world_rank(cfg->world, r->rank);
@@ -117,7 +134,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
         if (!st && r->c.fsdp.level) {
-            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, r->ps.data16);
+            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
             ctx->fsdp = r->fsdp;
         }
     }
@@ -215,15 +232,37 @@ void hp_dist_insert_value(hp_dist *d, hp_dist_rank *r, int v, void *dst_global, 
 
 hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
     const hp_graph *g = hp_dist_global(d);
+    float *tmp = NULL;
+    size_t cap = 0;
     for (int i = 0; i < d->n; i++) {
         hp_dist_rank *r = &d->r[i];
         for (int k = 0; k < r->ps.n; k++) {
             int gi = hp_param_store_find(global, r->ps.name[k]);
             int v = hp_graph_find(g, r->ps.name[k]);
-            if (gi < 0 || v < 0) return hp_errorf("dist: parameter '%s' is missing from the model", r->ps.name[k]);
-            hp_dist_scatter_value(d, r, v, hp_param_ptr(&r->ps, k), hp_param_ptr(global, gi));
+            if (gi < 0 || v < 0) {
+                free(tmp);
+                return hp_errorf("dist: parameter '%s' is missing from the model", r->ps.name[k]);
+            }
+            if (!r->ps.nspans) {
+                hp_dist_scatter_value(d, r, v, hp_param_ptr(&r->ps, k), hp_param_ptr(global, gi));
+                continue;
+            }
+            /* a store of spans: the piece whole in a scratch buffer, then the parts that are memory */
+            size_t n = hp_param_numel(&r->ps, k), a, b;
+            if (n > cap) {
+                float *t = realloc(tmp, n * sizeof(float));
+                if (!t) {
+                    free(tmp);
+                    return hp_errorf("dist: out of memory");
+                }
+                tmp = t, cap = n;
+            }
+            hp_dist_scatter_value(d, r, v, tmp, hp_param_ptr(global, gi));
+            for (int j = 0; hp_param_store_part(&r->ps, k, j, &a, &b); j++)
+                memcpy(hp_param_ptr(&r->ps, k) + a, tmp + a, (b - a) * sizeof(float));
         }
     }
+    free(tmp);
     return HP_OK;
 }
 

@@ -63,6 +63,52 @@ hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const 
     return create(ps, g, offset, total, 1);
 }
 
+hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total,
+                                      const size_t (*spans)[2], int nspans, int nslots, const size_t *slot_at) {
+    if (nspans < 1) return hp_errorf("parameters: a store of spans needs at least one");
+    HP_TRY(create(ps, g, offset, total, 0));
+    size_t bytes = ps->total * sizeof(float), sb = 0;
+    ps->span = malloc(sizeof *ps->span * (size_t)(nspans ? nspans : 1));
+    ps->data = ps->span ? hp_alloc_reserve(bytes) : NULL;
+    ps->nspans = nspans;
+    hp_status st = ps->data ? HP_OK : hp_errorf("parameters: cannot reserve %zu MB of address space", bytes >> 20);
+    for (int i = 0; !st && i < nspans; i++) {
+        if (spans[i][0] > spans[i][1] || spans[i][1] > ps->total || (i && spans[i][0] < spans[i - 1][1]))
+            st = hp_errorf("parameters: span %d [%zu, %zu) is not inside the store of %zu floats, after the one before",
+                           i, spans[i][0], spans[i][1], ps->total);
+        else if (hp_alloc_commit(ps->data, spans[i][0] * sizeof(float), (spans[i][1] - spans[i][0]) * sizeof(float)))
+            st = hp_errorf("parameters: cannot commit %zu MB of the store", (spans[i][1] - spans[i][0]) * 4 >> 20);
+        else
+            ps->span[i][0] = spans[i][0], ps->span[i][1] = spans[i][1];
+    }
+    if (!st && nslots > 0) {
+        ps->slot_at = malloc(sizeof *ps->slot_at * (size_t)(nslots + 1));
+        if (ps->slot_at) memcpy(ps->slot_at, slot_at, sizeof *ps->slot_at * (size_t)(nslots + 1));
+        ps->nslots = nslots;
+        if (!ps->slot_at || !hp_mul_size(&sb, slot_at[nslots], sizeof(float)) || !(ps->slots = hp_alloc_zeroed(sb)))
+            st = hp_errorf("parameters: cannot allocate %d gathered-unit slots (%zu MB)", nslots, slot_at[nslots] * 4 >> 20);
+    }
+    if (st) hp_param_store_free(ps);
+    return st;
+}
+
+int hp_param_store_part(const hp_param_store *ps, int i, int j, size_t *a, size_t *b) {
+    size_t lo = ps->offset[i], hi = lo + hp_param_numel(ps, i);
+    if (!ps->nspans) {
+        *a = 0, *b = hi - lo;
+        return j == 0;
+    }
+    for (int s = 0; s < ps->nspans; s++) {
+        size_t x = ps->span[s][0] > lo ? ps->span[s][0] : lo, y = ps->span[s][1] < hi ? ps->span[s][1] : hi;
+        if (x >= y) continue;
+        if (j-- == 0) {
+            *a = x - lo, *b = y - lo;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
     memset(ps, 0, sizeof *ps);
     int n = src->n ? src->n : 1;
@@ -83,11 +129,31 @@ hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
     ps->data = src->data;
     ps->data16 = src->data16;
     ps->borrowed = 1;
+    if (src->nspans) {
+        ps->span = malloc(sizeof *ps->span * (size_t)src->nspans);
+        if (!ps->span) {
+            hp_param_store_free(ps);
+            return hp_errorf("parameters: out of memory");
+        }
+        memcpy(ps->span, src->span, sizeof *ps->span * (size_t)src->nspans);
+        ps->nspans = src->nspans;
+    }
+    ps->slots = src->slots;
+    if (src->nslots) {
+        ps->slot_at = malloc(sizeof *ps->slot_at * (size_t)(src->nslots + 1));
+        if (!ps->slot_at) {
+            hp_param_store_free(ps);
+            return hp_errorf("parameters: out of memory");
+        }
+        memcpy(ps->slot_at, src->slot_at, sizeof *ps->slot_at * (size_t)(src->nslots + 1));
+        ps->nslots = src->nslots;
+    }
     return HP_OK;
 }
 
 hp_status hp_param_store_add_mirror(hp_param_store *ps) {
     if (ps->data16) return HP_OK;
+    if (ps->nspans) return hp_errorf("parameters: a store of spans has no bf16 mirror");
     if (ps->borrowed) return hp_errorf("parameters: a borrowed store cannot get a mirror of its own");
     ps->data16 = hp_alloc_zeroed(ps->total * sizeof(uint16_t));
     if (!ps->data16) return hp_errorf("parameters: cannot allocate the %zu MB bf16 mirror", ps->total * 2 >> 20);
@@ -95,7 +161,11 @@ hp_status hp_param_store_add_mirror(hp_param_store *ps) {
 }
 
 void hp_param_store_free(hp_param_store *ps) {
-    if (ps->borrowed) ps->data = NULL, ps->data16 = NULL;
+    if (ps->borrowed) ps->data = NULL, ps->data16 = NULL, ps->slots = NULL;
+    if (ps->span && ps->data) hp_alloc_release(ps->data, ps->total * sizeof(float)), ps->data = NULL;
+    free(ps->span);
+    free(ps->slot_at);
+    free(ps->slots);
     free(ps->data16);
     free(ps->name);
     free(ps->shape);

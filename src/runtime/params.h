@@ -21,18 +21,37 @@ typedef struct {
     float *data;      /* total floats, zero-initialised */
     size_t total;
     uint16_t *data16; /* the bf16 mirror: total bf16 values in data's layout (FSDP gather=bf16), or NULL */
-    int borrowed;     /* data (and data16) belong to another store (FSDP level 3: one per shard group) */
+    int borrowed;     /* data (and data16, slots) belong to another store (FSDP level 3: one per shard group) */
+    /* FSDP with transient gathered units (parallel/fsdp): data is reserved address space of which only the
+     * spans [span[i][0], span[i][1]) (floats, sorted, disjoint) are memory: the supernode's shards and the
+     * unmanaged parameters. nspans 0: all of data is memory. */
+    int nspans;
+    size_t (*span)[2];
+    /* the compute copies of the units in flight: nslots slots, slot j floats [slot_at[j], slot_at[j + 1]) of
+     * slots (NULL: none) */
+    float *slots;
+    int nslots;
+    size_t *slot_at;
 } hp_param_store;
 
 hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g);
 /* The same with the caller's layout: offset[i] floats for the i-th parameter
  * in graph order, total floats in all (parallel/fsdp's unit layout). */
 hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total);
+/* The same, with only spans[nspans] (floats, sorted, disjoint) of the layout
+ * as memory (core/alloc's reserved buffers: every parameter keeps its
+ * address, the rest faults), and nslots compute slots laid out at
+ * slot_at[nslots + 1] (floats). */
+hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total,
+                                      const size_t (*spans)[2], int nspans, int nslots, const size_t *slot_at);
 /* A store with src's layout whose data is src's (not freed by this one). */
 hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src);
 void hp_param_store_free(hp_param_store *ps);
 /* Gives the store (not a borrowed one) its bf16 mirror, zeroed; a second call keeps the first. */
 hp_status hp_param_store_add_mirror(hp_param_store *ps);
+/* The j-th part of parameter i that is memory: elements [*a, *b) of it;
+ * returns 0 when there is no j-th part. */
+int hp_param_store_part(const hp_param_store *ps, int i, int j, size_t *a, size_t *b);
 /* Index of the parameter with this name, or -1. */
 int hp_param_store_find(const hp_param_store *ps, const char *name);
 static inline float *hp_param_ptr(const hp_param_store *ps, int i) { return ps->data + ps->offset[i]; }

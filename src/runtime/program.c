@@ -144,7 +144,7 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
             p->ptr[v] = hp_param_ptr(ps, pi++);
             continue;
         }
-        if (val->view_of >= 0 || val->mirror_of >= 0) continue;
+        if (val->view_of >= 0 || val->mirror_of >= 0 || val->store_slot >= 0) continue;
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) continue;
         if (val->persistent) persist += round64(value_bytes(g, v));
     }
@@ -167,6 +167,16 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
                 goto fail;
             }
             p->ptr[v] = ps->data16 + ps->offset[idx];
+            continue;
+        }
+        if (val->store_slot >= 0) { /* an FSDP unit's compute copy in one of the store's slots */
+            if (val->store_slot >= ps->nslots || val->dtype != HP_F32 ||
+                (size_t)hp_val_numel(g, v) > ps->slot_at[val->store_slot + 1] - ps->slot_at[val->store_slot]) {
+                st = hp_errorf("program: '%s' lives in slot %d of the parameter store, which it has not", val->name,
+                               val->store_slot);
+                goto fail;
+            }
+            p->ptr[v] = ps->slots + ps->slot_at[val->store_slot];
             continue;
         }
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {

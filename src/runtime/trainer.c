@@ -176,10 +176,12 @@ static hp_status check_finite(hp_trainer *t, const char *what) {
         const hp_param_store *ps = &hp_dist_rank_at(t->d, i)->ps;
         for (int k = 0; k < ps->n; k++) {
             const float *p = hp_param_ptr(ps, k);
-            for (size_t j = 0, n = hp_param_numel(ps, k); j < n; j++)
-                if (!isfinite(p[j]))
-                    return hp_errorf("%s: parameter '%s' holds a non-finite value (%g at element %zu)", what,
-                                     ps->name[k], (double)p[j], j);
+            size_t a, b; /* the parts that are memory here (FSDP across supernodes: the supernode's shards) */
+            for (int q = 0; hp_param_store_part(ps, k, q, &a, &b); q++)
+                for (size_t j = a; j < b; j++)
+                    if (!isfinite(p[j]))
+                        return hp_errorf("%s: parameter '%s' holds a non-finite value (%g at element %zu)", what,
+                                         ps->name[k], (double)p[j], j);
         }
     }
     return HP_OK;

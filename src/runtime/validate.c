@@ -421,6 +421,7 @@ static hp_status check_leaves(hp_validator *v) {
             v->t[r] = (hp_tensor){R->c.rg.g->vals[lv].dtype, R->c.rg.g->vals[lv].shape, hp_program_data(R->prog, lv)};
         }
         HP_TRY(check_shapes(v, user_of(v, gv), 0, gv, l));
+        HP_TRY(hp_vfsdp_leaf(&v->fsdp, v->t, gv)); /* stores cut to their supernode's shards: whole copies */
         HP_TRY(check_replicas(v, user_of(v, gv), 0, gv, l));
         if (val->kind == HP_V_CONST) continue;
         if (hp_layout_has_partial(l))

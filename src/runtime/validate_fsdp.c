@@ -10,7 +10,7 @@
 
 hp_status hp_vfsdp_init(hp_vfsdp *c, hp_dist *d, const hp_graph *g, hp_program *ref, const hp_param_store *rps,
                         double atol, double rtol) {
-    *c = (hp_vfsdp){d, g, ref, rps, atol, rtol, NULL, NULL, 0, NULL, 0};
+    *c = (hp_vfsdp){d, g, ref, rps, atol, rtol, NULL, NULL, 0, NULL, 0, NULL, 0};
     c->np = hp_graph_params(g, NULL, 0);
     c->ids = malloc(sizeof(int) * (size_t)(c->np ? c->np : 1));
     c->ri = malloc(sizeof(int) * (size_t)(c->np ? c->np : 1));
@@ -24,9 +24,56 @@ hp_status hp_vfsdp_init(hp_vfsdp *c, hp_dist *d, const hp_graph *g, hp_program *
 }
 
 void hp_vfsdp_free(hp_vfsdp *c) {
-    free(c->buf), free(c->ids), free(c->ri);
-    c->buf = NULL, c->ids = c->ri = NULL;
-    c->cap = 0;
+    free(c->buf), free(c->ids), free(c->ri), free(c->leaf);
+    c->buf = c->leaf = NULL, c->ids = c->ri = NULL;
+    c->cap = c->leaf_cap = 0;
+}
+
+/* Copies into dst the parts of parameter k that rank r's store holds as memory. */
+static void copy_parts(float *dst, const hp_dist_rank *R, int k) {
+    size_t a, b;
+    for (int j = 0; hp_param_store_part(&R->ps, k, j, &a, &b); j++)
+        memcpy(dst + a, hp_param_ptr(&R->ps, k) + a, (b - a) * sizeof(float));
+}
+
+hp_status hp_vfsdp_leaf(hp_vfsdp *c, hp_tensor *t, int gv) {
+    int n = hp_dist_nranks(c->d), cut = 0;
+    for (int r = 0; r < n; r++) cut |= hp_dist_rank_at(c->d, r)->ps.nspans > 0;
+    if (!cut || c->g->vals[gv].kind != HP_V_PARAM) return HP_OK;
+    size_t most = 0;
+    for (int r = 0; r < n; r++) {
+        size_t e = (size_t)hp_shape_numel(&t[r].shape);
+        if (t[r].dtype != HP_F32) return hp_errorf("validation: parameter '%s' is not fp32", c->g->vals[gv].name);
+        if (e > most) most = e;
+    }
+    if (most > c->leaf_cap || !c->leaf) {
+        float *b = realloc(c->leaf, sizeof(float) * (most ? most : 1) * (size_t)n);
+        if (!b) return hp_errorf("validation: out of memory");
+        c->leaf = b, c->leaf_cap = most;
+    }
+    const hp_mesh *m = hp_dist_mesh(c->d);
+    const hp_layout *l = &hp_dist_propagation(c->d)->val[gv];
+    for (int r = 0; r < n; r++) {
+        const hp_dist_rank *R = hp_dist_rank_at(c->d, r);
+        int k = hp_param_store_find(&R->ps, c->g->vals[gv].name);
+        if (k < 0) return hp_errorf("validation: rank %d has no parameter '%s'", R->rank, c->g->vals[gv].name);
+        float *dst = c->leaf + c->leaf_cap * (size_t)r;
+        hp_shape mine, other;
+        int64_t off[HP_MAX_DIMS] = {0}, off2[HP_MAX_DIMS] = {0};
+        hp_local_shape(&mine, off, &c->g->vals[gv].shape, l, m, R->rank);
+        /* the others first (the same piece: the same shape at the same place), the rank's own parts last */
+        for (int r2 = 0; r2 < n; r2++) {
+            const hp_dist_rank *Q = hp_dist_rank_at(c->d, r2);
+            if (r2 == r) continue;
+            hp_local_shape(&other, off2, &c->g->vals[gv].shape, l, m, Q->rank);
+            if (!hp_shape_eq(&mine, &other) || memcmp(off, off2, sizeof off)) continue;
+            int k2 = hp_param_store_find(&Q->ps, c->g->vals[gv].name);
+            if (k2 >= 0) copy_parts(dst, Q, k2);
+        }
+        copy_parts(dst, R, k);
+        t[r].data = dst;
+    }
+    return HP_OK;
 }
 
 /* The reference's piece of parameter k (graph order) or of its gradient

@@ -26,6 +26,8 @@ typedef struct {
     int np;
     float *buf;                 /* scratch: one parameter's reference piece */
     size_t cap;
+    float *leaf;                /* scratch: every rank's piece of one parameter (hp_vfsdp_leaf) */
+    size_t leaf_cap;            /* floats per rank */
 } hp_vfsdp;
 
 /* Sets up the checks over dist d against the reference ref (its store rps). */
@@ -40,6 +42,13 @@ hp_status hp_vfsdp_shards(hp_vfsdp *c, const char *step, int u, const hp_tensor 
  * it in their shards (max|a - b| / max|b|); *managed = 0 when FSDP does not
  * manage it (nothing computed). */
 hp_status hp_vfsdp_grad_err(double *rel, int *managed, hp_vfsdp *c, int k);
+/* Transient gathered units (parallel/fsdp.h): a store holds only its
+ * supernode's shards, so t[r] (rank r's piece of global parameter gv, as the
+ * store holds it) is replaced by a whole copy: the rank's own parts, the rest
+ * from ranks of other supernodes that hold the same piece. The replicas
+ * check then compares each rank's parts with the others'. Nothing changes
+ * when no rank's store is cut to spans. */
+hp_status hp_vfsdp_leaf(hp_vfsdp *c, hp_tensor *t, int gv);
 void hp_vfsdp_free(hp_vfsdp *c);
 
 #endif

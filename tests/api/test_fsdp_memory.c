@@ -9,8 +9,14 @@
  * (the store's bf16 mirror, the reductions' bf16 buffers), within 5% of it.
  * (A bf16 program's oneDNN scratchpads, one per primitive, are not in the
  * prediction: the allocations are compared with and without the bf16
- * collectives.) */
+ * collectives.) FSDP 4 over 2 emulated supernodes gathers its units into
+ * transient slots: each supernode's store commits only its members' shards
+ * (pages made writable in a reserved buffer, counted at mprotect), and the
+ * prediction, which knows the processes (supernodes), matches within 5%;
+ * the parameters per rank are below the whole model per supernode that
+ * the units cost without slots. */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "alloc_count.h"
 #include "api/plan_report.h"
@@ -18,8 +24,18 @@
 #include "models/gpt2_plan.h"
 #include "runtime/dist.h"
 
-/* bf16: 0 fp32, 1 bf16 compute with bf16 gathers and reductions, 2 bf16 compute alone */
-static double measure(const gpt2_fixture *f, int level, int bf16, double *predicted, hp_plan_memory *m0) {
+/* bytes made readable and writable by mprotect (core/alloc's committed spans) */
+static long n_committed = 0;
+int __real_mprotect(void *p, size_t n, int prot);
+int __wrap_mprotect(void *p, size_t n, int prot);
+int __wrap_mprotect(void *p, size_t n, int prot) {
+    if (prot & PROT_WRITE) __atomic_add_fetch(&n_committed, (long)n, __ATOMIC_RELAXED);
+    return __real_mprotect(p, n, prot);
+}
+
+/* bf16: 0 fp32, 1 bf16 compute with bf16 gathers and reductions, 2 bf16 compute alone;
+ * sn: emulated supernodes (contiguous ranks) */
+static double measure(const gpt2_fixture *f, int level, int bf16, int sn, double *predicted, hp_plan_memory *m0) {
     hp_plan plan;
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 4, 1));
     if (level) {
@@ -29,7 +45,8 @@ static double measure(const gpt2_fixture *f, int level, int bf16, double *predic
     }
     hp_comm_opts co;
     hp_comm_opts_default(&co);
-    co.ranks_per_supernode = 4;
+    co.supernodes = sn;
+    co.ranks_per_supernode = 4 / sn;
     co.mpi = 0;
     hp_comm_world *w = NULL;
     CHECK_OK(hp_comm_world_create(&w, &co));
@@ -38,10 +55,11 @@ static double measure(const gpt2_fixture *f, int level, int bf16, double *predic
     hp_dist_config cfg = {.model = f->g, .plan = &plan, .world = w, .threads_per_rank = 1};
     cfg.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .schedule = {.overlap = 1},
                                     .dtype = bf16 ? HP_BF16 : HP_F32};
-    long b0 = aligned_bytes();
+    long b0 = aligned_bytes(), c0 = __atomic_load_n(&n_committed, __ATOMIC_RELAXED);
     hp_dist *d = NULL;
     CHECK_OK(hp_dist_create(&d, &cfg));
-    double measured = (double)(aligned_bytes() - b0);
+    double measured = (double)(aligned_bytes() - b0) + (double)(__atomic_load_n(&n_committed, __ATOMIC_RELAXED) - c0);
+    if (d) CHECK(hp_dist_rank_at(d, 0)->c.fsdp.transient == (sn > 1 && level == 3));
     *predicted = 0;
     for (int i = 0; d && i < hp_dist_nranks(d); i++) {
         hp_plan_rank_report rr;
@@ -62,7 +80,7 @@ int main(void) {
     fixture_build(&f, (hp_gpt2_config){.L = 2, .NH = 4, .C = 64, .V = 256, .maxT = 32}, 8, 16, -1);
     hp_plan_memory m[4];
     for (int level = 0; level <= 3; level++) {
-        double predicted = 0, measured = measure(&f, level, 0, &predicted, &m[level]);
+        double predicted = 0, measured = measure(&f, level, 0, 1, &predicted, &m[level]);
         double rel = measured / predicted - 1;
         printf("level %d: predicted %.0f B, allocated %.0f B (%+.2f%%)\n", level, predicted, measured, 100 * rel);
         CHECK(rel <= 0.05 && rel >= -0.05);
@@ -74,7 +92,7 @@ int main(void) {
     CHECK_OK(hp_graph_create(&fw.g));
     CHECK_OK(hp_gpt2_build(fw.g, &fw.io, &fw.c, 8, 16));
     hp_plan_memory m16, mb;
-    double p16 = 0, pb = 0, a16 = measure(&fw, 3, 1, &p16, &m16), ab = measure(&fw, 3, 2, &pb, &mb);
+    double p16 = 0, pb = 0, a16 = measure(&fw, 3, 1, 1, &p16, &m16), ab = measure(&fw, 3, 2, 1, &pb, &mb);
     double rel = (a16 - ab) / (p16 - pb) - 1;
     printf("level 3, bf16: the bf16 gathers and reductions add %.0f B predicted, %.0f B allocated (%+.2f%%)\n",
            p16 - pb, a16 - ab, 100 * rel);
@@ -82,5 +100,19 @@ int main(void) {
     CHECK(m16.params > mb.params * 1.45 && m16.params < mb.params * 1.55); /* + the bf16 mirror */
     hp_graph_destroy(fw.g);
     fixture_free(&f);
+    /* transient slots: 8 blocks, FSDP 4 over 2 supernodes, against the same plan in one supernode */
+    gpt2_fixture f8;
+    fixture_build(&f8, (hp_gpt2_config){.L = 8, .NH = 4, .C = 64, .V = 256, .maxT = 32}, 8, 16, -1);
+    hp_plan_memory mt, m1;
+    double pt = 0, p1 = 0, at = measure(&f8, 3, 0, 2, &pt, &mt), a1 = measure(&f8, 3, 0, 1, &p1, &m1);
+    double relt = at / pt - 1;
+    printf("level 3, 2 supernodes (transient slots): predicted %.0f B, allocated %.0f B (%+.2f%%); parameters %.0f B "
+           "per rank against %.0f B in one supernode (%.0f B allocated there)\n", pt, at, 100 * relt, mt.params, m1.params, a1);
+    CHECK(relt <= 0.05 && relt >= -0.05);
+    /* a supernode's 2 ranks share half the shards plus 3 slots (the root and two blocks: 0.28 of the model),
+     * where without slots each supernode kept the whole model (m1.params * 4 over its 2 ranks) */
+    CHECK(mt.params < m1.params * 2 * 0.85 && mt.params > m1.params);
+    CHECK(mt.grads == m1.grads && mt.optimizer == m1.optimizer);
+    fixture_free(&f8);
     return hp_test_finish("test_fsdp_memory");
 }

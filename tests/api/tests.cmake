@@ -11,5 +11,6 @@ set_tests_properties(api/train_tiny PROPERTIES TIMEOUT 900)
 # The example under mpirun: 2 processes x 2 rank-threads, DP=2 x TP=2.
 add_test(NAME api/train_tiny_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/api/test_mpi.sh $<TARGET_FILE:train_tiny>)
 set_tests_properties(api/train_tiny_mpi PROPERTIES TIMEOUT 300 PROCESSORS 2 LABELS mpi)
-# test_fsdp_memory measures the programs' buffers at the allocator (tests/alloc_count.h).
-target_link_options(test_fsdp_memory PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign")
+# test_fsdp_memory measures the programs' buffers at the allocator (tests/alloc_count.h), and the pages
+# core/alloc commits in reserved buffers (mprotect).
+target_link_options(test_fsdp_memory PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=mprotect")

@@ -43,6 +43,8 @@ stop_resume mpi 2 "${MPI[@]}" -- --dp 2 --tp 2
 # differently for another thread count, and some BLAS kernels then round differently)
 stop_resume mtp 1 "${MPI[@]}" -- --tp 2
 stop_resume tp 2 -- --tp 2
+# FSDP 4 over 2 processes: each process's store holds only its shards (transient gathered units)
+stop_resume mfsdp 2 "${MPI[@]}" -- --fsdp 4
 # (d) the files are the single-process layout: same tensor names, shapes and order as a 1-rank checkpoint
 "$HP" train $small --threads 2 --ckpt-dir one-ck --stop-at 8 --metrics one-part.jsonl >/dev/null 2>&1 || fail "1-rank run failed"
 "$HP" train $small --threads 2 --metrics one-full.jsonl >/dev/null 2>&1 || fail "1-rank full run failed"

@@ -3,7 +3,8 @@
 # 2x2, ZeRO-1 and ZeRO-2 over DP 2, FSDP 2 x TP 2, on rank threads and across
 # 2 MPI processes; prefetch depths, reshard on/off and the fsdp2 style
 # bit-identical to each other; the plan's fsdp pass; validation mode; bench
-# fsdp's rows; plan-file FSDP errors before any step.
+# fsdp's rows; plan-file FSDP errors before any step. 2 processes x FSDP 4
+# gather their units into transient slots (a shard group across supernodes).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2"
@@ -48,6 +49,10 @@ awk -v a="$(losses fsdp4.jsonl | head -1)" -v b="$(losses fsdp4.jsonl | tail -1)
 # the plan shows the pass, and a plan file can say the same
 "$HP" plan --fsdp 4 --layers 2 --heads 4 --channels 64 >plan.txt 2>&1 || fail "plan --fsdp 4 failed"
 grep -q "fsdp *level 3 over dp (4 members): 3 units" plan.txt || fail "plan lacks the fsdp pass: $(grep fsdp plan.txt)"
+# over 2 processes (2 supernodes) the shard group spans them: units gathered into transient slots (mpi4 above)
+"$HP" plan --fsdp 4 --processes 2 --layers 2 --heads 4 --channels 64 >plan2.txt 2>&1 || fail "plan --processes 2 failed"
+grep -q "units gathered into 3 transient slots" plan2.txt || fail "plan --processes 2 lacks the slots: $(grep fsdp plan2.txt)"
+grep -q "transient" plan.txt && fail "one process: no transient slots expected"
 printf 'mesh: dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\nfsdp: shard=dp level=3\nunit blocks: h.*\nunit root: *\n' >f.plan
 run planfile --plan f.plan
 check_close planfile planfile.jsonl

@@ -29,11 +29,21 @@ static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP
     return hp_gpt2_init(ptrs, names, shapes, n, ctx, 5);
 }
 
-/* Trainer steps (1 rank or a plan): steps after the first allocate nothing. */
-static void trainer_steps_dpr(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt,
-                              hp_dtype dp_reduce, int grad_accum) {
+/* Trainer steps (1 rank or a plan, its ranks in sn emulated supernodes): steps after the first allocate nothing. */
+static void trainer_steps_sn(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt,
+                             hp_dtype dp_reduce, int grad_accum, int sn) {
     hp_trainer_config c;
     memset(&c, 0, sizeof c);
+    hp_comm_world *w = NULL;
+    if (sn > 1) {
+        hp_comm_opts co;
+        hp_comm_opts_default(&co);
+        co.mpi = 0;
+        co.supernodes = sn;
+        co.ranks_per_supernode = hp_mesh_size(&plan->mesh) / sn;
+        CHECK_OK(hp_comm_world_create(&w, &co));
+        c.world = w;
+    }
     c.model = f->g;
     c.tokens = f->io.tokens, c.targets = f->io.targets;
     hp_gpt2_config mc = f->c;
@@ -51,7 +61,10 @@ static void trainer_steps_dpr(const gpt2_fixture *f, const hp_plan *plan, hp_opt
     c.grad_accum = grad_accum;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
-    if (!t) return;
+    if (!t) {
+        hp_comm_world_destroy(w);
+        return;
+    }
     int32_t tok[128], tgt[128];
     float first = 0, last = 0;
     for (int step = 0; step < 6; step++) {
@@ -71,6 +84,12 @@ static void trainer_steps_dpr(const gpt2_fixture *f, const hp_plan *plan, hp_opt
     }
     CHECK(last < first); /* it trains */
     hp_trainer_destroy(t);
+    hp_comm_world_destroy(w);
+}
+
+static void trainer_steps_dpr(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt,
+                              hp_dtype dp_reduce, int grad_accum) {
+    trainer_steps_sn(f, plan, kind, B, T, dt, dp_reduce, grad_accum, 1);
 }
 
 static void trainer_steps(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt) {
@@ -142,6 +161,8 @@ int main(void) {
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1)); /* FSDP: gathers and reductions allocate nothing either */
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
     trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32);
+    /* across 2 emulated supernodes: transient gathered units (copies into the slots, backward gathers) */
+    trainer_steps_sn(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32, HP_F32, 0, 2);
     hp_plan_free(&plan);
     /* bf16 (the precision pass takes the forward graph): casts, bf16 kernels and the
      * oneDNN products allocate nothing here either. oneDNN's own execute calls
