@@ -54,10 +54,11 @@ static void child_row(void *result, void *ctx) {
 
 int hp_cmd_bench_fsdp(int argc, char **argv) {
     char model[32] = "small", json[512] = "", dtype[8] = "fp32";
-    int threads = 2, steps = 5, ranks = 4, supernodes = 2;
+    int threads = 2, steps = 5, ranks = 4, supernodes = 2, layers = 0;
     float bw = 1.0f, lat = 50.0f;
     hp_opt tab[] = {
         {"model", OPT_STR, model, sizeof model, "small | gpt2-124m"},
+        {"layers", OPT_INT, &layers, 0, "transformer blocks instead of the model's (0: the model's)"},
         {"ranks", OPT_INT, &ranks, 0, "ranks in all (rank threads)"},
         {"supernodes", OPT_INT, &supernodes, 0, "emulated supernodes (contiguous ranks; HSDP replicas across them)"},
         {"inter-bw", OPT_FLOAT, &bw, 0, "GB/s per rank between supernodes (0: unthrottled)"},
@@ -76,6 +77,8 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
     hp_model_config m;
     int B = 0, T = 0;
     if (!st) st = hp_bench_model(&m, &B, &T, model, "bench fsdp");
+    if (!st && layers < 0) st = hp_errorf("hyperpar bench fsdp: --layers must be >= 0, got %d", layers);
+    if (!st && layers) m.layers = layers;
     if (!st && (steps < 1 || threads < 1 || ranks < 1 || supernodes < 1))
         st = hp_errorf("hyperpar bench fsdp: --steps, --threads, --ranks and --supernodes must be >= 1");
     if (!st && (ranks % supernodes || B % ranks))
@@ -94,8 +97,8 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
         return 1;
     }
-    printf("%s %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
-           model, dtype, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps,
+    printf("%s (L=%d) %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
+           model, m.layers, dtype, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps,
            bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
     printf("%-18s %9s %7s %9s %10s %10s %8s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms", "exposed ms",
            "exposed%", "hidden%", "memory MB");
@@ -122,10 +125,10 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
                100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.hidden_pct, r.r.memory_mb);
         if (jf)
             fprintf(jf,
-                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
+                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"layers\": %d, \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
                     "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
-                    i ? ",\n" : "", fc->name, model, dtype, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
+                    i ? ",\n" : "", fc->name, model, m.layers, dtype, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
                     r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     if (jf) {

@@ -179,6 +179,20 @@ hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
  * the buffers and the arrays in *a must stay valid until hp_comm_wait (a
  * itself is copied). Calls on one group run in the order they were started. */
 hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
+/* The same, then (once it succeeded) a second collective a2 on group g2, on
+ * g's lane as one call: a fused two-step reduction (FSDP's reduce-scatter
+ * inside the shard group, then the all-reduce across the replicas) whose
+ * second step starts the moment the first ends, driven by the lane and not
+ * by the rank. g2's calls then run in g's lane order: every call a rank makes
+ * on g2 must be one of these, or be ordered against them by the caller
+ * (waited before the next starts). */
+hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a,
+                             hp_comm_group *g2, const hp_comm_args *a2);
+/* Waits until the first call of a hp_comm_start_then request has finished
+ * (its buffers may then be reused), without freeing the handle; the status of
+ * both is hp_comm_wait's. A NULL handle or a plain request: returns at once
+ * when done (a plain request: when its one call is). */
+void hp_comm_wait_first(hp_comm_req *req);
 /* Sets *done to 1 when the started collective has finished, 0 otherwise,
  * without blocking; the handle stays valid and hp_comm_wait then returns its
  * status at once. A NULL handle is done. */

@@ -62,6 +62,13 @@ static void *lane_main(void *arg) {
         pthread_mutex_unlock(&r->mu);
         int64_t t0 = hp_comm_now_ns();
         hp_status st = hp_comm_exec(r, &l->s, q->g, &q->a);
+        if (!st && q->g2) {
+            pthread_mutex_lock(&r->mu);
+            q->done1 = 1;
+            pthread_cond_broadcast(&r->done_cv);
+            pthread_mutex_unlock(&r->mu);
+            st = hp_comm_exec(r, &l->s, q->g2, &q->a2);
+        }
         atomic_fetch_add_explicit(&r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
         pthread_mutex_lock(&r->mu);
         q->st = st;
@@ -74,6 +81,11 @@ static void *lane_main(void *arg) {
 }
 
 hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) {
+    return hp_comm_start_then(req, r, g, a, NULL, NULL);
+}
+
+hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a,
+                             hp_comm_group *g2, const hp_comm_args *a2) {
     *req = NULL;
     int li = lane_of(r, g);
     hp_comm_lane *l = &r->lanes[li];
@@ -89,6 +101,8 @@ hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, co
     q->r = r;
     q->g = g;
     q->a = *a;
+    q->g2 = a2 ? g2 : NULL;
+    if (q->g2) q->a2 = *a2;
     q->lane = li;
     if (l->qtail) l->qtail->next = q;
     else l->qhead = q;
@@ -121,6 +135,14 @@ hp_status hp_comm_test(hp_comm_req *q, int *done) {
     *done = q->done;
     pthread_mutex_unlock(&r->mu);
     return HP_OK;
+}
+
+void hp_comm_wait_first(hp_comm_req *q) {
+    if (!q) return;
+    hp_comm_rank *r = q->r;
+    pthread_mutex_lock(&r->mu);
+    while (!q->done1 && !q->done) pthread_cond_wait(&r->done_cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
 }
 
 hp_status hp_comm_wait(hp_comm_req *q) {

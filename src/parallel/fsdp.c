@@ -190,6 +190,11 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     }
     out->total = at;
     if (!st) st = supernode_members(out, m, s, rank, supernode_ranks);
+    /* HSDP: the replicas' all-reduce fused behind the reduce-scatter when no other gradient reduction
+     * (an unmanaged parameter's) could use the replicate group meanwhile */
+    out->fuse_replicas = out->replicas > 1 && out->style == HP_FSDP_STYLE_HYPERPAR && !out->reduce_bf16;
+    for (int k = 0; k < np && !st; k++)
+        if (out->unit_of[k] < 0 && g->vals[ids[k]].grad >= 0) out->fuse_replicas = 0;
     /* gradients stay Partial on the axes this pass reduces */
     for (int k = 0; !st && k < np; k++) {
         if (out->unit_of[k] < 0) continue;
@@ -562,11 +567,41 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     rt->copied += (int64_t)(un->size * es);
 }
 
+/* fuse_replicas: unit u's gradient `from` reduce-scattered into `shard`, then
+ * the shard all-reduced in place over the replicas, on the shard group's lane
+ * (a group of one: the rank's slice copied, the all-reduce alone). The
+ * reduction's wait waits for the reduce-scatter only (the gradient's space is
+ * then free), the replicas' wait for the whole. */
+static void fused_start(const hp_kctx *k, int u, float *shard, const float *from) {
+    hp_rank_ctx *c = k->rank;
+    hp_fsdp_rt *rt = c->fsdp;
+    const hp_fsdp_unit *un = &rt->plan->units[u];
+    int64_t n = (int64_t)un->shard;
+    hp_comm_args *rs = &rt->args[3 * u + 1], *ar = &rt->args[3 * u + 2];
+    rt->tens[3 * u + 1] = (hp_comm_tensor){shard, from, n};
+    rt->tens[3 * u + 2] = (hp_comm_tensor){shard, shard, n};
+    *rs = (hp_comm_args){.kind = HP_COMM_REDUCE_SCATTER, .dtype = HP_F32, .op = HP_COMM_SUM,
+                         .t = &rt->tens[3 * u + 1], .nt = 1, .tree = c->tree};
+    *ar = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &rt->tens[3 * u + 2],
+                         .nt = 1, .tree = c->tree};
+    rt->req[3 * u + 1] = rt->req[3 * u + 2] = NULL;
+    hp_status st;
+    if (hp_comm_group_size(rt->shard_group) == 1) { /* the rank's slice copied here (the gradient's space is
+                                                      * reused after the reduction's wait), the all-reduce alone */
+        if (shard != from) memcpy(shard, from + un->shard * (size_t)rt->plan->me, un->shard * sizeof(float));
+        st = hp_comm_start(&rt->req[3 * u + 2], c->comm, rt->replicate_group, ar);
+    } else {
+        st = hp_comm_start_then(&rt->req[3 * u + 2], c->comm, rt->shard_group, rs, rt->replicate_group, ar);
+    }
+    if (st) *k->err = st;
+}
+
 /* in[0]: the unit's gradient [size]; out[0]: the rank's reduced shard [shard] */
 static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     rt->req[3 * u + 1] = NULL;
+    if (rt->plan->fuse_replicas) rt->req[3 * u + 2] = NULL;
     if (skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     const float *from = in[0].data;
@@ -589,6 +624,10 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
         memcpy(rt->staging[rt->nstaging], from, un->size * sizeof(float));
         from = rt->staging[rt->nstaging];
     }
+    if (rt->plan->fuse_replicas) { /* HSDP: the reduce-scatter, then the replicas' all-reduce, one call */
+        fused_start(k, u, out[0].data, from);
+        return;
+    }
     start(k, 3 * u + 1, rt->shard_group, HP_COMM_REDUCE_SCATTER, out[0].data, from, (int64_t)un->shard);
     if (hp_comm_group_size(rt->shard_group) == 1 && out[0].data != from)
         memcpy(out[0].data, from + un->shard * (size_t)rt->plan->me, un->shard * sizeof(float));
@@ -600,13 +639,14 @@ static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     wait_slot(k, 3 * u + 1);
-    rt->req[3 * u + 2] = NULL;
+    if (rt->plan->fuse_replicas) hp_comm_wait_first(rt->req[3 * u + 2]); /* the gradient read: the all-reduce goes on */
+    else rt->req[3 * u + 2] = NULL;
     int b = (int)n->a.i[3];
     if (rt->plan->reduce_bf16 && rt->red16_unit[b] == u) { /* the bf16 shard widened into the fp32 one */
         rt->red16_unit[b] = -1;
         if (!*k->err) hp_kb_bf16_to_f32(k->pool, in[1].data, rt->shard16[b], (long)rt->plan->units[u].shard);
     }
-    if (*k->err || rt->plan->replicas <= 1 || skipped(n, in)) return;
+    if (*k->err || rt->plan->replicas <= 1 || rt->plan->fuse_replicas || skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
     if (rt->staging) wait_slot(k, 3 * u + 2); /* fsdp2: a separate, blocking all-reduce */

@@ -117,6 +117,10 @@ typedef struct {
     int shard_axis, replicate_axis;
     int members, me;    /* the shard group's size and this rank's place in it */
     int replicas;       /* the replicate group's size (1 without HSDP) */
+    int fuse_replicas;  /* HSDP, style hyperpar, fp32 reductions, every parameter with a gradient managed: a
+                         * unit's reduce-scatter and its replicas' all-reduce are one fused call on the shard
+                         * group's lane (hp_comm_start_then), the all-reduce starting as the reduce-scatter
+                         * ends, waited at the replicas' wait */
     int prefetch;
     int reduce_bf16;    /* gradients reduce-scattered in bf16 (narrowed, summed in fp32, widened into the shard) */
     int gather_bf16;    /* parameters gathered in bf16 into the store's bf16 mirror (see above) */

@@ -44,6 +44,13 @@ for r in pf0 pf2 rs_off style2; do
 done
 run hsdp2 --hsdp 2,2 --fsdp-style fsdp2
 cmp -s <(losses hsdp.jsonl) <(losses hsdp2.jsonl) || fail "HSDP: the fsdp2 style's losses differ from the default style's"
+# HSDP's fused reduction (the replicas' all-reduce chained behind the reduce-scatter on one lane, the
+# gradient's space reused after the reduce-scatter): the same bits as the fsdp2 style's separate calls,
+# also with shard groups of one (the rank's slice copied, the all-reduce alone)
+run hsdp21 --hsdp 2,1
+run hsdp21b --hsdp 2,1 --fsdp-style fsdp2
+cmp -s <(losses hsdp21.jsonl) <(losses hsdp21b.jsonl) || fail "HSDP 2,1: the fsdp2 style's losses differ from the default style's"
+check_close hsdp21 hsdp21.jsonl
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses fsdp4.jsonl | head -1)" -v b="$(losses fsdp4.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' || fail "loss did not fall"
 # the plan shows the pass, and a plan file can say the same
