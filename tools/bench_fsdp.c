@@ -3,7 +3,9 @@
  * fsdp2 style (PyTorch FSDP2's copies and one reduction in flight), and
  * hyperpar's FSDP and HSDP, beside one rank on the same threads, on rank threads in emulated supernodes whose link
  * is throttled (--inter-bw, --inter-latency). Per row: step time, exposed
- * communication (rank 0's compute waiting on collectives), the share of
+ * communication (rank 0's thread blocked on collectives in the forward and
+ * backward), the time in its communicating steps (that, plus starting calls
+ * and the copies those steps make), the share of
  * communication hidden behind compute, and rank 0's memory. Each row runs in
  * a child process. */
 #include <stdio.h>
@@ -52,19 +54,80 @@ static void child_row(void *result, void *ctx) {
     r->ok = 1;
 }
 
+typedef struct {
+    int threads, steps, ranks, supernodes, layers, bf16;
+    float bw, lat;
+    const char *dtype;
+} fopts;
+
+/* A model's shape and batch, checked against the options (the layers override applied). */
+static hp_status model_of(hp_model_config *m, int *B, int *T, const char *name, const fopts *o) {
+    HP_TRY(hp_bench_model(m, B, T, name, "bench fsdp"));
+    if (o->layers) m->layers = o->layers;
+    if (o->ranks % o->supernodes || *B % o->ranks)
+        return hp_errorf("hyperpar bench fsdp: --ranks %d must split into --supernodes %d and divide %s's batch %d",
+                         o->ranks, o->supernodes, name, *B);
+    return HP_OK;
+}
+
+/* Every row of one model; JSON rows go to jf (*nrows: rows written so far). */
+static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
+    hp_model_config m;
+    int B = 0, T = 0;
+    hp_status st = model_of(&m, &B, &T, model, o);
+    if (st) {
+        hp_cli_error(st);
+        return 1;
+    }
+    printf("%s (L=%d) %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
+           model, m.layers, o->dtype, B, T, o->ranks, o->supernodes, (double)o->bw, (double)o->lat, o->threads, o->steps,
+           o->bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
+    printf("%-18s %9s %7s %9s %10s %10s %8s %9s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms",
+           "exposed ms", "exposed%", "commstep", "hidden%", "memory MB");
+    double one_tps = 0;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
+        const fconfig *fc = &fconfigs[i];
+        if (fc->bf16_only && !o->bf16) continue;
+        hp_bench_fsdp_config cfg = {m, B, T, o->ranks, fc->hsdp ? o->supernodes : 1, fc->fsdp, o->supernodes, o->bw,
+                                    o->lat, o->threads, o->steps, o->bf16};
+        if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
+        frow r;
+        memset(&r, 0, sizeof r);
+        if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0) snprintf(r.err, sizeof r.err, "the benchmark process failed");
+        if (!r.ok) {
+            fprintf(stderr, "hyperpar: bench fsdp %s %s: %s\n", model, fc->name, r.err);
+            rc = 1;
+            continue;
+        }
+        if (fc->one) one_tps = r.r.tokens_per_s;
+        printf("%-18s %9.0f %6.1f%% %9.2f %10.2f %10.2f %7.2f%% %9.2f %8.1f%% %10.2f\n", fc->name, r.r.tokens_per_s,
+               one_tps > 0 ? 100 * r.r.tokens_per_s / one_tps : 0.0, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+               100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.comm_steps_ms, r.r.hidden_pct, r.r.memory_mb);
+        if (jf)
+            fprintf(jf,
+                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"layers\": %d, \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
+                    "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
+                    "\"exposed_comm_ms\": %.3f, \"comm_steps_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
+                    (*nrows)++ ? ",\n" : "", fc->name, model, m.layers, o->dtype, cfg.ranks, cfg.supernodes, (double)o->bw,
+                    (double)o->lat, o->threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+                    r.r.comm_steps_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
+    }
+    return rc;
+}
+
 int hp_cmd_bench_fsdp(int argc, char **argv) {
     char model[32] = "small", json[512] = "", dtype[8] = "fp32";
-    int threads = 2, steps = 5, ranks = 4, supernodes = 2, layers = 0;
-    float bw = 1.0f, lat = 50.0f;
+    fopts o = {.threads = 2, .steps = 5, .ranks = 4, .supernodes = 2, .bw = 1.0f, .lat = 50.0f};
     hp_opt tab[] = {
-        {"model", OPT_STR, model, sizeof model, "small | gpt2-124m"},
-        {"layers", OPT_INT, &layers, 0, "transformer blocks instead of the model's (0: the model's)"},
-        {"ranks", OPT_INT, &ranks, 0, "ranks in all (rank threads)"},
-        {"supernodes", OPT_INT, &supernodes, 0, "emulated supernodes (contiguous ranks; HSDP replicas across them)"},
-        {"inter-bw", OPT_FLOAT, &bw, 0, "GB/s per rank between supernodes (0: unthrottled)"},
-        {"inter-latency", OPT_FLOAT, &lat, 0, "microseconds per message between supernodes"},
-        {"threads", OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
-        {"steps", OPT_INT, &steps, 0, "timed steps (after 2 untimed)"},
+        {"model", OPT_STR, model, sizeof model, "small | gpt2-124m | all (both, one after the other)"},
+        {"layers", OPT_INT, &o.layers, 0, "transformer blocks instead of the model's (0: the model's)"},
+        {"ranks", OPT_INT, &o.ranks, 0, "ranks in all (rank threads)"},
+        {"supernodes", OPT_INT, &o.supernodes, 0, "emulated supernodes (contiguous ranks; HSDP replicas across them)"},
+        {"inter-bw", OPT_FLOAT, &o.bw, 0, "GB/s per rank between supernodes (0: unthrottled)"},
+        {"inter-latency", OPT_FLOAT, &o.lat, 0, "microseconds per message between supernodes"},
+        {"threads", OPT_INT, &o.threads, 0, "compute threads in all (shared out among the ranks)"},
+        {"steps", OPT_INT, &o.steps, 0, "timed steps (after 2 untimed)"},
         {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
         {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
@@ -74,20 +137,21 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         hp_args_usage(tab, ntab, "bench fsdp", "GPT-2's step under DP, the fsdp2 style and hyperpar's FSDP and HSDP.");
         return 0;
     }
-    hp_model_config m;
-    int B = 0, T = 0;
-    if (!st) st = hp_bench_model(&m, &B, &T, model, "bench fsdp");
-    if (!st && layers < 0) st = hp_errorf("hyperpar bench fsdp: --layers must be >= 0, got %d", layers);
-    if (!st && layers) m.layers = layers;
-    if (!st && (steps < 1 || threads < 1 || ranks < 1 || supernodes < 1))
+    const char *models[2] = {model, NULL};
+    if (!strcmp(model, "all")) models[0] = "small", models[1] = "gpt2-124m";
+    if (!st && o.layers < 0) st = hp_errorf("hyperpar bench fsdp: --layers must be >= 0, got %d", o.layers);
+    if (!st && (o.steps < 1 || o.threads < 1 || o.ranks < 1 || o.supernodes < 1))
         st = hp_errorf("hyperpar bench fsdp: --steps, --threads, --ranks and --supernodes must be >= 1");
-    if (!st && (ranks % supernodes || B % ranks))
-        st = hp_errorf("hyperpar bench fsdp: --ranks %d must split into --supernodes %d and divide the batch %d", ranks,
-                       supernodes, B);
+    for (int i = 0; i < 2 && models[i] && !st; i++) { /* every model checked before any runs */
+        hp_model_config m;
+        int B, T;
+        st = model_of(&m, &B, &T, models[i], &o);
+    }
     if (!st && strcmp(dtype, "fp32") && strcmp(dtype, "bf16"))
         st = hp_errorf("hyperpar bench fsdp: --dtype must be fp32 or bf16, got '%s'", dtype);
-    int bf16 = !strcmp(dtype, "bf16");
-    if (!st && (!(bw >= 0) || !(lat >= 0))) st = hp_errorf("hyperpar bench fsdp: --inter-bw and --inter-latency must be >= 0");
+    o.bf16 = !strcmp(dtype, "bf16");
+    o.dtype = dtype;
+    if (!st && (!(o.bw >= 0) || !(o.lat >= 0))) st = hp_errorf("hyperpar bench fsdp: --inter-bw and --inter-latency must be >= 0");
     if (st) {
         hp_cli_error(st);
         return 1;
@@ -97,39 +161,11 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
         return 1;
     }
-    printf("%s (L=%d) %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
-           model, m.layers, dtype, B, T, ranks, supernodes, (double)bw, (double)lat, threads, steps,
-           bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
-    printf("%-18s %9s %7s %9s %10s %10s %8s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms", "exposed ms",
-           "exposed%", "hidden%", "memory MB");
-    double one_tps = 0;
     if (jf) fputs("[\n", jf);
-    int rc = 0;
-    for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
-        const fconfig *fc = &fconfigs[i];
-        if (fc->bf16_only && !bf16) continue;
-        hp_bench_fsdp_config cfg = {m, B, T, ranks, fc->hsdp ? supernodes : 1, fc->fsdp, supernodes, bw, lat, threads, steps,
-                                    bf16};
-        if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
-        frow r;
-        memset(&r, 0, sizeof r);
-        if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0) snprintf(r.err, sizeof r.err, "the benchmark process failed");
-        if (!r.ok) {
-            fprintf(stderr, "hyperpar: bench fsdp %s: %s\n", fc->name, r.err);
-            rc = 1;
-            continue;
-        }
-        if (fc->one) one_tps = r.r.tokens_per_s;
-        printf("%-18s %9.0f %6.1f%% %9.2f %10.2f %10.2f %7.2f%% %8.1f%% %10.2f\n", fc->name, r.r.tokens_per_s,
-               one_tps > 0 ? 100 * r.r.tokens_per_s / one_tps : 0.0, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
-               100 * r.r.exposed_comm_ms / r.r.step_ms, r.r.hidden_pct, r.r.memory_mb);
-        if (jf)
-            fprintf(jf,
-                    "%s  {\"config\": \"%s\", \"model\": \"%s\", \"layers\": %d, \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
-                    "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
-                    "\"exposed_comm_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
-                    i ? ",\n" : "", fc->name, model, m.layers, dtype, cfg.ranks, cfg.supernodes, (double)bw, (double)lat, threads, r.r.tokens_per_s,
-                    r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
+    int rc = 0, nrows = 0;
+    for (int i = 0; i < 2 && models[i]; i++) {
+        if (i) printf("\n");
+        rc |= run_model(models[i], &o, jf, &nrows);
     }
     if (jf) {
         fputs("\n]\n", jf);

@@ -75,7 +75,9 @@ def worker(rank, world, args, out):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(max(1, args.threads // world))
     torch.manual_seed(0)
-    m = MODELS[args.model]
+    m = dict(MODELS[args.model])
+    if args.layers:
+        m["L"] = args.layers
     model = GPT(m["L"], m["H"], m["C"], m["V"], m["T"])
     if args.style == "fsdp2":
         from torch.distributed.fsdp import fully_shard
@@ -104,7 +106,7 @@ def worker(rank, world, args, out):
             times.append(time.perf_counter() - t0)
     if rank == 0:
         step = statistics.median(times)
-        out.put({"config": f"torch {args.style}", "model": args.model, "ranks": world, "threads": args.threads,
+        out.put({"config": f"torch {args.style}", "model": args.model, "layers": m["L"], "ranks": world, "threads": args.threads,
                  "torch": torch.__version__, "step_ms": step * 1e3, "tokens_per_s": m["B"] * m["T"] / step,
                  "loss": float(loss.detach()) if math.isfinite(float(loss.detach())) else None})
     dist.destroy_process_group()
@@ -116,6 +118,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--layers", type=int, default=0, help="transformer blocks instead of the model's (0: the model's)")
     ap.add_argument("--style", default="fsdp2", choices=["fsdp2", "ddp"])
     ap.add_argument("--port", type=int, default=29517)
     args = ap.parse_args()

@@ -711,7 +711,10 @@ typedef struct {
 
 typedef struct {
     double tokens_per_s, step_ms, compute_ms;
-    double exposed_comm_ms;     /* time rank 0's compute waited on collectives */
+    double exposed_comm_ms;     /* time rank 0's thread was blocked on collectives in the forward and backward
+                                 * (waits and blocking calls, not starts) */
+    double comm_steps_ms;       /* time rank 0 spent in its communicating steps (exposed_comm_ms plus the
+                                 * starts, and the copies those steps make: the fsdp2 style's staging) */
     double optimizer_ms;
     double comm_busy_ms;        /* time rank 0's collectives were running */
     double hidden_pct;          /* 100 (1 - exposed / busy): the share that hid behind compute */

@@ -70,6 +70,8 @@ hp_status hp_api_pool_peak(double *gflops, int threads, hp_pool_fn task, void *c
  * program (as `hyperpar plan` predicts it); dtype: the compute dtype (HP_BF16: train --dtype bf16). */
 typedef struct {
     double step_s, compute_s, comm_s, optimizer_s, other_s, busy_s, memory_bytes;
+    double wait_s; /* rank 0's thread blocked on collectives in the forward and backward (hp_comm_rank_wait_ns):
+                    * comm_s less the starts and copies its communicating steps do */
 } hp_api_bench_out;
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc, int B, int T, const hp_plan *plan,
                             hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype);

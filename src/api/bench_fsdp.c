@@ -39,10 +39,10 @@ hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_confi
     if (!st) st = hp_api_bench_plan(&o, &mc, cfg->B, cfg->T, &plan, w, cfg->threads, cfg->steps, 1,
                                       cfg->bf16 ? HP_BF16 : HP_F32);
     if (!st) {
-        double hidden = o.busy_s > 0 ? 1.0 - o.comm_s / o.busy_s : 0;
-        *res = (hp_bench_fsdp_result){cfg->B * cfg->T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.comm_s * 1e3,
-                                      o.optimizer_s * 1e3, o.busy_s * 1e3, 100 * (hidden > 0 ? hidden : 0),
-                                      o.memory_bytes / 1e6};
+        double hidden = o.busy_s > 0 ? 1.0 - o.wait_s / o.busy_s : 0;
+        *res = (hp_bench_fsdp_result){cfg->B * cfg->T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.wait_s * 1e3,
+                                      o.comm_s * 1e3, o.optimizer_s * 1e3, o.busy_s * 1e3,
+                                      100 * (hidden > 0 ? hidden : 0), o.memory_bytes / 1e6};
     }
     hp_comm_world_destroy(w);
     hp_plan_free(&plan);

@@ -22,6 +22,7 @@ typedef struct {
     long step;
     double prof[64][2];
     double opt_s[64];
+    double wait_s[64]; /* forward and backward: the rank's thread blocked on collectives */
 } pstep;
 
 /* One training step on a rank; the optimizer phase is timed apart. */
@@ -31,8 +32,11 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     hp_dist_scatter_value(c->d, r, c->io.targets, hp_dist_value(r, c->io.targets), c->tgt);
     hp_optim_phase_lrs(hp_program_data(r->prog, r->c.optim.lr), c->oc, 1e-4f);
     *(int32_t *)hp_program_data(r->prog, r->c.optim.step) = (int32_t)(c->step + 1);
+    const hp_comm_rank *cr = r->c.rg.ctx.comm;
+    int64_t w0 = cr ? hp_comm_rank_wait_ns(cr) : 0;
     HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
     HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
+    c->wait_s[r->local_index] = cr ? (double)(hp_comm_rank_wait_ns(cr) - w0) * 1e-9 : 0;
     double *prof = c->prof[r->local_index], saved[2] = {prof[0], prof[1]};
     double t0 = hp_now();
     HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
@@ -61,10 +65,11 @@ static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config
     return st;
 }
 
-/* The timed loop on d; t, k, cm, o, ot, busy: per step total, kernels,
- * exposed comm, optimizer, other, and the time rank 0's collectives ran. */
+/* The timed loop on d; t, k, cm, o, ot, busy, wt: per step total, kernels,
+ * communicating steps, optimizer, other, the time rank 0's collectives ran,
+ * and the time its thread was blocked on them. */
 static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *k, double *cm, double *o, double *ot,
-                            double *busy) {
+                            double *busy, double *wt) {
     hp_comm_rank *r0 = hp_dist_rank_at(d, 0)->c.rg.ctx.comm;
     for (int i = -2; i < steps; i++) {
         c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
@@ -77,6 +82,7 @@ static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *
             t[i] = dt, k[i] = c->prof[0][0], cm[i] = c->prof[0][1], o[i] = c->opt_s[0];
             ot[i] = dt - k[i] - cm[i] - o[i];
             busy[i] = (double)(hp_comm_rank_busy_ns(r0) - b0) * 1e-9;
+            wt[i] = c->wait_s[0];
         }
     }
     return HP_OK;
@@ -92,7 +98,7 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
     hp_optim_config_default(&oc);
     pstep *c = calloc(1, sizeof *c);
     int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
-    double *t = calloc((size_t)steps * 6, sizeof *t);
+    double *t = calloc((size_t)steps * 7, sizeof *t);
     hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("benchmark: out of memory");
     if (!st && plan && hp_mesh_size(&plan->mesh) > 64) st = hp_errorf("benchmark: at most 64 ranks");
     if (!st) st = hp_graph_create(&g);
@@ -108,7 +114,8 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
         fill_batch(tok, tgt, B * T, mc.V);
         c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
         for (int i = 0; i < hp_dist_nranks(d); i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
-        st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps, t + 5 * steps);
+        st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps, t + 5 * steps,
+                        t + 6 * steps);
     }
     if (!st) {
         out->step_s = hp_median(t, steps);
@@ -117,6 +124,7 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
         out->optimizer_s = hp_median(t + 3 * steps, steps);
         out->other_s = hp_median(t + 4 * steps, steps);
         out->busy_s = hp_median(t + 5 * steps, steps);
+        out->wait_s = hp_median(t + 6 * steps, steps);
         hp_plan_rank_report rr;
         memset(&rr, 0, sizeof rr);
         st = hp_plan_gather_rank(&rr, &hp_dist_rank_at(d, 0)->c, NULL, 0, hp_dist_threads_per_rank(w, threads));

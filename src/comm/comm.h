@@ -112,6 +112,11 @@ void hp_comm_rank_reset_stats(hp_comm_rank *r);
  * lanes and blocking calls; reset with the stats): against the time the rank
  * waited for them, how much of its communication hid behind compute. */
 int64_t hp_comm_rank_busy_ns(const hp_comm_rank *r);
+/* Nanoseconds the rank's own thread was blocked on collectives: inside
+ * hp_comm_wait / hp_comm_wait_first until the call was done, and whole
+ * blocking calls (hp_comm_run): its exposed communication (reset with the
+ * stats). Starting a call is not counted. */
+int64_t hp_comm_rank_wait_ns(const hp_comm_rank *r);
 
 /* The group of every rank in order (owned by the world). */
 hp_comm_group *hp_comm_world_group(hp_comm_world *w);

@@ -124,6 +124,7 @@ struct hp_comm_rank {
     int64_t tx_free_ns, rx_free_ns;
     atomic_llong inter_bytes, inter_msgs;
     atomic_llong busy_ns; /* time collectives were running (on lanes or the calling thread) */
+    atomic_llong wait_ns; /* time the rank's own thread was blocked on collectives (waits, blocking runs) */
     hp_comm_scratch own; /* calls run on the rank's own thread (hp_comm_run) */
     /* asynchronous calls (progress.c) */
     pthread_mutex_t mu;

@@ -137,23 +137,32 @@ hp_status hp_comm_test(hp_comm_req *q, int *done) {
     return HP_OK;
 }
 
+/* Adds the time since t0 to r's blocked time. */
+static void waited(hp_comm_rank *r, int64_t t0) {
+    atomic_fetch_add_explicit(&r->wait_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
+}
+
 void hp_comm_wait_first(hp_comm_req *q) {
     if (!q) return;
     hp_comm_rank *r = q->r;
+    int64_t t0 = hp_comm_now_ns();
     pthread_mutex_lock(&r->mu);
     while (!q->done1 && !q->done) pthread_cond_wait(&r->done_cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
+    waited(r, t0);
 }
 
 hp_status hp_comm_wait(hp_comm_req *q) {
     if (!q) return HP_OK;
     hp_comm_rank *r = q->r;
+    int64_t t0 = hp_comm_now_ns();
     pthread_mutex_lock(&r->mu);
     while (!q->done) pthread_cond_wait(&r->done_cv, &r->mu);
     hp_status st = q->st;
     q->next = r->spare;
     r->spare = q;
     pthread_mutex_unlock(&r->mu);
+    waited(r, t0);
     return st;
 }
 
@@ -165,6 +174,7 @@ hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a) 
         int64_t t0 = hp_comm_now_ns();
         hp_status st = hp_comm_exec(r, &r->own, g, a);
         atomic_fetch_add_explicit(&r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
+        waited(r, t0);
         return st;
     }
     /* started calls of this lane are pending: keep the order */

@@ -18,6 +18,7 @@ static void rank_init(hp_comm_rank *r, hp_comm_world *w, int rank) {
     atomic_init(&r->inter_bytes, 0);
     atomic_init(&r->inter_msgs, 0);
     atomic_init(&r->busy_ns, 0);
+    atomic_init(&r->wait_ns, 0);
     hp_comm_progress_init(r);
 }
 
@@ -176,6 +177,10 @@ hp_comm_rank *hp_comm_world_rank(hp_comm_world *w, int rank) {
 
 int hp_comm_rank_id(const hp_comm_rank *r) { return r->rank; }
 
+int64_t hp_comm_rank_wait_ns(const hp_comm_rank *r) {
+    return (int64_t)atomic_load_explicit(&((hp_comm_rank *)r)->wait_ns, memory_order_relaxed);
+}
+
 int64_t hp_comm_rank_busy_ns(const hp_comm_rank *r) {
     return (int64_t)atomic_load_explicit(&((hp_comm_rank *)r)->busy_ns, memory_order_relaxed);
 }
@@ -189,6 +194,7 @@ void hp_comm_rank_reset_stats(hp_comm_rank *r) {
     atomic_store_explicit(&r->inter_bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&r->inter_msgs, 0, memory_order_relaxed);
     atomic_store_explicit(&r->busy_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->wait_ns, 0, memory_order_relaxed);
 }
 
 hp_comm_group *hp_comm_world_group(hp_comm_world *w) { return w->world_group; }

@@ -569,8 +569,8 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
 
 /* fuse_replicas: unit u's gradient `from` reduce-scattered into `shard`, then
  * the shard all-reduced in place over the replicas, on the shard group's lane
- * (a group of one: the rank's slice copied, the all-reduce alone). The
- * reduction's wait waits for the reduce-scatter only (the gradient's space is
+ * (a group of one: the reduce-scatter is the lane's copy of the rank's slice,
+ * off the compute thread). The reduction's wait waits for the reduce-scatter only (the gradient's space is
  * then free), the replicas' wait for the whole. */
 static void fused_start(const hp_kctx *k, int u, float *shard, const float *from) {
     hp_rank_ctx *c = k->rank;
@@ -585,14 +585,7 @@ static void fused_start(const hp_kctx *k, int u, float *shard, const float *from
     *ar = (hp_comm_args){.kind = HP_COMM_ALL_REDUCE, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &rt->tens[3 * u + 2],
                          .nt = 1, .tree = c->tree};
     rt->req[3 * u + 1] = rt->req[3 * u + 2] = NULL;
-    hp_status st;
-    if (hp_comm_group_size(rt->shard_group) == 1) { /* the rank's slice copied here (the gradient's space is
-                                                      * reused after the reduction's wait), the all-reduce alone */
-        if (shard != from) memcpy(shard, from + un->shard * (size_t)rt->plan->me, un->shard * sizeof(float));
-        st = hp_comm_start(&rt->req[3 * u + 2], c->comm, rt->replicate_group, ar);
-    } else {
-        st = hp_comm_start_then(&rt->req[3 * u + 2], c->comm, rt->shard_group, rs, rt->replicate_group, ar);
-    }
+    hp_status st = hp_comm_start_then(&rt->req[3 * u + 2], c->comm, rt->shard_group, rs, rt->replicate_group, ar);
     if (st) *k->err = st;
 }
 

@@ -7,7 +7,8 @@
  * sum over all four ranks, exactly (small integers). A plain request passes
  * hp_comm_wait_first when done, and a failed first call (a member that is
  * not in the group) fails the request without running the second. Several
- * chained requests in flight complete in start order with the right sums. */
+ * chained requests in flight complete in start order with the right sums.
+ * hp_comm_rank_wait_ns counts a blocking call whole. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,17 @@ static void *rank_main(void *arg) {
         CHECK(bad == 0);
         free(in[k]), free(shard[k]);
     }
+    /* the rank's blocked time: a blocking all-reduce across the emulated link counts whole, and lasts at
+     * least one half-buffer message on it (the link model completes none earlier: 128 KiB at 0.5 GB/s) */
+    enum { M = 1 << 16 };
+    float *big = calloc(M, sizeof(float));
+    hp_comm_tensor tb = {big, big, M};
+    hp_comm_args ab = {.kind = HP_COMM_ALL_REDUCE, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &tb, .nt = 1};
+    hp_comm_rank_reset_stats(r);
+    CHECK(hp_comm_rank_wait_ns(r) == 0);
+    CHECK_OK(hp_comm_run(r, j->across, &ab));
+    CHECK(hp_comm_rank_wait_ns(r) >= (int64_t)(M / 2 * 4 / 0.5));
+    free(big);
     /* a plain request: wait_first returns once it is done */
     float x = (float)j->rank, y = 0;
     hp_comm_tensor tx = {&y, &x, 1};
