@@ -156,7 +156,8 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
                      gather ? "all-gather" : reps ? "all-reduce" : "reduce-scatter", m->name[axis],
                      bytes_str(bb, sizeof bb, c.bytes), un->name,
                      gather ? (f->level == 3 ? (bf16 ? "in place, bf16: shared inside a supernode"
-                                                     : "in place: shared inside a supernode")
+                                                : f->transient ? "into a transient slot shared inside a supernode"
+                                                               : "in place: shared inside a supernode")
                                      : bf16 ? "updated shards, bf16" : "updated shards")
                             : reps ? "replicas" : bf16 ? "gradient shards, bf16" : "gradient shards");
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
