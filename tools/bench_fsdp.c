@@ -7,8 +7,10 @@
  * backward), the time in its communicating steps (that, plus starting calls
  * and the copies those steps make), the share of
  * communication hidden behind compute, and rank 0's memory. Each row runs in
- * a child process. */
+ * a child process; under mpirun the processes are the supernodes and every
+ * row runs in them (rank 0's process prints). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hyperpar/hyperpar.h>
@@ -58,6 +60,8 @@ typedef struct {
     int threads, steps, ranks, supernodes, layers, bf16;
     float bw, lat;
     const char *dtype;
+    hp_world *world; /* under mpirun: the processes' world (rows run in this process), else NULL */
+    int lead;        /* 1: this process prints (rank 0's) */
 } fopts;
 
 /* A model's shape and batch, checked against the options (the layers override applied). */
@@ -79,22 +83,36 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
         hp_cli_error(st);
         return 1;
     }
-    printf("%s (L=%d) %s, B=%d T=%d, %d ranks in %d supernodes (link %.3g GB/s, %.3g us), %d threads in all, median of %d steps%s\n",
-           model, m.layers, o->dtype, B, T, o->ranks, o->supernodes, (double)o->bw, (double)o->lat, o->threads, o->steps,
-           o->bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
-    printf("%-18s %9s %7s %9s %10s %10s %8s %9s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms",
-           "exposed ms", "exposed%", "commstep", "hidden%", "memory MB");
+    if (o->lead) {
+        printf("%s (L=%d) %s, B=%d T=%d, %d ranks in %d supernodes%s (link %.3g GB/s, %.3g us), %d threads %s, median of "
+               "%d steps%s\n",
+               model, m.layers, o->dtype, B, T, o->ranks, o->supernodes, o->world ? " = MPI processes" : "", (double)o->bw,
+               (double)o->lat, o->threads, o->world ? "per process" : "in all", o->steps,
+               o->bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
+        printf("%-18s %9s %7s %9s %10s %10s %8s %9s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms",
+               "exposed ms", "exposed%", "commstep", "hidden%", "memory MB");
+    }
     double one_tps = 0;
     int rc = 0;
     for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
         const fconfig *fc = &fconfigs[i];
         if (fc->bf16_only && !o->bf16) continue;
         hp_bench_fsdp_config cfg = {m, B, T, o->ranks, fc->hsdp ? o->supernodes : 1, fc->fsdp, o->supernodes, o->bw,
-                                    o->lat, o->threads, o->steps, o->bf16};
+                                    o->lat, o->threads, o->steps, o->bf16, o->world};
         if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
+        if (fc->one && o->world) cfg.threads = o->threads * o->supernodes; /* the cores of all the processes */
         frow r;
         memset(&r, 0, sizeof r);
-        if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0) snprintf(r.err, sizeof r.err, "the benchmark process failed");
+        if (o->world) { /* under mpirun: every process runs the row here (the 1-rank row: the lead alone) */
+            if (fc->one && !o->lead) continue;
+            child_row(&r, &cfg);
+            if (!o->lead) {
+                if (!r.ok) fprintf(stderr, "hyperpar: bench fsdp %s %s: %s\n", model, fc->name, r.err), rc = 1;
+                continue;
+            }
+        } else if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0) {
+            snprintf(r.err, sizeof r.err, "the benchmark process failed");
+        }
         if (!r.ok) {
             fprintf(stderr, "hyperpar: bench fsdp %s %s: %s\n", model, fc->name, r.err);
             rc = 1;
@@ -110,7 +128,7 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
                     "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_steps_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
                     (*nrows)++ ? ",\n" : "", fc->name, model, m.layers, o->dtype, cfg.ranks, cfg.supernodes, (double)o->bw,
-                    (double)o->lat, o->threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+                    (double)o->lat, cfg.threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
                     r.r.comm_steps_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     return rc;
@@ -156,20 +174,43 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         hp_cli_error(st);
         return 1;
     }
-    FILE *jf = json[0] ? fopen(json, "w") : NULL;
-    if (json[0] && !jf) {
+    if (getenv("OMPI_COMM_WORLD_SIZE")) { /* under mpirun: the processes are the supernodes */
+        int np = atoi(getenv("OMPI_COMM_WORLD_SIZE"));
+        if (np < 1 || o.ranks % np) {
+            fprintf(stderr, "hyperpar bench fsdp: --ranks %d cannot be spread over %d MPI processes\n", o.ranks, np);
+            return 1;
+        }
+        o.supernodes = np;
+        hp_world_options wo;
+        hp_world_options_default(&wo);
+        wo.ranks_per_supernode = o.ranks / np, wo.mpi = 1, wo.inter_bw_gbps = o.bw, wo.inter_latency_us = o.lat;
+        st = hp_world_create(&o.world, &wo);
+        if (st) {
+            hp_cli_error(st);
+            return 1;
+        }
+        int first = 0, count = 0;
+        hp_world_hosted_ranks(o.world, &first, &count);
+        o.lead = first == 0;
+    } else {
+        o.lead = 1;
+    }
+    FILE *jf = json[0] && o.lead ? fopen(json, "w") : NULL; /* rank 0's process writes the JSON */
+    if (json[0] && o.lead && !jf) {
         fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
+        hp_world_free(o.world);
         return 1;
     }
     if (jf) fputs("[\n", jf);
     int rc = 0, nrows = 0;
     for (int i = 0; i < 2 && models[i]; i++) {
-        if (i) printf("\n");
+        if (i && o.lead) printf("\n");
         rc |= run_model(models[i], &o, jf, &nrows);
     }
     if (jf) {
         fputs("\n]\n", jf);
         fclose(jf);
     }
+    hp_world_free(o.world);
     return rc;
 }

@@ -707,6 +707,10 @@ typedef struct {
     double inter_bw_gbps, inter_latency_us; /* 0: unthrottled */
     int threads, steps;
     int bf16;                   /* 1: bf16 compute (train --dtype bf16); fsdp may then say gather=bf16 */
+    hp_world *world;            /* borrowed: run on this world (under mpirun: its processes are the supernodes,
+                                 * ranks and supernodes must be its own, its link options apply; every
+                                 * process calls, rank 0's process gets the result); NULL: emulated here.
+                                 * A 1-rank row never uses it */
 } hp_bench_fsdp_config;
 
 typedef struct {

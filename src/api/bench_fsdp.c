@@ -31,12 +31,15 @@ hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_confi
     co.ranks_per_supernode = n / S;
     co.inter_bw_gbps = cfg->inter_bw_gbps;
     co.inter_latency_us = cfg->inter_latency_us;
-    hp_comm_world *w = NULL;
-    if (!st) st = hp_comm_world_create(&w, &co);
+    hp_comm_world *w = NULL, *given = cfg->world && n > 1 ? cfg->world->w : NULL;
+    if (!st && given && (hp_comm_world_size(given) != n || hp_comm_supernodes(given) != S))
+        st = hp_errorf("hp_bench_fsdp_row: the world has %d ranks in %d supernodes, the row %d in %d",
+                       hp_comm_world_size(given), hp_comm_supernodes(given), n, S);
+    if (!st) st = given ? HP_OK : hp_comm_world_create(&w, &co);
     hp_gpt2_config mc = {cfg->model.layers, cfg->model.heads, cfg->model.channels, cfg->model.vocab, 0,
                          cfg->model.max_seq};
     hp_api_bench_out o;
-    if (!st) st = hp_api_bench_plan(&o, &mc, cfg->B, cfg->T, &plan, w, cfg->threads, cfg->steps, 1,
+    if (!st) st = hp_api_bench_plan(&o, &mc, cfg->B, cfg->T, &plan, given ? given : w, cfg->threads, cfg->steps, 1,
                                       cfg->bf16 ? HP_BF16 : HP_F32);
     if (!st) {
         double hidden = o.busy_s > 0 ? 1.0 - o.wait_s / o.busy_s : 0;

@@ -1,7 +1,7 @@
 # FSDP / ZeRO (issue 9): losses against 1 rank over 200 steps from the same
 # seed and global batch (max |delta loss| <= 1e-5) for FSDP 2, 4 and 8, HSDP
 # 2x2, ZeRO-1 and ZeRO-2 over DP 2, FSDP 2 x TP 2, on rank threads and across
-# 2 MPI processes; prefetch depths, reshard on/off and the fsdp2 style
+# 2 MPI processes (FSDP 2 and 4, HSDP 2x2, ZeRO-1/2, FSDP 2 x TP 2); prefetch depths, reshard on/off and the fsdp2 style
 # bit-identical to each other; the plan's fsdp pass; validation mode; bench
 # fsdp's rows; plan-file FSDP errors before any step. 2 processes x FSDP 4
 # gather their units into transient slots (a shard group across supernodes).
@@ -32,7 +32,10 @@ for r in fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp_tp; do check_close "$r" "$r.jso
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --metrics mpi2.jsonl >mpi2.log 2>&1 || fail "2-process FSDP 2 failed: $(tail -3 mpi2.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 4 --metrics mpi4.jsonl >mpi4.log 2>&1 || fail "2-process FSDP 4 failed: $(tail -3 mpi4.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --hsdp 2,2 --metrics mpih.jsonl >mpih.log 2>&1 || fail "2-process HSDP 2x2 failed: $(tail -3 mpih.log)"
-for r in mpi2 mpi4 mpih; do check_close "$r" "$r.jsonl"; done
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --zero 1 --dp 2 --metrics mpiz1.jsonl >mpiz1.log 2>&1 || fail "2-process ZeRO-1 failed: $(tail -3 mpiz1.log)"
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --zero 2 --dp 2 --metrics mpiz2.jsonl >mpiz2.log 2>&1 || fail "2-process ZeRO-2 failed: $(tail -3 mpiz2.log)"
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --tp 2 --metrics mpitp.jsonl >mpitp.log 2>&1 || fail "2-process FSDP 2 x TP 2 failed: $(tail -3 mpitp.log)"
+for r in mpi2 mpi4 mpih mpiz1 mpiz2 mpitp; do check_close "$r" "$r.jsonl"; done
 # the schedule's choices (and the fsdp2 baseline's copies) change when and how
 # collectives run, never the numbers
 run pf0 --fsdp 4 --prefetch 0
@@ -88,6 +91,16 @@ dp, fs = rows[1], rows[3]
 assert rows[0]["ranks"] == 1 and rows[1]["ranks"] == 4, rows
 assert fs["memory_mb"] < dp["memory_mb"], (fs, dp)  # sharded state and one parameter copy per supernode
 PY
+# under mpirun the processes are the supernodes: every row runs across them, rank 0's process writes
+timeout 600 "${MPIRUN[@]}" "$HP" bench fsdp --steps 1 --ranks 2 --threads 1 --json benchmpi.json >benchmpi.txt 2>&1 || fail "bench fsdp under mpirun failed: $(tail -3 benchmpi.txt)"
+python3 - <<'PY' || fail "bench fsdp under mpirun's JSON: see above"
+import json
+rows = json.load(open("benchmpi.json"))
+assert [r["config"] for r in rows] == ["1 rank", "dp", "fsdp2-style fsdp", "hyperpar fsdp", "fsdp2-style hsdp", "hyperpar hsdp"], rows
+assert rows[0]["ranks"] == 1 and all(r["ranks"] == 2 and r["supernodes"] == 2 for r in rows[1:]), rows
+assert all(r["step_ms"] > 0 and r["memory_mb"] > 0 for r in rows), rows
+PY
+[ "$(grep -c '^hyperpar fsdp ' benchmpi.txt)" -eq 1 ] || fail "bench fsdp under mpirun: the table is not printed once (by rank 0's process)"
 # in bf16 the rows that gather and reduce in bf16 come last
 "$HP" bench fsdp --steps 1 --dtype bf16 --json bench16.json >bench16.txt 2>&1 || fail "bench fsdp --dtype bf16 failed: $(tail -3 bench16.txt)"
 python3 - <<'PY' || fail "bench fsdp --dtype bf16's JSON: see above"
