@@ -9,14 +9,8 @@
  * with every parameter sent through bf16 (narrowing commutes with gathering). */
 #include <string.h>
 
-#include "fixture.h"
 #include "models/gpt2_plan.h"
-#include "runtime/trainer.h"
-
-static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
-                           int n) {
-    return hp_gpt2_init(ptrs, names, shapes, n, ctx, 5);
-}
+#include "trainer_fixture.h"
 
 /* Runs 3 steps under FSDP at `level`; returns the losses in loss[3] and each
  * rank's copied bytes in copied[4]; *expect gets level 2's count. */
@@ -28,18 +22,8 @@ static void run(const gpt2_fixture *f, int level, int bf16, int gather16, float 
     snprintf(set, sizeof set, "shard=dp level=%d gather=%s", level, gather16 ? "bf16" : "fp32");
     CHECK_OK(hp_plan_set_fsdp(&plan, set, "test"));
     hp_trainer_config c;
-    memset(&c, 0, sizeof c);
-    c.model = f->g;
-    c.tokens = f->io.tokens, c.targets = f->io.targets;
-    hp_gpt2_config mc = f->c;
-    c.init = init_gpt2, c.init_ctx = &mc;
-    c.plan = &plan;
-    c.threads = 4;
-    c.comm_timeout = 60;
-    c.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
-    hp_optim_config_default(&c.optim);
-    c.grad_clip = 1.0f;
-    c.steps = 3;
+    trainer_init ti;
+    trainer_fixture_config(&c, &ti, f, 5, &plan, NULL, 4, 3);
     c.dtype = bf16 ? HP_BF16 : HP_F32;
     c.bf16_params_all = bf16;
     hp_trainer *t = NULL;

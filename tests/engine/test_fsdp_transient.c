@@ -14,16 +14,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "fixture.h"
 #include "models/gpt2_plan.h"
-#include "runtime/trainer.h"
+#include "trainer_fixture.h"
 
 #define STEPS 4
-
-static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
-                           int n) {
-    return hp_gpt2_init(ptrs, names, shapes, n, ctx, 7);
-}
 
 typedef struct {
     float loss[STEPS];
@@ -48,19 +42,8 @@ static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch
     hp_comm_world *w = NULL;
     CHECK_OK(hp_comm_world_create(&w, &co));
     hp_trainer_config c;
-    memset(&c, 0, sizeof c);
-    c.model = f->g;
-    c.tokens = f->io.tokens, c.targets = f->io.targets;
-    hp_gpt2_config mc = f->c;
-    c.init = init_gpt2, c.init_ctx = &mc;
-    c.plan = &plan;
-    c.world = w;
-    c.threads = 4;
-    c.comm_timeout = 60;
-    c.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
-    hp_optim_config_default(&c.optim);
-    c.grad_clip = 1.0f;
-    c.steps = STEPS;
+    trainer_init ti;
+    trainer_fixture_config(&c, &ti, f, 7, &plan, w, 4, STEPS);
     c.deterministic = det;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));

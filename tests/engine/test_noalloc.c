@@ -19,21 +19,14 @@
 #include "optim/optimizer.h"
 #include "models/gpt2_plan.h"
 #include "runtime/program.h"
-#include "runtime/trainer.h"
 #include "testutil.h"
+#include "trainer_fixture.h"
 
 #include "alloc_count.h"
-
-static hp_status init_gpt2(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
-                           int n) {
-    return hp_gpt2_init(ptrs, names, shapes, n, ctx, 5);
-}
 
 /* Trainer steps (1 rank or a plan, its ranks in sn emulated supernodes): steps after the first allocate nothing. */
 static void trainer_steps_sn(const gpt2_fixture *f, const hp_plan *plan, hp_opt_kind kind, int B, int T, hp_dtype dt,
                              hp_dtype dp_reduce, int grad_accum, int sn) {
-    hp_trainer_config c;
-    memset(&c, 0, sizeof c);
     hp_comm_world *w = NULL;
     if (sn > 1) {
         hp_comm_opts co;
@@ -42,20 +35,11 @@ static void trainer_steps_sn(const gpt2_fixture *f, const hp_plan *plan, hp_opt_
         co.supernodes = sn;
         co.ranks_per_supernode = hp_mesh_size(&plan->mesh) / sn;
         CHECK_OK(hp_comm_world_create(&w, &co));
-        c.world = w;
     }
-    c.model = f->g;
-    c.tokens = f->io.tokens, c.targets = f->io.targets;
-    hp_gpt2_config mc = f->c;
-    c.init = init_gpt2, c.init_ctx = &mc;
-    c.plan = plan;
-    c.threads = plan ? hp_mesh_size(&plan->mesh) : 2;
-    c.comm_timeout = 60;
-    c.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
-    hp_optim_config_default(&c.optim);
+    hp_trainer_config c;
+    trainer_init ti;
+    trainer_fixture_config(&c, &ti, f, 5, plan, w, plan ? hp_mesh_size(&plan->mesh) : 2, 6);
     c.optim.kind = kind;
-    c.grad_clip = 1.0f;
-    c.steps = 6;
     c.dtype = dt;
     c.dp_reduce = dp_reduce;
     c.grad_accum = grad_accum;
