@@ -235,6 +235,25 @@ static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, c
     return node;
 }
 
+/* Unit u's gather start and wait in phase ph over its parameters' values
+ * xp[nx] (what: the names' suffix), hinted before nodes `start` and `wait`;
+ * a.i[2] gather=bf16, a.i[3] the unit's transient slot (-1: none). */
+static hp_status emit_gather(hp_rank_graph *rg, const hp_fsdp_plan *f, int u, const int *xp, int nx, hp_phase ph,
+                             const char *what, int start, int wait) {
+    char wn[24];
+    snprintf(wn, sizeof wn, "%s_wait", what);
+    int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, ph, f->units[u].name, what);
+    int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, ph, f->units[u].name, wn);
+    HP_TRY(hp_rank_graph_sync_nodes(rg));
+    HP_TRY(hp_graph_status(rg->g));
+    hp_node *ns = &rg->g->nodes[s], *nw = &rg->g->nodes[w];
+    ns->a.i[2] = nw->a.i[2] = f->gather_bf16;
+    ns->a.i[3] = nw->a.i[3] = f->transient ? f->units[u].slot : -1;
+    rg->hint[s] = HP_HINT_BEFORE(start);
+    rg->hint[w] = HP_HINT_BEFORE(wait);
+    return HP_OK;
+}
+
 /* gather=bf16: each managed parameter's bf16 copy becomes its place in the
  * store's bf16 mirror, its cast a node that does nothing. managed[nvals]:
  * scratch, left marking the managed parameters. */
@@ -308,17 +327,8 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         f->units[u].fwd_pos = nf++;
         for (int k = 0; k < f->nparams; k++)
             if (f->unit_of[k] == u) xp[nx++] = sl.pc && sl.pc[k] >= 0 ? sl.pc[k] : ids[k];
-        int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name, "gather");
-        int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_FWD, f->units[u].name,
-                     "gather_wait");
-        st = hp_rank_graph_sync_nodes(rg);
-        if (!st) st = hp_graph_status(g);
-        if (st) break;
-        g->nodes[s].a.i[2] = g->nodes[w].a.i[2] = f->gather_bf16;
-        g->nodes[s].a.i[3] = g->nodes[w].a.i[3] = f->transient ? f->units[u].slot : -1;
         int ahead = q - f->prefetch < fa ? fa : q - f->prefetch;
-        rg->hint[s] = HP_HINT_BEFORE(first[2 * ahead]);
-        rg->hint[w] = HP_HINT_BEFORE(first[2 * q]);
+        st = emit_gather(rg, f, u, xp, nx, HP_PHASE_FWD, "gather", first[2 * ahead], first[2 * q]);
     }
     /* transient: the backward gathers again the units that gave up their slot */
     for (int u = 0; !st && f->transient && u < nu; u++) {
@@ -326,16 +336,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         int nx = 0;
         for (int k = 0; k < f->nparams; k++)
             if (f->unit_of[k] == u && sl.pc[k] >= 0) xp[nx++] = sl.pc[k];
-        int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_BWD, f->units[u].name,
-                     "bwd_gather");
-        int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, HP_PHASE_BWD, f->units[u].name,
-                     "bwd_gather_wait");
-        st = hp_rank_graph_sync_nodes(rg);
-        if (!st) st = hp_graph_status(g);
-        if (st) break;
-        g->nodes[s].a.i[3] = g->nodes[w].a.i[3] = f->units[u].slot;
-        rg->hint[s] = HP_HINT_BEFORE(sl.bwd_start[u]);
-        rg->hint[w] = HP_HINT_BEFORE(sl.bwd_wait[u]);
+        st = emit_gather(rg, f, u, xp, nx, HP_PHASE_BWD, "bwd_gather", sl.bwd_start[u], sl.bwd_wait[u]);
     }
     /* each unit's gradient as one value, its parameters' gradients views into it */
     for (int u = 0; !st && u < nu; u++) {

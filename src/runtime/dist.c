@@ -248,7 +248,7 @@ hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
                 continue;
             }
             /* a store of spans: the piece whole in a scratch buffer, then the parts that are memory */
-            size_t n = hp_param_numel(&r->ps, k), a, b;
+            size_t n = hp_param_numel(&r->ps, k);
             if (n > cap) {
                 float *t = realloc(tmp, n * sizeof(float));
                 if (!t) {
@@ -258,8 +258,7 @@ hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
                 tmp = t, cap = n;
             }
             hp_dist_scatter_value(d, r, v, tmp, hp_param_ptr(global, gi));
-            for (int j = 0; hp_param_store_part(&r->ps, k, j, &a, &b); j++)
-                memcpy(hp_param_ptr(&r->ps, k) + a, tmp + a, (b - a) * sizeof(float));
+            hp_param_store_copy_parts(hp_param_ptr(&r->ps, k), tmp, &r->ps, k);
         }
     }
     free(tmp);

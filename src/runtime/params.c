@@ -63,6 +63,13 @@ hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const 
     return create(ps, g, offset, total, 1);
 }
 
+/* A malloc'd copy of n bytes at src (n > 0), or NULL. */
+static void *copy_of(const void *src, size_t n) {
+    void *p = malloc(n);
+    if (p) memcpy(p, src, n);
+    return p;
+}
+
 hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total,
                                       const size_t (*spans)[2], int nspans, int nslots, const size_t *slot_at) {
     if (nspans < 1) return hp_errorf("parameters: a store of spans needs at least one");
@@ -82,8 +89,7 @@ hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, con
             ps->span[i][0] = spans[i][0], ps->span[i][1] = spans[i][1];
     }
     if (!st && nslots > 0) {
-        ps->slot_at = malloc(sizeof *ps->slot_at * (size_t)(nslots + 1));
-        if (ps->slot_at) memcpy(ps->slot_at, slot_at, sizeof *ps->slot_at * (size_t)(nslots + 1));
+        ps->slot_at = copy_of(slot_at, sizeof *ps->slot_at * (size_t)(nslots + 1));
         ps->nslots = nslots;
         if (!ps->slot_at || !hp_mul_size(&sb, slot_at[nslots], sizeof(float)) || !(ps->slots = hp_alloc_zeroed(sb)))
             st = hp_errorf("parameters: cannot allocate %d gathered-unit slots (%zu MB)", nslots, slot_at[nslots] * 4 >> 20);
@@ -109,6 +115,11 @@ int hp_param_store_part(const hp_param_store *ps, int i, int j, size_t *a, size_
     return 0;
 }
 
+void hp_param_store_copy_parts(float *dst, const float *src, const hp_param_store *ps, int i) {
+    size_t a, b;
+    for (int j = 0; hp_param_store_part(ps, i, j, &a, &b); j++) memcpy(dst + a, src + a, (b - a) * sizeof(float));
+}
+
 hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
     memset(ps, 0, sizeof *ps);
     int n = src->n ? src->n : 1;
@@ -129,24 +140,13 @@ hp_status hp_param_store_borrow(hp_param_store *ps, const hp_param_store *src) {
     ps->data = src->data;
     ps->data16 = src->data16;
     ps->borrowed = 1;
-    if (src->nspans) {
-        ps->span = malloc(sizeof *ps->span * (size_t)src->nspans);
-        if (!ps->span) {
-            hp_param_store_free(ps);
-            return hp_errorf("parameters: out of memory");
-        }
-        memcpy(ps->span, src->span, sizeof *ps->span * (size_t)src->nspans);
-        ps->nspans = src->nspans;
-    }
     ps->slots = src->slots;
-    if (src->nslots) {
-        ps->slot_at = malloc(sizeof *ps->slot_at * (size_t)(src->nslots + 1));
-        if (!ps->slot_at) {
-            hp_param_store_free(ps);
-            return hp_errorf("parameters: out of memory");
-        }
-        memcpy(ps->slot_at, src->slot_at, sizeof *ps->slot_at * (size_t)(src->nslots + 1));
-        ps->nslots = src->nslots;
+    ps->nspans = src->nspans, ps->nslots = src->nslots;
+    if (src->nspans) ps->span = copy_of(src->span, sizeof *ps->span * (size_t)src->nspans);
+    if (src->nslots) ps->slot_at = copy_of(src->slot_at, sizeof *ps->slot_at * (size_t)(src->nslots + 1));
+    if ((src->nspans && !ps->span) || (src->nslots && !ps->slot_at)) {
+        hp_param_store_free(ps);
+        return hp_errorf("parameters: out of memory");
     }
     return HP_OK;
 }

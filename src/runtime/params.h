@@ -52,6 +52,10 @@ hp_status hp_param_store_add_mirror(hp_param_store *ps);
 /* The j-th part of parameter i that is memory: elements [*a, *b) of it;
  * returns 0 when there is no j-th part. */
 int hp_param_store_part(const hp_param_store *ps, int i, int j, size_t *a, size_t *b);
+/* Copies the parts of parameter i that are memory in ps from src to dst,
+ * both buffers of the parameter's elements (the store's own place or a whole
+ * copy of it). */
+void hp_param_store_copy_parts(float *dst, const float *src, const hp_param_store *ps, int i);
 /* Index of the parameter with this name, or -1. */
 int hp_param_store_find(const hp_param_store *ps, const char *name);
 static inline float *hp_param_ptr(const hp_param_store *ps, int i) { return ps->data + ps->offset[i]; }

@@ -29,13 +29,6 @@ void hp_vfsdp_free(hp_vfsdp *c) {
     c->cap = c->leaf_cap = 0;
 }
 
-/* Copies into dst the parts of parameter k that rank r's store holds as memory. */
-static void copy_parts(float *dst, const hp_dist_rank *R, int k) {
-    size_t a, b;
-    for (int j = 0; hp_param_store_part(&R->ps, k, j, &a, &b); j++)
-        memcpy(dst + a, hp_param_ptr(&R->ps, k) + a, (b - a) * sizeof(float));
-}
-
 hp_status hp_vfsdp_leaf(hp_vfsdp *c, hp_tensor *t, int gv) {
     int n = hp_dist_nranks(c->d), cut = 0;
     for (int r = 0; r < n; r++) cut |= hp_dist_rank_at(c->d, r)->ps.nspans > 0;
@@ -68,9 +61,9 @@ hp_status hp_vfsdp_leaf(hp_vfsdp *c, hp_tensor *t, int gv) {
             hp_local_shape(&other, off2, &c->g->vals[gv].shape, l, m, Q->rank);
             if (!hp_shape_eq(&mine, &other) || memcmp(off, off2, sizeof off)) continue;
             int k2 = hp_param_store_find(&Q->ps, c->g->vals[gv].name);
-            if (k2 >= 0) copy_parts(dst, Q, k2);
+            if (k2 >= 0) hp_param_store_copy_parts(dst, hp_param_ptr(&Q->ps, k2), &Q->ps, k2);
         }
-        copy_parts(dst, R, k);
+        hp_param_store_copy_parts(dst, hp_param_ptr(&R->ps, k), &R->ps, k);
         t[r].data = dst;
     }
     return HP_OK;
