@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,24 @@ static const hp_opt *find_opt(const hp_opt *opts, int n, const char *name, size_
     return NULL;
 }
 
+/* 1 when --help (or -h) stands among the flags of argv[first..argc) as a flag,
+ * not as the value of another (walked as pass 2 walks them). Stops at the
+ * first argument pass 2 would refuse, so that its error still comes first. */
+static int asks_help(const hp_opt *opts, int nopts, int argc, char **argv, int first) {
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
+        if (strncmp(a, "--", 2) != 0) return 0;
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const hp_opt *o = find_opt(opts, nopts, name, len);
+        int is_config = len == 6 && !strncmp(name, "config", 6);
+        if (!o && !is_config) return 0;
+        if (!eq && (is_config || o->type != OPT_FLAG || (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0))) i++;
+    }
+    return 0;
+}
+
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd) {
     return hp_args_parse_sources(NULL, help, opts, nopts, argc, argv, first, cmd);
@@ -72,6 +91,11 @@ hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts,
                                 int first, const char *cmd) {
     *help = 0;
     for (int i = 0; src && i < nopts; i++) src[i] = "default";
+    /* --help: nothing applied, so the table still holds the defaults it shows */
+    if (asks_help(opts, nopts, argc, argv, first)) {
+        *help = 1;
+        return HP_OK;
+    }
     /* Pass 1: the config file, if any. */
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
@@ -150,6 +174,24 @@ static int usage_left(char *buf, size_t n, const hp_opt *o) {
  * USAGE_MAX_LEFT; a longer flag gets a line of its own. */
 enum { USAGE_MAX_LEFT = 28 };
 
+/* " (default X)" for option o as its table holds it now, written as a setting
+ * is (hp_args_format); "" where there is none to show: an empty string, a
+ * flag that is off, an int at INT_MIN (a "not given" marker), or a
+ * description that already states its default ("default", "not given"). */
+static void usage_default(char *buf, size_t n, const hp_opt *o) {
+    buf[0] = 0;
+    if (strstr(o->help, "default") || strstr(o->help, "not given")) return;
+    if (o->type == OPT_STR && !((const char *)o->ptr)[0]) return;
+    if (o->type == OPT_FLAG) {
+        if (*(int *)o->ptr) snprintf(buf, n, " (default on)");
+        return;
+    }
+    if (o->type == OPT_INT && *(int *)o->ptr == INT_MIN) return;
+    char v[600];
+    hp_args_format(v, sizeof v, o);
+    snprintf(buf, n, " (default %s)", v);
+}
+
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary) {
     printf("usage: hyperpar %s [--config FILE] [flags]\n%s\n\nflags (a config file takes the same names as keys; flags override it):\n", cmd, summary);
     char left[128];
@@ -159,10 +201,12 @@ void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *s
         if (w > width && w <= USAGE_MAX_LEFT) width = w;
     }
     for (int i = 0; i < nopts; i++) {
+        char def[640];
+        usage_default(def, sizeof def, &opts[i]);
         if (usage_left(left, sizeof left, &opts[i]) > width)
-            printf("  %s\n  %-*s  %s\n", left, width, "", opts[i].help);
+            printf("  %s\n  %-*s  %s%s\n", left, width, "", opts[i].help, def);
         else
-            printf("  %-*s  %s\n", width, left, opts[i].help);
+            printf("  %-*s  %s%s\n", width, left, opts[i].help, def);
     }
 }
 
@@ -172,12 +216,22 @@ hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const cha
     return set_value(o, value, where);
 }
 
+void hp_args_format_float(char *buf, size_t n, float v) {
+    char best[32] = "", t[32];
+    for (int p = 1; p <= 9; p++) { /* %.9g always reads back: a float has at most 9 significant digits */
+        snprintf(t, sizeof t, "%.*g", p, (double)v);
+        if (strtof(t, NULL) == v && (!best[0] || strlen(t) < strlen(best))) memcpy(best, t, sizeof t);
+    }
+    if (!best[0]) snprintf(best, sizeof best, "%.9g", (double)v); /* nan */
+    snprintf(buf, n, "%s", best);
+}
+
 void hp_args_format(char *buf, size_t n, const hp_opt *o) {
     switch (o->type) {
     case OPT_INT: snprintf(buf, n, "%d", *(int *)o->ptr); break;
     case OPT_LONG: snprintf(buf, n, "%ld", *(long *)o->ptr); break;
     case OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(uint64_t *)o->ptr); break;
-    case OPT_FLOAT: snprintf(buf, n, "%.9g", (double)*(float *)o->ptr); break;
+    case OPT_FLOAT: hp_args_format_float(buf, n, *(float *)o->ptr); break;
     case OPT_STR: snprintf(buf, n, "%s", (const char *)o->ptr); break;
     case OPT_FLAG: snprintf(buf, n, "%s", *(int *)o->ptr ? "true" : "false"); break;
     }

@@ -20,13 +20,20 @@ typedef struct {
     const char *help;
 } hp_opt;
 
-/* Parses argv[first..argc). Sets *help when --help/-h was given. */
+/* Parses argv[first..argc). Sets *help when --help/-h was given as a flag,
+ * and then applies nothing (neither --config nor the other flags), so the
+ * table still holds its defaults for hp_args_usage. */
 hp_status hp_args_parse(int *help, const hp_opt *opts, int nopts, int argc, char **argv, int first,
                         const char *cmd);
 /* The same, and where each option's value came from: src[i] (src has nopts
  * entries) = "flag", "config" (the --config file) or "default". */
 hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts, int nopts, int argc, char **argv,
                                 int first, const char *cmd);
+/* --help: every option's description with its default, the value its table
+ * holds now written as hp_args_format writes it ("(default 0.001)"); none for
+ * an empty string, a flag that is off, an int at INT_MIN (a "not given"
+ * marker such as train's HP_SHAPE_UNSET) or a description that states its own
+ * (says "default" or "not given"). */
 void hp_args_usage(const hp_opt *opts, int nopts, const char *cmd, const char *summary);
 /* Prints a command's error as one line on stderr, "hyperpar: " first unless
  * the message already names the command ("hyperpar train: ..."); frees st. */
@@ -36,6 +43,9 @@ void hp_cli_error(hp_status st);
 
 /* Sets option `name` from text as a flag would (error names `where`). */
 hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where);
-/* Writes option i's current value as text. */
+/* Writes option i's current value as text (floats by hp_args_format_float). */
 void hp_args_format(char *buf, size_t n, const hp_opt *o);
+/* The shortest of %.1g .. %.9g that strtof reads back to exactly v
+ * (1e-3f: "0.001", not "0.00100000005"; 300: "300"). */
+void hp_args_format_float(char *buf, size_t n, float v);
 #endif

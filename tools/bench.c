@@ -1,12 +1,13 @@
 /* tools/bench: `hyperpar bench` — training speed of fixed configurations:
  * tokens/s, ms per step split into forward / backward / optimizer, achieved
  * GFLOP/s (operator costs of the compiled program), MFU against the FMA peak
- * measured here, and peak resident memory. Each configuration runs in a child
- * process so its peak memory is its own. First it prints which ISA each kernel
- * family uses; --dtype bf16 also measures the bf16 matmul peak and runs every
- * configuration twice, fp32 then bf16, MFU against each dtype's peak; --gemm times
- * the models' GEMM shapes through OpenBLAS, oneDNN fp32 and oneDNN bf16
- * instead of training. */
+ * measured here (raised to the clock's floor where the clock is known; "n/a",
+ * never a figure above 100%, when a row beats it), and peak resident memory.
+ * Each configuration runs in a child process so its peak memory is its own.
+ * First it prints which ISA each kernel family uses; --dtype bf16 also
+ * measures the bf16 matmul peak and runs every configuration twice, fp32 then
+ * bf16, MFU against each dtype's peak; --gemm times the models' GEMM shapes
+ * through OpenBLAS, oneDNN fp32 and oneDNN bf16 instead of training. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,26 +174,36 @@ int hp_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nrows; i++) printf("  %-22s %-12s %s\n", isarows[i].family, isarows[i].isa, isarows[i].detail);
     if (gemm) return run_gemm_table(which, threads, steps > 0 ? steps : 3);
     const char *isa;
-    double peak = 0, peak_bf16 = 0, matmul_bf16 = 0;
+    double measured = 0, peak = 0, peak_bf16 = 0, matmul_bf16 = 0;
     char peak16_isa[32] = "";
-    st = hp_bench_fma_peak(&peak, &isa, threads);
+    st = hp_bench_fma_peak(&measured, &isa, threads);
     if (st) {
         hp_cli_error(st);
         return 1;
     }
+    hp_cpu_clock clock;
+    hp_cpu_clock_read(&clock, NULL, NULL);
+    hp_bench_peak pk32, pk16 = {0};
+    hp_bench_peak_settle(&pk32, measured, isa, threads, &clock);
+    peak = pk32.peak;
     const char *core = getenv("OPENBLAS_CORETYPE");
     const char *blas = openblas_get_corename();
-    printf("FP32 FMA peak (%s, %d threads): %.1f GFLOP/s; OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", isa,
-           threads, peak, blas, core ? core : "(unset)");
+    printf("FP32 FMA peak (%s, %d threads): %.1f GFLOP/s (%s); OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", isa,
+           threads, peak, pk32.note, blas, core ? core : "(unset)");
     if (!strcmp(dtype, "bf16")) {
         peak16_result p16;
         if (hp_run_in_child(&p16, sizeof p16, child_peak16, &threads) != 0 || !p16.ok) {
             fprintf(stderr, "hyperpar: bench: bf16 peak: %s\n", p16.ok || !p16.err[0] ? "the benchmark process failed" : p16.err);
             return 1;
         }
+        /* MFU against the instruction peak where there is one, else oneDNN's matmul */
         if (p16.insn_gflops > 0)
-            printf("BF16 peak (%s, %d threads): %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.insn_isa, threads,
-                   p16.insn_gflops, p16.insn_gflops / peak);
+            hp_bench_peak_settle(&pk16, p16.insn_gflops, p16.insn_isa, threads, &clock);
+        else
+            hp_bench_peak_settle(&pk16, p16.gflops, "onednn matmul", threads, &clock);
+        if (p16.insn_gflops > 0)
+            printf("BF16 peak (%s, %d threads): %.1f GFLOP/s (%s; %.2fx the FP32 FMA peak)\n", p16.insn_isa, threads,
+                   pk16.peak, pk16.note, pk16.peak / peak);
         else
             printf("BF16 peak: no bf16 instruction on this CPU (the bf16 products run widened to fp32)\n");
         printf("BF16 matmul, oneDNN %s (%s), 1024^3, %d threads: %.1f GFLOP/s (%.2fx the FP32 FMA peak)\n", p16.impl,
@@ -200,7 +211,7 @@ int hp_cmd_bench(int argc, char **argv) {
         printf("(each configuration: an fp32 row, then a bf16 row (--dtype bf16), each in its own process; MFU against "
                "the peak of the dtype that ran: %s; x fp32: bf16 tok/s over the fp32 row's)\n",
                p16.insn_gflops > 0 ? "the instruction peak" : "the matmul");
-        peak_bf16 = p16.insn_gflops > 0 ? p16.insn_gflops : p16.gflops;
+        peak_bf16 = pk16.peak;
         matmul_bf16 = p16.gflops;
         snprintf(peak16_isa, sizeof peak16_isa, "%s", p16.insn_gflops > 0 ? p16.insn_isa : "onednn matmul");
     }
@@ -230,20 +241,24 @@ int hp_cmd_bench(int argc, char **argv) {
             }
             const hp_bench_train_result *t = &r.r;
             double pk = bf16 ? peak_bf16 : peak;
+            hp_bench_mfu mfu;
+            hp_bench_mfu_get(&mfu, t->gflops, pk);
             char name[32], ratio[16] = "";
             snprintf(name, sizeof name, "%s%s", c->name, peak_bf16 > 0 ? (bf16 ? " bf16" : " fp32") : "");
             if (bf16 && fp32_tps > 0) snprintf(ratio, sizeof ratio, "  %5.2fx", t->tokens_per_s / fp32_tps);
             if (!bf16) fp32_tps = t->tokens_per_s;
-            printf("%-15s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %5.1f%% %8.0f%s\n", name, t->tokens_per_s, t->step_ms,
-                   t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, 100 * t->gflops / pk, r.rss_mb, ratio);
+            printf("%-15s %9.0f %9.1f %8.1f %8.1f %8.1f %8.1f %6s %8.0f%s\n", name, t->tokens_per_s, t->step_ms,
+                   t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, mfu.cell, r.rss_mb, ratio);
+            if (!mfu.known) printf("  (%s: MFU %s: %s)\n", name, mfu.cell, mfu.note);
             if (jf)
                 fprintf(jf,
                         "%s  {\"config\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"B\": %d, \"T\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, "
                         "\"forward_ms\": %.3f, \"backward_ms\": %.3f, \"optimizer_ms\": %.3f, \"gflops\": %.2f, "
-                        "\"peak_gflops\": %.2f, \"peak_isa\": \"%s\", \"matmul_bf16_gflops\": %.2f, \"mfu\": %.4f, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
+                        "\"peak_gflops\": %.2f, \"peak_measured_gflops\": %.2f, \"peak_floor_gflops\": %.2f, \"peak_isa\": \"%s\", \"matmul_bf16_gflops\": %.2f, %s, \"peak_rss_mb\": %.1f, \"fma_isa\": \"%s\", \"openblas_coretype\": \"%s\", \"openblas_core\": \"%s\"}",
                         rows ? ",\n" : "", c->name, bf16 ? "bf16" : "fp32", threads, c->B, c->T, t->tokens_per_s, t->step_ms,
-                        t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, pk, bf16 ? peak16_isa : isa, matmul_bf16,
-                        t->gflops / pk, r.rss_mb, isa,
+                        t->forward_ms, t->backward_ms, t->optimizer_ms, t->gflops, pk,
+                        bf16 ? pk16.measured : pk32.measured, bf16 ? pk16.floor : pk32.floor, bf16 ? peak16_isa : isa,
+                        matmul_bf16, mfu.json, r.rss_mb, isa,
                         core ? core : "", blas);
             rows++;
         }

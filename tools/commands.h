@@ -5,6 +5,8 @@
 
 int hp_cmd_train(int argc, char **argv);
 int hp_cmd_sample(int argc, char **argv);
+/* `hyperpar tokenize`, in tools/tokenize.c */
+int hp_cmd_tokenize(int argc, char **argv);
 int hp_cmd_export(int argc, char **argv);
 int hp_cmd_bench(int argc, char **argv);
 int hp_cmd_plan(int argc, char **argv);

@@ -9,7 +9,8 @@ static void usage(FILE *f) {
     fputs("usage: hyperpar <command> [flags]\n"
           "commands:\n"
           "  train    train a model (no flags: a small GPT on text every Debian machine has)\n"
-          "  sample   generate text from a checkpoint\n"
+          "  sample   generate text from a checkpoint (--tokenizer DIR: GPT-2 text in and out)\n"
+          "  tokenize text files to llm.c token shards with GPT-2's byte-level BPE\n"
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
           "  ckpt     checkpoints: 'ckpt convert SRC DST [--format sharded|single]'\n"
           "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
@@ -30,6 +31,7 @@ static int dispatch(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return hp_cmd_train(argc, argv);
     if (!strcmp(cmd, "sample")) return hp_cmd_sample(argc, argv);
+    if (!strcmp(cmd, "tokenize")) return hp_cmd_tokenize(argc, argv);
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
     if (!strcmp(cmd, "plan")) return hp_cmd_plan(argc, argv);
     if (!strcmp(cmd, "report")) return hp_cmd_report(argc, argv);

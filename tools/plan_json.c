@@ -1,9 +1,11 @@
 /* tools/plan_json: the report of `hyperpar plan` as JSON (--json FILE): the
- * mesh, model and plan, the passes, then per rank its tensors, collectives,
- * totals and memory, and the propagation notes — the same as the text
+ * mesh, model and plan, the passes, then per rank its tensors (FSDP: each
+ * parameter's unit and part), collectives, totals, memory and FSDP units,
+ * the propagation notes, and the fit per process — the same as the text
  * report, as one line of compact JSON written with stdio. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan_report.h"
 
@@ -69,6 +71,64 @@ static void json_tensor(FILE *f, const hp_plan_tensor *t) {
     kv_shape(f, ",", "shape", t->shape, t->ndim);
     kv_str(f, ",", "layout", t->layout);
     kv_shape(f, ",", "local_shape", t->local_shape, t->ndim);
+    if (t->fsdp_unit >= 0 && !strcmp(t->kind, "param")) { /* its unit, and the part in the rank's shard */
+        kv_num(f, ",\"fsdp\":{", "unit", t->fsdp_unit);
+        kv_num(f, ",", "offset", (double)t->fsdp_offset);
+        kv_num(f, ",", "begin", (double)t->fsdp_begin);
+        kv_num(f, ",", "end", (double)t->fsdp_end);
+        fputc('}', f);
+    }
+    fputc('}', f);
+}
+
+static void json_fsdp(FILE *f, const hp_plan_fsdp *x) {
+    kv_num(f, "{", "level", x->level);
+    kv_str(f, ",", "summary", x->summary);
+    kv_str(f, ",", "style", x->style);
+    kv_str(f, ",", "shard_axis", x->shard_axis);
+    kv_str(f, ",", "shard_group", x->shard_group);
+    kv_num(f, ",", "members", x->members);
+    kv_num(f, ",", "member", x->member);
+    kv_num(f, ",", "replicas", x->replicas);
+    kv_num(f, ",", "prefetch", x->prefetch);
+    key(f, ",", "reshard");
+    fputs(x->reshard ? "true" : "false", f);
+    kv_num(f, ",", "transient_slots", x->transient_slots);
+    key(f, ",", "units");
+    for (int u = 0; u < x->nunits; u++) {
+        const hp_plan_fsdp_unit *y = &x->units[u];
+        kv_str(f, u ? ",{" : "[{", "name", y->name);
+        kv_num(f, ",", "params", y->nparams);
+        kv_num(f, ",", "offset", (double)y->offset);
+        kv_num(f, ",", "size", (double)y->size);
+        kv_num(f, ",", "shard", (double)y->shard);
+        kv_num(f, ",", "begin", (double)y->begin);
+        kv_num(f, ",", "end", (double)y->end);
+        fputc('}', f);
+    }
+    fputs(x->nunits ? "]}" : "[]}", f);
+}
+
+static void json_fit(FILE *f, const hp_plan_fit *x) {
+    kv_num(f, "{", "first_rank", x->first_rank);
+    kv_num(f, ",", "ranks_here", x->ranks_here);
+    kv_num(f, ",", "needed", x->needed);
+    kv_num(f, ",", "available", x->available);
+    kv_str(f, ",", "source", hp_planner_fit_source(x));
+    key(f, ",", "fits");
+    fputs(x->fits ? "true" : "false", f);
+    kv_num(f, ",", "short", x->short_by);
+    key(f, ",", "closest");
+    fputs(x->closest ? "true" : "false", f);
+    key(f, ",", "hints");
+    for (int i = 0; i < x->nhints; i++) {
+        kv_num(f, i ? ",{" : "[{", "processes", x->hints[i].processes);
+        kv_str(f, ",", "flags", x->hints[i].flags);
+        kv_num(f, ",", "needed", x->hints[i].needed);
+        fputc('}', f);
+    }
+    fputs(x->nhints ? "]" : "[]", f);
+    kv_str(f, ",", "hint", x->hint);
     fputc('}', f);
 }
 
@@ -113,10 +173,16 @@ static void json_rank(FILE *f, const hp_plan_rank_report *r, int all) {
     kv_num(f, ",", "scratch", m->scratch);
     kv_num(f, ",", "inputs", m->inputs);
     kv_num(f, ",", "total", m->total);
-    fputs("}}", f);
+    fputc('}', f);
+    key(f, ",", "fsdp");
+    if (r->fsdp.level) json_fsdp(f, &r->fsdp);
+    else fputs("null", f);
+    fputc('}', f);
 }
 
-static void json_report(FILE *f, const hp_plan_report *rep, int all) {
+static void json_report(FILE *f, const planner *p) {
+    const hp_plan_report *rep = p->rep;
+    int all = p->po.all;
     kv_str(f, "{", "mesh", rep->mesh);
     key(f, ",", "axes");
     for (int a = 0; a < rep->naxes; a++) {
@@ -151,13 +217,17 @@ static void json_report(FILE *f, const hp_plan_report *rep, int all) {
     fputs(rep->nreported ? "]" : "[]", f);
     key(f, ",", "notes");
     for (int i = 0; i < rep->nnotes; i++) fputs(i ? "," : "[", f), put_str(f, rep->notes[i]);
-    fputs(rep->nnotes ? "]}\n" : "[]}\n", f);
+    fputs(rep->nnotes ? "]" : "[]", f);
+    key(f, ",", "fit");
+    if (p->have_fit) json_fit(f, &p->fit);
+    else fputs("null", f);
+    fputs("}\n", f);
 }
 
 hp_status hp_planner_write_json(const planner *p, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return hp_errorf("%s: cannot write the JSON report", path);
-    json_report(f, p->rep, p->po.all);
+    json_report(f, p);
     int ok = !ferror(f);
     if (fclose(f) != 0) ok = 0;
     return ok ? HP_OK : hp_errorf("%s: cannot write the JSON report", path);

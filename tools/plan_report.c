@@ -1,8 +1,9 @@
 /* tools/plan_report: builds the report of `hyperpar plan` through the public
  * API — checks the options, loads the plan (--plan FILE, else GPT-2's
  * --dp x --tp), checks it against --world and --rank, and turns the options
- * into an hp_plan_report_config for hp_plan_report_create — and the
- * formatting the text and JSON writers share. */
+ * into an hp_plan_report_config for hp_plan_report_create and
+ * hp_plan_fit_check (whether it fits in --memory or the memory available) —
+ * and the formatting the text and JSON writers share. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@ char *hp_planner_bytes_str(char *buf, size_t n, double b) {
     snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
     return buf;
 }
+
+const char *hp_planner_fit_source(const hp_plan_fit *f) { return strcmp(f->source, "given") ? f->source : "--memory"; }
 
 static hp_status check_opts(const plan_opts *po) {
     const train_opts *o = &po->o;
@@ -45,13 +48,17 @@ static hp_status check_mesh(plan_opts *po, const hp_shard_plan *plan) {
     return HP_OK;
 }
 
-/* The options that change the program, as the library's report config. */
-static void report_config(hp_plan_report_config *c, const plan_opts *po, const hp_shard_plan *plan) {
+/* The options that change the program, as the library's report config
+ * (the model's batch: one micro-batch, as `hyperpar train` runs it). */
+static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, const hp_shard_plan *plan) {
     const train_opts *o = &po->o;
     hp_plan_report_config_default(c);
     c->model = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
     c->init_llmc = o->init[0] ? o->init : NULL;
-    c->batch = o->batch, c->seq = o->seq;
+    HP_TRY(hp_train_micro_batch(&c->batch, &c->grad_accum, o));
+    c->grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
+    c->deterministic = o->deterministic || o->det_slices;
+    c->seq = o->seq;
     c->plan = plan;
     c->world = po->world, c->rank = po->rank, c->processes = po->processes;
     c->all_ranks = po->all_ranks, c->all_values = po->all;
@@ -64,6 +71,7 @@ static void report_config(hp_plan_report_config *c, const plan_opts *po, const h
     c->bf16_params_all = !strcmp(o->bf16_params, "all");
     c->dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
     c->threads = o->threads;
+    return HP_OK;
 }
 
 hp_status hp_planner_build(planner *p) {
@@ -80,8 +88,11 @@ hp_status hp_planner_build(planner *p) {
     HP_TRY(hp_train_plan(&p->plan, o, "hyperpar plan"));
     HP_TRY(check_mesh(po, p->plan));
     hp_plan_report_config c;
-    report_config(&c, po, p->plan);
-    return hp_plan_report_create(&p->rep, &c);
+    HP_TRY(report_config(&c, po, p->plan));
+    HP_TRY(hp_plan_report_create(&p->rep, &c));
+    if (o->memory < 0) return HP_OK; /* --memory < 0: no check */
+    p->have_fit = 1;
+    return hp_plan_fit_check(&p->fit, &c, (double)o->memory * 1e9);
 }
 
 void hp_planner_destroy(planner *p) {

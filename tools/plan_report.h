@@ -1,7 +1,7 @@
 /* tools/plan_report: `hyperpar plan`'s options and its report — the options
  * checked and turned into the public hp_plan_report_config (the plan loaded
- * from --plan or --dp/--tp), the report the library builds from it, and the
- * formatting the text and JSON writers share. Built in tools/plan_report.c,
+ * from --plan or --dp/--tp), the report the library builds from it and its
+ * fit in memory, and the formatting the text and JSON writers share. Built in tools/plan_report.c,
  * printed by tools/plan_text.c, written as JSON by tools/plan_json.c. */
 #ifndef HP_TOOLS_PLAN_REPORT_H
 #define HP_TOOLS_PLAN_REPORT_H
@@ -21,6 +21,8 @@ typedef struct {
     plan_opts po;
     hp_shard_plan *plan;
     hp_plan_report *rep;
+    hp_plan_fit fit; /* per process against --memory or the memory available (have_fit: --memory >= 0) */
+    int have_fit;
 } planner;
 
 /* Checks p->po, loads the plan it names and builds the report of one rank
@@ -38,5 +40,7 @@ hp_status hp_planner_write_json(const planner *p, const char *path);
 
 /* b bytes with a decimal unit: "512 B", "1.5 MB". */
 char *hp_planner_bytes_str(char *buf, size_t n, double b);
+/* Where the memory available came from, as the plan prints it: "--memory", "MemAvailable", ... */
+const char *hp_planner_fit_source(const hp_plan_fit *f);
 
 #endif

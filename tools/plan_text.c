@@ -1,7 +1,10 @@
 /* tools/plan_text: the text report of `hyperpar plan` — the mesh, plan and
  * model; the compile's passes; per rank its tensors (global shape, layout,
- * local shape) and the collectives the compile inserted, with totals per kind
- * and phase; memory per rank; and the propagation notes. */
+ * local shape; under FSDP each parameter's unit and the part of it in the
+ * rank's shard), its FSDP units and shard ranges, and the collectives the
+ * compile inserted, with totals per kind
+ * and phase; memory per rank; per process against the memory available
+ * (fits, or by how much not and what would); and the propagation notes. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,21 +19,66 @@ static char *shape_str(char *buf, size_t n, const int64_t *d, int ndim) {
     return buf;
 }
 
+/* What the rank keeps of an FSDP-managed parameter: its unit, and the flat
+ * elements of its local piece in the rank's shard of the unit. */
+static char *fsdp_part(char *buf, size_t n, const hp_plan_fsdp *f, const hp_plan_tensor *t) {
+    if (strcmp(t->kind, "param")) return strcpy(buf, "");
+    if (t->fsdp_unit < 0) return strcpy(buf, "- (not managed: whole)");
+    int64_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) numel *= t->local_shape[d];
+    char part[64];
+    if (t->fsdp_begin < t->fsdp_end)
+        snprintf(part, sizeof part, "[%lld:%lld) of %lld", (long long)t->fsdp_begin, (long long)t->fsdp_end,
+                 (long long)numel);
+    else
+        snprintf(part, sizeof part, "none of %lld", (long long)numel);
+    snprintf(buf, n, "unit %d: %s%s", t->fsdp_unit,
+             f->level == 3 ? "holds " : f->level == 2 ? "whole; gradient and state of " : "whole; state of ", part);
+    return buf;
+}
+
 static void print_tensors(const hp_plan_rank_report *r) {
-    int wn = 4, ws = 12, wl = 6;
-    char b1[160], b2[160];
+    int wn = 4, ws = 12, wl = 6, wo = 11;
+    char b1[160], b2[160], b3[160];
+    const hp_plan_fsdp *f = &r->fsdp;
     for (int k = 0; k < r->ntensors; k++) {
         const hp_plan_tensor *t = &r->tensors[k];
         int a = (int)strlen(t->name), s = (int)strlen(shape_str(b1, sizeof b1, t->shape, t->ndim));
-        int l = (int)strlen(t->layout);
-        wn = a > wn ? a : wn, ws = s > ws ? s : ws, wl = l > wl ? l : wl;
+        int l = (int)strlen(t->layout), o = (int)strlen(shape_str(b2, sizeof b2, t->local_shape, t->ndim));
+        wn = a > wn ? a : wn, ws = s > ws ? s : ws, wl = l > wl ? l : wl, wo = o > wo ? o : wo;
     }
-    printf("\ntensors (local shapes on rank %d)\n  %-6s %-*s  %-*s  %-*s  %s\n", r->rank, "kind", wn, "name", ws,
-           "global shape", wl, "layout", "local shape");
+    printf("\ntensors (local shapes on rank %d%s)\n  %-6s %-*s  %-*s  %-*s  ", r->rank,
+           f->level ? "; fsdp: the unit and the part of the local piece in this rank's shard" : "", "kind", wn, "name",
+           ws, "global shape", wl, "layout");
+    if (f->level) printf("%-*s  fsdp\n", wo, "local shape");
+    else printf("local shape\n");
     for (int k = 0; k < r->ntensors; k++) {
         const hp_plan_tensor *t = &r->tensors[k];
-        printf("  %-6s %-*s  %-*s  %-*s  %s\n", t->kind, wn, t->name, ws, shape_str(b1, sizeof b1, t->shape, t->ndim),
-               wl, t->layout, shape_str(b2, sizeof b2, t->local_shape, t->ndim));
+        printf("  %-6s %-*s  %-*s  %-*s  ", t->kind, wn, t->name, ws, shape_str(b1, sizeof b1, t->shape, t->ndim), wl,
+               t->layout);
+        shape_str(b2, sizeof b2, t->local_shape, t->ndim);
+        if (f->level && !strcmp(t->kind, "param")) printf("%-*s  %s\n", wo, b2, fsdp_part(b3, sizeof b3, f, t));
+        else printf("%s\n", b2);
+    }
+}
+
+/* The rank's FSDP units: each one's place in the store, padded size, shard and this rank's range. */
+static void print_fsdp(const hp_plan_rank_report *r) {
+    const hp_plan_fsdp *f = &r->fsdp;
+    if (!f->level) return;
+    static const char *const sharded[] = {"", "optimizer state", "gradients and optimizer state",
+                                          "parameters, gradients and optimizer state"};
+    printf("\nfsdp (rank %d): %s\n  sharded: %s over %s; rank %d is member %d of %d%s\n", r->rank, f->summary,
+           sharded[f->level], f->shard_group, r->rank, f->member, f->members,
+           f->level == 3 ? "" : "; parameters whole on every rank");
+    int wn = 4;
+    for (int u = 0; u < f->nunits; u++) wn = (int)strlen(f->units[u].name) > wn ? (int)strlen(f->units[u].name) : wn;
+    printf("  %-4s %-*s %6s %12s %12s %12s  rank %d's shard (floats of the unit)\n", "unit", wn, "name", "params",
+           "store at", "floats", "shard", r->rank);
+    for (int u = 0; u < f->nunits; u++) {
+        const hp_plan_fsdp_unit *x = &f->units[u];
+        printf("  %-4d %-*s %6d %12lld %12lld %12lld  [%lld:%lld)\n", u, wn, x->name, x->nparams, (long long)x->offset,
+               (long long)x->size, (long long)x->shard, (long long)x->begin, (long long)x->end);
     }
 }
 
@@ -96,6 +144,35 @@ static void print_memory(const hp_plan_report *rep) {
     }
 }
 
+/* Per process against the memory available: fits, or by how much not and what would. */
+static void print_fit(const hp_plan_fit *f) {
+    char need[32], avail[32], gap[32];
+    hp_planner_bytes_str(need, sizeof need, f->needed);
+    hp_planner_bytes_str(avail, sizeof avail, f->available);
+    printf("\nper process (%d rank%s: %d..%d): ", f->ranks_here, f->ranks_here == 1 ? "" : "s", f->first_rank,
+           f->first_rank + f->ranks_here - 1);
+    if (f->available <= 0) {
+        printf("%s (the memory available is unknown: --memory GB)\n", need);
+        return;
+    }
+    if (f->fits) {
+        printf("%s of %s available (%s): fits\n", need, avail, hp_planner_fit_source(f));
+        return;
+    }
+    printf("does not fit: %s needed, %s available (%s) (%s short); %s\n", need, avail, hp_planner_fit_source(f),
+           hp_planner_bytes_str(gap, sizeof gap, f->short_by),
+           !f->nhints ? "no change tried makes it fit" : f->closest ? "nothing tried fits, the closest:" : "to fit:");
+    for (int i = 0; i < f->nhints; i++) {
+        const hp_plan_fit_hint *h = &f->hints[i];
+        char procs[32] = "", how[64] = "";
+        if (h->processes) {
+            snprintf(procs, sizeof procs, "--processes %d%s", h->processes, h->flags[0] ? " " : "");
+            snprintf(how, sizeof how, " (mpirun -np %d, one process a machine)", h->processes);
+        }
+        printf("  %s%s: %s a process%s\n", procs, h->flags, hp_planner_bytes_str(need, sizeof need, h->needed), how);
+    }
+}
+
 void hp_planner_print_text(const planner *p) {
     const hp_plan_report *rep = p->rep;
     const hp_plan_rank_report *r0 = &rep->ranks[0];
@@ -122,9 +199,11 @@ void hp_planner_print_text(const planner *p) {
     for (int i = 0; i < rep->nreported; i++) {
         if (rep->nreported > 1) printf("\n==== rank %d ====\n", rep->ranks[i].rank);
         print_tensors(&rep->ranks[i]);
+        print_fsdp(&rep->ranks[i]);
         print_colls(&rep->ranks[i], p->po.all);
     }
     print_memory(rep);
+    if (p->have_fit) print_fit(&p->fit);
     printf("\nnotes\n");
     if (!rep->nnotes) printf("  (none: every operator has a sharding rule)\n");
     for (int i = 0; i < rep->nnotes; i++) printf("  %s\n", rep->notes[i]);

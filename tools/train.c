@@ -19,13 +19,23 @@
 static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
                                                "data", "data-kind", "shuffle", "seed", "optimizer"};
 
-/* A resumed run inherits the checkpoint's plan; a plan given now replaces it:
- * --dp/--tp drop an inherited --plan file, and --plan drops inherited --dp/--tp. */
-static void replace_inherited_plan(train_opts *o, const char *saved_plan, int saved_dp, int saved_tp) {
-    int plan_now = strcmp(o->plan, saved_plan) != 0, dp_tp_now = o->dp != saved_dp || o->tp != saved_tp;
-    if (saved_plan[0] && !plan_now && dp_tp_now) o->plan[0] = 0;
-    if (o->plan[0] && plan_now && !dp_tp_now) o->dp = 1, o->tp = 1;
+/* The settings that make up a run's plan. A resumed run inherits the
+ * checkpoint's plan as a whole; any of these given now (flag or config file)
+ * replaces it as a whole: the others fall back to their defaults, so an
+ * inherited --fsdp never meets a new --dp. */
+static const char *const plan_settings[] = {"plan",    "dp",       "tp",          "fsdp",        "hsdp",     "zero",
+                                            "prefetch", "reshard", "fsdp-style", "fsdp-reduce", "fsdp-gather",
+                                            "dp-reduce"};
+/* Outputs of one invocation: a resumed run does not inherit them (its
+ * checkpoints go where it resumed from, its run directory is its own). */
+static const char *const not_inherited[] = {"ckpt-dir", "run-dir", "resume", "overwrite"};
+
+static int in_list(const char *name, const char *const *list, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(name, list[i])) return 1;
+    return 0;
 }
+#define IN(name, list) in_list(name, list, (int)(sizeof list / sizeof list[0]))
 
 typedef struct {
     train_opts o;
@@ -46,7 +56,45 @@ typedef struct {
     char text[HP_TRAIN_MAX_OPTS][600];
     hp_run_setting settings[HP_TRAIN_MAX_OPTS];
     char command[4096];
+    const char *prog; /* argv[0] */
+    char saved_plan[256], resumed[1600]; /* --resume: the checkpoint's plan; the line that says what resumed */
 } trainer;
+
+/* Sets option i of t back to its default (the value hp_train_defaults gives). */
+static hp_status set_default(trainer *t, int i) {
+    train_opts d;
+    hp_train_defaults(&d);
+    hp_opt dtab[HP_TRAIN_MAX_OPTS];
+    hp_train_opt_table(dtab, &d);
+    char text[600];
+    hp_args_format(text, sizeof text, &dtab[i]);
+    return hp_args_set(t->tab, t->ntab, t->tab[i].name, text, "hyperpar train: defaults");
+}
+
+/* After a checkpoint's settings were applied: the outputs of one invocation
+ * back to their defaults, and with plan (a plan setting given now) every plan
+ * setting too. */
+static hp_status reset_to_defaults(trainer *t, int plan) {
+    for (int i = 0; i < t->ntab; i++)
+        if (IN(t->tab[i].name, not_inherited) || (plan && IN(t->tab[i].name, plan_settings))) HP_TRY(set_default(t, i));
+    return HP_OK;
+}
+
+/* The checkpoint directory a resumed checkpoint lives in: the parent of a
+ * step_N, else (a checkpoint on its own) none. */
+static hp_status resumed_from_dir(char *out, size_t n, const char *ckpt) {
+    const char *slash = strrchr(ckpt, '/');
+    const char *base = slash ? slash + 1 : ckpt;
+    out[0] = 0;
+    size_t digits = strncmp(base, "step_", 5) ? 0 : strspn(base + 5, "0123456789");
+    const char *rest = base + 5 + digits;
+    /* step_N, or step_N.old-X (a save that crashed between its renames: recovery moves it back) */
+    if (!digits || (*rest && strncmp(rest, ".old-", 5))) return HP_OK;
+    int len = slash ? (int)(slash - ckpt) : 1;
+    if (snprintf(out, n, "%.*s", len, slash ? ckpt : ".") >= (int)n)
+        return hp_errorf("hyperpar train: %s: the checkpoint directory's path is too long", ckpt);
+    return HP_OK;
+}
 
 /* The run directory (--run-dir; by default runs/<time> unless --metrics is
  * given; "none": none) and --trace on (the run directory's trace prefix). */
@@ -60,6 +108,42 @@ static hp_status resolve_run_dir(trainer *t) {
         if (!t->run_dir[0]) return hp_errorf("hyperpar train: --trace on puts the traces in the run directory, and there is none (--run-dir DIR)");
         snprintf(t->trace, sizeof t->trace, "%s/trace", t->run_dir);
     }
+    return HP_OK;
+}
+
+/* The index of option `name` in t's table. */
+static int opt_index(const trainer *t, const char *name) {
+    for (int i = 0; i < t->ntab; i++)
+        if (!strcmp(t->tab[i].name, name)) return i;
+    return -1;
+}
+
+/* A fresh run's warmup, when not given: a tenth of --steps, at most 20 (a
+ * short run is not all warmup). A warmup covering every step is said once. */
+static void default_warmup(trainer *t) {
+    train_opts *o = &t->o;
+    int i = opt_index(t, "warmup");
+    if (!t->ck && i >= 0 && !strcmp(t->src[i], "default")) o->warmup = o->steps / 10 < 20 ? o->steps / 10 : 20;
+    if (o->warmup >= o->steps && o->steps > 1 && strcmp(o->schedule, "constant"))
+        fprintf(stderr, "hyperpar: warning: --warmup %ld covers all %ld steps: the learning rate never decays\n",
+                o->warmup, o->steps);
+}
+
+/* --ckpt-dir none: no checkpoints; not given: a run with a run directory
+ * keeps its checkpoints (by default only the last) in RUN_DIR/ckpt, so that
+ * `hyperpar sample --ckpt RUN_DIR` works on any run. */
+static hp_status default_ckpt_dir(trainer *t) {
+    train_opts *o = &t->o;
+    if (!strcmp(o->ckpt_dir, "none")) {
+        o->ckpt_dir[0] = 0;
+    } else if (!o->ckpt_dir[0] && t->run_dir[0]) {
+        if (snprintf(o->ckpt_dir, sizeof o->ckpt_dir, "%s/ckpt", t->run_dir) >= (int)sizeof o->ckpt_dir)
+            return hp_errorf("hyperpar train: --run-dir %s: the path is too long", t->run_dir);
+    }
+    /* resumed from a checkpoint on its own, with nowhere to write: the inherited saving settings lapse */
+    for (int i = 0; i < t->ntab && t->ck && !o->ckpt_dir[0]; i++)
+        if (!strcmp(t->src[i], "default") && (!strcmp(t->tab[i].name, "ckpt-every") || !strcmp(t->tab[i].name, "keep-last")))
+            HP_TRY(set_default(t, i));
     return HP_OK;
 }
 
@@ -96,7 +180,10 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     int help = 0;
     /* --resume first: the checkpoint's settings are the defaults of a resumed run. */
     HP_TRY(hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train"));
+    int given[HP_TRAIN_MAX_OPTS]; /* set now, by a flag or the config file */
+    for (int i = 0; i < t->ntab; i++) given[i] = strcmp(t->src[i], "default") != 0;
     if (help) {
+        hp_train_defaults(o); /* the real defaults in place of the shape markers (the table points into o) */
         hp_args_usage(t->tab, t->ntab, "train", "Trains a GPT-2 style model (with no flags: a small GPT on text every Debian machine has).");
         t->finished = 1;
         return HP_OK;
@@ -115,17 +202,18 @@ static hp_status setup(trainer *t, int argc, char **argv) {
             hp_ckpt_info_arg(t->ck, i, &key, &value);
             HP_TRY(hp_args_set(t->tab, t->ntab, key, value, where));
         }
-        /* flags given now win, except the frozen ones, which must agree */
+        /* flags given now win, except the frozen ones, which must agree; plan settings given now replace the
+         * checkpoint's plan as a whole */
         enum { NFROZEN = sizeof frozen_on_resume / sizeof frozen_on_resume[0] };
         char saved[NFROZEN][600];
         for (int k = 0; k < NFROZEN; k++)
             for (int i = 0; i < t->ntab; i++)
                 if (!strcmp(t->tab[i].name, frozen_on_resume[k])) hp_args_format(saved[k], sizeof saved[k], &t->tab[i]);
-        char saved_plan[sizeof o->plan];
-        int saved_dp = o->dp, saved_tp = o->tp;
-        memcpy(saved_plan, o->plan, sizeof saved_plan);
+        hp_train_plan_describe(t->saved_plan, sizeof t->saved_plan, o);
+        int new_plan = 0;
+        for (int i = 0; i < t->ntab; i++) new_plan |= given[i] && IN(t->tab[i].name, plan_settings);
+        HP_TRY(reset_to_defaults(t, new_plan));
         hp_status st = hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train");
-        if (!st) replace_inherited_plan(o, saved_plan, saved_dp, saved_tp);
         for (int k = 0; k < NFROZEN && !st; k++)
             for (int i = 0; i < t->ntab; i++) {
                 char now[600];
@@ -136,6 +224,13 @@ static hp_status setup(trainer *t, int argc, char **argv) {
                                    now, saved[k], dir);
             }
         if (st) return st;
+        char plan_now[256];
+        hp_train_plan_describe(plan_now, sizeof plan_now, o);
+        snprintf(t->resumed, sizeof t->resumed, "resumed at step %ld from %s (saved under %s), now under %s%s",
+                 hp_ckpt_info_step(t->ck), dir, t->saved_plan, plan_now,
+                 new_plan ? " (the plan given now)" : " (the checkpoint's plan)");
+        /* checkpoints go where this run resumed from unless --ckpt-dir says otherwise */
+        if (!o->ckpt_dir[0]) HP_TRY(resumed_from_dir(o->ckpt_dir, sizeof o->ckpt_dir, dir));
         hp_ckpt_info_model(t->ck, &m);
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
@@ -144,6 +239,9 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         HP_TRY(hp_train_shape_resolve(o, NULL, NULL, "train"));
         m = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
     }
+    HP_TRY(resolve_run_dir(t));
+    HP_TRY(default_ckpt_dir(t));
+    default_warmup(t);
     HP_TRY(hp_train_check(o));
     t->m = m;
     if (hp_train_is_distributed(o)) {
@@ -154,7 +252,6 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     HP_TRY(hp_train_micro_batch(&t->micro_batch, &t->grad_accum, o));
     HP_TRY(hp_model_gpt2(&t->model, &t->m, t->micro_batch, o->seq));
     hp_ckpt_args_fill(&t->args, t->tab, t->ntab);
-    HP_TRY(resolve_run_dir(t));
     return record_settings(t, argc, argv);
 }
 
@@ -174,6 +271,11 @@ static void print_kernels(hp_progress *pg, int bf16) {
                 at += (size_t)snprintf(line + at, sizeof line - at, "%s%s %s", at ? ", " : "", rows[i].family,
                                        rows[i].isa);
     hp_progress_note(pg, "kernels: %s", line);
+    for (int i = 0; bf16 && i < n; i++)
+        if (!strcmp(rows[i].family, "gemm bf16 (oneDNN)") && !strstr(rows[i].isa, "amx") && !strstr(rows[i].isa, "bf16"))
+            hp_progress_note(pg, "note: this CPU has neither AVX512-BF16 nor AMX: bf16 is emulated (%s) and slower than "
+                                 "fp32 here",
+                             rows[i].isa);
 }
 
 static void on_event(void *ctx, const hp_event *e) {
@@ -191,6 +293,7 @@ static void on_event(void *ctx, const hp_event *e) {
             hp_progress_note(pg, "model: L=%d NH=%d C=%d V=%d, %.2fM parameters; B=%d T=%d; mesh %s (%d ranks, %d here), %s",
                              m->layers, m->heads, m->channels, m->vocab, e->nparams / 1e6, o->batch, o->seq, e->mesh,
                              e->ranks, e->ranks_here, o->optimizer);
+        if (e->fsdp_summary) hp_progress_note(pg, "fsdp: %s", e->fsdp_summary);
         if (e->memory) {
             const hp_plan_memory *mm = e->memory;
             hp_progress_note(pg, "memory of rank 0: %.2f MB (parameters %.2f, gradients %.2f, optimizer state %.2f, "
@@ -199,7 +302,7 @@ static void on_event(void *ctx, const hp_event *e) {
                              mm->activations / 1e6, (mm->scratch + mm->inputs) / 1e6);
         }
         print_kernels(pg, !strcmp(o->dtype, "bf16"));
-        if (e->start_step) hp_progress_note(pg, "resumed at step %ld", e->start_step);
+        if (e->start_step) hp_progress_note(pg, "%s", t->resumed);
         if (t->run_dir[0]) hp_progress_note(pg, "run directory: %s", t->run_dir);
         break;
     case HP_EVENT_VALIDATED: {
@@ -251,6 +354,7 @@ static hp_status run(trainer *t) {
     c.bf16_params_all = !strcmp(o->bf16_params, "all");
     c.fp32_gemm = !strcmp(o->fp32_gemm, "onednn") ? 1 : !strcmp(o->fp32_gemm, "auto") ? 2 : 0;
     c.dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
+    c.memory_limit_bytes = (double)o->memory * 1e9;
     HP_TRY(hp_optimizer_parse(&c.optimizer, o->optimizer));
     c.lr = o->lr, c.beta1 = o->beta1, c.beta2 = o->beta2, c.eps = o->eps, c.weight_decay = o->weight_decay;
     c.muon_lr = o->muon_lr, c.muon_beta = o->muon_beta, c.muon_weight_decay = o->muon_weight_decay;
@@ -263,6 +367,7 @@ static hp_status run(trainer *t) {
     c.deterministic = o->deterministic || o->det_slices;
     c.grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
+    c.max_skipped_steps = o->max_skipped_steps;
     c.steps = o->steps, c.stop_at = o->stop_at;
     c.seed = o->seed;
     c.init_llmc = t->ck ? NULL : o->init;
@@ -271,7 +376,7 @@ static hp_status run(trainer *t) {
     c.val_fraction = o->val_fraction, c.shuffle = o->shuffle;
     c.val_every = o->val_every, c.val_steps = o->val_steps;
     c.metrics = o->metrics;
-    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every, c.keep_last = o->keep_last;
+    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every, c.keep_last = o->keep_last, c.overwrite = o->overwrite;
     c.on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
     c.ckpt_sharded = !strcmp(o->ckpt_format, "sharded");
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
@@ -282,12 +387,20 @@ static hp_status run(trainer *t) {
     c.on_event = on_event, c.event_ctx = t;
     hp_progress_init(&t->pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));
     HP_TRY(hp_train_create(&t->tr, &c));
-    return hp_train_run(t->tr);
+    HP_TRY(hp_train_run(t->tr));
+    if (o->ckpt_dir[0] && hp_train_is_lead(t->tr)) { /* how to use what was trained */
+        size_t rn = strlen(t->run_dir);
+        int in_run = rn && !strncmp(o->ckpt_dir, t->run_dir, rn) && !strcmp(o->ckpt_dir + rn, "/ckpt");
+        printf("sample from it: %s sample --ckpt %s%s\n", t->prog, in_run ? t->run_dir : o->ckpt_dir,
+               o->vocab == 256 ? " --prompt \"The \"" : "");
+    }
+    return HP_OK;
 }
 
 int hp_cmd_train(int argc, char **argv) {
     trainer *t = calloc(1, sizeof *t);
     if (!t) return 1;
+    t->prog = argv[0];
     hp_status st = setup(t, argc, argv);
     if (!st && !t->finished) st = run(t);
     int rc = 0;

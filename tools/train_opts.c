@@ -36,6 +36,7 @@ void hp_train_defaults(train_opts *o) {
     snprintf(o->dp_reduce, sizeof o->dp_reduce, "fp32");
     o->prefetch = 1;
     snprintf(o->on_nan, sizeof o->on_nan, "stop");
+    o->max_skipped_steps = 10;
     snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
     snprintf(o->ckpt_format, sizeof o->ckpt_format, "single");
     snprintf(o->dtype, sizeof o->dtype, "fp32");
@@ -76,7 +77,7 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("det-slices", OPT_INT, det_slices, "micro-slices of --batch per step in deterministic mode (a power of "
                                                "two the rank count divides; 0: 8; implies --deterministic)"),
         OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
-        OPT("warmup", OPT_LONG, warmup, "linear warmup steps"),
+        OPT("warmup", OPT_LONG, warmup, "linear warmup steps (not given: --steps / 10, at most 20)"),
         OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
         OPT("optimizer", OPT_STR, optimizer, "adamw | muon (hidden matrices by Muon, the rest AdamW)"),
         OPT("muon-lr", OPT_FLOAT, muon_lr, "Muon peak learning rate"),
@@ -93,10 +94,15 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("val-every", OPT_LONG, val_every, "validate every N steps (0 = only at the end)"),
         OPT("val-steps", OPT_LONG, val_steps, "validation batches"),
         OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
-        OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest')"),
+        OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest'; default: the run "
+                                           "directory's ckpt/, or where --resume resumed from; none: no checkpoints)"),
         OPT("keep-last", OPT_INT, keep_last, "keep only the K newest checkpoints in --ckpt-dir (0 = all)"),
         OPT("ckpt-format", OPT_STR, ckpt_format, "single (whole tensors, written by rank 0's process) | sharded (every rank writes its pieces)"),
-        OPT("resume", OPT_STR, resume, "continue from a checkpoint directory (or a --ckpt-dir with 'latest')"),
+        OPT("resume", OPT_STR, resume, "continue from a checkpoint, a --ckpt-dir with 'latest', or a run directory; "
+                                       "plan flags given now replace the checkpoint's plan; checkpoints go on in the "
+                                       "directory resumed from unless --ckpt-dir says otherwise"),
+        OPT("overwrite", OPT_FLAG, overwrite, "let the run write over checkpoints in --ckpt-dir past the step it starts "
+                                              "from (a newer one than it resumed, or another run's)"),
         OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
         OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
         OPT("plan", OPT_STR, plan, "sharding plan file (mesh and layouts; see docs/architecture.md)"),
@@ -125,8 +131,11 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
         OPT("fp32-gemm", OPT_STR, fp32_gemm, "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster "
                                              "per product and shape, measured at start; not bit-reproducible across runs)"),
         OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
+        OPT("memory", OPT_FLOAT, memory, "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup limit; < 0: no check)"),
         OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
         OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
+        OPT("max-skipped-steps", OPT_INT, max_skipped_steps, "with --on-nan skip-step: this many consecutive skipped "
+                                                             "steps stop the run (it diverged)"),
         OPT("on-write-error", OPT_STR, on_write_error, "fail | warn: a failed metrics or trace write (warn: once, then that output stops)"),
         OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json (on: DIR/trace, in the run directory)"),
         OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
@@ -235,6 +244,7 @@ hp_status hp_train_check(const train_opts *o) {
         BAD("--ckpt-format must be single or sharded, got '%s'", o->ckpt_format);
     if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
         BAD("--on-nan must be stop or skip-step, got '%s'", o->on_nan);
+    if (o->max_skipped_steps < 1) BAD("--max-skipped-steps must be >= 1, got %d", o->max_skipped_steps);
     if (o->trace_steps < 1) BAD("--trace-steps must be >= 1, got %ld", o->trace_steps);
     return HP_OK;
 #undef BAD
@@ -309,4 +319,17 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
         *out = NULL;
     }
     return st;
+}
+
+void hp_train_plan_describe(char *buf, size_t n, const train_opts *o) {
+    char tp[32] = "", zero[32] = "";
+    if (o->tp > 1) snprintf(tp, sizeof tp, " x tp %d", o->tp);
+    if (o->zero && o->zero != 3) snprintf(zero, sizeof zero, " (zero-%d)", o->zero);
+    if (o->plan[0]) snprintf(buf, n, "plan file %s", o->plan);
+    else if (o->hsdp[0]) snprintf(buf, n, "hsdp %s%s%s", o->hsdp, zero, tp);
+    else if (o->fsdp > 1) snprintf(buf, n, "fsdp %d%s%s", o->fsdp, zero, tp);
+    else if (o->zero) snprintf(buf, n, "zero-%d x dp %d%s", o->zero, o->dp, tp);
+    else if (o->dp > 1) snprintf(buf, n, "dp %d%s", o->dp, tp);
+    else if (o->tp > 1) snprintf(buf, n, "tp %d", o->tp);
+    else snprintf(buf, n, "1 rank");
 }

@@ -32,7 +32,7 @@ typedef struct {
     char metrics[512];
     long val_every, val_steps, ckpt_every, log_every, stop_at;
     char ckpt_dir[512], resume[512];
-    int keep_last;
+    int keep_last, overwrite;
     char on_write_error[16];
     char ckpt_format[16];
     /* parallelism */
@@ -49,8 +49,10 @@ typedef struct {
     char dtype[8];              /* fp32 | bf16 */
     char fp32_gemm[12];         /* openblas | onednn | auto */
     float comm_timeout;
+    float memory;               /* GB this process may use (0: detect; < 0: no check) */
     char overlap[8];
     char on_nan[16];
+    int max_skipped_steps;
     /* tracing */
     char trace[512];
     /* the run directory ("" : runs/<timestamp> unless --metrics is given; "none": none) */
@@ -81,5 +83,8 @@ int hp_train_is_distributed(const train_opts *o);
 /* The run's plan: --plan FILE, else GPT-2's over --dp/--tp, with FSDP from
  * --fsdp/--hsdp/--zero (prog names the command in errors). */
 hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *prog);
+/* The plan in a few words: "1 rank", "dp 2 x tp 2", "fsdp 4", "hsdp 2,2",
+ * "zero-1 x dp 2", "plan file F". */
+void hp_train_plan_describe(char *buf, size_t n, const train_opts *o);
 
 #endif

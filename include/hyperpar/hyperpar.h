@@ -53,6 +53,22 @@
  *    asked. hp_ckpt_convert turns one format into the other; hp_export_llmc
  *    writes a checkpoint's weights in the llm.c format (fp32 or bf16).
  *
+ * 5. A loop of one's own. hp_train_step runs one step on the next batch;
+ *    between steps, hp_train_save writes the same checkpoints hp_train_run
+ *    does (dir/step_NNNNNN of the steps done, dir/latest), hp_train_load (or
+ *    resume, at create) continues from one bit for bit, and the weights are
+ *    read and written whole by name whatever the plan (every replica and
+ *    shard kept consistent):
+ *
+ *        for (int i = 0; i < hp_train_param_count(t); i++)
+ *            printf("%s\n", hp_train_param_name(t, i));  // wte, wpe, h.0.ln_1.weight, ...
+ *        float loss;
+ *        for (int s = 0; s < 100 && !st; s++) st = hp_train_step(t, &loss, NULL);
+ *        if (!st) st = hp_train_save(t, "ckpt");       // ckpt/step_000100
+ *        float *wpe = malloc(sizeof(float) * 32 * 64);  // [max_seq, channels]
+ *        if (!st) st = hp_train_get_weight(t, "wpe", wpe, 32 * 64);
+ *        if (!st) st = hp_train_set_weight(t, "wpe", wpe, 32 * 64);
+ *
  * Errors: every fallible function returns an hp_status: HP_OK (NULL) on
  * success, else an error with a one-line message naming the file, field or
  * tensor at fault. The caller owns it: print hp_status_msg, then
@@ -96,11 +112,12 @@
  * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
  *
  * Contents: version; status; model; sharding plans; plan reports; the comm
- * world; training; inference and benchmarks; run directories and reports;
+ * world; training; inference and benchmarks; tokenizers; run directories and reports;
  * for programs (errors, clocks, settings files); checkpoints. */
 #ifndef HYPERPAR_HYPERPAR_H
 #define HYPERPAR_HYPERPAR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -210,6 +227,9 @@ typedef struct {
     int bf16;                  /* 1: the program of train --dtype bf16 (bf16 activations, casts, bytes) */
     int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
     int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
+    int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
+    int grad_accum_comm_last;  /* with grad_accum: hp_train_config.grad_accum_comm_last's program */
+    int deterministic;         /* 1: hp_train_config.deterministic's program (batch: the micro-batch) */
 } hp_plan_report_config;
 
 #define HP_PLAN_NAME_LEN 96
@@ -223,6 +243,13 @@ typedef struct {
     int64_t shape[HP_PLAN_MAX_DIMS];       /* global */
     char layout[128];                      /* "R@dp,S(1)@tp" */
     int64_t local_shape[HP_PLAN_MAX_DIMS]; /* on the reported rank */
+    /* FSDP / ZeRO: the unit managing this parameter (an index into the rank's fsdp.units; -1: none),
+     * where its local piece starts in the unit (floats), and the flat elements [fsdp_begin, fsdp_end)
+     * of that piece in this rank's shard of the unit (begin == end: none): at level 3 what the rank
+     * holds between gathers, at levels 1 and 2 (the piece whole on every rank) the part whose
+     * optimizer state (and at level 2 gradient) it keeps */
+    int fsdp_unit;
+    int64_t fsdp_offset, fsdp_begin, fsdp_end;
 } hp_plan_tensor;
 
 typedef struct { /* an inserted redistribution or collective */
@@ -251,6 +278,34 @@ typedef struct { /* bytes of the rank's program */
     double params, grads, optimizer, activations, scratch, inputs, total;
 } hp_plan_memory;
 
+typedef struct { /* an FSDP unit: one flat buffer of its parameters, padded to split evenly */
+    char name[HP_PLAN_NAME_LEN]; /* "h.3", "root", or the plan's unit name */
+    int nparams;
+    int64_t offset;     /* floats: its start in the rank's parameter store */
+    int64_t size;       /* floats, padded: members x shard */
+    int64_t shard;      /* floats per member */
+    int64_t begin, end; /* this rank's shard: floats [begin, end) of the unit */
+} hp_plan_fsdp_unit;
+
+typedef struct {
+    int level;              /* 0: none; 1 optimizer state sharded (ZeRO-1), 2 + gradients, 3 + parameters */
+    char style[16];         /* "hyperpar" or "fsdp2" */
+    char shard_group[200];  /* the rank's shard group: "dp[0,1,2,3]" */
+    char shard_axis[16];
+    int members, member;    /* the shard group's size and this rank's place in it */
+    int replicas;           /* HSDP: the replicate group's size (1: none) */
+    char replicate_axis[16];
+    int prefetch;           /* units gathered ahead */
+    int reshard;            /* 1: reshard after forward (the plan's reshard=on) */
+    int reduce_bf16, gather_bf16;
+    int transient_slots;    /* units gathered into this many transient slots (a shard group across
+                             * processes); 0: none */
+    int nunits;
+    hp_plan_fsdp_unit *units;
+    char summary[240];      /* "level 3 (ZeRO-3), 3 units, shard group dp=4, prefetch 1, reshard on,
+                             * style hyperpar" */
+} hp_plan_fsdp;
+
 typedef struct {
     int rank;
     char axis_group[HP_PLAN_MAX_AXES][200]; /* the rank's group along each axis: "tp[0,1]" */
@@ -261,6 +316,7 @@ typedef struct {
     hp_plan_total *totals;           /* the kinds present, by phase then kind */
     int ntotals;
     hp_plan_memory memory;
+    hp_plan_fsdp fsdp; /* FSDP / ZeRO on this rank (fsdp.level 0: none) */
 } hp_plan_rank_report;
 
 typedef struct {
@@ -289,6 +345,47 @@ void hp_plan_report_config_default(hp_plan_report_config *c);
  * name the field, or the plan rule and tensor at fault. */
 hp_status hp_plan_report_create(hp_plan_report **out, const hp_plan_report_config *c);
 void hp_plan_report_free(hp_plan_report *r);
+
+/* Whether a run fits in memory: the programs of the ranks one process hosts
+ * (the reported rank's process: rank-threads share a process, and under
+ * mpirun each of `processes` processes hosts ranks / processes of them),
+ * summed as hp_plan_memory counts them, against the memory available. When
+ * it does not fit, changes that would each make it fit, every one computed
+ * with the same prediction: more processes (one a machine), ZeRO-3 where the
+ * level is lower, a smaller batch with more --grad-accum micro-batches, a
+ * shorter sequence; when no single change fits, the first combination of
+ * them that does (or, when none does, the one that comes closest). */
+typedef struct {
+    int processes;   /* 0: as now; else the run over this many processes (mpirun -np N; plan --processes N) */
+    char flags[160]; /* the other changes as flags of `hyperpar train` and `hyperpar plan`: "--zero 3",
+                      * "--batch 4 --grad-accum 4", "--seq 512" ("" with processes alone) */
+    double needed;   /* bytes per process with the change */
+} hp_plan_fit_hint;
+
+#define HP_PLAN_FIT_HINTS 6
+
+typedef struct {
+    int first_rank, ranks_here; /* the process's ranks: [first_rank, first_rank + ranks_here) */
+    double needed;              /* bytes: their programs together */
+    double available;           /* bytes: the limit given, else what hp_memory_available found (0: unknown) */
+    char source[32];            /* where available came from: "given", "MemAvailable", "cgroup memory.max",
+                                 * or "unknown" (then it counts as fitting) */
+    int fits;
+    double short_by;            /* needed - available when it does not fit, else 0 */
+    int nhints;                 /* when it does not fit: hints[nhints], each fitting unless closest is set */
+    hp_plan_fit_hint hints[HP_PLAN_FIT_HINTS];
+    int closest;                /* 1: nothing tried fits; hints[0] is the change that comes closest */
+    char hint[1024];            /* the hints as one line: "to fit: --zero 3 (20.1 GB); ..."; "" when it fits */
+} hp_plan_fit;
+
+/* The memory this process may still use, in bytes: MemAvailable of
+ * /proc/meminfo, or the cgroup's limit (/sys/fs/cgroup/memory.max) when
+ * lower; *bytes = 0 when neither can be read. source (n bytes) names it. */
+void hp_memory_available(double *bytes, char *source, size_t n);
+/* Fills *out for the run c describes (c->rank picks the process; all_ranks,
+ * all_values are ignored) against limit_bytes (> 0), or against
+ * hp_memory_available (0). Errors as hp_plan_report_create's. */
+hp_status hp_plan_fit_check(hp_plan_fit *out, const hp_plan_report_config *c, double limit_bytes);
 
 /* ---- the comm world ----------------------------------------------------- */
 
@@ -400,6 +497,8 @@ typedef struct {
     double worst_grad_error;
     const hp_validation *validation; /* HP_EVENT_VALIDATED: the whole report */
     const hp_plan_memory *memory;    /* HP_EVENT_START: rank 0's program (bytes, as `hyperpar plan` counts them) */
+    const char *fsdp_summary;        /* HP_EVENT_START: FSDP / ZeRO in one line (hp_plan_fsdp.summary:
+                                      * "level 3 (ZeRO-3), 3 units, shard group dp=2, ..."); NULL: none */
 } hp_event;
 
 /* One resolved setting of a run, as the run directory records it. */
@@ -436,6 +535,10 @@ typedef struct {
                                  * backward): half the bytes. Not with deterministic (the rounding of a
                                  * rank's partial sum depends on the rank count) nor FSDP/ZeRO (their
                                  * reductions: the plan's fsdp reduce=bf16). 0: fp32 */
+    double memory_limit_bytes;  /* the memory this process may use: when the programs of its ranks need more
+                                 * (as hp_plan_fit_check counts them), hp_train_create fails before they
+                                 * are allocated, saying by how much and what would fit (hp_plan_fit.hint).
+                                 * 0: hp_memory_available's; < 0: no check */
     /* optimization */
     hp_optimizer_type optimizer;
     float lr;                   /* AdamW peak lr */
@@ -465,6 +568,8 @@ typedef struct {
     int on_nan;                 /* a step whose loss or gradient norm is NaN/Inf: 0 stops the run with an
                                  * error naming the step (nothing of that state is checkpointed), 1 skips
                                  * the step (HP_ON_NAN_STOP / HP_ON_NAN_SKIP) */
+    int max_skipped_steps;      /* HP_ON_NAN_SKIP: this many consecutive skipped steps end the run with an
+                                 * error (it diverged for good); 0: 10 */
     long steps;                 /* optimizer steps in the run */
     long stop_at;               /* stop (with a checkpoint) after this step; 0: none */
     uint64_t seed;              /* initialisation and data order */
@@ -483,7 +588,12 @@ typedef struct {
     const char *ckpt_dir;       /* NULL: no checkpoints */
     long ckpt_every;            /* 0: only at the end (and at stop_at) */
     int keep_last;              /* 0: keep every checkpoint; K: after each save, only the K newest
-                                 * step_* (and the one latest names) */
+                                 * step_* of this run's lineage (this run and the runs it resumed, up to
+                                 * where each was resumed; and the one latest names). Checkpoints of other
+                                 * lineages in ckpt_dir are left alone. */
+    int overwrite;              /* 0: ckpt_dir holding a checkpoint past the step the run starts from
+                                 * (a newer one than it resumed, or another run's) is refused before the
+                                 * first step; 1: the run writes over them as it reaches their steps */
     int on_write_error;         /* a failed metrics or trace write (a full disk):
                                  * HP_ON_WRITE_ERROR_FAIL ends the run with an error naming the file,
                                  * HP_ON_WRITE_ERROR_WARN warns once (HP_EVENT_WARNING) and that output
@@ -498,7 +608,8 @@ typedef struct {
     const char *const *ckpt_arg_keys;   /* [ckpt_nargs] */
     const char *const *ckpt_arg_values; /* [ckpt_nargs] */
     const char *resume;         /* NULL: a fresh run; else a checkpoint directory or a ckpt_dir with 'latest' */
-    const char *trace;          /* NULL: none; else PREFIX for Chrome traces PREFIX.rankN.json */
+    const char *trace;          /* NULL: none; else PREFIX for Chrome traces PREFIX.rankN.json (PREFIX's
+                                 * missing directories are made at create, as ckpt_dir's) */
     long trace_steps;           /* steps traced from the first (>= 1) */
     /* The run directory (see "run directories and reports"): NULL: none. */
     const char *run_dir;
@@ -532,8 +643,9 @@ hp_status hp_train_create(hp_train **out, const hp_train_config *c);
 /* Runs the loop from the first step (or the resumed one) to steps. */
 hp_status hp_train_run(hp_train *t);
 /* One training step on the next batch, at the schedule's lr, for a loop of
- * one's own (no events, validation or checkpoints); loss and grad_norm may
- * be NULL. A trainer runs either hp_train_run or hp_train_step, not both. */
+ * one's own (no events or validation; checkpoints when it calls
+ * hp_train_save); loss and grad_norm may be NULL. A trainer runs either
+ * hp_train_run or hp_train_step, not both. */
 hp_status hp_train_step(hp_train *t, float *loss, float *grad_norm);
 /* Steps done so far (the resumed step included). */
 long hp_train_steps_done(const hp_train *t);
@@ -541,6 +653,47 @@ long hp_train_steps_done(const hp_train *t);
  * writes metrics and checkpoints (under mpirun the other processes get none). */
 int hp_train_is_lead(const hp_train *t);
 void hp_train_free(hp_train *t);
+
+/* For a loop of hp_train_step (tutorial, step 5). Under mpirun every process
+ * calls each of these at the same point of its loop (they communicate). */
+
+/* Writes a checkpoint of the state after the steps done, as hp_train_run's
+ * saves do: ckpt_dir/step_NNNNNN in the configured format (ckpt_sharded),
+ * atomically, then ckpt_dir/latest naming it; keep_last applies. ckpt_dir
+ * NULL or "": hp_train_config.ckpt_dir. Another directory is locked (a run
+ * writing there refuses the save) and recovered from an interrupted save
+ * first, for this save only. A checkpoint of the same step there is
+ * replaced. The training stream's position is saved with it. */
+hp_status hp_train_save(hp_train *t, const char *ckpt_dir);
+/* Loads a checkpoint (a checkpoint directory, or a ckpt_dir with 'latest';
+ * any plan and either format wrote it) into the trainer: the weights, the
+ * optimizer state, the steps done and the training stream's position, so
+ * that the next hp_train_step continues that run bit for bit (under the
+ * plan that wrote it). The model, batch, sequence and optimizer must be the
+ * trainer's. Not after hp_train_run; a trainer it loaded runs hp_train_step
+ * only (hp_train_config.resume does the same at create for either). On error
+ * the trainer's state is undefined: free it. */
+hp_status hp_train_load(hp_train *t, const char *ckpt);
+/* The model's parameters, in the model's order (as checkpoints name them):
+ * how many, the i-th's name (owned by t; NULL outside 0..count-1), and its
+ * global shape into dims[HP_PLAN_MAX_DIMS], returning the number of
+ * dimensions (-1 outside). wte has the padded vocabulary's rows. */
+int hp_train_param_count(const hp_train *t);
+const char *hp_train_param_name(const hp_train *t, int i);
+int hp_train_param_shape(const hp_train *t, int i, int64_t *dims);
+/* The whole (global) fp32 tensor of parameter `name`, n its element count,
+ * whatever the plan: each piece read from a rank that holds it current
+ * (tensor-parallel boxes, FSDP shards; from other processes under mpirun,
+ * where every process gets the whole tensor). */
+hp_status hp_train_get_weight(hp_train *t, const char *name, float *out, size_t n);
+/* Writes parameter `name` whole from in[n]: every copy of it in every rank of
+ * this process (data-parallel replicas, tensor-parallel pieces, FSDP shards);
+ * the copies made from it (bf16 compute copies, FSDP's gathered units and
+ * bf16 mirror) are remade by the next step. The optimizer state is left as it
+ * is. Under mpirun every process passes the same values. Errors name the
+ * tensor: an unknown name, a count that is not its size, a value that is not
+ * finite. */
+hp_status hp_train_set_weight(hp_train *t, const char *name, const float *in, size_t n);
 
 /* ---- inference and benchmarks ------------------------------------------- */
 
@@ -649,6 +802,54 @@ hp_status hp_bench_bf16_peak(double *gflops, const char **isa, char impl[64], in
  * second. *isa: "amx tdpbf16ps", "avx512-bf16 vdpbf16ps", or "none" with
  * *gflops 0 where neither exists (static). */
 hp_status hp_bench_bf16_insn_peak(double *gflops, const char **isa, int threads);
+
+/* This machine's clock, for bounds on a measured peak: base_ghz (the nominal
+ * clock: cpufreq's base_frequency, else the "@ 2.40GHz" of /proc/cpuinfo's
+ * model name), max_ghz (cpufreq's cpuinfo_max_freq, turbo included) and
+ * cores (physical cores: distinct physical id / core id pairs), each 0 where
+ * unknown (KVM guests often show no clock at all); source: where they came
+ * from, or why not. cpuinfo and cpufreq_dir: NULL for /proc/cpuinfo and
+ * /sys/devices/system/cpu/cpu0/cpufreq (other paths: tests). A missing file
+ * is "unknown", never an error. */
+typedef struct {
+    double base_ghz, max_ghz;
+    int cores;
+    char source[256];
+} hp_cpu_clock;
+void hp_cpu_clock_read(hp_cpu_clock *c, const char *cpuinfo, const char *cpufreq_dir);
+
+/* A peak settled for MFU (`hyperpar bench`). A measured peak is a lower
+ * estimate (a busy core only lowers it), so it is raised to the floor where
+ * one is known: min(threads, cores) x base clock x the FLOPs one unit of the
+ * peak's instruction retires per cycle (one unit per core: 32 for avx512, 16
+ * for avx2+fma, 1024 for amx tdpbf16ps, 64 for avx512-bf16 vdpbf16ps). The
+ * ceiling (threads x max clock x FLOPs per cycle x the most units a core has:
+ * 2, AMX 1) is never applied, only reported when the measurement exceeds it
+ * (then the clock the system reports is doubtful). */
+typedef struct {
+    double measured; /* the best of the runs (GFLOP/s) */
+    double floor;    /* 0: not known (clock, cores or the instruction's width unknown) */
+    double ceiling;  /* 0: not known */
+    double peak;     /* MFU's denominator: max(measured, floor) */
+    char note[400];  /* one line: how peak was settled, the bounds and their inputs, or why there are none */
+} hp_bench_peak;
+/* isa: the *isa of hp_bench_fma_peak or hp_bench_bf16_insn_peak (another
+ * name: no bounds); clock NULL: this machine's (hp_cpu_clock_read). */
+void hp_bench_peak_settle(hp_bench_peak *p, double measured, const char *isa, int threads, const hp_cpu_clock *clock);
+
+/* MFU of an achieved rate against a peak, as `hyperpar bench` prints and
+ * writes it: known = 1 and mfu = achieved / peak in [0, 1] when the achieved
+ * rate is at most the peak; else (the peak was under-measured, or there is no
+ * peak) known = 0, mfu 0, the table cell "n/a" and the JSON fields
+ * "mfu": null with "mfu_note" saying why. Never a figure above 100%. */
+typedef struct {
+    int known;
+    double mfu;
+    char cell[16];   /* the table's MFU column: "61.3%" or "n/a" */
+    char note[160];  /* "" when known; else why (one line, no quotes) */
+    char json[256];  /* the row's fields: "\"mfu\": 0.6130" or "\"mfu\": null, \"mfu_note\": \"...\"" */
+} hp_bench_mfu;
+void hp_bench_mfu_get(hp_bench_mfu *m, double achieved_gflops, double peak_gflops);
 
 /* One linear-layer product of a GEMM shape (`hyperpar bench --gemm`):
  * out[N,OC] = inp[N,IC] . W^T (fwd), dinp = dout . W (bwd-data) or
@@ -767,6 +968,69 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
 #define HP_ON_WRITE_ERROR_FAIL 0
 #define HP_ON_WRITE_ERROR_WARN 1
 
+/* ---- tokenizers ---------------------------------------------------------- */
+
+/* GPT-2's byte-level BPE (`hyperpar tokenize`, `sample --tokenizer`): the
+ * same ids as GPT-2's encoder.py, for any bytes (text that is not UTF-8
+ * too); decode(encode(text)) == text. <|endoftext|> in the text is plain
+ * text, as in GPT-2's encoder. Not for use by two threads at once (it caches
+ * the pieces it has seen). */
+typedef struct hp_tokenizer hp_tokenizer;
+
+/* path: a directory with vocab.json + merges.txt, encoder.json + vocab.bpe
+ * or tokenizer.json (Hugging Face, byte-level BPE); or one of those files
+ * (a vocabulary .json finds its merges file beside it). */
+hp_status hp_tokenizer_load(hp_tokenizer **out, const char *path);
+void hp_tokenizer_free(hp_tokenizer *t);
+int hp_tokenizer_vocab_size(const hp_tokenizer *t); /* V: ids are 0..V-1 */
+int hp_tokenizer_eot(const hp_tokenizer *t);        /* the id of <|endoftext|>, -1 if none */
+/* The ids of text[0..len): *ids malloc'd (free with free()), *n of them. */
+hp_status hp_tokenizer_encode(int32_t **ids, size_t *n, hp_tokenizer *t, const char *text, size_t len);
+/* The same for the whole of a regular file (a FIFO or device is refused). */
+hp_status hp_tokenizer_encode_file(int32_t **ids, size_t *n, hp_tokenizer *t, const char *path);
+/* The bytes of ids[0..n) (*text malloc'd, NUL after the *len bytes); an id
+ * outside [0, V) is an error. */
+hp_status hp_tokenizer_decode(char **text, size_t *len, const hp_tokenizer *t, const int32_t *ids, size_t n);
+/* The bytes of one token (not NUL-terminated; *len of them; a token may end
+ * inside a UTF-8 sequence), NULL for an id outside [0, V). */
+const char *hp_tokenizer_token(const hp_tokenizer *t, int id, size_t *len);
+
+/* Text files to llm.c token shards (`hyperpar tokenize`): every file, in
+ * order, preceded by <|endoftext|> (as llm.c's data scripts do). The first
+ * val_fraction of the text's bytes (to the end of the piece it ends in) is
+ * the validation split; the rest, training. Shards of at most shard_tokens
+ * tokens are written as DIR/PREFIX_val_000000.bin, ... and
+ * DIR/PREFIX_train_000000.bin, ..., each atomically (temporary name, fsync,
+ * rename). Shards of PREFIX already in DIR are an error unless overwrite,
+ * which removes them first. */
+typedef struct {
+    long long bytes_done, bytes_total, tokens;
+    int file, files; /* the file being read (0-based) of so many */
+    double seconds;
+} hp_tokenize_progress;
+
+typedef struct {
+    const char *tokenizer;           /* as for hp_tokenizer_load */
+    const char *const *inputs;       /* files or glob patterns (each pattern's matches sorted) */
+    int ninputs;
+    const char *out_dir, *prefix;    /* the shards' directory (made if missing) and name prefix */
+    double val_fraction;             /* in [0, 1) */
+    long long shard_tokens;          /* tokens per shard, 1 .. 2^31 - 1 */
+    int overwrite;
+    /* called about every MiB of text and at the end (may be NULL) */
+    void (*on_progress)(void *ctx, const hp_tokenize_progress *p);
+    void *ctx;
+} hp_tokenize_config;
+
+typedef struct {
+    long long bytes, val_tokens, train_tokens; /* tokens include the <|endoftext|> separators */
+    int files, val_shards, train_shards, vocab;
+    double seconds;
+} hp_tokenize_summary;
+
+void hp_tokenize_config_default(hp_tokenize_config *c);
+hp_status hp_tokenize_files(hp_tokenize_summary *sum, const hp_tokenize_config *c);
+
 /* ---- run directories and reports ---------------------------------------- */
 
 /* A run directory (hp_train_config.run_dir) is written as the run goes, by
@@ -774,7 +1038,8 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
  *   run.json      the run's record: status ("running", then "done" or
  *                 "failed" with the error), the command, start and update
  *                 times, steps, mesh and ranks, the metrics file, the trace
- *                 prefix and the checkpoints' directory, the last step and
+ *                 prefix and the files it names (trace_files: every rank's
+ *                 PREFIX.rankN.json), the checkpoints' directory, the last step and
  *                 the process's peak memory; rewritten at the start, after
  *                 every validation and checkpoint, and at the end
  *   config.json   every setting with its value and source (run_settings)
@@ -785,7 +1050,8 @@ double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
  *   metrics.jsonl the metrics when hp_train_config.metrics is NULL
  *                 (appended and flushed line by line)
  * Traces go where hp_train_config.trace says (PREFIX.rankN.json; a prefix
- * inside the directory keeps them with the run). A run killed mid-way keeps
+ * inside the directory keeps them with the run; PREFIX's missing directories
+ * are made). A run killed mid-way keeps
  * everything up to its last completed step. hp_train_run writes the end
  * status; a loop of hp_train_step leaves run.json "running" and writes no
  * metrics (it has no events). */

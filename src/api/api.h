@@ -56,6 +56,8 @@ hp_status hp_api_strdup(char **out, const char *s);
  * of `rounds` measurements of milliseconds each, pause_ms apart
  * (hp_bench_fma_peak: 8 rounds over about a second). */
 hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms);
+/* The instruction set the FMA peak runs ("avx512", "avx2+fma", "scalar"; static). */
+void hp_bench_fma_isa(const char **isa);
 /* The best rate (GFLOP/s) of `task` run on every thread of a pool of
  * `threads`: `rounds` rounds of `bursts` runs each, pause_ms between rounds;
  * after a run, flops[0 .. threads) hold each thread's FLOPs (the task writes

@@ -76,7 +76,7 @@ hp_status hp_api_fma_peak(double *gflops, int threads, int rounds, long pause_ms
     return hp_api_pool_peak(gflops, threads, fma_task, &c, c.flops, rounds, 3, pause_ms);
 }
 
-hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {
+void hp_bench_fma_isa(const char **isa) {
 #if defined(__AVX512F__)
     *isa = "avx512";
 #elif defined(__FMA__)
@@ -84,6 +84,10 @@ hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {
 #else
     *isa = "scalar";
 #endif
+}
+
+hp_status hp_bench_fma_peak(double *gflops, const char **isa, int threads) {
+    hp_bench_fma_isa(isa);
     /* One measurement lasts milliseconds, so another process on the cores can
      * halve it: the best of several, spread over about a second. */
     return hp_api_fma_peak(gflops, threads, 8, 100);

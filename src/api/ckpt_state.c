@@ -8,12 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/fsutil.h"
 #include "io/json.h"
 #include "io/llmc.h"
 #include "models/gpt2_config.h"
 
 hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
-                            int nargs, const char *const *keys, const char *const *values) {
+                            int nargs, const char *const *keys, const char *const *values,
+                            const hp_ckpt_lineage *lineage) {
     const hp_gpt2_config *c = &m->cfg;
     hp_jw w;
     hp_jw_init(&w);
@@ -32,9 +34,42 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
         hp_jw_key(&w, "seq"), hp_jw_int(&w, m->T);
         hp_jw_key(&w, "optimizer"), hp_jw_string(&w, optimizer);
     }
+    if (lineage) hp_ckpt_lineage_to_json(&w, lineage);
     hp_jw_object_end(&w);
     size_t len;
     return hp_jw_finish(out, &len, &w);
+}
+
+/* A run directory's newest checkpoint: in its ckpt/ (where a run keeps its
+ * checkpoints by default), else in the ckpt_dir its run.json names. */
+static hp_status run_dir_ckpt(char **dir, const char *run_dir) {
+    char *in = hp_fs_join(run_dir, "ckpt");
+    if (!in) return hp_errorf("%s: out of memory", run_dir);
+    if (hp_fs_exists(in)) {
+        hp_status e = hp_ckpt_find(dir, in);
+        free(in);
+        return e;
+    }
+    free(in);
+    char *path = hp_fs_join(run_dir, "run.json"), *text = NULL;
+    if (!path) return hp_errorf("%s: out of memory", run_dir);
+    size_t n;
+    hp_json *js = NULL;
+    const char *ck = NULL;
+    hp_status e = hp_fs_read_bounded(&text, &n, path, 1 << 20);
+    if (!e) e = hp_json_parse(&js, text, n);
+    if (!e) {
+        const hp_json *v = hp_json_get(js, "ckpt_dir");
+        if (v && v->type == HP_JSON_STRING && v->str[0]) ck = v->str;
+        else e = hp_errorf("%s: a run directory whose run kept no checkpoints (it ran with --ckpt-dir none)", run_dir);
+    } else {
+        e = hp_error_wrap(e, "%s", path);
+    }
+    if (!e) e = hp_ckpt_find(dir, ck);
+    hp_json_free(js);
+    free(text);
+    free(path);
+    return e;
 }
 
 hp_status hp_api_ckpt_dir(char **dir, const char *path) {
@@ -48,6 +83,8 @@ hp_status hp_api_ckpt_dir(char **dir, const char *path) {
         *dir = strdup(path);
         return *dir ? HP_OK : hp_errorf("%s: out of memory", path);
     }
+    snprintf(probe, sizeof probe, "%s/run.json", path);
+    if (stat(probe, &st) == 0) return run_dir_ckpt(dir, path);
     return hp_ckpt_find(dir, path);
 }
 
@@ -95,6 +132,9 @@ static hp_status check_state(const hp_json *st) {
     for (int i = 0; args && i < args->n; i++)
         if (args->items[i].type != HP_JSON_STRING)
             return hp_errorf("args: key '%s': expected a string, got %s", args->keys[i], hp_json_type_name(args->items[i].type));
+    hp_ckpt_lineage lin;
+    HP_TRY(hp_ckpt_lineage_from_json(&lin, st));
+    if (hp_json_get(st, "saved_ns")) HP_TRY(check_range(st, "saved_ns", 0, INT64_MAX));
     HP_TRY(check_range(st, "batch", 1, INT32_MAX));
     HP_TRY(check_range(st, "seq", 1, INT32_MAX));
     const hp_json *o = hp_json_get(st, "optimizer");

@@ -2,20 +2,22 @@
  * "format", "step", "model" (GPT-2 shape, as `hyperpar train` writes it, so
  * `hyperpar export` reads both), "data" (the training stream's position),
  * "batch", "seq" and "optimizer", or instead the caller's "args" object (the
- * form `hyperpar train` writes) — and reading it back on resume, where the
+ * form `hyperpar train` writes), and the run's lineage (io/ckpt_lineage) — and reading it back on resume, where the
  * model, batch shape and optimizer must match the run's. */
 #ifndef HP_API_CKPT_STATE_H
 #define HP_API_CKPT_STATE_H
 
 #include "api/api.h"
 #include "io/ckpt.h"
+#include "io/ckpt_lineage.h"
 #include "io/data.h"
 #include "models/gpt2_config.h"
 
 /* *out: the JSON text (malloc'd). nargs > 0: "args" from keys/values [nargs]
  * in place of batch, seq and optimizer. */
 hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_data_state *ds, const char *optimizer,
-                            int nargs, const char *const *keys, const char *const *values);
+                            int nargs, const char *const *keys, const char *const *values,
+                            const hp_ckpt_lineage *lineage);
 /* The checkpoint directory of `path`: itself when it holds state.json, else
  * the run dir's checkpoint hp_ckpt_find picks: the one 'latest' names, or
  * the newest complete step_* when 'latest' is missing or dangling (*dir

@@ -1,21 +1,26 @@
 /* api/export: a checkpoint's weights as an llm.c GPT-2 file (io/llmc), fp32
  * or bf16: the tensors named as GPT-2's parameters are read whole from the
- * checkpoint and laid out in llm.c order (models/gpt2). */
+ * checkpoint and laid out in llm.c order (models/gpt2); a non-finite weight
+ * is refused (as `train` refuses to start from one). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "api/ckpt_state.h"
+#include "api/infer.h"
 #include "io/llmc.h"
 #include "runtime/params.h"
 
-/* Reads the weights of opened checkpoint ck (model shape c) into flat, in llm.c order. */
-static hp_status read_flat(float *flat, const hp_ckpt *ck, const hp_gpt2_config *c) {
+/* Reads the weights of opened checkpoint ck (model shape c, in directory dir)
+ * into flat, in llm.c order; a non-finite weight is refused, naming the
+ * tensor and the element. */
+static hp_status read_flat(float *flat, const hp_ckpt *ck, const hp_gpt2_config *c, const char *dir) {
     hp_api_store s;
     HP_TRY(hp_api_store_create(&s, c));
     hp_status st = HP_OK;
     for (int i = 0; !st && i < s.ps.n; i++)
         st = hp_ckpt_read(ck, HP_CKPT_GROUP_MODEL, s.ps.name[i], HP_F32, &s.ps.shape[i], s.ptrs[i]);
+    if (!st) st = hp_api_params_finite(&s.ps, dir);
     if (!st) st = hp_gpt2_llmc_copy(flat, s.ptrs, (const char(*)[HP_NAME_LEN])s.ps.name, s.ps.shape, s.ps.n, c, 1);
     hp_api_store_free(&s);
     return st;
@@ -50,7 +55,7 @@ hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dt
         flat = malloc(hp_gpt2_num_params(&c) * sizeof(float));
         if (!flat) st = hp_errorf("%s: out of memory", llmc_path);
     }
-    if (!st) st = read_flat(flat, &ck, &c);
+    if (!st) st = read_flat(flat, &ck, &c, dir);
     if (!st) {
         hp_llmc_header h = {c.maxT, c.V, c.L, c.NH, c.C, c.Vp};
         st = hp_llmc_write(llmc_path, &h, flat, version);

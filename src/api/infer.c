@@ -27,6 +27,7 @@ hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads) 
         st = hp_errorf("hp_infer_create: T must be in 1..%d (the model's max_seq), got %d", m.maxT, T);
     if (!st) st = hp_api_engine_create(&inf->e, &m, 1, T, threads, 0, NULL, HP_F32);
     if (!st) st = hp_api_engine_load(&inf->e, &ck);
+    if (!st) st = hp_api_params_finite(&inf->e.ps, dir); /* a NaN weight would sample garbage silently */
     hp_ckpt_close(&ck);
     free(dir);
     if (st) {

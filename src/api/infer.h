@@ -35,5 +35,9 @@ void hp_api_engine_destroy(hp_api_engine *e);
 hp_status hp_api_init_params(hp_param_store *ps, const hp_gpt2_config *model, uint64_t seed);
 /* The weights from an opened checkpoint. */
 hp_status hp_api_engine_load(hp_api_engine *e, const hp_ckpt *ck);
+/* api/infer_finite: an error unless every parameter of ps (a whole store) is
+ * finite, as `train` checks the weights it starts from: "WHAT: parameter
+ * 'wte' holds a non-finite value (nan at element 100)". */
+hp_status hp_api_params_finite(const hp_param_store *ps, const char *what);
 
 #endif

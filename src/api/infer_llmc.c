@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/ckpt_state.h"
+#include "api/infer.h"
 #include "io/llmc.h"
 #include "models/gpt2_config.h"
 #include "runtime/params.h"
@@ -27,12 +28,15 @@ hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir) {
     return st;
 }
 
-/* flat (llm.c order) -> the parameters of a model graph -> flat again. */
-static hp_status round_trip(float *flat, const hp_gpt2_config *c) {
+/* flat (llm.c order) -> the parameters of a model graph -> flat again; a
+ * non-finite weight is refused, named as `train --init` names it (path: the
+ * file it came from). */
+static hp_status round_trip(float *flat, const hp_gpt2_config *c, const char *path) {
     hp_api_store s;
     HP_TRY(hp_api_store_create(&s, c));
     const char(*names)[HP_NAME_LEN] = (const char(*)[HP_NAME_LEN])s.ps.name;
     hp_status st = hp_gpt2_llmc_copy(flat, s.ptrs, names, s.ps.shape, s.ps.n, c, 0);
+    if (!st) st = hp_api_params_finite(&s.ps, path);
     if (!st) memset(flat, 0, hp_gpt2_num_params(c) * sizeof(float));
     if (!st) st = hp_gpt2_llmc_copy(flat, s.ptrs, names, s.ps.shape, s.ps.n, c, 1);
     hp_api_store_free(&s);
@@ -61,7 +65,7 @@ hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const ch
     hp_llmc_header h;
     float *flat = NULL;
     HP_TRY(hp_api_llmc_load(&flat, &h, llmc_in, &c));
-    hp_status st = round_trip(flat, &c);
+    hp_status st = round_trip(flat, &c, llmc_in);
     if (!st) st = hp_llmc_write(llmc_path, &h, flat, version);
     if (!st && shape) *shape = shape_of(&c);
     free(flat);

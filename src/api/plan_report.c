@@ -29,6 +29,7 @@ static hp_status check(const hp_plan_report_config *c) {
     if (!c->plan) BAD("plan is NULL");
     if (c->batch < 1 || c->seq < 1) BAD("batch and seq must be >= 1, got %d and %d", c->batch, c->seq);
     if (c->threads < 1) BAD("threads must be >= 1, got %d", c->threads);
+    if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
     if (c->world < 0) BAD("world must be >= 1 (or 0: the mesh's size), got %d", c->world);
     const hp_mesh *m = &c->plan->plan.mesh;
     int n = hp_mesh_size(m);
@@ -99,40 +100,53 @@ static hp_status gather_shared(hp_plan_report *r, int **list, int *nlist, const 
     return HP_OK;
 }
 
-static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
+hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_config *c) {
+    memset(s, 0, sizeof *s);
     HP_TRY(check(c));
-    hp_gpt2_config mc;
-    HP_TRY(model_config(&mc, c));
+    HP_TRY(model_config(&s->mc, c));
+    HP_TRY(optim_config(&s->oc, c));
+    int n = hp_mesh_size(&c->plan->plan.mesh);
+    s->co = (hp_compile_opts){.train = 1, .optim = &s->oc, .max_norm = c->grad_clip,
+                              .grad_accum = c->grad_accum > 1 ? c->grad_accum : 1,
+                              .accum_comm_last = c->grad_accum > 1 && c->grad_accum_comm_last,
+                              .deterministic = c->deterministic != 0,
+                              .schedule = {.overlap = c->overlap != 0, .max_inflight = 4},
+                              .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
+                              .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
+                              .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
+    return HP_OK;
+}
+
+static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
+    hp_api_plan_setup s;
+    HP_TRY(hp_api_plan_setup_init(&s, c));
+    const hp_gpt2_config *mc = &s.mc;
     const hp_plan *plan = &c->plan->plan;
     int n = hp_mesh_size(&plan->mesh);
-    r->model = (hp_model_config){mc.L, mc.NH, mc.C, mc.V, mc.maxT};
-    r->vocab_padded = mc.Vp;
-    r->nparams = (long)hp_gpt2_num_params(&mc);
+    r->model = (hp_model_config){mc->L, mc->NH, mc->C, mc->V, mc->maxT};
+    r->vocab_padded = mc->Vp;
+    r->nparams = (long)hp_gpt2_num_params(mc);
     r->batch = c->batch, r->seq = c->seq;
     r->nranks = n, r->world = c->world ? c->world : n;
     HP_TRY(hp_api_strdup((char **)&r->plan_text, c->plan->text));
-    hp_optim_config oc;
+    snprintf(r->optimizer, sizeof r->optimizer, "%s", hp_opt_kind_name(s.oc.kind));
     hp_graph *model = NULL;
     hp_gpt2_io io;
     hp_status st = hp_graph_create(&model);
-    if (!st) st = hp_gpt2_build(model, &io, &mc, c->batch, c->seq);
-    if (!st) st = optim_config(&oc, c);
-    if (!st) snprintf(r->optimizer, sizeof r->optimizer, "%s", hp_opt_kind_name(oc.kind));
-    hp_compile_opts co = {.train = 1, .optim = &oc, .max_norm = c->grad_clip,
-                          .schedule = {.overlap = c->overlap != 0, .max_inflight = 4},
-                          .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
-                          .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
-                          .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
+    if (!st) st = hp_gpt2_build(model, &io, mc, c->batch, c->seq);
     r->nreported = c->all_ranks ? n : 1;
     r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
     if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");
-    int *list = NULL, nlist = 0, threads = c->threads / n > 0 ? c->threads / n : 1;
+    /* the process's threads shared out among its ranks, as runtime/dist does */
+    int here = c->processes > 1 ? n / c->processes : n, *list = NULL, nlist = 0;
+    int threads = c->threads / here > 0 ? c->threads / here : 1;
     for (int i = 0; !st && i < r->nreported; i++) {
         hp_compiled cc;
-        st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &co);
+        st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &s.co);
         if (st) break;
         if (i == 0) st = gather_shared(r, &list, &nlist, &cc, c->all_values);
         if (!st) st = hp_plan_gather_rank(&r->ranks[i], &cc, list, nlist, threads);
+        if (!st) hp_api_fsdp_finish(&r->ranks[i].fsdp, plan);
         hp_compiled_free(&cc);
     }
     free(list);

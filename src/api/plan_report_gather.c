@@ -3,7 +3,8 @@
  * redistribution and collective in its local graph with totals per phase and
  * kind, and the memory its program would use (runtime/program's layout: the
  * activation arena from the compile's memory pass, the operators' and
- * redistributions' scratch). Nothing per tensor is allocated. */
+ * redistributions' scratch); its FSDP units from plan_report_fsdp.c.
+ * Nothing per tensor is allocated. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,7 @@ static const char *kind_name(hp_vkind k) {
     }
 }
 
-/* b bytes with a decimal unit: "512 B", "1.5 MB". */
-static char *bytes_str(char *buf, size_t n, double b) {
+char *hp_api_bytes_str(char *buf, size_t n, double b) {
     const char *unit[] = {"B", "KB", "MB", "GB", "TB"};
     int u = 0;
     while (b >= 1000 && u < 4) b /= 1000, u++;
@@ -135,7 +135,7 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             c.communicates = 1;
             char bb[32];
             snprintf(c.steps, sizeof c.steps, "all-gather(%s) %s (cross-entropy statistics)", m->name[axis],
-                     bytes_str(bb, sizeof bb, c.bytes));
+                     hp_api_bytes_str(bb, sizeof bb, c.bytes));
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             t->count[n->phase][HP_RD_ALL_GATHER]++;
             t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
@@ -154,7 +154,7 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             char bb[32];
             snprintf(c.steps, sizeof c.steps, "%s(%s) %s (unit %s, %s)",
                      gather ? "all-gather" : reps ? "all-reduce" : "reduce-scatter", m->name[axis],
-                     bytes_str(bb, sizeof bb, c.bytes), un->name,
+                     hp_api_bytes_str(bb, sizeof bb, c.bytes), un->name,
                      gather ? (f->level == 3 ? (bf16 ? "in place, bf16: shared inside a supernode"
                                                 : f->transient ? "into a transient slot shared inside a supernode"
                                                                : "in place: shared inside a supernode")
@@ -201,7 +201,8 @@ static hp_status gather_totals(hp_plan_rank_report *r, const tally *t) {
 static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
 static double round4k(double b) { return (double)(((size_t)b + 4095) / 4096 * 4096); }
 
-static void gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
+void hp_plan_gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
+    memset(m, 0, sizeof *m);
     const hp_graph *lg = cc->rg.g;
     const hp_fsdp_plan *f = &cc->fsdp;
     for (int v = 0; v < lg->nvals; v++) {
@@ -271,12 +272,13 @@ hp_status hp_plan_gather_rank(hp_plan_rank_report *r, const hp_compiled *cc, con
     memset(&t, 0, sizeof t);
     HP_TRY(gather_colls(r, &t, cc));
     HP_TRY(gather_totals(r, &t));
-    gather_memory(&r->memory, cc, threads);
-    return HP_OK;
+    hp_plan_gather_memory(&r->memory, cc, threads);
+    return hp_plan_gather_fsdp(&r->fsdp, r->tensors, cc, listed, nlisted);
 }
 
 void hp_plan_rank_report_free(hp_plan_rank_report *r) {
     free(r->tensors);
     free(r->collectives);
     free(r->totals);
+    free(r->fsdp.units);
 }

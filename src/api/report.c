@@ -3,6 +3,7 @@
  * writes it atomically (io/fsutil), filling the public summary. */
 #include <hyperpar/hyperpar.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ static hp_status check(const hp_report_config *c) {
     if (c->width < 0 || (c->width > 0 && c->width < 200) || c->width > 10000) BAD("width must be 0 or 200..10000, got %d", c->width);
     if (c->trace_from < 0 || c->trace_to < 0 || (c->trace_to > 0 && c->trace_from > c->trace_to))
         BAD("trace steps %ld..%ld: expected 1 <= from <= to (0: all)", c->trace_from, c->trace_to);
+    if (c->trace_to > INT_MAX || c->trace_from > INT_MAX) /* the report counts traced steps in an int */
+        BAD("trace steps %ld..%ld: at most %d", c->trace_from, c->trace_to, INT_MAX);
     return HP_OK;
 #undef BAD
 }

@@ -23,7 +23,12 @@ struct hp_api_run {
     char started[32];
     long steps, start_step, last_step, trace_steps;
     int ranks;
+    int over_ranks, over_threads, over_cores; /* over_ranks > 0: more compute threads than cores */
 };
+
+void hp_api_run_oversubscribed(hp_api_run *r, int ranks, int threads_per_rank, int cores) {
+    r->over_ranks = ranks, r->over_threads = threads_per_rank, r->over_cores = cores;
+}
 
 static void utc_now(char *buf, size_t n) {
     time_t now = time(NULL);
@@ -113,7 +118,25 @@ static hp_status write_run(const hp_api_run *r, const char *status, const char *
     kv_str(&w, "metrics", r->metrics);
     kv_str(&w, "trace", r->trace);
     if (r->trace) kv_int(&w, "trace_steps", r->trace_steps), kv_int(&w, "trace_first_step", r->start_step + 1);
+    if (r->trace) { /* the files the ranks write: PREFIX.rankN.json (runtime/trace) */
+        hp_jw_key(&w, "trace_files");
+        hp_jw_array_begin(&w);
+        for (int k = 0; k < r->ranks; k++) {
+            char path[4200]; /* a path longer than PATH_MAX could not have been written */
+            snprintf(path, sizeof path, "%s.rank%d.json", r->trace, k);
+            hp_jw_string(&w, path);
+        }
+        hp_jw_array_end(&w);
+    }
     kv_str(&w, "ckpt_dir", r->ckpt_dir);
+    if (r->over_ranks > 0) {
+        hp_jw_key(&w, "oversubscribed");
+        hp_jw_object_begin(&w);
+        kv_int(&w, "ranks", r->over_ranks);
+        kv_int(&w, "threads_per_rank", r->over_threads);
+        kv_int(&w, "cores", r->over_cores);
+        hp_jw_object_end(&w);
+    }
     kv_num(&w, "peak_rss_mb", (double)ru.ru_maxrss / 1024.0);
     kv_str(&w, "hyperpar", hp_version());
     hp_jw_object_end(&w);

@@ -17,6 +17,9 @@ hp_status hp_api_run_create(hp_api_run **out, const hp_train_config *c);
  * world's; start_step: a resumed run's. */
 hp_status hp_api_run_start(hp_api_run *r, const hp_train_config *c, const hp_model *m, const char *metrics,
                            int ranks, const char *mesh, long start_step);
+/* Records in run.json ("oversubscribed": ranks, threads_per_rank, cores)
+ * that the machine's compute threads outnumber its cores. */
+void hp_api_run_oversubscribed(hp_api_run *r, int ranks, int threads_per_rank, int cores);
 /* A step was done (records the step); refresh: rewrite run.json now. */
 hp_status hp_api_run_progress(hp_api_run *r, long step, int refresh);
 /* The end: run.json with status "done", or "failed" with st's message. */

@@ -2,36 +2,23 @@
  * library's one trainer (runtime/trainer), opens the data streams, the
  * checkpoint to resume and the initial weights, and turns the trainer's
  * events into hp_event. */
+#include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "api/ckpt_state.h"
 #include "api/plan_report.h"
 #include "api/run_dir.h"
+#include "api/train.h"
+#include "core/timing.h"
 #include "io/fsutil.h"
+#include "io/json.h"
 #include "io/llmc.h"
+#include "optim/route.h"
 #include "optim/schedule.h"
 #include "runtime/dist.h"
 #include "runtime/trainer.h"
-
-struct hp_train {
-    hp_train_config cfg; /* the strings point at the copies below */
-    char *data, *val_data, *metrics, *ckpt_dir, *trace, *init_llmc;
-    char *muon_momentum, *muon_scale, *newton_schulz, *muon_params, *adamw_params;
-    char **arg_keys, **arg_values; /* [cfg.ckpt_nargs] */
-    const hp_model *m;
-    hp_data *train, *val;
-    hp_ckpt ck;
-    int have_ck;
-    char *ck_dir;
-    long start_step, done;
-    int ran, stepped;
-    hp_lr_schedule lr;
-    int32_t *tokens, *targets;
-    hp_trainer *tr;
-    hp_api_run *run;     /* the run directory, or NULL */
-    hp_status run_err;   /* the first failed write of run.json during the loop */
-};
 
 hp_status hp_optimizer_parse(hp_optimizer_type *out, const char *name) {
     hp_opt_kind k;
@@ -75,6 +62,7 @@ void hp_train_config_default(hp_train_config *c, const hp_model *model) {
 }
 
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
+const char *hp_api_train_optimizer(const hp_train *t) { return opt_name(t->cfg.optimizer); }
 static int set(const char *s) { return s && s[0]; }
 
 static int pow2(long n) { return n >= 1 && (n & (n - 1)) == 0; }
@@ -233,7 +221,7 @@ static hp_status state_json(void *ctx, char **out, long step, const hp_data_stat
     hp_train *t = ctx;
     const hp_train_config *c = &t->cfg;
     return hp_api_state_json(out, step, t->m, ds, opt_name(c->optimizer), c->ckpt_nargs,
-                             (const char *const *)t->arg_keys, (const char *const *)t->arg_values);
+                             (const char *const *)t->arg_keys, (const char *const *)t->arg_values, &t->lineage);
 }
 
 static void on_event(void *ctx, const hp_train_event *ie) {
@@ -243,9 +231,13 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         [HP_TRAIN_VAL] = HP_EVENT_VAL,     [HP_TRAIN_CKPT] = HP_EVENT_CKPT,           [HP_TRAIN_STOPPED] = HP_EVENT_STOPPED,
         [HP_TRAIN_DONE] = HP_EVENT_DONE,   [HP_TRAIN_NOTE] = HP_EVENT_NOTE,           [HP_TRAIN_WARNING] = HP_EVENT_WARNING};
     if (ie->kind == HP_TRAIN_STEP) t->done = ie->step;
-    if (t->run && !t->run_err)
-        t->run_err = hp_api_run_progress(t->run, ie->kind == HP_TRAIN_STEP ? ie->step : 0,
-                                         ie->kind == HP_TRAIN_VAL || ie->kind == HP_TRAIN_CKPT || ie->kind == HP_TRAIN_STOPPED);
+    if (t->run && !t->run_err) { /* run.json: at validations, checkpoints and stops, and at least every 10 s */
+        double now = hp_now();
+        int refresh = ie->kind == HP_TRAIN_VAL || ie->kind == HP_TRAIN_CKPT || ie->kind == HP_TRAIN_STOPPED ||
+                      now - t->run_refreshed >= HP_API_RUN_REFRESH_S;
+        if (refresh) t->run_refreshed = now;
+        t->run_err = hp_api_run_progress(t->run, ie->kind == HP_TRAIN_STEP ? ie->step : 0, refresh);
+    }
     if (!t->cfg.on_event) return;
     hp_event e = {.kind = kinds[ie->kind], .step = ie->step, .loss = ie->loss, .lr = ie->lr,
                   .grad_norm = ie->grad_norm, .nonfinite = ie->nonfinite, .val_loss = ie->val_loss,
@@ -254,6 +246,7 @@ static void on_event(void *ctx, const hp_train_event *ie) {
                   .dir = ie->dir, .message = ie->message, .nparams = ie->nparams, .ranks = ie->ranks, .ranks_here = ie->ranks_here,
                   .mesh = ie->mesh, .start_step = ie->start_step};
     hp_plan_memory mem;
+    char fsdp[sizeof ((hp_plan_fsdp *)0)->summary];
     if (ie->kind == HP_TRAIN_START) {
         hp_dist *d = hp_trainer_dist(t->tr);
         hp_plan_rank_report rr;
@@ -263,6 +256,10 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         if (!st) {
             mem = rr.memory;
             e.memory = &mem;
+        }
+        if (!st && rr.fsdp.level && t->cfg.plan) {
+            hp_api_fsdp_finish(&rr.fsdp, &t->cfg.plan->plan);
+            e.fsdp_summary = memcpy(fsdp, rr.fsdp.summary, sizeof fsdp);
         }
         hp_status_free(st);
         hp_plan_rank_report_free(&rr);
@@ -316,6 +313,81 @@ static hp_status copy_strings(hp_train *t) {
     return HP_OK;
 }
 
+/* 1 when this machine's compute threads outnumber its cores: the ranks this
+ * process hosts times their threads, times the processes Open MPI started on
+ * this machine (OMPI_COMM_WORLD_LOCAL_SIZE). out: ranks on the machine,
+ * threads per rank, cores. */
+static int oversubscribed(int out[3], const hp_dist *d, int threads) {
+    cpu_set_t set;
+    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long procs = local ? strtol(local, NULL, 10) : 1;
+    if (procs < 1 || procs > 65536) procs = 1;
+    int here = hp_dist_nranks(d), per = threads / here > 0 ? threads / here : 1;
+    out[0] = (int)procs * here, out[1] = per, out[2] = cores;
+    return cores > 0 && (long)out[0] * per > cores;
+}
+
+/* A run directory that recorded steps past start_step is another run's (or
+ * newer than the checkpoint resumed): refused unless overwrite. */
+static hp_status check_run_dir(const char *dir, long start_step, int overwrite) {
+    char *path = hp_fs_join(dir, "run.json"), *text = NULL;
+    if (!path) return hp_errorf("%s: out of memory", dir);
+    hp_status st = HP_OK;
+    if (hp_fs_exists(path) && !overwrite) {
+        size_t n;
+        hp_json *js = NULL;
+        int64_t last = 0;
+        st = hp_fs_read_bounded(&text, &n, path, 1 << 20);
+        if (!st) st = hp_json_parse(&js, text, n);
+        if (!st && hp_json_get(js, "last_step")) st = hp_json_get_int(&last, js, "last_step");
+        if (st) st = hp_error_wrap(st, "%s (the run directory's record; --overwrite replaces it)", path);
+        else if (last > start_step)
+            st = hp_errorf("%s holds a run recorded up to step %lld, past step %ld this run starts from: its records "
+                           "would be overwritten (--overwrite allows it; or another --run-dir)",
+                           dir, (long long)last, start_step);
+        hp_json_free(js);
+    }
+    free(text);
+    free(path);
+    return st;
+}
+
+/* --muon-params and --adamw-params against the whole model (each rank's
+ * compile routes only the parameters whose pieces it holds). */
+static hp_status check_routing(const hp_graph *g, const hp_optim_config *oc) {
+    int n = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    hp_opt_param *op = calloc((size_t)(n > 0 ? n : 1), sizeof *op);
+    hp_opt_kind *kinds = calloc((size_t)(n > 0 ? n : 1), sizeof *kinds);
+    hp_status st = ids && op && kinds ? HP_OK : hp_errorf("hp_train_create: out of memory");
+    if (!st) {
+        hp_graph_params(g, ids, n);
+        for (int i = 0; i < n; i++) {
+            const hp_value *v = &g->vals[ids[i]];
+            op[i] = (hp_opt_param){v->name, NULL, NULL, v->shape, hp_optim_hidden_matrix(v->name, &v->shape)};
+        }
+        st = hp_optim_route(kinds, oc->kind, oc->muon_params, oc->adamw_params, op, n);
+    }
+    free(ids), free(op), free(kinds);
+    return st;
+}
+
+/* A new run id; resumed, the lineage of the checkpoint continued at its step. */
+static hp_status run_lineage(hp_train *t) {
+    char id[HP_LINEAGE_ID];
+    HP_TRY(hp_ckpt_lineage_new_id(id));
+    if (!t->have_ck) {
+        hp_ckpt_lineage_child(&t->lineage, NULL, 0, id);
+        return HP_OK;
+    }
+    hp_ckpt_lineage parent;
+    hp_status st = hp_ckpt_lineage_from_json(&parent, t->ck.state); /* checked when opened */
+    if (st) return hp_error_wrap(st, "%s/state.json", t->ck_dir);
+    hp_ckpt_lineage_child(&t->lineage, &parent, t->start_step, id);
+    return HP_OK;
+}
+
 static hp_status setup(hp_train *t, const hp_train_config *c) {
     HP_TRY(check(c));
     t->cfg = *c;
@@ -325,6 +397,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     hp_trainer_config ic;
     memset(&ic, 0, sizeof ic);
     HP_TRY(optim_config(&ic.optim, c));
+    HP_TRY(check_routing(t->m->g, &ic.optim));
     HP_TRY(lr_schedule(&t->lr, c));
     HP_TRY(open_data(&t->train, t, 0));
     if (c->val_steps > 0) HP_TRY(open_data(&t->val, t, 1));
@@ -340,6 +413,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
         HP_TRY(hp_api_ckpt_resume(&t->start_step, &t->ck, t->ck_dir, t->m, opt_name(c->optimizer), c->steps, t->train));
         t->done = t->start_step;
     }
+    HP_TRY(run_lineage(t));
     size_t n = (size_t)t->m->B * (size_t)t->m->T * (size_t)(c->grad_accum > 1 ? c->grad_accum : 1);
     t->tokens = malloc(n * sizeof(int32_t));
     t->targets = malloc(n * sizeof(int32_t));
@@ -362,24 +436,36 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.accum_comm_last = c->grad_accum_comm_last;
     ic.deterministic = c->deterministic;
     ic.on_nan = c->on_nan;
+    ic.max_skipped = c->max_skipped_steps;
     ic.lr = t->lr;
     ic.steps = c->steps, ic.stop_at = c->stop_at;
     ic.train = t->train, ic.val = t->val;
     ic.val_every = c->val_every, ic.val_steps = c->val_steps;
     ic.metrics = t->metrics;
     ic.ckpt_dir = t->ckpt_dir, ic.ckpt_every = c->ckpt_every, ic.keep_last = c->keep_last;
+    ic.lineage = &t->lineage, ic.ckpt_overwrite = c->overwrite != 0;
     ic.on_write_error = c->on_write_error;
     ic.ckpt_sharded = c->ckpt_sharded;
     ic.resume = t->have_ck ? &t->ck : NULL, ic.start_step = t->start_step;
     ic.state_json = state_json, ic.state_ctx = t;
     ic.on_event = on_event, ic.event_ctx = t;
+    ic.before_alloc = hp_api_train_fit, ic.before_alloc_ctx = t; /* the memory check (api/plan_fit) */
     ic.trace = t->trace, ic.trace_steps = c->trace_steps;
     if (set(c->run_dir)) {
+        HP_TRY(check_run_dir(c->run_dir, t->start_step, c->overwrite));
         HP_TRY(hp_api_run_create(&t->run, c));
         /* the run's report draws MFU against this machine's measured peak (the best of 3 short
          * measurements: tens of milliseconds at start, not the benchmark's second) */
         double peak = 0;
-        if (!hp_api_fma_peak(&peak, c->threads, 3, 10)) ic.peak_gflops = peak;
+        const char *isa = NULL;
+        hp_status ps = hp_api_fma_peak(&peak, c->threads, 3, 10);
+        if (!ps) { /* raised to the clock's floor where the clock is known (api/bench_bound) */
+            hp_bench_peak settled;
+            hp_bench_fma_isa(&isa);
+            hp_bench_peak_settle(&settled, peak, isa, c->threads, NULL);
+            ic.peak_gflops = settled.peak;
+        }
+        hp_status_free(ps);
         if (!t->metrics) { /* the metrics go into the run directory */
             t->metrics = hp_fs_join(c->run_dir, "metrics.jsonl");
             if (!t->metrics) return hp_errorf("hp_train_create: out of memory");
@@ -388,6 +474,16 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     }
     HP_TRY(hp_trainer_create(&t->tr, &ic));
     hp_dist *d = hp_trainer_dist(t->tr);
+    int over[3]; /* ranks, threads per rank, cores */
+    if (oversubscribed(over, d, c->threads) && hp_dist_lead(d)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%d rank%s x %d thread%s on %d core%s: the ranks take turns on the cores, so the time "
+                 "they wait in collectives includes time descheduled and the exposed communication reads high",
+                 over[0], over[0] == 1 ? "" : "s", over[1], over[1] == 1 ? "" : "s", over[2], over[2] == 1 ? "" : "s");
+        hp_event e = {.kind = HP_EVENT_WARNING, .message = msg};
+        if (t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, &e);
+        if (t->run) hp_api_run_oversubscribed(t->run, over[0], over[1], over[2]);
+    }
     if (t->run && hp_dist_lead(d)) {
         char mesh[128];
         hp_mesh_str(mesh, sizeof mesh, hp_dist_mesh(d));
@@ -413,6 +509,9 @@ hp_status hp_train_create(hp_train **out, const hp_train_config *c) {
 }
 
 hp_status hp_train_run(hp_train *t) {
+    if (t->loaded)
+        return hp_errorf("hp_train_run: hp_train_load loaded a checkpoint for a loop of hp_train_step; a run "
+                         "resumes through hp_train_config.resume");
     if (t->stepped) return hp_errorf("hp_train_run: %ld steps were already run with hp_train_step", t->done);
     if (t->ran) return hp_errorf("hp_train_run: the run was already done");
     t->ran = 1;

@@ -48,13 +48,19 @@ hp_status hp_coll_bar(ctx *c) {
     int rc = hp_comm_fence_wait(c->bar, c->deadline);
     if (rc == 0) return HP_OK;
     if (rc == -2) return hp_coll_broken(c);
-    int missing = -1;
+    int missing = -1, behind = -1;
     for (int j = 0; j < c->L; j++)
         if (atomic_load(&c->slots[j].phase) < ph) {
             missing = c->g->ranks[c->g->sn_members[c->T][j]];
+            behind = atomic_load(&c->slots[j].link_peer) - 1;
             break;
         }
-    return hp_coll_fail(c, "timed out after %g s waiting for rank %d", (double)c->r->w->timeout_ns / 1e9, missing);
+    double secs = (double)c->r->w->timeout_ns / 1e9;
+    if (behind >= 0) /* the missing rank is itself waiting on another supernode: name that one */
+        return hp_coll_fail(c, "timed out after %g s waiting for rank %d (supernode %d), which rank %d of this "
+                               "supernode waits for",
+                            secs, behind, behind / c->r->w->R, missing);
+    return hp_coll_fail(c, "timed out after %g s waiting for rank %d", secs, missing);
 }
 
 /* Link waits wake every 20 ms to notice a failure elsewhere in the group,
@@ -80,15 +86,16 @@ hp_status hp_coll_wait_all(ctx *c, hp_comm_lreq *q, int n) {
             hp_comm_link_cancel(c->r, &q[i]);
             continue;
         }
-        int rc;
+        int rc, peer = q[i].is_send ? q[i].dst : q[i].src;
+        atomic_store(&c->slots[c->myl].link_peer, peer + 1);
         while ((rc = hp_comm_link_wait(c->r, &q[i], slice_end(c))) && hp_comm_now_ns() < link_deadline(c) &&
                !atomic_load(&c->g->failed)) {
         }
+        atomic_store(&c->slots[c->myl].link_peer, 0);
         if (rc && atomic_load(&c->g->failed)) {
             st = hp_coll_broken(c);
             hp_comm_link_cancel(c->r, &q[i]);
         } else if (rc) {
-            int peer = q[i].is_send ? q[i].dst : q[i].src;
             st = hp_coll_fail(c, "timed out after %g s waiting for rank %d (supernode %d)",
                               (double)c->r->w->timeout_ns / 1e9, peer, peer / c->r->w->R);
             hp_comm_link_cancel(c->r, &q[i]);

@@ -81,7 +81,10 @@ hp_status hp_comm_group_create(hp_comm_group **out, hp_comm_world *w, const int 
                 goto fail;
             }
             memset(g->sng[pos].slots, 0, sizeof(hp_comm_slot) * (size_t)cnt[s]);
-            for (j = 0; j < cnt[s]; j++) atomic_init(&g->sng[pos].slots[j].phase, 0);
+            for (j = 0; j < cnt[s]; j++) {
+                atomic_init(&g->sng[pos].slots[j].phase, 0);
+                atomic_init(&g->sng[pos].slots[j].link_peer, 0);
+            }
         }
         pos++;
     }

@@ -42,6 +42,8 @@ typedef struct {
     const int64_t *counts;               /* all-to-all send counts (or NULL) */
     int64_t count;                       /* all-to-all equal count */
     atomic_long phase;                   /* barrier arrivals, for diagnosis */
+    atomic_int link_peer;                /* 1 + the rank this rank waits for across supernodes, 0: none
+                                          * (a barrier that times out names the root cause through it) */
 } hp_comm_slot;
 
 /* The part of a group inside one hosted supernode. */

@@ -7,6 +7,8 @@
 
 #include "io/fsutil.h"
 
+#define STATE_MAX_BYTES ((size_t)16 << 20) /* state.json is small: a larger one is not read */
+
 static hp_status check_state_json(const char *dir, const char *state_json) {
     hp_json *j;
     hp_status e = hp_json_parse(&j, state_json, strlen(state_json));
@@ -64,6 +66,26 @@ void hp_ckpt_close(hp_ckpt *ck) {
     memset(ck, 0, sizeof *ck);
 }
 
+/* The sharded format: every data file is of state.json's step (when it has
+ * one; format 1 records no steps). */
+static hp_status check_steps(const hp_ckpt *ck, const char *dir) {
+    const hp_ckpt_index *ix = hp_ckpt_shards_index(ck->shards);
+    const hp_json *v = hp_json_get(ck->state, "step");
+    if (ix->version < 2 || !v || v->type != HP_JSON_NUMBER || !v->is_int) return HP_OK;
+    for (int f = 0; f < ix->nfiles; f++)
+        if (ix->files[f].step != v->ival)
+            return hp_errorf("%s/%s: files[%d] '%s'.step: %lld, but %s says step %lld (files from another checkpoint)",
+                             dir, HP_CKPT_INDEX, f, ix->files[f].name, (long long)ix->files[f].step, HP_CKPT_STATE,
+                             (long long)v->ival);
+    return HP_OK;
+}
+
+void hp_ckpt_set_verify(hp_ckpt *ck, int on) {
+    if (ck->model) hp_safetensors_set_verify(ck->model, on);
+    if (ck->optim) hp_safetensors_set_verify(ck->optim, on);
+    if (ck->shards) hp_ckpt_shards_set_verify(ck->shards, on);
+}
+
 static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
     memset(ck, 0, sizeof *ck);
     struct stat sb;
@@ -93,7 +115,7 @@ static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
     if (!e) {
         p = hp_fs_join(dir, HP_CKPT_STATE);
         size_t n;
-        e = hp_fs_read_all(&ck->state_text, &n, p);
+        e = hp_fs_read_bounded(&ck->state_text, &n, p, STATE_MAX_BYTES);
         if (!e) {
             e = hp_json_parse(&ck->state, ck->state_text, n);
             if (e)
@@ -103,6 +125,7 @@ static hp_status open_ckpt(hp_ckpt *ck, const char *dir, int with_optim) {
         }
         free(p);
     }
+    if (!e && sharded) e = check_steps(ck, dir);
     if (e) hp_ckpt_close(ck);
     return e;
 }
@@ -131,6 +154,7 @@ hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *na
     if (hp_region_invalid(why, sizeof why, region, shape))
         return hp_errorf("%s: tensor '%s': the region to read is not in the tensor: %s", hp_safetensors_path(f), name,
                          why);
+    HP_TRY(hp_safetensors_verify(f, en)); /* the whole tensor, once */
     hp_region whole = hp_region_whole(shape);
     hp_region_copy(dst, region, en->data, &whole, shape, hp_dtype_size(dtype));
     return HP_OK;

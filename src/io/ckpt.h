@@ -5,6 +5,8 @@
  * or, in the sharded format (io/ckpt_index, io/ckpt_shard), instead of the two
  * tensor files: pieces.json (the global tensors and where their pieces are)
  * and the data files it names (one per writing rank).
+ * Every reader refuses what is not a regular file (a FIFO, a device) without
+ * waiting on it, and reads state.json and pieces.json only up to a bound.
  * It is written whole into a stage of io/ckpt_dir (dir.tmp-XXXXXX: the
  * tensor files, then state.json last, each written atomically and fsynced),
  * then committed there (renamed into place, an older checkpoint of the same
@@ -48,6 +50,11 @@ hp_status hp_ckpt_open(hp_ckpt *ck, const char *dir);
  * weights alone needs (sampling, export); the file may be missing. */
 hp_status hp_ckpt_open_weights(hp_ckpt *ck, const char *dir);
 void hp_ckpt_close(hp_ckpt *ck);
+/* Checksum verification as tensors and pieces are read: on (the default
+ * after opening) or off (0: benchmarks measure its cost). Every tensor file
+ * written today carries checksums (io/safetensors, io/ckpt_index); one
+ * written before them is read unverified. */
+void hp_ckpt_set_verify(hp_ckpt *ck, int on);
 /* Copies the whole tensor `name` of group g (weights or optimizer state) out
  * of either format after checking its dtype and shape. dst: [numel(shape)]. */
 hp_status hp_ckpt_read(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype, const hp_shape *shape,

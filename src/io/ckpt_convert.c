@@ -21,6 +21,7 @@ static hp_status list_single(tensor *ts, int *n, const hp_safetensors *f, hp_ckp
         if (!e->has_dtype)
             return hp_errorf("%s: tensor '%s': dtype %s cannot be converted", hp_safetensors_path(f), e->name,
                              e->dtype_name);
+        HP_TRY(hp_safetensors_verify(f, e)); /* its bytes are used as mapped: checked first */
         ts[(*n)++] = (tensor){e->name, g, e->dtype, e->shape, e->data, NULL};
     }
     return HP_OK;
@@ -63,12 +64,13 @@ static hp_status write_single(const char *dst, const tensor *ts, int n, const ch
 }
 
 static hp_status fill_sharded(const char *tmp, const char *dst, hp_ckpt_index *ix, const tensor *ts, int n,
-                              const char *state) {
+                              const char *state, int64_t step) {
     hp_ckpt_held *held = calloc((size_t)n + 1, sizeof *held);
     if (!held || hp_ckpt_index_add_file(ix, "rank0.bin") < 0) {
         free(held);
         return hp_errorf("checkpoint conversion: out of memory");
     }
+    ix->files[0].step = step;
     hp_status st = HP_OK;
     for (int i = 0; i < n && !st; i++) {
         hp_region whole = hp_region_whole(&ts[i].shape);
@@ -85,12 +87,12 @@ static hp_status fill_sharded(const char *tmp, const char *dst, hp_ckpt_index *i
     return st;
 }
 
-static hp_status write_sharded(const char *dst, const tensor *ts, int n, const char *state) {
+static hp_status write_sharded(const char *dst, const tensor *ts, int n, const char *state, int64_t step) {
     hp_ckpt_stage s;
     HP_TRY(hp_ckpt_stage_begin(&s, dst));
     hp_ckpt_index ix;
     hp_ckpt_index_init(&ix);
-    hp_status st = fill_sharded(s.tmp, dst, &ix, ts, n, state);
+    hp_status st = fill_sharded(s.tmp, dst, &ix, ts, n, state, step);
     hp_ckpt_index_free(&ix);
     if (st) hp_ckpt_stage_abort(&s);
     else st = hp_ckpt_stage_commit(&s);
@@ -101,7 +103,9 @@ hp_status hp_ckpt_convert_dir(const char *dst, const hp_ckpt *ck, int sharded) {
     tensor *ts = NULL;
     int n = 0;
     hp_status st = list_tensors(&ts, &n, ck);
-    if (!st) st = sharded ? write_sharded(dst, ts, n, ck->state_text) : write_single(dst, ts, n, ck->state_text);
+    const hp_json *step = hp_json_get(ck->state, "step"); /* the data file's, as a save records it */
+    int64_t s = step && step->type == HP_JSON_NUMBER && step->is_int ? step->ival : 0;
+    if (!st) st = sharded ? write_sharded(dst, ts, n, ck->state_text, s) : write_single(dst, ts, n, ck->state_text);
     for (int i = 0; i < n; i++) free(ts[i].own);
     free(ts);
     return st;

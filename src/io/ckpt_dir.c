@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/ckpt_lineage.h"
 #include "io/fault.h"
 #include "io/fsutil.h"
 
@@ -259,7 +260,7 @@ static hp_status read_latest(char **name, int *missing, const char *run_dir) {
     }
     char *text;
     size_t n;
-    hp_status e = hp_fs_read_all(&text, &n, path);
+    hp_status e = hp_fs_read_bounded(&text, &n, path, 4096); /* one name: a larger file is not read */
     if (e) {
         free(path);
         return e;
@@ -314,18 +315,37 @@ static int rollback_of(const listing *l, const char *run_dir, const char *stem) 
     return -1;
 }
 
+/* When a complete checkpoint was saved (0: not recorded, or unreadable). */
+static int64_t saved_ns(const char *run_dir, const char *name) {
+    char *p = hp_fs_join(run_dir, name);
+    HP_ASSERT(p != NULL);
+    hp_ckpt_stamp s;
+    hp_status e = hp_ckpt_stamp_read(&s, p);
+    free(p);
+    if (e) {
+        hp_status_free(e);
+        return 0;
+    }
+    return s.saved_ns;
+}
+
 /* The newest complete checkpoint of l: a step_N, or a step_N.old-* whose
- * step_N is missing. Its index (*step: N), or -1. */
+ * step_N is missing. Newest: the most recently saved (the head of the
+ * lineage that saved last: a run resumed from an earlier step with
+ * --overwrite leaves the old run's later steps behind), then the highest step
+ * (checkpoints that do not record when they were saved). Its index (*step:
+ * N), or -1. */
 static int newest_complete(long long *step, const listing *l, const char *run_dir) {
     int best = -1;
     long long bn = -1;
+    int64_t bt = -1;
     for (int i = 0; i < l->n; i++) {
         const char *nm = l->names[i];
         size_t stem = strlen(nm);
         int kind = temp_kind(nm, &stem);
         if (kind && kind != 'o') continue;
         long long s = step_number(nm, stem);
-        if (s < 0 || s <= bn) continue;
+        if (s < 0) continue;
         char *p = hp_fs_join(run_dir, nm);
         int ok = hp_ckpt_dir_complete(p);
         free(p);
@@ -337,10 +357,29 @@ static int newest_complete(long long *step, const listing *l, const char *run_di
             free(xp);
             free(x);
         }
-        if (ok) best = i, bn = s;
+        if (!ok) continue;
+        int64_t t = saved_ns(run_dir, nm);
+        if (t > bt || (t == bt && s > bn)) best = i, bn = s, bt = t;
     }
     *step = bn;
     return best;
+}
+
+hp_status hp_ckpt_newest_step(long long *step, const char *run_dir) {
+    *step = -1;
+    listing l;
+    int missing;
+    HP_TRY(list_dir(&l, &missing, run_dir));
+    if (missing) return HP_OK;
+    for (int i = 0; i < l.n; i++) {
+        long long n = step_number(l.names[i], strlen(l.names[i]));
+        if (n <= *step) continue;
+        char *p = hp_fs_join(run_dir, l.names[i]);
+        if (hp_ckpt_dir_complete(p)) *step = n;
+        free(p);
+    }
+    listing_free(&l);
+    return HP_OK;
 }
 
 hp_status hp_ckpt_find(char **dir, const char *run_dir) {
@@ -492,7 +531,22 @@ static int by_step_desc(const void *a, const void *b) {
     return x->step < y->step ? 1 : x->step > y->step ? -1 : 0;
 }
 
-hp_status hp_ckpt_retain(int *removed, const char *run_dir, int keep_last) {
+/* 1 when the complete checkpoint run_dir/name belongs to lineage lin (NULL: any). */
+static int of_lineage(const char *run_dir, const char *name, const hp_ckpt_lineage *lin) {
+    if (!lin) return 1;
+    char *p = hp_fs_join(run_dir, name);
+    HP_ASSERT(p != NULL);
+    hp_ckpt_stamp s;
+    hp_status e = hp_ckpt_stamp_read(&s, p);
+    free(p);
+    if (e) { /* unreadable: not this lineage's to delete */
+        hp_status_free(e);
+        return 0;
+    }
+    return hp_ckpt_lineage_has(lin, s.lineage.run, s.step);
+}
+
+hp_status hp_ckpt_retain(int *removed, const char *run_dir, int keep_last, const hp_ckpt_lineage *lin) {
     *removed = 0;
     if (keep_last <= 0) return HP_OK;
     char *latest;
@@ -511,7 +565,7 @@ hp_status hp_ckpt_retain(int *removed, const char *run_dir, int keep_last) {
         long long n = step_number(l.names[i], strlen(l.names[i]));
         if (n < 0) continue;
         char *p = hp_fs_join(run_dir, l.names[i]);
-        if (hp_ckpt_dir_complete(p)) s[ns++] = (step_entry){n, l.names[i]};
+        if (hp_ckpt_dir_complete(p) && of_lineage(run_dir, l.names[i], lin)) s[ns++] = (step_entry){n, l.names[i]};
         free(p);
     }
     qsort(s, (size_t)ns, sizeof *s, by_step_desc);

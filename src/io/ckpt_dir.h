@@ -22,6 +22,7 @@
 #define HP_IO_CKPT_DIR_H
 
 #include "core/status.h"
+#include "io/ckpt_lineage.h"
 
 #define HP_CKPT_LATEST "latest"
 #define HP_CKPT_LOCK "lock"
@@ -73,9 +74,13 @@ typedef struct {
 /* Recovers run_dir after a crashed save (see the top); a missing run_dir is
  * fine (nothing to do). Call it holding the run dir's lock. */
 hp_status hp_ckpt_recover(hp_ckpt_recovery *r, const char *run_dir);
-/* Keeps the keep_last newest complete step_* of run_dir (by step number) and
- * whatever `latest` names; deletes the others (*removed: how many). */
-hp_status hp_ckpt_retain(int *removed, const char *run_dir, int keep_last);
+/* Keeps the keep_last newest complete step_* of lineage lin in run_dir (by
+ * step number) and whatever `latest` names; deletes the lineage's others
+ * (*removed: how many). Checkpoints of other lineages are neither counted nor
+ * deleted (lin NULL: every checkpoint is counted). */
+hp_status hp_ckpt_retain(int *removed, const char *run_dir, int keep_last, const hp_ckpt_lineage *lin);
+/* The highest step of a complete step_* in run_dir (-1: none, or no run_dir). */
+hp_status hp_ckpt_newest_step(long long *step, const char *run_dir);
 
 /* ---- the lock ---- */
 

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/crc32c.h"
+
 /* A 0-d tensor is treated as [1]. */
 static hp_shape dims_of(const hp_shape *g) {
     if (g->ndim > 0) return *g;
@@ -213,4 +215,24 @@ int64_t hp_region_copy(void *dst, const hp_region *dst_r, const void *src, const
     copy_ctx c = {dst, src, elem, 0};
     each_run(dst_r, src_r, g, copy_run, &c);
     return c.n;
+}
+
+typedef struct {
+    copy_ctx c;
+    uint32_t crc;
+} crc_copy_ctx;
+
+static void crc_copy_run(void *ctx_, int64_t ld, int64_t ls, int64_t n) {
+    crc_copy_ctx *x = ctx_;
+    x->crc = hp_crc32c_copy(x->c.dst + (size_t)ld * x->c.elem, x->crc, x->c.src + (size_t)ls * x->c.elem,
+                            (size_t)n * x->c.elem);
+    x->c.n += n;
+}
+
+int64_t hp_region_copy_crc(void *dst, uint32_t *crc, const hp_region *dst_r, const void *src, const hp_region *src_r,
+                           const hp_shape *g, size_t elem) {
+    crc_copy_ctx x = {{dst, src, elem, 0}, *crc};
+    each_run(dst_r, src_r, g, crc_copy_run, &x);
+    *crc = x.crc;
+    return x.c.n;
 }

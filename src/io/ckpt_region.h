@@ -48,5 +48,11 @@ int hp_region_flat_boxes(hp_region *out, const hp_region *box, int64_t lb, int64
  * elements of elem bytes; src may be unaligned (it can point into a mapped file). */
 int64_t hp_region_copy(void *dst, const hp_region *dst_r, const void *src, const hp_region *src_r, const hp_shape *g,
                        size_t elem);
+/* hp_region_copy that also carries the CRC-32C *crc (io/crc32c) over the
+ * bytes copied, in the order copied, in the same pass. When src_r lies
+ * wholly in dst_r that order is src's buffer order, each byte once: *crc
+ * then goes on over all of src. */
+int64_t hp_region_copy_crc(void *dst, uint32_t *crc, const hp_region *dst_r, const void *src, const hp_region *src_r,
+                           const hp_shape *g, size_t elem);
 
 #endif

@@ -35,6 +35,15 @@ static char *dup_n(const char *s, size_t n) {
     return r;
 }
 
+/* A byte as an error message shows it: "character 'x'" when printable, else
+ * "byte 0xef" (a raw byte would garble the message). */
+static const char *char_name(char out[16], char c) {
+    unsigned char u = (unsigned char)c;
+    if (u >= 0x20 && u < 0x7f) snprintf(out, 16, "character '%c'", c);
+    else snprintf(out, 16, "byte 0x%02x", u);
+    return out;
+}
+
 /* Parses one line [s, s+n). Sets *key to NULL for blank/comment lines. */
 static hp_status parse_line(char **key, char **value, int *quoted, const char *s, size_t n,
                             const char *file, int line) {
@@ -49,12 +58,14 @@ static hp_status parse_line(char **key, char **value, int *quoted, const char *s
     while (i < n && is_space(s[i])) i++;
     if (k1 == k0) {
         if (s[i] == '=') return hp_errorf("%s:%d: missing key before '='", file, line);
-        return hp_errorf("%s:%d: invalid character '%c' in key (keys use letters, digits, '-', '_', '.')",
-                         file, line, s[i]);
+        char c[16];
+        return hp_errorf("%s:%d: invalid %s in key (keys use letters, digits, '-', '_', '.')", file,
+                         line, char_name(c, s[i]));
     }
     if (i == n || s[i] != '=') {
+        char c[16];
         if (i < n && !is_space(s[i]) && s[i] != '#' && k1 == i)
-            return hp_errorf("%s:%d: invalid character '%c' in key '%.*s'", file, line, s[i],
+            return hp_errorf("%s:%d: invalid %s in key '%.*s'", file, line, char_name(c, s[i]),
                              (int)(k1 - k0), s + k0);
         return hp_errorf("%s:%d: expected 'key = value', got '%.*s'", file, line, (int)(n - k0), s + k0);
     }
@@ -114,11 +125,48 @@ static hp_status parse_line(char **key, char **value, int *quoted, const char *s
     return HP_OK;
 }
 
+/* The entries' keys indexed while a file is parsed, so that the check for a
+ * key given twice stays linear in the file: open addressing over entry
+ * numbers + 1 (0: an empty slot), cap a power of two above twice the
+ * entries. */
+typedef struct {
+    int *slot;
+    size_t cap;
+} key_index;
+
+static size_t key_hash(const char *k) {
+    size_t h = 1469598103934665603u;
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211u;
+    return h;
+}
+
+/* The slot of key in ix: the entry holding it, or the empty slot where it goes. */
+static int *key_slot(const key_index *ix, const hp_config *c, const char *key) {
+    size_t i = key_hash(key) & (ix->cap - 1);
+    while (ix->slot[i] && strcmp(c->entries[ix->slot[i] - 1].key, key)) i = (i + 1) & (ix->cap - 1);
+    return &ix->slot[i];
+}
+
+/* Makes room for one more entry (c->n + 1 of them) in ix. */
+static void key_index_grow(key_index *ix, const hp_config *c) {
+    if ((size_t)(c->n + 1) * 2 <= ix->cap) return;
+    free(ix->slot);
+    ix->cap = ix->cap ? ix->cap * 2 : 64;
+    ix->slot = calloc(ix->cap, sizeof *ix->slot);
+    HP_ASSERT(ix->slot != NULL);
+    for (int k = 0; k < c->n; k++) *key_slot(ix, c, c->entries[k].key) = k + 1;
+}
+
 hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const char *name) {
     *out = NULL;
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+        return hp_errorf("%s:1: the file starts with a UTF-8 byte order mark (bytes EF BB BF): save it as UTF-8 "
+                         "without one",
+                         name);
     hp_config *c = calloc(1, sizeof *c);
     HP_ASSERT(c != NULL);
     c->file = dup_n(name, strlen(name));
+    key_index ix = {NULL, 0};
     int cap = 0;
     size_t pos = 0;
     int line = 0;
@@ -136,13 +184,16 @@ hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const c
         e = parse_line(&key, &value, &quoted, text + pos, end - pos, name, line);
         pos = end + 1;
         if (e || !key) continue;
-        const hp_config_entry *prev = hp_config_find(c, key);
-        if (prev) {
-            e = hp_errorf("%s:%d: key '%s' given twice (first on line %d)", name, line, key, prev->line);
+        key_index_grow(&ix, c);
+        int *slot = key_slot(&ix, c, key);
+        if (*slot) {
+            e = hp_errorf("%s:%d: key '%s' given twice (first on line %d)", name, line, key,
+                          c->entries[*slot - 1].line);
             free(key);
             free(value);
             break;
         }
+        *slot = c->n + 1;
         if (c->n == cap) {
             cap = cap ? cap * 2 : 16;
             hp_config_entry *ne = realloc(c->entries, (size_t)cap * sizeof *ne);
@@ -151,6 +202,7 @@ hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const c
         }
         c->entries[c->n++] = (hp_config_entry){key, value, line, quoted, NULL};
     }
+    free(ix.slot);
     if (e) {
         hp_config_free(c);
         return e;
@@ -164,7 +216,7 @@ hp_status hp_config_load(hp_config **out, const char *path) {
     *out = NULL;
     char *text;
     size_t n;
-    HP_TRY(hp_fs_read_all(&text, &n, path));
+    HP_TRY(hp_fs_read_bounded(&text, &n, path, HP_CONFIG_MAX_BYTES));
     hp_status e = hp_config_parse(out, text, n, path);
     free(text);
     return e;

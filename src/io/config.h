@@ -28,9 +28,15 @@ typedef struct {
     hp_config_entry *entries;
 } hp_config;
 
-/* Reads and parses a file. A key given twice is an error. */
+/* The largest settings file read (a longer one is refused unread). */
+#define HP_CONFIG_MAX_BYTES ((size_t)16 << 20)
+
+/* Reads and parses a file. A key given twice is an error. The file must be
+ * a regular file (a FIFO or a device is refused without waiting on it: io/fsutil)
+ * of at most HP_CONFIG_MAX_BYTES. */
 hp_status hp_config_load(hp_config **out, const char *path);
-/* Parses text already in memory; `name` is used in error messages. */
+/* Parses text already in memory; `name` is used in error messages. Text
+ * that starts with a UTF-8 byte order mark is refused, naming it. */
 hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const char *name);
 void hp_config_free(hp_config *c);
 /* The entry for key, or NULL. */

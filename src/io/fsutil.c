@@ -150,43 +150,56 @@ hp_status hp_fs_write_atomic(const char *path, const void *data, size_t n) {
     return hp_afile_commit(&f);
 }
 
-hp_status hp_fs_read_all(char **data, size_t *n, const char *path) {
-    *data = NULL;
-    *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
+const char *hp_fs_kind_name(unsigned mode) {
+    return S_ISFIFO(mode)                    ? "a FIFO"
+           : S_ISDIR(mode)                   ? "a directory"
+           : S_ISCHR(mode) || S_ISBLK(mode)  ? "a device"
+           : S_ISSOCK(mode)                  ? "a socket"
+           : S_ISLNK(mode)                   ? "a symbolic link"
+                                             : "not a file";
+}
+
+hp_status hp_fs_open_regular(int *fd, size_t *size, const char *path) {
+    *fd = -1, *size = 0;
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (f < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fstat(f, &st) != 0) {
         hp_status e = hp_errorf("%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
+        close(f);
         return e;
     }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return hp_errorf("%s: is a directory, expected a file", path);
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return hp_errorf("%s: not a regular file (%s)", path, hp_fs_kind_name((unsigned)st.st_mode));
     }
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
-    char *buf = malloc(cap);
+    int fl = fcntl(f, F_GETFL);
+    if (fl >= 0) (void)fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
+    *fd = f, *size = (size_t)st.st_size;
+    return HP_OK;
+}
+
+hp_status hp_fs_read_bounded(char **data, size_t *n, const char *path, size_t max) {
+    *data = NULL;
+    *n = 0;
+    int fd;
+    size_t size;
+    HP_TRY(hp_fs_open_regular(&fd, &size, path));
+    if (size > max) {
+        close(fd);
+        return hp_errorf("%s: %zu bytes, above the limit of %zu for this file", path, size, max);
+    }
+    char *buf = malloc(size + 1);
     if (!buf) {
         close(fd);
-        return hp_errorf("%s: out of memory reading %zu bytes", path, cap);
+        return hp_errorf("%s: out of memory reading %zu bytes", path, size + 1);
     }
     size_t len = 0;
-    for (;;) {
-        if (len + 1 >= cap) {
-            size_t nc = cap * 2;
-            char *nb = realloc(buf, nc);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return hp_errorf("%s: out of memory reading %zu bytes", path, nc);
-            }
-            buf = nb;
-            cap = nc;
-        }
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
+    while (len < size) { /* no more than the size it had when opened: a file that grows is read as it was */
+        ssize_t r = read(fd, buf + len, size - len);
+        if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            if (errno == EINTR) continue;
             hp_status e = hp_errorf("%s: read failed: %s", path, strerror(errno));
             free(buf);
             close(fd);
@@ -200,6 +213,10 @@ hp_status hp_fs_read_all(char **data, size_t *n, const char *path) {
     *data = buf;
     *n = len;
     return HP_OK;
+}
+
+hp_status hp_fs_read_all(char **data, size_t *n, const char *path) {
+    return hp_fs_read_bounded(data, n, path, SIZE_MAX - 1);
 }
 
 hp_status hp_fs_mkdir_p(const char *path) {

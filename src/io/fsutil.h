@@ -29,8 +29,17 @@ void hp_afile_abort(hp_afile *f);
 
 /* Writes n bytes to path atomically. */
 hp_status hp_fs_write_atomic(const char *path, const void *data, size_t n);
-/* Reads the whole file into *data (malloc'd, caller frees, with one extra
- * NUL byte after the n bytes so text can be used as a C string). */
+/* Opens path for reading if it is a regular file; anything else (a FIFO, a
+ * device such as /dev/zero, a directory, a socket) is refused with "PATH: not
+ * a regular file (a FIFO)" without waiting on it. *size: its size. */
+hp_status hp_fs_open_regular(int *fd, size_t *size, const char *path);
+/* "a FIFO", "a directory", "a device", ... for a st_mode. */
+const char *hp_fs_kind_name(unsigned mode);
+/* Reads a whole regular file of at most max bytes into *data (malloc'd,
+ * caller frees, with one extra NUL byte after the n bytes so text can be used
+ * as a C string). Every reader of a whole file goes through here. */
+hp_status hp_fs_read_bounded(char **data, size_t *n, const char *path, size_t max);
+/* hp_fs_read_bounded with no limit but the file's own size. */
 hp_status hp_fs_read_all(char **data, size_t *n, const char *path);
 /* Creates path and its missing parents (mode 0755); existing dirs are fine. */
 hp_status hp_fs_mkdir_p(const char *path);

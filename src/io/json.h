@@ -80,7 +80,8 @@ struct hp_json {
 
 /* Parses exactly one JSON value (surrounding whitespace allowed). Errors
  * look like "json: offset 17: expected ':' after object key". Duplicate
- * keys in an object are an error. */
+ * keys in an object are an error (found through an index: linear in the
+ * text); a UTF-8 byte order mark at the start is refused, named as such. */
 hp_status hp_json_parse(hp_json **out, const char *text, size_t len);
 void hp_json_free(hp_json *v);
 

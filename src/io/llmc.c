@@ -1,11 +1,9 @@
 #include "io/llmc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/fsutil.h"
@@ -79,14 +77,10 @@ static hp_status read_exact(int fd, void *dst, size_t n, const char *path) {
 
 /* Reads and checks the header (magic, version, fields, and the file size it
  * implies); *esz gets the bytes per stored parameter. */
-static hp_status read_header(hp_llmc_header *hdr, size_t *esz, int fd, const char *path) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return hp_errorf("%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return hp_errorf("%s: not a regular file", path);
+static hp_status read_header(hp_llmc_header *hdr, size_t *esz, int fd, size_t fsize, const char *path) {
     const size_t hbytes = HP_LLMC_HEADER_INTS * sizeof(int32_t);
-    if ((size_t)st.st_size < hbytes)
-        return hp_errorf("%s: file is %lld bytes, shorter than the %zu-byte llm.c header", path,
-                         (long long)st.st_size, hbytes);
+    if (fsize < hbytes)
+        return hp_errorf("%s: file is %zu bytes, shorter than the %zu-byte llm.c header", path, fsize, hbytes);
     int32_t h[HP_LLMC_HEADER_INTS];
     HP_TRY(read_exact(fd, h, hbytes, path));
     if (h[0] != HP_LLMC_MAGIC)
@@ -100,19 +94,19 @@ static hp_status read_header(hp_llmc_header *hdr, size_t *esz, int fd, const cha
     size_t count = hp_llmc_param_count(&hd);
     *esz = h[1] == HP_LLMC_VERSION_FP32 ? 4 : 2;
     size_t want = hbytes + count * *esz;
-    if ((size_t)st.st_size != want)
-        return hp_errorf("%s: file size %lld bytes does not match the header (expected %zu bytes: %zu %s "
+    if (fsize != want)
+        return hp_errorf("%s: file size %zu bytes does not match the header (expected %zu bytes: %zu %s "
                          "parameters for maxT=%d V=%d L=%d NH=%d C=%d Vp=%d)",
-                         path, (long long)st.st_size, want, count, *esz == 4 ? "fp32" : "bf16", hd.maxT, hd.V,
+                         path, fsize, want, count, *esz == 4 ? "fp32" : "bf16", hd.maxT, hd.V,
                          hd.L, hd.NH, hd.C, hd.Vp);
     *hdr = hd;
     return HP_OK;
 }
 
-static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, const char *path) {
+static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, size_t fsize, const char *path) {
     hp_llmc_header hd;
     size_t esz;
-    HP_TRY(read_header(&hd, &esz, fd, path));
+    HP_TRY(read_header(&hd, &esz, fd, fsize, path));
     size_t count = hp_llmc_param_count(&hd);
     float *p = malloc(count * sizeof(float));
     if (!p) return hp_errorf("%s: out of memory for %zu parameters", path, count);
@@ -139,20 +133,25 @@ static hp_status read_body(hp_llmc_header *hdr, float **params, int fd, const ch
     return HP_OK;
 }
 
+/* Both readers open through hp_fs_open_regular (a FIFO or a device is refused
+ * without waiting on it) and read no more than the header declares, which
+ * must be the file's size. */
 hp_status hp_llmc_read(hp_llmc_header *hdr, float **params, const char *path) {
     *params = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
-    hp_status e = read_body(hdr, params, fd, path);
+    int fd;
+    size_t fsize;
+    HP_TRY(hp_fs_open_regular(&fd, &fsize, path));
+    hp_status e = read_body(hdr, params, fd, fsize, path);
     close(fd);
     return e;
 }
 
 hp_status hp_llmc_read_header(hp_llmc_header *hdr, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    size_t fsize;
+    HP_TRY(hp_fs_open_regular(&fd, &fsize, path));
     size_t esz;
-    hp_status e = read_header(hdr, &esz, fd, path);
+    hp_status e = read_header(hdr, &esz, fd, fsize, path);
     close(fd);
     return e;
 }

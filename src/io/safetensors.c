@@ -2,13 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/crc32c.h"
 #include "io/fsutil.h"
 #include "io/json.h"
 
@@ -17,6 +20,7 @@
 #endif
 
 #define META_KEY "__metadata__"
+#define CRC_PREFIX "crc32c." /* __metadata__["crc32c.<tensor>"]: its checksum, 8 hex digits */
 #define MAX_HEADER ((uint64_t)100 << 20)
 
 static const struct {
@@ -50,9 +54,36 @@ static hp_status check_metadata(const char *path, const char *meta) {
             if (m->items[i].type != HP_JSON_STRING)
                 e = hp_errorf("%s: metadata key '%s' must hold a string (safetensors rule), got %s", path,
                               m->keys[i], hp_json_type_name(m->items[i].type));
+            else if (!strncmp(m->keys[i], CRC_PREFIX, strlen(CRC_PREFIX)))
+                e = hp_errorf("%s: metadata key '%s' is reserved for the tensors' checksums", path, m->keys[i]);
     }
     hp_json_free(m);
     return e;
+}
+
+/* __metadata__: the caller's string pairs, then every tensor's checksum. */
+static void write_metadata(hp_jw *w, const char *metadata_json, const hp_named_tensor *ts, int n,
+                           const size_t *sizes) {
+    hp_jw_key(w, META_KEY);
+    hp_jw_object_begin(w);
+    hp_json *m = NULL;
+    if (metadata_json && !hp_json_parse(&m, metadata_json, strlen(metadata_json))) /* checked before */
+        for (int i = 0; i < m->n; i++) {
+            hp_jw_key(w, m->keys[i]);
+            hp_jw_string_n(w, m->items[i].str, m->items[i].len);
+        }
+    hp_json_free(m);
+    for (int i = 0; i < n; i++) {
+        size_t kn = strlen(CRC_PREFIX) + strlen(ts[i].name) + 1;
+        char *key = malloc(kn), hex[16];
+        HP_ASSERT(key != NULL);
+        snprintf(key, kn, "%s%s", CRC_PREFIX, ts[i].name);
+        snprintf(hex, sizeof hex, "%08x", sizes[i] ? hp_crc32c(0, ts[i].data, sizes[i]) : 0u);
+        hp_jw_key(w, key);
+        hp_jw_string(w, hex);
+        free(key);
+    }
+    hp_jw_object_end(w);
 }
 
 static hp_status check_tensors(const char *path, const hp_named_tensor *ts, int n, size_t *sizes) {
@@ -86,10 +117,7 @@ hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int 
     hp_jw w;
     hp_jw_init(&w);
     hp_jw_object_begin(&w);
-    if (metadata_json) {
-        hp_jw_key(&w, META_KEY);
-        hp_jw_raw(&w, metadata_json, strlen(metadata_json));
-    }
+    write_metadata(&w, metadata_json, ts, n, sizes);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         hp_jw_key(&w, ts[i].name);
@@ -151,6 +179,10 @@ struct hp_safetensors {
     int n;
     hp_safetensors_entry *entries;
     size_t *begin; /* data offsets of each entry, for the contiguity check */
+    uint32_t *crc;           /* [n]: the checksum in __metadata__ */
+    unsigned char *has_crc;  /* [n]: 1 when there is one */
+    atomic_uchar *verified;  /* [n]: 1 once the bytes matched it */
+    int verify;              /* check the checksums (default 1) */
 };
 
 void hp_safetensors_close(hp_safetensors *st) {
@@ -159,6 +191,7 @@ void hp_safetensors_close(hp_safetensors *st) {
     hp_json_free(st->header);
     free(st->entries);
     free(st->begin);
+    free(st->crc), free(st->has_crc), free(st->verified);
     free(st->path);
     free(st);
 }
@@ -285,12 +318,41 @@ static hp_status check_contiguous(const hp_safetensors *st, size_t data_len) {
     return e;
 }
 
-static hp_status open_body(hp_safetensors *st, int fd) {
+/* The tensors' checksums in __metadata__ ("crc32c.<name>": 8 hex digits):
+ * all of them or none (a file written before checksums); each names a tensor. */
+static hp_status read_checksums(hp_safetensors *st) {
+    const hp_json *m = st->meta;
+    size_t pl = strlen(CRC_PREFIX);
+    int found = 0;
+    for (int k = 0; m && k < m->n; k++) {
+        const char *key = m->keys[k];
+        if (strncmp(key, CRC_PREFIX, pl)) continue;
+        const hp_safetensors_entry *en = hp_safetensors_find(st, key + pl);
+        if (!en) return hp_errorf("%s: %s key '%s' names no tensor of the file", st->path, META_KEY, key);
+        const char *v = m->items[k].str;
+        uint32_t x = 0;
+        int ok = m->items[k].len == 8;
+        for (int i = 0; i < 8 && ok; i++) {
+            char c = v[i];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            ok = d >= 0;
+            x = x << 4 | (uint32_t)(ok ? d : 0);
+        }
+        if (!ok) return hp_errorf("%s: %s key '%s': expected 8 hex digits", st->path, META_KEY, key);
+        int i = (int)(en - st->entries);
+        if (st->has_crc[i]) return hp_errorf("%s: %s key '%s' is given twice", st->path, META_KEY, key);
+        st->crc[i] = x, st->has_crc[i] = 1;
+        found++;
+    }
+    for (int i = 0; i < st->n && found; i++)
+        if (!st->has_crc[i])
+            return hp_errorf("%s: tensor '%s': no checksum (%s%s) while the file's other tensors have one", st->path,
+                             st->entries[i].name, CRC_PREFIX, st->entries[i].name);
+    return HP_OK;
+}
+
+static hp_status open_body(hp_safetensors *st, int fd, size_t fsize) {
     const char *path = st->path;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) return hp_errorf("%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return hp_errorf("%s: not a regular file", path);
-    size_t fsize = (size_t)sb.st_size;
     if (fsize < 8) return hp_errorf("%s: file is %zu bytes, too short for a safetensors header", path, fsize);
     st->map = mmap(NULL, fsize, PROT_READ, MAP_PRIVATE, fd, 0);
     if (st->map == MAP_FAILED) {
@@ -312,7 +374,10 @@ static hp_status open_body(hp_safetensors *st, int fd) {
     size_t data_len = fsize - 8 - (size_t)hlen;
     st->entries = calloc((size_t)(h->n ? h->n : 1), sizeof *st->entries);
     st->begin = calloc((size_t)(h->n ? h->n : 1), sizeof *st->begin);
-    HP_ASSERT(st->entries && st->begin);
+    st->crc = calloc((size_t)(h->n ? h->n : 1), sizeof *st->crc);
+    st->has_crc = calloc((size_t)(h->n ? h->n : 1), sizeof *st->has_crc);
+    st->verified = calloc((size_t)(h->n ? h->n : 1), sizeof *st->verified);
+    HP_ASSERT(st->entries && st->begin && st->crc && st->has_crc && st->verified);
     for (int i = 0; i < h->n; i++) {
         if (!strcmp(h->keys[i], META_KEY)) {
             const hp_json *m = &h->items[i];
@@ -326,24 +391,37 @@ static hp_status open_body(hp_safetensors *st, int fd) {
         HP_TRY(parse_entry(&st->entries[st->n], &st->begin[st->n], path, h->keys[i], &h->items[i], data_len, data));
         st->n++;
     }
-    return check_contiguous(st, data_len);
+    HP_TRY(check_contiguous(st, data_len));
+    return read_checksums(st);
 }
 
 hp_status hp_safetensors_open(hp_safetensors **out, const char *path) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hp_errorf("%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    size_t fsize;
+    HP_TRY(hp_fs_open_regular(&fd, &fsize, path)); /* a FIFO or a device is refused, not waited on */
     hp_safetensors *st = calloc(1, sizeof *st);
     HP_ASSERT(st != NULL);
     st->path = strdup(path);
+    st->verify = 1;
     HP_ASSERT(st->path != NULL);
-    hp_status e = open_body(st, fd);
+    hp_status e = open_body(st, fd, fsize);
     close(fd);
     if (e) {
         hp_safetensors_close(st);
         return e;
     }
     *out = st;
+    return HP_OK;
+}
+
+/* Entry i's bytes gave checksum got. */
+static hp_status check_crc(const hp_safetensors *st, int i, uint32_t got) {
+    if (got != st->crc[i])
+        return hp_errorf("%s: tensor '%s': checksum %08x, but the file's %s says %08x (its bytes were changed or "
+                         "damaged)",
+                         st->path, st->entries[i].name, got, META_KEY, st->crc[i]);
+    atomic_store(&st->verified[i], 1);
     return HP_OK;
 }
 
@@ -359,6 +437,20 @@ hp_status hp_safetensors_read_into(const hp_safetensors *st, const char *name, h
         return hp_errorf("%s: tensor '%s': shape %s, expected %s", st->path, name, hp_shape_str(a, sizeof a, &en->shape),
                          hp_shape_str(b, sizeof b, shape));
     }
-    if (en->nbytes) memcpy(dst, en->data, en->nbytes);
-    return HP_OK;
+    int i = (int)(en - st->entries);
+    if (!st->verify || !st->has_crc[i] || atomic_load(&st->verified[i])) {
+        if (en->nbytes) memcpy(dst, en->data, en->nbytes);
+        return HP_OK;
+    }
+    uint32_t got = en->nbytes ? hp_crc32c_copy(dst, 0, en->data, en->nbytes) : 0;
+    return check_crc(st, i, got);
+}
+
+void hp_safetensors_set_verify(hp_safetensors *st, int on) { st->verify = on != 0; }
+
+hp_status hp_safetensors_verify(const hp_safetensors *st, const hp_safetensors_entry *en) {
+    int i = (int)(en - st->entries);
+    HP_ASSERT(i >= 0 && i < st->n);
+    if (!st->verify || !st->has_crc[i] || atomic_load(&st->verified[i])) return HP_OK;
+    return check_crc(st, i, en->nbytes ? hp_crc32c(0, en->data, en->nbytes) : 0);
 }

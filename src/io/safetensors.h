@@ -6,7 +6,14 @@
  * Reading maps the file, validates the whole header (well-formed JSON,
  * known dtypes, shape x dtype size == offset span, offsets in bounds and
  * contiguous) and lets the caller copy tensors out by name after checking
- * dtype and shape. Errors name the file and the tensor. */
+ * dtype and shape. Errors name the file and the tensor.
+ *
+ * Checksums: the writer stores every tensor's CRC-32C (io/crc32c) in
+ * __metadata__ as "crc32c.<name>": "<8 hex digits>", computed from the bytes
+ * written; a reader verifies a tensor the first time it is copied out (in
+ * the same pass as the copy). A file without them (written before they
+ * existed, or by another tool) is read unverified; one with some but not all
+ * is refused. */
 #ifndef HP_IO_SAFETENSORS_H
 #define HP_IO_SAFETENSORS_H
 
@@ -24,7 +31,8 @@ typedef struct {
 
 /* Writes n tensors (file order = the order given). metadata_json, when not
  * NULL, must be a JSON object whose values are strings (the safetensors
- * rule); it is stored under "__metadata__". Names must be unique. */
+ * rule) and no key "crc32c.*"; it is stored under "__metadata__" with the
+ * tensors' checksums after it. Names must be unique. */
 hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int n, const char *metadata_json);
 
 typedef struct hp_safetensors hp_safetensors;
@@ -40,6 +48,8 @@ typedef struct {
     const void *data;       /* inside the mapped file; may be unaligned */
 } hp_safetensors_entry;
 
+/* path must be a regular file (a FIFO or a device is refused without
+ * waiting on it); the header must fit in it. */
 hp_status hp_safetensors_open(hp_safetensors **out, const char *path);
 void hp_safetensors_close(hp_safetensors *st);
 const char *hp_safetensors_path(const hp_safetensors *st);
@@ -51,8 +61,15 @@ const hp_safetensors_entry *hp_safetensors_find(const hp_safetensors *st, const 
 /* The string stored under __metadata__[key], or NULL. */
 const char *hp_safetensors_metadata(const hp_safetensors *st, const char *key);
 /* Copies tensor `name` into dst after checking that it exists and has
- * exactly this dtype and shape. dst: [numel(shape)] elements of dtype. */
+ * exactly this dtype and shape, and its bytes against its checksum (an error
+ * names the file and the tensor; dst is then written but not to be used).
+ * dst: [numel(shape)] elements of dtype. Safe from several threads at once. */
 hp_status hp_safetensors_read_into(const hp_safetensors *st, const char *name, hp_dtype dtype,
                                    const hp_shape *shape, void *dst);
+/* Checks entry en's bytes (en->data) against its checksum; once per entry
+ * (later calls return at once). For readers that use en->data directly. */
+hp_status hp_safetensors_verify(const hp_safetensors *st, const hp_safetensors_entry *en);
+/* Verification on (1, the default) or off (0: benchmarks measure its cost). */
+void hp_safetensors_set_verify(hp_safetensors *st, int on);
 
 #endif

@@ -3,12 +3,10 @@
 #include "layout/text.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 void hp_plan_init(hp_plan *out, const hp_mesh *m) {
     memset(out, 0, sizeof *out);
@@ -32,7 +30,45 @@ void hp_plan_free(hp_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const hp_layout *l, const char *where) {
+/* The patterns of one kind of rule (params or inputs) indexed while a file is
+ * parsed, so that the check for a repeated rule stays linear in the file (a
+ * plan of 100k rules reports its first problem at once, not after a
+ * quadratic scan): open addressing over rule numbers + 1 (0: an empty slot),
+ * cap a power of two at least twice the rules. */
+typedef struct {
+    int *slot;
+    size_t cap;
+} rule_index;
+
+static size_t pattern_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of pattern in ix: the rule holding it, or the empty slot where it goes. */
+static int *rule_slot(const rule_index *ix, const hp_plan_rule *rules, const char *pattern) {
+    size_t i = pattern_hash(pattern) & (ix->cap - 1);
+    while (ix->slot[i] && strcmp(rules[ix->slot[i] - 1].pattern, pattern)) i = (i + 1) & (ix->cap - 1);
+    return &ix->slot[i];
+}
+
+/* Room in ix for n + 1 rules; 0 when out of memory. */
+static int rule_index_grow(rule_index *ix, const hp_plan_rule *rules, int n) {
+    if ((size_t)(n + 1) * 2 <= ix->cap) return 1;
+    size_t cap = ix->cap ? ix->cap * 2 : 64;
+    int *slot = calloc(cap, sizeof *slot);
+    if (!slot) return 0;
+    free(ix->slot);
+    ix->slot = slot, ix->cap = cap;
+    for (int k = 0; k < n; k++) *rule_slot(ix, rules, rules[k].pattern) = k + 1;
+    return 1;
+}
+
+/* ix: the index of this kind's rules (a file being parsed), or NULL (the C
+ * API: the rules are compared one by one). */
+static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const hp_layout *l, const char *where,
+                          rule_index *ix) {
     const char *kind = is_input ? "input" : "param";
     if (!pattern || !pattern[0]) return hp_errorf("plan: %s rule has an empty pattern", kind);
     for (const char *c = pattern; *c; c++)
@@ -52,11 +88,18 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
         }
     hp_plan_rule **rules = is_input ? &p->inputs : &p->params;
     int *n = is_input ? &p->ninputs : &p->nparams, *cap = is_input ? &p->cap_inputs : &p->cap_params;
-    for (int i = 0; i < *n; i++)
-        if (!strcmp((*rules)[i].pattern, pattern))
-            return hp_errorf("plan: %s '%s' repeats the rule at %s (the first rule wins, so this one would never "
-                             "apply)",
-                             kind, pattern, (*rules)[i].where);
+    int same = -1;
+    if (ix) {
+        if (!rule_index_grow(ix, *rules, *n)) return hp_errorf("plan: out of memory");
+        same = *rule_slot(ix, *rules, pattern) - 1;
+    } else {
+        for (int i = 0; i < *n && same < 0; i++)
+            if (!strcmp((*rules)[i].pattern, pattern)) same = i;
+    }
+    if (same >= 0)
+        return hp_errorf("plan: %s '%s' repeats the rule at %s (the first rule wins, so this one would never "
+                         "apply)",
+                         kind, pattern, (*rules)[same].where);
     if (*n == *cap) {
         int nc = *cap ? 2 * *cap : 16;
         hp_plan_rule *nr = realloc(*rules, (size_t)nc * sizeof *nr);
@@ -74,22 +117,23 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
         return hp_errorf("plan: out of memory");
     }
     (*n)++;
+    if (ix) *rule_slot(ix, *rules, pattern) = *n;
     return HP_OK;
 }
 
 hp_status hp_plan_add_param(hp_plan *p, const char *pattern, const hp_layout *l) {
-    return add_rule(p, 0, pattern, l, "api");
+    return add_rule(p, 0, pattern, l, "api", NULL);
 }
 
 hp_status hp_plan_add_input(hp_plan *p, const char *pattern, const hp_layout *l) {
-    return add_rule(p, 1, pattern, l, "api");
+    return add_rule(p, 1, pattern, l, "api", NULL);
 }
 
 static hp_status add_str(hp_plan *p, int is_input, const char *pattern, const char *layout) {
     hp_layout l;
     hp_status st = hp_layout_parse(&l, layout, &p->mesh);
     if (st) return hp_error_wrap(st, "plan: %s '%s'", is_input ? "input" : "param", pattern ? pattern : "");
-    return add_rule(p, is_input, pattern, &l, "api");
+    return add_rule(p, is_input, pattern, &l, "api", NULL);
 }
 
 hp_status hp_plan_add_param_str(hp_plan *p, const char *pattern, const char *layout) {
@@ -103,8 +147,9 @@ hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *lay
 
 #define LINE_MAX_LEN 1024
 
-/* One non-empty, comment-free line. */
-static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const char *name, int lineno) {
+/* One non-empty, comment-free line; ix: the rules' indexes (params, inputs). */
+static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const char *name, int lineno,
+                            rule_index ix[2]) {
     const char *colon = strchr(line, ':');
     const char *kw_end = line;
     while (*kw_end && !isspace((unsigned char)*kw_end) && *kw_end != ':') kw_end++;
@@ -150,7 +195,7 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
     if (st) return hp_error_wrap(st, "%s:%d: %s '%s'", name, lineno, kw, pattern);
     char where[LINE_MAX_LEN + 32];
     snprintf(where, sizeof where, "%s:%d", name, lineno);
-    st = add_rule(p, is_input, pattern, &l, where);
+    st = add_rule(p, is_input, pattern, &l, where, &ix[is_input]);
     if (st) {
         /* drop add_rule's "plan: " prefix: the location says it */
         const char *msg = hp_status_msg(st);
@@ -167,9 +212,14 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
     hp_plan_init(out, &none);
     if (!name) name = "plan";
     if (!text) return hp_errorf("%s: no text", name);
+    if (!strncmp(text, "\xEF\xBB\xBF", 3))
+        return hp_errorf("%s:1: the file starts with a UTF-8 byte order mark (bytes EF BB BF): save it as plain "
+                         "text without one",
+                         name);
     int have_mesh = 0, lineno = 0;
     const char *p = text;
     hp_status st = HP_OK;
+    rule_index ix[2] = {{NULL, 0}, {NULL, 0}};
     while (*p && !st) {
         lineno++;
         const char *nl = strchr(p, '\n');
@@ -181,51 +231,12 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
             st = hp_errorf("%s:%d: line is longer than %d characters", name, lineno, LINE_MAX_LEN - 1);
             break;
         }
-        if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno);
+        if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno, ix);
         p = nl ? nl + 1 : end;
     }
+    free(ix[0].slot), free(ix[1].slot);
     if (!st && !have_mesh) st = hp_errorf("%s: no 'mesh:' line (e.g. 'mesh: dp=2,tp=2')", name);
     if (st) hp_plan_free(out);
-    return st;
-}
-
-hp_status hp_plan_load(hp_plan *out, const char *path) {
-    hp_mesh none;
-    memset(&none, 0, sizeof none);
-    hp_plan_init(out, &none);
-    struct stat sb; /* before opening: a FIFO would block, a directory reads as an error */
-    if (stat(path, &sb) != 0) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return hp_errorf("%s: not a regular file (a plan file is a text file)", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return hp_errorf("%s: cannot open plan file: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    hp_status st = HP_OK;
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1) break;
-        if (cap >= (size_t)64 << 20) {
-            st = hp_errorf("%s: plan file is larger than 64 MB", path);
-            break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (!buf) st = hp_errorf("%s: out of memory reading the plan", path);
-    else if (!st && ferror(f)) st = hp_errorf("%s: read error", path);
-    fclose(f);
-    if (!st) {
-        buf[n] = 0;
-        if (strlen(buf) != n) st = hp_errorf("%s: plan file contains a NUL byte", path);
-        else st = hp_plan_parse(out, buf, path);
-    }
-    free(buf);
     return st;
 }
 

@@ -259,6 +259,104 @@ static hp_status emit_muon(hp_optim_phase_io *io, hp_graph *g, const hp_optim_co
     return hp_graph_status(g);
 }
 
+/* text += s (a growing malloc'd string; on failure *text is freed and NULL). */
+static void append(char **text, size_t *len, const char *s) {
+    if (!*text) return;
+    size_t n = strlen(s);
+    char *t = realloc(*text, *len + n + 1);
+    if (!t) {
+        free(*text);
+        *text = NULL;
+        return;
+    }
+    memcpy(t + *len, s, n + 1);
+    *text = t, *len += n;
+}
+
+/* name with every run of digits between dots as '*': "h.3.attn.qkv.weight" -> "h.*.attn.qkv.weight". */
+static void pattern_of(char *out, size_t cap, const char *name) {
+    size_t o = 0;
+    for (const char *c = name; *c && o + 2 < cap;) {
+        int start = c == name || c[-1] == '.';
+        const char *d = c;
+        while (*d >= '0' && *d <= '9') d++;
+        if (start && d > c && (*d == '.' || !*d)) {
+            out[o++] = '*', c = d;
+        } else {
+            out[o++] = *c++;
+        }
+    }
+    out[o] = 0;
+}
+
+/* The refusal of Muon on sharded matrices: one error naming every one of
+ * names[0..n) (deduplicated: FSDP and TP give a parameter several pieces)
+ * and an --adamw-params value of patterns that covers them all. */
+static hp_status refuse_muon(const char *const *names, int n) {
+    size_t nl = 0, pl = 0;
+    char *list = calloc(1, 1), *pats = calloc(1, 1);
+    int count = 0;
+    for (int k = 0; k < n; k++) {
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++) seen = !strcmp(names[j], names[k]);
+        if (seen) continue;
+        append(&list, &nl, count++ ? ", " : "");
+        append(&list, &nl, names[k]);
+        char pat[HP_NAME_LEN + 2], quoted[HP_NAME_LEN + 4];
+        pattern_of(pat, sizeof pat, names[k]);
+        snprintf(quoted, sizeof quoted, ",%s,", pat);
+        char *have = pats ? malloc(pl + 3) : NULL;
+        if (have) snprintf(have, pl + 3, ",%s,", pats);
+        if (have && !strstr(have, quoted)) {
+            append(&pats, &pl, pl ? "," : "");
+            append(&pats, &pl, pat);
+        }
+        free(have);
+    }
+    hp_status st = HP_OK;
+    if (count && (!list || !pats))
+        st = hp_errorf("optimizer: Muon on sharded matrices needs distributed Muon (not built yet); use --optimizer adamw");
+    else if (count)
+        st = hp_errorf("optimizer: Muon on sharded matrices needs distributed Muon (not built yet): %d matri%s sharded "
+                       "(%s); use --optimizer adamw, or keep them on AdamW with --adamw-params '%s'",
+                       count, count == 1 ? "x is" : "ces are", list, pats);
+    free(list);
+    free(pats);
+    return st;
+}
+
+hp_status hp_optim_check_sharded_muon(const hp_graph *g, const hp_optim_config *cfg, const int *params,
+                                      const int *sharded, int n) {
+    hp_opt_param *op = calloc((size_t)(n ? n : 1), sizeof *op);
+    hp_opt_kind *kinds = calloc((size_t)(n ? n : 1), sizeof *kinds);
+    const char **bad = calloc((size_t)(n ? n : 1), sizeof *bad);
+    hp_status st = op && kinds && bad ? HP_OK : hp_errorf("optimizer phase: out of memory");
+    for (int k = 0; !st && k < n; k++) {
+        const hp_value *v = &g->vals[params[k]];
+        op[k] = (hp_opt_param){v->name, NULL, NULL, v->shape, hp_optim_hidden_matrix(v->name, &v->shape)};
+    }
+    if (!st) st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
+    int nbad = 0;
+    for (int k = 0; !st && k < n; k++)
+        if (kinds[k] == HP_OPT_MUON && sharded[k]) bad[nbad++] = g->vals[params[k]].name;
+    if (!st) st = refuse_muon(bad, nbad);
+    free(op), free(kinds), free(bad);
+    return st;
+}
+
+/* The same over one rank's pieces (a safety net behind the pass's check of the whole model). */
+static hp_status refuse_sharded_muon(const hp_graph *g, const hp_optim_phase_param *params, const hp_opt_kind *kinds,
+                                     int n) {
+    const char **bad = calloc((size_t)(n ? n : 1), sizeof *bad);
+    if (!bad) return hp_errorf("optimizer phase: out of memory");
+    int nbad = 0;
+    for (int k = 0; k < n; k++)
+        if (kinds[k] == HP_OPT_MUON && params[k].sharded) bad[nbad++] = g->vals[owner_of(&params[k])].name;
+    hp_status st = refuse_muon(bad, nbad);
+    free(bad);
+    return st;
+}
+
 hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
                                  const hp_optim_phase_param *params, int n) {
     HP_TRY(hp_optim_config_check(cfg));
@@ -271,16 +369,10 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
         const hp_value *p = &g->vals[owner_of(&params[k])];
         op[k] = (hp_opt_param){p->name, &dummy, &dummy, p->shape, hp_optim_hidden_matrix(p->name, &p->shape)};
     }
-    if (!st) st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
+    if (!st) st = hp_optim_route_part(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, n);
     int nmuon = 0;
-    for (int k = 0; !st && k < n; k++) {
-        if (kinds[k] != HP_OPT_MUON) continue;
-        nmuon++;
-        if (params[k].sharded)
-            st = hp_errorf("optimizer: Muon on the sharded matrix '%s' needs distributed Muon (not built yet); use "
-                           "--optimizer adamw or --adamw-params '%s'",
-                           g->vals[params[k].param].name, g->vals[params[k].param].name);
-    }
+    for (int k = 0; !st && k < n; k++) nmuon += kinds[k] == HP_OPT_MUON;
+    if (!st) st = refuse_sharded_muon(g, params, kinds, n);
     if (!st && nmuon > 0 && !(cfg->lr > 0.0f))
         st = hp_errorf("lr: must be > 0 when Muon is used (Muon's lr follows the schedule of lr, scaled by muon_lr "
                        "/ lr), got %g",

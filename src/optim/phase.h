@@ -61,6 +61,13 @@ hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim
 /* Routes every parameter (optim/route.h, by name and shape), emits the state
  * values and the update nodes reading io->sumsq. Errors: the configuration's,
  * the routing's, and Muon on a sharded matrix (distributed Muon is not built). */
+/* Muon on a sharded matrix (distributed Muon is not built): routes the whole
+ * parameters params[0..n) (value ids of g; all of the model's, so the
+ * patterns are checked as well) and refuses, in one error naming every one
+ * and an --adamw-params value that keeps them all on AdamW, those routed to
+ * Muon whose sharded[k] is set (a Shard placement, or FSDP/ZeRO managing it). */
+hp_status hp_optim_check_sharded_muon(const hp_graph *g, const hp_optim_config *cfg, const int *params,
+                                      const int *sharded, int n);
 hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
                                  const hp_optim_phase_param *params, int n);
 

@@ -59,7 +59,8 @@ typedef struct {
     const char *field;
     const hp_opt_param *params;
     int nparams;
-    char *hit; /* [nparams]: matched by this list */
+    char *hit;   /* [nparams]: matched by this list */
+    int partial; /* params are one rank's part of the model: a pattern may match none of them */
 } match_ctx;
 
 static hp_status match_one(void *ctx_, const char *pattern) {
@@ -71,7 +72,7 @@ static hp_status match_one(void *ctx_, const char *pattern) {
             any = 1;
         }
     }
-    if (!any) return hp_errorf("%s: pattern '%s' matches no parameter", c->field, pattern);
+    if (!any && !c->partial) return hp_errorf("%s: pattern '%s' matches no parameter", c->field, pattern);
     return HP_OK;
 }
 
@@ -79,10 +80,10 @@ static int is_matrix(const hp_shape *s) { return s->ndim == 2 || s->ndim == 3; }
 
 static hp_status route_muon(hp_opt_kind *out, const char *muon_params, const char *adamw_params,
                             const hp_opt_param *params, int nparams, char *to_muon,
-                            char *to_adamw) {
-    match_ctx mc = {"muon_params", params, nparams, to_muon};
+                            char *to_adamw, int partial) {
+    match_ctx mc = {"muon_params", params, nparams, to_muon, partial};
     HP_TRY(each_pattern("muon_params", muon_params, match_one, &mc));
-    match_ctx ac = {"adamw_params", params, nparams, to_adamw};
+    match_ctx ac = {"adamw_params", params, nparams, to_adamw, partial};
     HP_TRY(each_pattern("adamw_params", adamw_params, match_one, &ac));
     for (int i = 0; i < nparams; i++) {
         const hp_opt_param *p = &params[i];
@@ -108,14 +109,24 @@ static hp_status route_muon(hp_opt_kind *out, const char *muon_params, const cha
     return HP_OK;
 }
 
-hp_status hp_optim_route(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
-                         const char *adamw_params, const hp_opt_param *params, int nparams) {
+static hp_status route(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params, const char *adamw_params,
+                       const hp_opt_param *params, int nparams, int partial) {
     for (int i = 0; i < nparams; i++) out[i] = HP_OPT_ADAMW;
     if (kind == HP_OPT_ADAMW || nparams == 0) return HP_OK;
     char *marks = calloc((size_t)nparams * 2, 1);
     if (!marks) return hp_errorf("optimizer: out of memory routing %d parameters", nparams);
     hp_status st = route_muon(out, muon_params, adamw_params, params, nparams, marks,
-                              marks + nparams);
+                              marks + nparams, partial);
     free(marks);
     return st;
+}
+
+hp_status hp_optim_route(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
+                         const char *adamw_params, const hp_opt_param *params, int nparams) {
+    return route(out, kind, muon_params, adamw_params, params, nparams, 0);
+}
+
+hp_status hp_optim_route_part(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
+                              const char *adamw_params, const hp_opt_param *params, int nparams) {
+    return route(out, kind, muon_params, adamw_params, params, nparams, 1);
 }

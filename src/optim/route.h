@@ -38,5 +38,10 @@ const char *hp_opt_kind_name(hp_opt_kind k);
  * may be NULL or empty (no override); both are ignored for HP_OPT_ADAMW. */
 hp_status hp_optim_route(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
                          const char *adamw_params, const hp_opt_param *params, int nparams);
+/* The same for one rank's part of the model (the parameters whose pieces it
+ * holds): a pattern may match none of them (it matches another rank's);
+ * check the patterns against the whole model with hp_optim_route. */
+hp_status hp_optim_route_part(hp_opt_kind *out, hp_opt_kind kind, const char *muon_params,
+                              const char *adamw_params, const hp_opt_param *params, int nparams);
 
 #endif

@@ -5,6 +5,30 @@
 
 #include "parallel/rank.h"
 
+/* Every trained parameter whole, sharded or not (by its layout, or FSDP/ZeRO
+ * managing it): Muon refused on the sharded ones, all named at once. */
+static hp_status check_muon(const hp_graph *g, const hp_rank_graph *rg, const hp_propagation *prop, const hp_mesh *m,
+                            const hp_optim_config *cfg, const hp_fsdp_plan *fsdp, const int *ids, int np) {
+    if (cfg->kind != HP_OPT_MUON) return HP_OK;
+    int *whole = malloc(sizeof(int) * (size_t)(np ? np : 1)), *sharded = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    if (!whole || !sharded) {
+        free(whole), free(sharded);
+        return hp_errorf("optimizer phase: out of memory");
+    }
+    int n = 0;
+    for (int k = 0; k < np; k++) {
+        int p = ids[k], gp = rg->global_of[p];
+        if (g->vals[p].grad < 0 || gp < 0) continue;
+        const hp_layout *l = &prop->val[gp];
+        int s = fsdp && fsdp->unit_of[k] >= 0 && m->size[fsdp->shard_axis] > 1;
+        for (int a = 0; a < l->ndim; a++) s |= l->p[a].kind == HP_SHARD && m->size[a] > 1;
+        whole[n] = p, sharded[n] = s, n++;
+    }
+    hp_status st = hp_optim_check_sharded_muon(g, cfg, whole, sharded, n);
+    free(whole), free(sharded);
+    return st;
+}
+
 hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
                             const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
                             float max_norm, const hp_fsdp_plan *fsdp) {
@@ -18,7 +42,7 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
     }
     hp_graph_params(g, ids, np);
     int n = 0;
-    hp_status st = HP_OK;
+    hp_status st = check_muon(g, rg, prop, m, cfg, fsdp, ids, np);
     for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p];
         if (g->vals[p].grad < 0 || gp < 0) continue; /* not trained */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/fmt.h"
 #include "report/jsonfile.h"
 #include "report/report.h"
 #include "report/svg.h"
@@ -46,16 +47,19 @@ static void comm_lines(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int f
             snprintf(keys[ns++], sizeof keys[0], "%s", k);
         }
         double x = hp_rep_json_num(r, "bytes", 0), y = hp_rep_json_num(r, "busbw_GBps", 0);
-        if (x > 0 && hp_series_push(&s[j], x, y)) b->oom = 1;
+        hp_status st = x > 0 ? hp_series_push(&s[j], x, y) : HP_OK;
+        if (st) b->oom = 1;
+        hp_status_free(st);
     }
     hp_rep_line l[MAXS];
     for (int j = 0; j < ns; j++) {
         hp_series_dedupe(&s[j]);
-        l[j] = (hp_rep_line){keys[j], &s[j], hp_rep_color(j), 0};
+        l[j] = (hp_rep_line){.name = keys[j], .s = &s[j], .color = hp_rep_color(j)};
     }
     char id[40];
     snprintf(id, sizeof id, "bench%d-busbw", fi);
-    hp_rep_chart c = {id, "collectives: bus bandwidth by size", "bytes", "bus bandwidth (GB/s)", o->width, 280, 1, 1};
+    hp_rep_chart c = {.id = id, .title = "collectives: bus bandwidth by size", .xlabel = "message size (bytes)",
+                      .ylabel = "bus bandwidth (GB/s)", .width = o->width, .height = 280, .log_option = 1, .logx = 1};
     hp_rep_svg_lines(b, &c, l, ns);
     for (int j = 0; j < ns; j++) hp_series_free(&s[j]);
 }
@@ -88,7 +92,8 @@ static void split(hp_sbuf *b, const hp_json *a, const char **labels, const hp_re
     }
     for (int i = 0; i < a->n; i++)
         for (int k = 0; k < np; k++) v[i * np + k] = hp_rep_json_num(&a->items[i], parts[k], 0);
-    hp_rep_chart c = {id, "step-time split", "ms per step", "", o->width, 0, 0, 0};
+    hp_rep_chart c = {.id = id, .title = "step-time split", .xlabel = "time per step (ms)", .ylabel = "",
+                      .width = o->width, .unit = "ms"};
     hp_rep_svg_bars(b, &c, a->n, labels, np, parts, v);
     free(v);
 }
@@ -115,7 +120,10 @@ static void bars(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int fi) {
         if (r0->items[k].type != HP_JSON_NUMBER || skip_field(key)) continue;
         for (int i = 0; i < a->n; i++) v[i] = hp_rep_json_num(&a->items[i], key, 0);
         snprintf(id, sizeof id, "bench%d-%s", fi, key);
-        hp_rep_chart c = {id, key, key, "", o->width, 0, 0, 0};
+        const char *unit = hp_rep_field_unit(key);
+        char xl[200];
+        snprintf(xl, sizeof xl, "%.150s%s%s%s", key, unit[0] ? " (" : "", unit, unit[0] ? ")" : "");
+        hp_rep_chart c = {.id = id, .title = key, .xlabel = xl, .ylabel = "", .width = o->width, .unit = unit};
         hp_rep_svg_bars(b, &c, a->n, labels, 1, &key, v);
     }
     free(lab), free(labels), free(v);

@@ -39,6 +39,8 @@ static hp_status line_values(hp_rep_metrics *m, const hp_json *v, const char *pa
     if (sv->type != HP_JSON_NUMBER || !sv->is_int || sv->ival < 0)
         return hp_errorf("%s:%ld: field 'step': expected a non-negative integer, got %s", path, line,
                          sv->type == HP_JSON_NUMBER ? "a fraction or a negative number" : hp_json_type_name(sv->type));
+    if (sv->ival > (int64_t)1 << 53) /* beyond it a step is not exact as a curve's x */
+        return hp_errorf("%s:%ld: field 'step': %lld is more than 2^53", path, line, (long long)sv->ival);
     double step = (double)sv->ival;
     for (int i = 0; i < v->n; i++) {
         const char *k = v->keys[i];

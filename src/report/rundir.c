@@ -23,13 +23,28 @@ static hp_status optional_json(hp_json **out, const char *dir, const char *name)
     return st;
 }
 
+/* 1 when PREFIX.rankK.json exists for a rank K of `ranks` (0: unknown, rank 0). */
+static int any_rank(const char *prefix, long ranks) {
+    for (long k = 0; k < (ranks > 0 ? ranks : 1); k++) {
+        char p[1200];
+        snprintf(p, sizeof p, "%s.rank%ld.json", prefix, k);
+        if (hp_fs_exists(p)) return 1;
+    }
+    return 0;
+}
+
+/* The traces: the run directory's own (DIR/NAME.rankK.json, NAME the last
+ * component of run.json's "trace", default "trace") when it has them, so a
+ * copied or moved directory reads its own; else where run.json says (a
+ * --trace path outside the directory). */
 static hp_status load_traces(hp_rep_run *r) {
     char prefix[1100];
     const char *tp = r->run ? hp_rep_json_str(r->run, "trace", NULL) : NULL;
-    if (tp) snprintf(prefix, sizeof prefix, "%s", tp);
-    else snprintf(prefix, sizeof prefix, "%s/trace", r->path);
-    int ranks = r->run ? (int)hp_rep_json_num(r->run, "ranks", 0) : 0;
-    for (int k = 0; ranks <= 0 || k < ranks; k++) {
+    const char *base = tp ? strrchr(tp, '/') : NULL;
+    snprintf(prefix, sizeof prefix, "%s/%.60s", r->path, base ? base + 1 : tp ? tp : "trace");
+    if (tp && !any_rank(prefix, r->ranks)) snprintf(prefix, sizeof prefix, "%s", tp);
+    long ranks = r->ranks;
+    for (int k = 0; k < HP_REP_MAX_RANKS && (ranks <= 0 || k < ranks); k++) {
         char p[1200];
         snprintf(p, sizeof p, "%s.rank%d.json", prefix, k);
         if (!hp_fs_exists(p)) {
@@ -45,9 +60,42 @@ static hp_status load_traces(hp_rep_run *r) {
     return HP_OK;
 }
 
+/* The numbers of run.json and plan.json the report uses as integers. */
+static hp_status check_numbers(hp_rep_run *r) {
+    char p[1100];
+    snprintf(p, sizeof p, "%s/run.json", r->path);
+    HP_TRY(hp_rep_json_int(&r->ranks, r->run, "ranks", 0, HP_REP_MAX_RANKS, 0, p, ""));
+    HP_TRY(hp_rep_json_int(&r->trace_first, r->run, "trace_first_step", 1, (long)HP_REP_MAX_INT, 1, p, ""));
+    const hp_json *o = r->run ? hp_json_get(r->run, "oversubscribed") : NULL;
+    if (o && o->type != HP_JSON_NULL) {
+        if (o->type != HP_JSON_OBJECT)
+            return hp_errorf("%s: field 'oversubscribed': expected an object, got %s", p, hp_json_type_name(o->type));
+        long v[3];
+        static const char *const keys[] = {"ranks", "threads_per_rank", "cores"};
+        for (int i = 0; i < 3; i++) {
+            HP_TRY(hp_rep_json_int(&v[i], o, keys[i], 1, HP_REP_MAX_RANKS, 0, p, "oversubscribed"));
+            if (!v[i]) return hp_errorf("%s: field 'oversubscribed.%s': missing", p, keys[i]);
+        }
+        r->over_ranks = (int)v[0], r->over_threads = (int)v[1], r->over_cores = (int)v[2];
+    }
+    if (!r->plan) return HP_OK;
+    snprintf(p, sizeof p, "%s/plan.json", r->path);
+    long n;
+    HP_TRY(hp_rep_json_int(&n, r->plan, "nranks", 1, HP_REP_MAX_RANKS, 0, p, ""));
+    r->plan_nranks = (int)n;
+    const hp_json *ranks = hp_json_get(r->plan, "ranks");
+    for (int i = 0; ranks && ranks->type == HP_JSON_ARRAY && i < ranks->n; i++) {
+        char where[32];
+        snprintf(where, sizeof where, "ranks[%d]", i);
+        HP_TRY(hp_rep_json_int(&n, &ranks->items[i], "rank", 0, HP_REP_MAX_RANKS - 1, i, p, where));
+    }
+    return HP_OK;
+}
+
 static hp_status load(hp_rep_run *r, const char *path, int traces) {
     if (strlen(path) >= sizeof r->path) return hp_errorf("%.200s...: the path is longer than %zu bytes", path, sizeof r->path - 1);
     snprintf(r->path, sizeof r->path, "%s", path);
+    r->trace_first = 1;
     size_t n = strlen(r->path);
     while (n > 1 && r->path[n - 1] == '/') r->path[--n] = 0;
     const char *base = strrchr(r->path, '/');
@@ -62,6 +110,7 @@ static hp_status load(hp_rep_run *r, const char *path, int traces) {
     HP_TRY(optional_json(&r->config, r->path, "config.json"));
     HP_TRY(optional_json(&r->plan, r->path, "plan.json"));
     HP_TRY(optional_json(&r->machine, r->path, "machine.json"));
+    HP_TRY(check_numbers(r));
     snprintf(r->metrics_path, sizeof r->metrics_path, "%s/metrics.jsonl", r->path);
     const char *named = r->run ? hp_rep_json_str(r->run, "metrics", NULL) : NULL;
     if (!hp_fs_exists(r->metrics_path) && named) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", named);

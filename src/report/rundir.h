@@ -3,7 +3,9 @@
  * source), plan.json (layouts, collectives and memory per rank),
  * machine.json, the metrics (metrics.jsonl, or the file run.json names) and,
  * when asked, the per-rank traces. Only the metrics are required; a path
- * that is a file is read as a metrics file alone. */
+ * that is a file is read as a metrics file alone. The numbers the report
+ * turns into integers are range-checked here (an error names the file and
+ * the field). */
 #ifndef HP_REPORT_RUNDIR_H
 #define HP_REPORT_RUNDIR_H
 
@@ -19,6 +21,11 @@ typedef struct {
     hp_rep_metrics metrics;
     hp_rep_trace *traces; /* [ntraces], by rank */
     int ntraces;
+    long ranks;           /* run.json "ranks" (0: not recorded) */
+    long trace_first;     /* run.json "trace_first_step" (1 when absent) */
+    int plan_nranks;      /* plan.json "nranks" (0: no plan or not recorded) */
+    /* run.json "oversubscribed": more compute threads than cores (ranks 0: not) */
+    int over_ranks, over_threads, over_cores;
 } hp_rep_run;
 
 hp_status hp_rep_run_load(hp_rep_run *out, const char *path, int traces);

@@ -64,6 +64,12 @@ void hp_series_dedupe(hp_series *s) {
     free(idx), free(tmp), free(nx), free(ny);
 }
 
+/* x's pixel column, range-checked before the cast (-1 and columns: outside). */
+static long column(double x, double x0, double x1, int columns) {
+    double c = floor((x - x0) / (x1 - x0) * columns);
+    return c >= 0 && c < columns ? (long)c : c >= columns ? columns : -1;
+}
+
 int hp_series_decimate(int *keep, const hp_series *s, double x0, double x1, int columns) {
     if (columns < 1) columns = 1;
     if ((long)s->n <= 4L * columns || !(x1 > x0)) {
@@ -72,9 +78,9 @@ int hp_series_decimate(int *keep, const hp_series *s, double x0, double x1, int 
     }
     int m = 0;
     for (int i = 0; i < s->n;) {
-        long col = (long)floor((s->x[i] - x0) / (x1 - x0) * columns);
+        long col = column(s->x[i], x0, x1, columns);
         int first = i, lo = i, hi = i, last = i;
-        for (; i < s->n && (long)floor((s->x[i] - x0) / (x1 - x0) * columns) == col; i++) {
+        for (; i < s->n && column(s->x[i], x0, x1, columns) == col; i++) {
             if (s->y[i] < s->y[lo]) lo = i;
             if (s->y[i] > s->y[hi]) hi = i;
             last = i;
@@ -115,5 +121,20 @@ void hp_series_compare(hp_series_cmp *out, const hp_series *a, const hp_series *
     if (caa > 0 && cbb > 0) {
         double r = cab / sqrt(caa * cbb);
         out->pearson = r > 1 ? 1 : r < -1 ? -1 : r;
+    }
+}
+
+void hp_series_ema(double *out, const hp_series *s, double w) {
+    double last = 0;
+    int k = 0;
+    for (int i = 0; i < s->n; i++) {
+        double y = s->y[i];
+        if (!isfinite(y)) {
+            out[i] = y;
+            continue;
+        }
+        last = last * w + (1 - w) * y;
+        k++;
+        out[i] = w > 0 ? last / (1 - pow(w, k)) : last;
     }
 }

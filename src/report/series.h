@@ -3,7 +3,8 @@
  * appends steps it had done before), decimation to a plot's width that keeps
  * each pixel column's first, lowest, highest and last point, and the
  * comparison of two curves over their common x (Pearson correlation and the
- * largest |difference|). */
+ * largest |difference|), and TensorBoard's smoothing (a debiased exponential
+ * moving average). */
 #ifndef HP_REPORT_SERIES_H
 #define HP_REPORT_SERIES_H
 
@@ -24,6 +25,12 @@ void hp_series_dedupe(hp_series *s);
  * per column its first, lowest, highest and last point (so spikes survive).
  * keep has room for s->n ints. s must be sorted by x. */
 int hp_series_decimate(int *keep, const hp_series *s, double x0, double x1, int columns);
+
+/* out[i]: the debiased exponential moving average of the finite y up to
+ * point i with weight w in [0, 1): last = w * last + (1 - w) * y, divided by
+ * 1 - w^k after k finite points (so the first point is itself; w = 0 gives
+ * the curve). A non-finite y is passed through and not counted. */
+void hp_series_ema(double *out, const hp_series *s, double w);
 
 typedef struct {
     long n;              /* common x */

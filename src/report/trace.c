@@ -1,6 +1,7 @@
 /* report/trace: trace files read back and split (see the header). */
 #include "report/trace.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,12 @@ static hp_status read_events(hp_rep_trace *t, const hp_json *evs, const char *pa
             if (!tid || tid->type != HP_JSON_NUMBER || !ts || ts->type != HP_JSON_NUMBER || !dur ||
                 dur->type != HP_JSON_NUMBER)
                 return hp_errorf("%s: traceEvents[%d]: an \"X\" event needs numbers tid, ts and dur", path, i);
+            if (!(fabs(ts->number) <= HP_REP_MAX_US))
+                return hp_errorf("%s: traceEvents[%d]: field 'ts': expected microseconds in -1e15..1e15, got %.15g", path,
+                                 i, ts->number);
+            if (!(dur->number >= 0 && dur->number <= HP_REP_MAX_US))
+                return hp_errorf("%s: traceEvents[%d]: field 'dur': expected microseconds in 0..1e15, got %.15g", path, i,
+                                 dur->number);
             int compute = tid->number == 0;
             if (compute != (pass == 0)) continue;
             const hp_json *cat = hp_json_get(e, "cat");
@@ -69,9 +76,10 @@ hp_status hp_rep_trace_load(hp_rep_trace *out, const char *path) {
     if (!evs || evs->type != HP_JSON_ARRAY) st = hp_errorf("%s: no array 'traceEvents' (not a Chrome trace)", path);
     const hp_json *od = hp_json_get(root, "otherData");
     if (!st && od) {
-        const hp_json *r = hp_json_get(od, "rank"), *d = hp_json_get(od, "dropped_events");
-        if (r && r->type == HP_JSON_NUMBER) out->rank = (int)r->number;
-        if (d && d->type == HP_JSON_NUMBER) out->dropped = (int64_t)d->number;
+        long rank = 0, dropped = 0;
+        st = hp_rep_json_int(&rank, od, "rank", 0, HP_REP_MAX_RANKS - 1, 0, path, "otherData");
+        if (!st) st = hp_rep_json_int(&dropped, od, "dropped_events", 0, (long)HP_REP_MAX_INT, 0, path, "otherData");
+        out->rank = (int)rank, out->dropped = dropped;
     }
     if (!st) st = read_events(out, evs, path);
     hp_json_free(root);

@@ -28,7 +28,13 @@ typedef struct {
     int64_t dropped;  /* events the trace had no room for */
 } hp_rep_trace;
 
-/* Reads PATH; errors name the file (and its line for JSON errors). */
+/* Event times beyond this are refused (1e15 us: 31 years). */
+#define HP_REP_MAX_US 1e15
+
+/* Reads PATH; errors name the file (and its line for JSON errors) and the
+ * field: an event's ts outside +-HP_REP_MAX_US or dur outside
+ * 0..HP_REP_MAX_US, a rank or a dropped count that is not a whole number
+ * in range. */
 hp_status hp_rep_trace_load(hp_rep_trace *out, const char *path);
 void hp_rep_trace_free(hp_rep_trace *t);
 

@@ -6,7 +6,7 @@
 
 #include "io/fsutil.h"
 
-enum { NAME_MAX_BYTES = 4096 }; /* the temporary directory's name, as broadcast */
+enum { NAME_MAX_BYTES = 4096 }; /* the temporary directory's name and (last 8 bytes) the step, as broadcast */
 
 struct hp_ckpt_pieces {
     hp_dist *d;
@@ -25,6 +25,9 @@ struct hp_ckpt_pieces {
     int staged;
     char *tmp;                 /* the stage's directory (every process) */
     char (*names)[NAME_MAX_BYTES]; /* [nh]: broadcast buffers */
+    int xk;                    /* under mpirun: words per rank of the checksum exchange (1 + most pieces in a file) */
+    uint32_t *xsend, *xrecv;   /* [nh][xk], [nh][world * xk] */
+    int64_t step;              /* of the save being written */
     int failed;
     const char *dir;
     const hp_ckpt *src;
@@ -38,6 +41,7 @@ void hp_ckpt_pieces_destroy(hp_ckpt_pieces *p) {
     for (int q = 0; p->lheld && q < p->world; q++) free(p->lheld[q]);
     free(p->lheld), free(p->nlheld);
     free(p->t), free(p->held), free(p->nheld), free(p->file_of), free(p->names), free(p->tmp);
+    free(p->xsend), free(p->xrecv);
     hp_ckpt_index_free(&p->ix);
     free(p);
 }
@@ -125,6 +129,18 @@ hp_status hp_ckpt_pieces_create(hp_ckpt_pieces **out, hp_dist *d, const hp_ckpt_
     if (!st) st = copy_lists(p, &p->held, &p->nheld, save);
     if (!st) st = copy_lists(p, &p->lheld, &p->nlheld, load ? load : save);
     if (!st) st = build_index(p);
+    if (!st && p->multiproc) { /* the checksums of other processes' files reach the lead through an all-gather */
+        int *per = calloc((size_t)p->ix.nfiles + 1, sizeof *per);
+        if (!per) st = hp_errorf("checkpoint: out of memory");
+        for (int k = 0; per && k < p->ix.npieces; k++) per[p->ix.pieces[k].file]++;
+        p->xk = 1;
+        for (int f = 0; per && f < p->ix.nfiles; f++)
+            if (per[f] + 1 > p->xk) p->xk = per[f] + 1;
+        free(per);
+        p->xsend = calloc((size_t)p->nh * (size_t)p->xk + 1, sizeof *p->xsend);
+        p->xrecv = calloc((size_t)p->nh * (size_t)p->world * (size_t)p->xk + 1, sizeof *p->xrecv);
+        if (!st && (!p->xsend || !p->xrecv)) st = hp_errorf("checkpoint: out of memory");
+    }
     if (st) {
         hp_ckpt_pieces_destroy(p);
         return st;
@@ -159,7 +175,10 @@ static hp_status agree(hp_ckpt_pieces *p, hp_status st) {
 static hp_status name_rank(hp_dist_rank *r, void *p_) {
     hp_ckpt_pieces *p = p_;
     char *buf = p->names[r->local_index];
-    if (r->rank == 0) snprintf(buf, NAME_MAX_BYTES, "%s", p->tmp);
+    if (r->rank == 0) {
+        snprintf(buf, NAME_MAX_BYTES - 8, "%s", p->tmp);
+        memcpy(buf + NAME_MAX_BYTES - 8, &p->step, 8);
+    }
     hp_comm_group *wg = hp_comm_world_group(p->w);
     /* the bytes travel as f32 words (a broadcast copies them as they are) */
     return hp_comm_broadcast(r->c.rg.ctx.comm, wg, buf, NAME_MAX_BYTES / 4, HP_F32, hp_comm_group_index(wg, 0));
@@ -171,9 +190,56 @@ static hp_status share_tmp(hp_ckpt_pieces *p) {
     if (!p->lead) {
         free(p->tmp);
         p->tmp = strdup(p->names[0]);
+        memcpy(&p->step, p->names[0] + NAME_MAX_BYTES - 8, 8);
         if (!p->tmp) return hp_errorf("checkpoint %s: out of memory", p->dir);
     }
     return HP_OK;
+}
+
+/* Every rank's file and piece checksums to every process (the lead writes
+ * them into pieces.json): words [crc of its file, crc of each of its pieces
+ * in index order], xk per rank (the words travel as f32, copied as they are). */
+static hp_status crc_rank(hp_dist_rank *r, void *p_) {
+    hp_ckpt_pieces *p = p_;
+    uint32_t *mine = p->xsend + (size_t)r->local_index * (size_t)p->xk;
+    memset(mine, 0, sizeof *mine * (size_t)p->xk);
+    int f = p->file_of[r->rank], k = 1;
+    if (f >= 0) {
+        mine[0] = p->ix.files[f].crc;
+        for (int q = 0; q < p->ix.npieces; q++)
+            if (p->ix.pieces[q].file == f) mine[k++] = p->ix.pieces[q].crc;
+    }
+    hp_comm_group *wg = hp_comm_world_group(p->w);
+    return hp_comm_all_gather(r->c.rg.ctx.comm, wg, p->xrecv + (size_t)r->local_index * (size_t)p->world * (size_t)p->xk,
+                              mine, p->xk, NULL, HP_F32);
+}
+
+static hp_status share_crcs(hp_ckpt_pieces *p) {
+    if (!p->multiproc) return HP_OK; /* the ranks of one process wrote theirs into the shared index */
+    HP_TRY(hp_dist_run(p->d, crc_rank, p));
+    hp_comm_group *wg = hp_comm_world_group(p->w);
+    for (int q = 0; q < p->world; q++) {
+        int f = p->file_of[q], k = 1;
+        if (f < 0) continue;
+        const uint32_t *in = p->xrecv + (size_t)hp_comm_group_index(wg, q) * (size_t)p->xk;
+        p->ix.files[f].crc = in[0];
+        p->ix.files[f].has_crc = 1;
+        for (int x = 0; x < p->ix.npieces; x++)
+            if (p->ix.pieces[x].file == f) p->ix.pieces[x].crc = in[k++];
+    }
+    return HP_OK;
+}
+
+/* The save's step: state.json's "step" (0 without one). */
+static int64_t step_of(const char *state_json) {
+    hp_json *j = NULL;
+    int64_t step = 0;
+    if (state_json && !hp_json_parse(&j, state_json, strlen(state_json))) {
+        const hp_json *v = hp_json_get(j, "step");
+        if (v && v->type == HP_JSON_NUMBER && v->is_int) step = v->ival;
+    }
+    hp_json_free(j);
+    return step;
 }
 
 /* ---- save ---- */
@@ -207,6 +273,7 @@ hp_status hp_ckpt_pieces_save(hp_ckpt_pieces *p, const char *dir, const char *st
     p->dir = dir;
     free(p->tmp);
     p->tmp = NULL;
+    p->step = p->lead ? step_of(state_json) : 0; /* the others learn it with the stage's name */
     hp_status st = HP_OK;
     if (p->lead) {
         st = hp_ckpt_stage_begin(&p->stage, dir);
@@ -215,7 +282,9 @@ hp_status hp_ckpt_pieces_save(hp_ckpt_pieces *p, const char *dir, const char *st
     }
     st = agree(p, st);
     if (!st) st = share_tmp(p);
+    for (int f = 0; f < p->ix.nfiles; f++) p->ix.files[f].step = p->step, p->ix.files[f].has_crc = 0;
     if (!st) st = agree(p, hp_dist_run(p->d, write_rank, p));
+    if (!st) st = agree(p, share_crcs(p));
     if (!st && p->lead) st = commit(p, dir, state_json, set_latest, fault);
     if (p->staged) { /* failed before the commit: the stage goes, unless a crash is being imitated */
         if (fault == HP_CKPT_FAULT_NONE) hp_ckpt_stage_abort(&p->stage);

@@ -15,7 +15,11 @@
  * state.json (the commit file of io/ckpt_dir) are written, the stage is
  * committed (moved into place) and 'latest' points at it. A crash before that
  * leaves only a stage, which recovery removes. The checkpoint directory must be one
- * file system seen by every process.
+ * file system seen by every process. Each writer computes its file's and
+ * pieces' checksums from the bytes it writes (io/ckpt_shard); under mpirun
+ * they reach the lead by an all-gather before pieces.json is written. The
+ * step recorded in pieces.json and every data file's trailer is state.json's
+ * "step" (the lead's; the others receive it with the stage's name).
  *
  * Loading: every hosted rank fills its pieces from the checkpoint's saved
  * pieces that overlap them (any world size, plan or piece kind wrote it;

@@ -345,6 +345,19 @@ static int pieces_of(hp_ckpt_held *out, const hp_dist_ckpt *c, int i, int q, int
     return n;
 }
 
+int hp_dist_ckpt_param_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
+                              const char *name, int q, int for_save) {
+    int i = 0;
+    while (i < c->np && strcmp(c->e[i].name, name)) i++;
+    if (i == c->np) return -1;
+    int li = -1;
+    for (int k = 0; k < c->nh; k++)
+        if (hp_dist_rank_at(c->d, k)->rank == q) li = k;
+    *index = i;
+    *shape = c->e[i].shape;
+    return pieces_of(out, c, i, q, li, for_save);
+}
+
 /* The sharded format's view of every rank: what it writes from and what it
  * loads into (runtime/ckpt_pieces). */
 static hp_status make_pieces(hp_dist_ckpt *c) {
@@ -441,12 +454,13 @@ static hp_status alloc_whole(hp_dist_ckpt *c, const char *dir) {
     return HP_OK;
 }
 
-/* With keep_last > 0, rank 0's process deletes the run dir's step_* beyond the keep_last newest. */
-static hp_status retain(const hp_dist_ckpt *c, const char *dir, int keep_last) {
+/* With keep_last > 0, rank 0's process deletes the run dir's step_* of lineage lin beyond the keep_last newest. */
+static hp_status retain(const hp_dist_ckpt *c, const char *dir, int keep_last, const hp_ckpt_lineage *lin) {
     if (!c->lead || keep_last <= 0) return HP_OK;
     char *run_dir = hp_fs_dirname(dir);
+    if (!run_dir) return hp_errorf("%s: out of memory", dir);
     int removed;
-    hp_status st = hp_ckpt_retain(&removed, run_dir, keep_last);
+    hp_status st = hp_ckpt_retain(&removed, run_dir, keep_last, lin);
     free(run_dir);
     return st;
 }
@@ -478,12 +492,13 @@ static hp_status save_fsdp_single(hp_dist_ckpt *c, const char *dir, const char *
     return st;
 }
 
-hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last) {
+hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last,
+                            const hp_ckpt_lineage *lin) {
     if (c->format == HP_CKPT_SHARDED || c->fsdp) {
         HP_TRY(agree(c, make_pieces(c), dir));
         hp_status st = c->format == HP_CKPT_SHARDED ? hp_ckpt_pieces_save(c->pieces, dir, state_json, 1, c->fault)
                                                     : save_fsdp_single(c, dir, state_json);
-        if (!st) st = retain(c, dir, keep_last);
+        if (!st) st = retain(c, dir, keep_last, lin);
         return agree(c, st, dir);
     }
     /* every process learns of a failure before anyone waits on the failed one */
@@ -494,12 +509,7 @@ hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_
             c->nt[i] = (hp_named_tensor){c->e[i].name, HP_F32, c->e[i].shape, whole_ptr(c, &c->e[i])};
         st = hp_ckpt_save(dir, c->nt, c->np, c->nt + c->np, c->ne - c->np, state_json);
         if (!st) st = hp_ckpt_set_latest(dir); /* the save is committed */
-        if (!st && keep_last > 0) {
-            char *run_dir = hp_fs_dirname(dir);
-            int removed;
-            st = hp_ckpt_retain(&removed, run_dir, keep_last);
-            free(run_dir);
-        }
+        if (!st) st = retain(c, dir, keep_last, lin);
     }
     return agree(c, st, dir);
 }

@@ -32,6 +32,7 @@
 #define HP_RUNTIME_DIST_CKPT_H
 
 #include "io/ckpt.h"
+#include "io/ckpt_lineage.h"
 #include "runtime/ckpt_pieces.h"
 #include "runtime/dist.h"
 
@@ -49,14 +50,26 @@ void hp_dist_ckpt_set_format(hp_dist_ckpt *c, hp_ckpt_format format, hp_ckpt_fau
 /* Writes every parameter and optimizer state tensor whole into checkpoint
  * directory dir with state_json (used by rank 0's process only), points the
  * parent's 'latest' at it, and with keep_last > 0 deletes the parent's older
- * step_* beyond the keep_last newest (io/ckpt_dir retention). Every process
+ * step_* of lineage lin (NULL: any) beyond the keep_last newest (io/ckpt_dir
+ * retention). Every process
  * calls it at the same step (it communicates); all return an error when rank
  * 0's process failed to write. */
-hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last);
+hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last,
+                            const hp_ckpt_lineage *lin);
 
 /* Fills every hosted rank's parameter pieces and (with_state) optimizer state
  * from the whole tensors of an opened checkpoint (any world size or plan wrote
  * it). Errors name the file and tensor. */
 hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state);
+
+/* The pieces global rank q holds of parameter `name` (its index among the
+ * parameters in *index, its global shape in *shape): for_save 1 the parts it
+ * keeps current (what a save writes: under FSDP its shards), 0 every part it
+ * holds memory for (what a load fills). Each region's buffer (data) is the
+ * hosted rank's, or NULL for a rank of another process. Returns how many (at
+ * most HP_DIST_CKPT_MAX_PIECES), -1 when no parameter has that name. */
+#define HP_DIST_CKPT_MAX_PIECES (2 * HP_MAX_DIMS)
+int hp_dist_ckpt_param_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
+                              const char *name, int q, int for_save);
 
 #endif

@@ -2,6 +2,7 @@
 #include "runtime/metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,3 +117,41 @@ hp_status hp_metrics_close(hp_metrics *m) {
 }
 
 const char *hp_metrics_path(const hp_metrics *m) { return m->path; }
+
+/* Appends to the record's text; a record that does not fit is marked. */
+static void rec_put(hp_metrics_rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rec_put(hp_metrics_rec *r, const char *fmt, ...) {
+    if (r->overflow) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(r->text + r->len, sizeof r->text - r->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof r->text - r->len) r->overflow = 1;
+    else r->len += (size_t)n;
+}
+
+void hp_metrics_rec_begin(hp_metrics_rec *r, long step) {
+    r->len = 0, r->nonfinite = 0, r->overflow = 0;
+    r->text[0] = 0;
+    rec_put(r, "{\"step\": %ld", step);
+}
+
+void hp_metrics_rec_num(hp_metrics_rec *r, const char *key, double v, int digits) {
+    if (!isfinite(v)) {
+        r->nonfinite = 1;
+        rec_put(r, ", \"%s\": null", key);
+    } else if (digits < 0) {
+        rec_put(r, ", \"%s\": %.9g", key, v);
+    } else {
+        rec_put(r, ", \"%s\": %.*f", key, digits, v);
+    }
+}
+
+void hp_metrics_rec_flag(hp_metrics_rec *r, const char *key) { rec_put(r, ", \"%s\": true", key); }
+
+hp_status hp_metrics_write_rec(hp_metrics *m, hp_metrics_rec *r) {
+    if (r->nonfinite) rec_put(r, ", \"nonfinite\": true");
+    rec_put(r, "}");
+    if (r->overflow) return hp_errorf("%s: a metrics record longer than %zu bytes (a bug)", m->path, sizeof r->text);
+    return hp_metrics_write(m, "%s", r->text);
+}

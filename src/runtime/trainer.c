@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/timing.h"
@@ -205,6 +206,21 @@ static hp_status take_ckpt_dir(hp_trainer *t) {
                   "%s: recovered from an interrupted save: %d checkpoint%s moved back, %d temporar%s removed%s", dir,
                   r.rolled_back, r.rolled_back == 1 ? "" : "s", r.removed, r.removed == 1 ? "y" : "ies", latest);
     }
+    /* a checkpoint past the step this run starts from is newer than what it resumed, or another run's */
+    long long newest;
+    HP_TRY(hp_ckpt_newest_step(&newest, dir));
+    if (newest > t->cfg.start_step && !t->cfg.ckpt_overwrite) {
+        if (t->cfg.start_step > 0)
+            return hp_errorf("%s/step_%06lld is newer than step %ld this run resumes from: the run would overwrite it "
+                             "(--overwrite allows that; or --ckpt-dir elsewhere)",
+                             dir, newest, t->cfg.start_step);
+        return hp_errorf("%s already holds another run's checkpoints (up to step_%06lld): this run would overwrite "
+                         "them (--resume %s continues that run; --overwrite allows it; or --ckpt-dir elsewhere)",
+                         dir, newest, dir);
+    }
+    if (newest > t->cfg.start_step)
+        emit_text(t, HP_TRAIN_NOTE, "%s: checkpoints up to step %lld, past step %ld this run starts from, are "
+                  "overwritten as the run reaches them (--overwrite)", dir, newest, t->cfg.start_step);
     return HP_OK;
 }
 
@@ -259,6 +275,14 @@ static hp_status agree(hp_trainer *t, hp_status st, const char *what) {
     return agreed;
 }
 
+/* The checkpoint writer and reader, made on first use. */
+static hp_status ensure_ckpt(hp_trainer *t) {
+    if (t->ck) return HP_OK;
+    HP_TRY(hp_dist_ckpt_create(&t->ck, t->d));
+    hp_dist_ckpt_set_format(t->ck, t->cfg.ckpt_sharded ? HP_CKPT_SHARDED : HP_CKPT_SINGLE, HP_CKPT_FAULT_NONE);
+    return HP_OK;
+}
+
 hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     *out = NULL;
     hp_trainer *t = calloc(1, sizeof *t);
@@ -292,7 +316,8 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.bf16_params_all = cfg->bf16_params_all;
         dc.compile.dp_reduce = cfg->dp_reduce;
         if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
-        st = hp_dist_create(&t->d, &dc);
+        if (cfg->before_alloc) st = cfg->before_alloc(cfg->before_alloc_ctx, t->world, &dc.compile, dc.threads_per_rank);
+        if (!st) st = hp_dist_create(&t->d, &dc);
     }
     if (!st) {
         t->lead = hp_dist_lead(t->d);
@@ -325,14 +350,12 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         if (!t->tokens || !t->targets) st = hp_errorf("trainer: out of memory");
     }
     if (!st && t->lead && cfg->ckpt_dir && cfg->ckpt_dir[0]) st = take_ckpt_dir(t);
-    if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = hp_dist_ckpt_create(&t->ck, t->d);
-    if (!st && t->ck)
-        hp_dist_ckpt_set_format(t->ck, cfg->ckpt_sharded ? HP_CKPT_SHARDED : HP_CKPT_SINGLE, HP_CKPT_FAULT_NONE);
+    if (!st && ((cfg->ckpt_dir && cfg->ckpt_dir[0]) || cfg->resume)) st = ensure_ckpt(t);
     if (!st) st = cfg->resume ? hp_dist_ckpt_load(t->ck, cfg->resume, 1) : init_params(t);
     if (!st) st = check_finite(t, cfg->resume ? "the checkpoint" : "the initial weights");
     /* outputs written later are checked now, not at the first save */
     if (!st && t->lead && cfg->ckpt_dir && cfg->ckpt_dir[0]) st = hp_outpath_check_dir(cfg->ckpt_dir, "the checkpoint directory");
-    if (!st && cfg->trace && cfg->trace[0]) st = hp_outpath_check_file(cfg->trace, "the trace file prefix");
+    if (!st && cfg->trace && cfg->trace[0]) st = hp_outpath_make_file_dir(cfg->trace, "the trace file prefix");
     if (!st && t->lead && cfg->metrics && cfg->metrics[0]) {
         long dropped = 0;
         st = hp_metrics_open(&t->metrics, &dropped, cfg->metrics, cfg->resume ? cfg->start_step : -1);
@@ -432,15 +455,17 @@ static hp_status evaluate(hp_trainer *t, float *out) {
     return HP_OK;
 }
 
-static hp_status save(hp_trainer *t, long step) {
+/* A checkpoint of the current state: root/step_NNNNNN, root/latest naming it. */
+static hp_status save(hp_trainer *t, const char *root, long step) {
     char dir[1100], *js = NULL;
-    snprintf(dir, sizeof dir, "%s/step_%06ld", t->cfg.ckpt_dir, step);
+    if (snprintf(dir, sizeof dir, "%s/step_%06ld", root, step) >= (int)sizeof dir)
+        return hp_errorf("%s: the checkpoint directory's name is too long", root);
     if (t->lead && t->cfg.state_json) {
         hp_data_state ds;
         hp_data_get_state(t->cfg.train, &ds);
         HP_TRY(t->cfg.state_json(t->cfg.state_ctx, &js, step, &ds));
     }
-    hp_status st = hp_dist_ckpt_save(t->ck, dir, js ? js : "{}", t->cfg.keep_last);
+    hp_status st = hp_dist_ckpt_save(t->ck, dir, js ? js : "{}", t->cfg.keep_last, t->cfg.lineage);
     free(js);
     if (!st) {
         hp_train_event e = {.kind = HP_TRAIN_CKPT, .step = step, .dir = dir};
@@ -475,27 +500,31 @@ static hp_status metrics_failed(hp_trainer *t, hp_status st) {
     return output_failed(t, st, &t->warned_metrics, "metrics");
 }
 
-/* The metrics record of a training step. JSON has no NaN: a non-finite value
- * is null, with a flag. */
+/* The metrics record of a training step. JSON has no NaN: every figure that
+ * is not finite is null, and the record is flagged "nonfinite" (runtime/metrics). */
 static hp_status write_step_record(hp_trainer *t, long step, float loss, float lr, float norm, int bad, double tokens,
                                    double dt) {
     if (!t->metrics) return HP_OK;
-    char lb[32], nb[32], mfu[48] = "";
-    if (isfinite(loss)) snprintf(lb, sizeof lb, "%.9g", (double)loss); else snprintf(lb, sizeof lb, "null");
-    if (isfinite(norm)) snprintf(nb, sizeof nb, "%.9g", (double)norm); else snprintf(nb, sizeof nb, "null");
     /* the step split on the process's first rank: kernels, exposed communication, optimizer, the rest */
     const rank_state *r0 = &t->rs[0];
     double other = dt - r0->prof[0] - r0->prof[1] - r0->opt_s;
-    if (t->cfg.peak_gflops > 0) /* the process's ranks' model FLOPs against its measured peak */
-        snprintf(mfu, sizeof mfu, ", \"mfu\": %.5f", t->flops_per_step / dt / (t->cfg.peak_gflops * 1e9));
-    hp_status st = hp_metrics_write(
-        t->metrics,
-        "{\"step\": %ld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens_per_s\": %.1f, \"step_ms\": %.3f, "
-        "\"compute_ms\": %.3f, \"comm_ms\": %.3f, \"optimizer_ms\": %.3f, \"other_ms\": %.3f%s%s}",
-        step, lb, (double)lr, nb, tokens / dt, dt * 1e3, r0->prof[0] * 1e3, r0->prof[1] * 1e3, r0->opt_s * 1e3,
-        (other > 0 ? other : 0) * 1e3, mfu,
-        bad ? (t->cfg.on_nan ? ", \"nonfinite\": true, \"skipped\": true" : ", \"nonfinite\": true") : "");
-    return metrics_failed(t, st);
+    hp_metrics_rec rec;
+    hp_metrics_rec_begin(&rec, step);
+    hp_metrics_rec_num(&rec, "loss", loss, HP_METRICS_G);
+    hp_metrics_rec_num(&rec, "lr", lr, HP_METRICS_G);
+    hp_metrics_rec_num(&rec, "grad_norm", norm, HP_METRICS_G);
+    hp_metrics_rec_num(&rec, "tokens_per_s", tokens / dt, 1);
+    hp_metrics_rec_num(&rec, "step_ms", dt * 1e3, 3);
+    hp_metrics_rec_num(&rec, "compute_ms", r0->prof[0] * 1e3, 3);
+    hp_metrics_rec_num(&rec, "comm_ms", r0->prof[1] * 1e3, 3);
+    hp_metrics_rec_num(&rec, "optimizer_ms", r0->opt_s * 1e3, 3);
+    hp_metrics_rec_num(&rec, "other_ms", (other > 0 ? other : 0) * 1e3, 3);
+    double mfu = t->cfg.peak_gflops > 0 ? t->flops_per_step / dt / (t->cfg.peak_gflops * 1e9) : -1;
+    if (mfu >= 0 && mfu <= 1) /* the process's ranks' model FLOPs against its peak; above 1 the peak was
+                                 * under-measured (a busy machine): no figure */
+        hp_metrics_rec_num(&rec, "mfu", mfu, 5);
+    if (bad && t->cfg.on_nan) hp_metrics_rec_flag(&rec, "skipped");
+    return metrics_failed(t, hp_metrics_write_rec(t->metrics, &rec));
 }
 
 /* Output errors: under MPI, every process learns of one (one vote per process)
@@ -531,6 +560,7 @@ hp_status hp_trainer_run(hp_trainer *t) {
         emit(t, &pe);
         step = c->steps;
     }
+    long skipped = 0; /* consecutive steps skipped (--on-nan skip-step) */
     for (; step < c->steps && !st; step++) {
         double t0 = hp_now();
         for (int m = 0; m < (c->deterministic ? 1 : t->accum) && !st; m++) /* deterministic: a whole step per read */
@@ -556,6 +586,14 @@ hp_status hp_trainer_run(hp_trainer *t) {
                             .eta_s = (double)(c->steps - step - 1) * done_time / (double)done};
         emit(t, &e);
         if (!out) out = write_step_record(t, step + 1, loss, lr, norm, bad, tokens, dt);
+        skipped = bad ? skipped + 1 : 0;
+        if (bad && c->on_nan && skipped >= (c->max_skipped > 0 ? c->max_skipped : 10)) {
+            hp_status_free(out);
+            st = hp_errorf("step %ld: %ld consecutive steps with a non-finite loss or gradient norm were skipped: the "
+                           "run has diverged and stops (--max-skipped-steps %d)",
+                           step + 1, skipped, c->max_skipped > 0 ? c->max_skipped : 10);
+            break;
+        }
         if (bad && !c->on_nan) {
             hp_status_free(out);
             st = hp_errorf("step %ld: loss %g, gradient norm %g: not finite; the run stops without writing a "
@@ -570,14 +608,17 @@ hp_status hp_trainer_run(hp_trainer *t) {
             if (st) break;
             hp_train_event ve = {.kind = HP_TRAIN_VAL, .step = step + 1, .val_loss = vl};
             emit(t, &ve);
-            if (!out && t->metrics)
-                out = metrics_failed(t, hp_metrics_write(t->metrics, "{\"step\": %ld, \"val_loss\": %.9g}", step + 1,
-                                                         (double)vl));
+            if (!out && t->metrics) {
+                hp_metrics_rec rec;
+                hp_metrics_rec_begin(&rec, step + 1);
+                hp_metrics_rec_num(&rec, "val_loss", vl, HP_METRICS_G);
+                out = metrics_failed(t, hp_metrics_write_rec(t->metrics, &rec));
+            }
         }
         st = outputs_agree(t, out, step + 1);
         if (st) break;
         if (c->ckpt_dir && c->ckpt_dir[0] && ((c->ckpt_every > 0 && (step + 1) % c->ckpt_every == 0) || last || stop))
-            st = save(t, step + 1);
+            st = save(t, c->ckpt_dir, step + 1);
         if (!st && stop) {
             hp_train_event pe = {.kind = HP_TRAIN_STOPPED, .step = step + 1};
             emit(t, &pe);
@@ -601,4 +642,46 @@ hp_status hp_trainer_run(hp_trainer *t) {
         emit(t, &de);
     }
     return st;
+}
+
+/* ---- a loop of the caller's own (hp_trainer_step) ---- */
+
+/* 1 when a and b name one directory (the same path, or the same inode). */
+static int same_dir(const char *a, const char *b) {
+    if (!strcmp(a, b)) return 1;
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+hp_status hp_trainer_save(hp_trainer *t, const char *ckpt_dir, long step) {
+    hp_status st = ensure_ckpt(t);
+    const char *own = t->cfg.ckpt_dir;
+    if (!st && own && own[0] && same_dir(own, ckpt_dir)) return save(t, own, step);
+    /* another directory: locked (a run writing there refuses) and recovered for this save only */
+    hp_ckpt_lock *lock = NULL;
+    long stale = 0;
+    hp_ckpt_recovery r;
+    if (!st && t->lead) st = hp_ckpt_lock_acquire(&lock, &stale, ckpt_dir);
+    if (!st && t->lead) st = hp_ckpt_recover(&r, ckpt_dir);
+    st = agree(t, st, "to save a checkpoint");
+    if (!st) st = save(t, ckpt_dir, step);
+    hp_ckpt_lock_release(lock);
+    return st;
+}
+
+hp_status hp_trainer_load(hp_trainer *t, const hp_ckpt *ck, long step) {
+    HP_TRY(ensure_ckpt(t));
+    HP_TRY(hp_dist_ckpt_load(t->ck, ck, 1));
+    HP_TRY(check_finite(t, "the checkpoint"));
+    t->cfg.start_step = step;
+    return HP_OK;
+}
+
+hp_status hp_trainer_agree(hp_trainer *t, hp_status st, const char *what) { return agree(t, st, what); }
+
+hp_status hp_trainer_ckpt(hp_dist_ckpt **out, hp_trainer *t) {
+    *out = NULL;
+    HP_TRY(ensure_ckpt(t));
+    *out = t->ck;
+    return HP_OK;
 }

@@ -18,11 +18,13 @@
 #include <stdio.h>
 
 #include "io/ckpt.h"
+#include "io/ckpt_lineage.h"
 #include "io/data.h"
 #include "layout/plan.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "runtime/dist.h"
+#include "runtime/dist_ckpt.h"
 #include "runtime/validate.h"
 
 typedef enum {
@@ -89,6 +91,8 @@ typedef struct {
     int on_nan;             /* a step whose loss or gradient norm is not finite: 0 stops the run with an
                              * error naming the step (no checkpoint of that state is written), 1 skips
                              * the step (its update is not applied) and goes on */
+    int max_skipped;        /* on_nan 1: this many consecutive skipped steps end the run with an error
+                             * (a run that diverged for good); 0: 10 */
     hp_lr_schedule lr;
     long steps, stop_at;    /* stop_at 0: none */
     /* data (borrowed) */
@@ -100,7 +104,11 @@ typedef struct {
     const char *ckpt_dir;   /* "" or NULL: no checkpoints. The lead process locks it for the run and
                              * recovers it from an interrupted save first (io/ckpt_dir) */
     long ckpt_every;
-    int keep_last;          /* > 0: after each save keep only the keep_last newest step_* (and latest's) */
+    int keep_last;          /* > 0: after each save keep only the keep_last newest step_* of the run's
+                             * lineage (and latest's) */
+    const hp_ckpt_lineage *lineage; /* the run's (borrowed; NULL: retention counts every checkpoint) */
+    int ckpt_overwrite;     /* 0: a ckpt_dir holding a step past start_step is refused at start (the run
+                             * would write over another run's or a newer checkpoint); 1: allowed */
     int on_write_error;     /* a failed metrics or trace write: 0 ends the run with an error naming the
                              * file, 1 warns once (HP_TRAIN_WARNING) and that output stops */
     int ckpt_sharded;       /* 1: the sharded format (every rank writes its pieces); 0: whole tensors */
@@ -113,6 +121,11 @@ typedef struct {
     /* Events (lead process only). */
     void (*on_event)(void *ctx, const hp_train_event *e);
     void *event_ctx;
+    /* Called once the world exists, before any rank's program is compiled or allocated, with the
+     * compile options every hosted rank's program will use and each rank's threads; an error ends
+     * hp_trainer_create there (the caller's memory check). NULL: none. */
+    hp_status (*before_alloc)(void *ctx, hp_comm_world *world, const hp_compile_opts *co, int threads_per_rank);
+    void *before_alloc_ctx;
     const char *trace;      /* "" or NULL: no trace; else PREFIX for PREFIX.rankN.json */
     long trace_steps;       /* steps traced (from the first); 0 = 1 */
 } hp_trainer_config;
@@ -134,5 +147,25 @@ hp_dist *hp_trainer_dist(hp_trainer *t);
  * AdamW lr, step the 0-based step number. */
 hp_status hp_trainer_step(hp_trainer *t, const int32_t *tokens, const int32_t *targets, long step, float lr,
                           float *loss, float *grad_norm);
+
+/* For a loop of hp_trainer_step (the API's hp_train_save / hp_train_load).
+ * Writes the current parameters and optimizer state as checkpoint
+ * ckpt_dir/step_NNNNNN (step: the steps done; the state_json callback's text
+ * with the training stream's position) in the configured format and points
+ * ckpt_dir/latest at it, as the loop's saves do (keep_last applied). A
+ * ckpt_dir other than the configured one is locked and recovered for the
+ * save only. Every process calls it (it communicates). */
+hp_status hp_trainer_save(hp_trainer *t, const char *ckpt_dir, long step);
+/* Fills the parameters and optimizer state from an opened checkpoint of
+ * `step` (any plan or format wrote it), checked finite; the caller sets the
+ * data position and agrees on the outcome (hp_trainer_agree). */
+hp_status hp_trainer_load(hp_trainer *t, const hp_ckpt *ck, long step);
+/* Under mpirun (every process calls it): st, or an error when another
+ * process's st was one ("another process failed WHAT: its error"); else st. */
+hp_status hp_trainer_agree(hp_trainer *t, hp_status st, const char *what);
+/* The trainer's checkpoint writer and reader (made on first use; owned by
+ * the trainer): what reads and writes whole parameters by name
+ * (runtime/dist_weights). */
+hp_status hp_trainer_ckpt(hp_dist_ckpt **out, hp_trainer *t);
 
 #endif

@@ -8,6 +8,9 @@ set_tests_properties(api/install PROPERTIES TIMEOUT 900 LABELS no-sanitize)
 # The example in the build tree: trains and its loss falls.
 add_test(NAME api/train_tiny COMMAND train_tiny WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(api/train_tiny PROPERTIES TIMEOUT 900)
+# The own-loop example: hp_train_step, a checkpoint half-way, a second trainer loading it continues bit for bit.
+add_test(NAME api/own_loop COMMAND own_loop ${CMAKE_BINARY_DIR}/own_loop_ckpt WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(api/own_loop PROPERTIES TIMEOUT 300)
 # The example under mpirun: 2 processes x 2 rank-threads, DP=2 x TP=2.
 add_test(NAME api/train_tiny_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/api/test_mpi.sh $<TARGET_FILE:train_tiny>)
 set_tests_properties(api/train_tiny_mpi PROPERTIES TIMEOUT 300 PROCESSORS 2 LABELS mpi)

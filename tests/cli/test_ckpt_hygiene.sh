@@ -37,13 +37,13 @@ rm -rf ck
 "$HP" train --resume ck --steps 7 >/dev/null 2>&1 || fail "keep-last resume failed" # inherits --keep-last 2
 [ "$(ls ck | tr '\n' ' ')" = "latest step_000006 step_000007 " ] || fail "keep-last after resume: $(ls ck | tr '\n' ' ')"
 expect_error "--keep-last must be >= 0, got -1" "$HP" train $small --ckpt-dir ck2 --keep-last -1
-expect_error "--keep-last needs --ckpt-dir" "$HP" train $small --keep-last 2
+expect_error "--keep-last needs --ckpt-dir" "$HP" train $small --keep-last 2 --run-dir none
 
 # ---- leftovers of interrupted saves, cleaned at start-up ----
 mkdir -p ck/step_000009.tmp-AbC123 ck/step_000003.del-XyZ789 ck/step_000007.old-Qq1Ww2
 echo x >ck/step_000009.tmp-AbC123/model.safetensors
 echo x >ck/latest.tmp-Zz9Zz9
-"$HP" train $small --steps 2 --ckpt-dir ck >out.txt 2>&1 || fail "start-up with leftovers: $(cat out.txt)"
+"$HP" train $small --steps 2 --ckpt-dir ck --overwrite >out.txt 2>&1 || fail "start-up with leftovers: $(cat out.txt)"
 grep -q "ck: recovered from an interrupted save: 0 checkpoints moved back, 4 temporaries removed" out.txt ||
   fail "no recovery note: $(cat out.txt)"
 clean ck "start-up"
@@ -51,7 +51,7 @@ clean ck "start-up"
 mv ck/step_000007 ck/step_000007.old-Rr5Tt6
 echo step_000007 >ck/latest
 "$HP" train --resume ck --steps 8 >out.txt 2>&1 || fail "resume after a crash between the renames: $(cat out.txt)"
-grep -q "resumed at step 7$" out.txt || fail "resumed from the wrong checkpoint: $(cat out.txt)"
+grep -q "resumed at step 7 from ck/step_000007.old-Rr5Tt6 " out.txt || fail "resumed from the wrong checkpoint: $(cat out.txt)"
 grep -q "1 checkpoint moved back" out.txt || fail "no roll-back note: $(cat out.txt)"
 clean ck "roll-back"
 
@@ -60,12 +60,12 @@ rm -rf ck
 "$HP" train $small --steps 6 --ckpt-every 2 --ckpt-dir ck >/dev/null 2>&1 || fail "run for latest"
 rm ck/latest
 "$HP" train --resume ck --steps 7 >out.txt 2>&1 || fail "resume without latest: $(cat out.txt)"
-grep -q "resumed at step 6$" out.txt || fail "without latest: $(cat out.txt)"
+grep -q "resumed at step 6 from ck/step_000006 " out.txt || fail "without latest: $(cat out.txt)"
 [ "$(cat ck/latest)" = step_000007 ] || fail "latest after the resume: $(cat ck/latest)"
 echo step_000099 >ck/latest
 rm -rf ck/step_000007
 "$HP" train --resume ck --steps 7 >out.txt 2>&1 || fail "resume with a dangling latest: $(cat out.txt)"
-grep -q "resumed at step 6$" out.txt || fail "dangling latest: $(cat out.txt)"
+grep -q "resumed at step 6 from ck/step_000006 " out.txt || fail "dangling latest: $(cat out.txt)"
 rm -rf ck/step_00000* ck/latest
 expect_error "ck: no checkpoint: no 'latest' file and no complete step_* directory" "$HP" train --resume ck
 rm -rf ck

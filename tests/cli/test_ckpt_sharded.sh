@@ -120,7 +120,7 @@ while read -r pt total; do
     rc=0; { (HP_FAULT_AT="$pt#$nth" exec "$HP" train --resume cck --stop-at 6) >ck.out 2>&1; } 2>/dev/null || rc=$?
     [ "$rc" -eq 137 ] || fail "crash $pt#$nth: not killed there (exit $rc)"
     "$HP" train --resume cck --stop-at 6 >cres.out 2>&1 || { fail "crash $pt#$nth: resume failed: $(tail -1 cres.out)"; continue; }
-    grep -q "resumed at step $want\$" cres.out || fail "crash $pt#$nth: $(grep -o 'resumed at step [0-9]*' cres.out), expected step $want"
+    grep -q "resumed at step $want " cres.out || fail "crash $pt#$nth: $(grep -o 'resumed at step [0-9]*' cres.out), expected step $want"
     losses cm.jsonl | head -6 | diff -q - cref6.txt >/dev/null || fail "crash $pt#$nth: losses differ from the uninterrupted run's"
     left=$(ls -A cck | grep -v -E '^(latest|step_[0-9]+)$' | tr '\n' ' ')
     [ -z "$left" ] || fail "crash $pt#$nth: left behind: $left"

@@ -47,7 +47,7 @@ check_after() {
   if ! "$HP" export --ckpt ck --llmc w.bin >exp.out 2>&1; then lost "$label: no checkpoint found: $(cat exp.out)"; return; fi
   cmp -s w.bin ref$want.bin || lost "$label: the checkpoint found is not step $want's weights, bit for bit"
   if ! "$HP" train --resume ck --stop-at 6 >res.out 2>&1; then lost "$label: resume failed: $(tail -1 res.out)"; return; fi
-  grep -q "resumed at step $want\$" res.out || lost "$label: resumed at '$(grep -o 'resumed at step [0-9]*' res.out)', expected step $want"
+  grep -q "resumed at step $want " res.out || lost "$label: resumed at '$(grep -o 'resumed at step [0-9]*' res.out)', expected step $want"
   losses m.jsonl >got.txt
   diff -q got.txt ref6.txt >/dev/null || lost "$label: the metrics' losses differ from the uninterrupted run's (each step once): $(tr '\n' ' ' <got.txt)"
   local bad

@@ -16,7 +16,8 @@ small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 20 --val-ev
 # maxdiff a b: "n max|delta loss|" over the loss lines of two metrics files
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
 # header FILE: the safetensors header (names, dtypes, shapes, offsets)
-header() { head -c $((8 + $(od -An -t u8 -N8 "$1"))) "$1"; }
+# (the tensors' checksums in __metadata__ left out: they are of the values, not the layout)
+header() { head -c $((8 + $(od -An -t u8 -N8 "$1"))) "$1" | sed -E 's/("crc32c\.[^"]*":")[0-9a-f]{8}"/\1"/g'; }
 # stop_resume NAME THREADS LAUNCH... -- PLAN...: full run vs --stop-at 8 + --resume, bit for bit
 stop_resume() {
   local name="$1" threads="$2"; shift 2

@@ -51,8 +51,8 @@ expect_error "afile/ck: afile exists and is not a directory" \
   "$HP" train "${S[@]}" --ckpt-dir afile/ck --metrics m1.jsonl
 expect_error "afile: afile exists and is not a directory" \
   "$HP" train "${S[@]}" --ckpt-dir afile --metrics m2.jsonl
-expect_error "nodir/t: the trace file prefix cannot be written: nodir: No such file or directory" \
-  "$HP" train "${S[@]}" --trace nodir/t --metrics m3.jsonl
+expect_error "afile/t: the trace file prefix cannot be created: afile is not a directory" \
+  "$HP" train "${S[@]}" --trace afile/t --metrics m3.jsonl
 ls -A | grep -v "^before.txt$\|^after.txt$" > after.txt
 diff before.txt after.txt >/dev/null || fail "a refused run left files behind: $(diff before.txt after.txt | tr '\n' ' ')"
 # a checkpoint directory that does not exist yet (parents included) is fine, and made at the first save

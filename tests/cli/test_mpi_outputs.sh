@@ -14,7 +14,7 @@ got=$(grep -o '^step [0-9]*/10' out.txt | tr '\n' ' ')
 [ "$got" = "step 1/10 step 4/10 step 8/10 " ] || fail "step lines with --log-every 4: '$got'"
 [ "$(ls -A ck | tr '\n' ' ')" = "latest step_000008 " ] || fail "checkpoint directory: $(ls -A ck | tr '\n' ' ')"
 timeout 300 "${MPIRUN[@]}" "$HP" train --resume ck >out.txt 2>err.txt || fail "the resume failed: $(tail -3 err.txt)"
-grep -q "resumed at step 8$" out.txt || fail "resume: $(cat out.txt)"
+grep -q "resumed at step 8 " out.txt || fail "resume: $(cat out.txt)"
 [ "$(grep -c '"loss"' m.jsonl)" = 10 ] || fail "metrics: $(cat m.jsonl)"
 [ "$(ls -A ck | tr '\n' ' ')" = "latest step_000008 step_000010 " ] || fail "after the resume: $(ls -A ck | tr '\n' ' ')"
 # a failed metrics write on rank 0's process only

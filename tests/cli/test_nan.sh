@@ -40,4 +40,8 @@ open(sys.argv[2], "wb").write(bytes(b))
 PY
 expect_error "the initial weights: parameter 'wte' holds a non-finite value (nan at element 100)" "$HP" train $small --init bad.bin
 expect_error "--on-nan must be stop or skip-step, got 'maybe'" "$HP" train $small --on-nan maybe
+# skip-step gives up on a run that diverged for good: --max-skipped-steps consecutive skips end it (issue 22, item 8)
+expect_error "step 4: 3 consecutive steps with a non-finite loss or gradient norm were skipped: the run has diverged and stops (--max-skipped-steps 3)" \
+  "$HP" train $small --steps 20 --lr 1e30 --on-nan skip-step --max-skipped-steps 3 --run-dir none
+expect_error "--max-skipped-steps must be >= 1, got 0" "$HP" train $small --on-nan skip-step --max-skipped-steps 0
 finish

@@ -7,7 +7,14 @@
 # error in the console or in the page's error box, and the screenshot at
 # laptop width must be a PNG of that width; a pointer over the loss plot reads
 # out the losses of the step under it. A page with a broken script is caught by
-# the same checks (so they can fail).
+# the same checks (so they can fail). Issue 21 item 11, in the rendered DOM
+# (report_check.py --dom): the step-time split stacked (each layer the running
+# sum of the metrics' parts, and the pointer reads out each layer's own
+# value), a unit on every axis and every bar value, the compare page's
+# per-run series (each run's loss smoothed, its split and its memory); the
+# smoothing slider moved to 0.9 redraws the smoothed loss as the debiased EMA
+# with 0.9; and without the page's scripts the page is the same drawing
+# (smoothed with 0.6, the slider hidden, the static note shown).
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 CHROME=$(command -v chromium || command -v chromium-browser || true)
@@ -83,13 +90,24 @@ sys.exit(1 if fails else 0)
 PY
 }
 
+CHECK="python3 $HERE/report_check.py"
+SPLIT="compute_ms=compute,comm_ms=exposed communication,optimizer_ms=optimizer,other_ms=other"
 browse a/report.html run
-rendered run "step" "loss (nats per token)" "learning rate" "global L2 norm" "tokens / s" "time (ms)" "MB"
+rendered run "step" "loss (nats per token)" "learning rate" "gradient norm (global L2)" "throughput (tokens/s)" \
+  "time (ms)" "time per step (ms)" "memory (kB)"
 grep -q 'class="series"' run.dom || fail "no curves in the rendered run page"
+$CHECK run.dom --dom --axis-units --stacked "plot-split=a/metrics.jsonl:$SPLIT" plot-split:compute=30 \
+  --smoothed plot-loss:training=0.6 plot-loss:training=30 || fail "rendered run page: stacked split, units, smoothing"
 browse cmp.html cmp
-rendered cmp "step" "loss (nats per token)"
+rendered cmp "step" "loss (nats per token)" "time per step (ms)" "memory (kB)"
+$CHECK cmp.dom --dom --axis-units "plot-loss:a train=30" "plot-loss:b train=30" "plot-loss:a train smoothed=30" \
+  "plot-loss:b train smoothed=30" --smoothed "plot-loss:a train=0.6" --smoothed "plot-loss:b train=0.6" \
+  plot-split:compute=30 plot-split-1:compute=30 --stacked "plot-split=a/metrics.jsonl:$SPLIT" \
+  --stacked "plot-split-1=b/metrics.jsonl:$SPLIT" --text "step-time split: a" --text "step-time split: b" \
+  --text "a: rank 0" --text "a: rank 1" --text "b: rank 0" || fail "rendered compare page: every run's series"
 browse bench.html bench
-rendered bench "tokens_per_s" "ms per step" "bytes" "bus bandwidth (GB/s)"
+rendered bench "tokens_per_s (tokens/s)" "time per step (ms)" "message size (bytes)" "bus bandwidth (GB/s)"
+$CHECK bench.dom --dom --axis-units || fail "rendered bench page: units"
 grep -q '<rect class="bar"' bench.dom || fail "no bars in the rendered bench page"
 # hovering over the loss plot's right end reads out the last step's losses
 sed 's|</body>|<script>var s=document.querySelector("#plot-loss svg"),r=s.getBoundingClientRect();s.dispatchEvent(new MouseEvent("mousemove",{clientX:r.right-5,clientY:r.top+40}));</script></body>|' \
@@ -97,7 +115,8 @@ sed 's|</body>|<script>var s=document.querySelector("#plot-loss svg"),r=s.getBou
 browse hover.html hover
 python3 - hover.dom a/metrics.jsonl <<'PY' || fail "hover read-out"
 import json, re, sys
-m = re.search(r'<span class="hover"> at ([0-9.]+): training ([0-9.]+), validation ([0-9.]+)</span>', open(sys.argv[1]).read())
+m = re.search(r'<span class="hover"> at ([0-9.]+): training ([0-9.]+), training smoothed [0-9.]+, validation ([0-9.]+)</span>',
+              open(sys.argv[1]).read())
 assert m, "no hover text"
 rows = [json.loads(l) for l in open(sys.argv[2])]
 loss = [r["loss"] for r in rows if r.get("step") == 30 and "loss" in r][0]
@@ -105,6 +124,44 @@ val = [r["val_loss"] for r in rows if r.get("step") == 30 and "val_loss" in r][0
 assert float(m.group(1)) == 30, m.group(0)
 assert abs(float(m.group(2)) - loss) < 0.01 and abs(float(m.group(3)) - val) < 0.01, (m.group(0), loss, val)
 PY
+# hovering over the stacked split's right end reads out each layer's own value at the last step
+sed 's|</body>|<script>var s=document.querySelector("#plot-split svg"),r=s.getBoundingClientRect();s.dispatchEvent(new MouseEvent("mousemove",{clientX:r.right-5,clientY:r.top+40}));</script></body>|' \
+  a/report.html >hover2.html
+browse hover2.html hover2
+python3 - hover2.dom a/metrics.jsonl <<'PY' || fail "stacked hover read-out"
+import json, re, sys
+dom = open(sys.argv[1]).read().split('id="plot-split"')[1]
+m = re.search(r'<span class="hover"> at ([0-9.]+): compute ([-0-9.e]+), exposed communication ([-0-9.e]+), '
+              r'optimizer ([-0-9.e]+), other ([-0-9.e]+)</span>', dom)
+assert m, "no hover text: " + dom[:300]
+rows = [json.loads(l) for l in open(sys.argv[2]) if '"loss"' in l]
+last = [r for r in rows if r["step"] == 30][0]
+total = max(r["compute_ms"] + r["comm_ms"] + r["optimizer_ms"] + r["other_ms"] for r in rows)
+tol = total * 1.04 / 198 * 0.2 + 0.01  # two coordinates rounded to 0.1 px, and the 3 digits shown
+assert float(m.group(1)) == 30, m.group(0)
+for k, f in enumerate(["compute_ms", "comm_ms", "optimizer_ms", "other_ms"]):
+    assert abs(float(m.group(k + 2)) - last[f]) <= tol + 0.005 * last[f], (f, m.group(0), last, tol)
+PY
+# the smoothing slider at 0.9: the smoothed loss is redrawn as the debiased EMA with 0.9
+sed 's|</body>|<script>var i=document.querySelector("#plot-loss input[type=range]");i.value="0.9";i.dispatchEvent(new Event("input"));</script></body>|' \
+  a/report.html >slide.html
+browse slide.html slide
+rendered slide "step"
+$CHECK slide.dom --dom --smoothed plot-loss:training=0.9 "plot-loss:training smoothed=30" || fail "slider at 0.9"
+grep -q '<label class="smoothing">smoothing <input[^>]*> <output>0.90</output></label>' slide.dom ||
+  fail "the slider is not shown or its value not written"
+$CHECK slide.dom --dom --smoothed plot-loss:training=0.6 >/dev/null && fail "the slider did not change the curve"
+# without the page's scripts: the same drawing, smoothed with 0.6; the slider hidden, the static note shown
+python3 -c "import re,sys; open(sys.argv[2],'w').write(re.sub(r'<script>.*?</script>','',open(sys.argv[1]).read(),flags=re.S))" \
+  a/report.html nojs.html
+grep -q '<script' nojs.html && fail "scripts left in nojs.html"
+browse nojs.html nojs
+$CHECK nojs.dom --dom --smoothed plot-loss:training=0.6 plot-loss:training=30 --stacked "plot-split=a/metrics.jsonl:$SPLIT" \
+  || fail "the page without scripts"
+grep -q 'data-rendered' nojs.dom && fail "nojs.html ran the page's script"
+grep -q '<label class="smoothing" hidden="">' nojs.dom || fail "without scripts the slider shows (it cannot work)"
+grep -q '<span class="smooth-static">smoothed (weight 0.60), raw curve faint</span>' nojs.dom ||
+  fail "without scripts the page does not say what is drawn"
 # the checks catch a broken page
 sed 's|</body>|<script>undefined_function_of_the_test()</script></body>|' a/report.html >broken.html
 browse broken.html broken

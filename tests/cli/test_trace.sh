@@ -2,8 +2,10 @@
 # rank, that parses, holds every rank's events (pid = rank) for the traced
 # steps, has a compute track and collective tracks, and shows each overlapped
 # gradient reduction as one event from its start to its wait, with the
-# backward kernels that ran meanwhile inside its span. Also `bench --trace`
-# and a trace path that cannot be written.
+# backward kernels that ran meanwhile inside its span. Also `bench --trace`,
+# a prefix in directories that do not exist yet (made, as --ckpt-dir's are),
+# the trace files a run directory's run.json records, and a trace path that
+# cannot be written.
 . "$(dirname "$0")/lib.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 3 --val-every 0 --threads 4"
 "$HP" train $small --dp 2 --tp 2 --trace tr --trace-steps 2 >log.txt 2>&1 || fail "traced run failed: $(tail -2 log.txt)"
@@ -53,6 +55,25 @@ python3 -c "import json; d = json.load(open('one.rank0.json')); assert any(e.get
 "$HP" bench --model small --steps 2 --trace bt >log.txt 2>&1 || fail "bench --trace failed: $(tail -2 log.txt)"
 python3 -c "import json; d = json.load(open('bt.small.rank0.json')); assert len([e for e in d['traceEvents'] if e['ph'] == 'X']) > 100" ||
   fail "bench trace"
+# a prefix with directories: they are made, as --ckpt-dir's are
+"$HP" train $small --steps 1 --trace sub/dir/t >log.txt 2>&1 || fail "--trace sub/dir/t failed: $(tail -2 log.txt)"
+[ -f sub/dir/t.rank0.json ] || fail "--trace sub/dir/t wrote no sub/dir/t.rank0.json"
+# the run directory records the trace files the ranks wrote (PREFIX.rankN.json), absolute
+"$HP" train $small --steps 1 --dp 2 --run-dir rd --trace tdir/p >log.txt 2>&1 || fail "traced run with a run dir failed: $(tail -2 log.txt)"
+"$HP" train $small --steps 1 --dp 2 --run-dir ro --trace on >log.txt 2>&1 || fail "--trace on failed: $(tail -2 log.txt)"
+python3 - "$PWD" <<'PY' || fail "run.json's trace files: see above"
+import json, os, sys
+cwd = sys.argv[1]
+for run, prefix in (("rd", "tdir/p"), ("ro", "ro/trace")):
+    r = json.load(open(f"{run}/run.json"))
+    want = [os.path.join(cwd, f"{prefix}.rank{k}.json") for k in range(2)]
+    assert r["trace"] == os.path.join(cwd, prefix), (run, r["trace"])
+    assert r["trace_files"] == want, (run, r["trace_files"], want)
+    for f in r["trace_files"]:
+        assert os.path.isfile(f) and json.load(open(f))["otherData"]["rank"] == int(f[-6]), f
+print("run.json trace files checked")
+PY
 # a trace that cannot be written: one line naming the prefix, non-zero exit, before the first step
-expect_error "nodir/t: the trace file prefix cannot be written" "$HP" train $small --trace nodir/t
+echo x >afile
+expect_error "afile/t: the trace file prefix cannot be created: afile is not a directory" "$HP" train $small --trace afile/t
 finish

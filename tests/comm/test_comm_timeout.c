@@ -20,7 +20,7 @@ typedef struct {
 
 static void *rank_main(void *arg) {
     job *j = arg;
-    if (j->rank == j->absent) return NULL; /* this rank never shows up */
+    if (j->rank == j->absent || (j->absent < 0 && j->rank >= -j->absent)) return NULL; /* never shows up */
     hp_comm_rank *r = hp_comm_world_rank(j->w, j->rank);
     hp_comm_group *g = hp_comm_world_group(j->w);
     float buf[64] = {0}, out[64 * 8];
@@ -79,7 +79,44 @@ static void scenario(int S, int R, int absent, hp_comm_kind kind, const char *kn
     hp_comm_world_destroy(w);
 }
 
+/* A whole supernode missing (as a process stopped with kill -STOP): every
+ * survivor's error names one of its ranks and the supernode, never a rank of
+ * the survivor's own supernode that waits on it across the link (issue 22,
+ * item 7: the supernode barrier's waiter used to time out first, naming the
+ * leader stuck in its link wait). */
+static void supernode_gone(hp_comm_kind kind, const char *kname) {
+    hp_comm_opts o;
+    hp_comm_opts_default(&o);
+    o.ranks_per_supernode = 2;
+    o.supernodes = 2;
+    o.mpi = 0;
+    o.timeout_s = 1.0;
+    hp_comm_world *w;
+    CHECK_OK(hp_comm_world_create(&w, &o));
+    if (!w) return;
+    pthread_t th[4];
+    job jobs[4];
+    for (int i = 0; i < 2; i++) {
+        jobs[i] = (job){w, i, -2, kind, 0, "", "", 0};
+        pthread_create(&th[i], NULL, rank_main, &jobs[i]);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        job *j = &jobs[i];
+        int named = strstr(j->msg, "waiting for rank 2 (supernode 1)") || strstr(j->msg, "waiting for rank 3 (supernode 1)");
+        CHECK(!j->ok);
+        CHECK(strstr(j->msg, kname) != NULL);
+        CHECK(named);
+        if (!named) fprintf(stderr, "%s, supernode 1 gone, rank %d: %s\n", kname, i, j->msg);
+    }
+    hp_comm_world_destroy(w);
+}
+
 int main(void) {
+    supernode_gone(HP_COMM_BARRIER, "barrier");
+    supernode_gone(HP_COMM_ALL_REDUCE, "all_reduce");
+    supernode_gone(HP_COMM_ALL_GATHER, "all_gather");
+    supernode_gone(HP_COMM_REDUCE_SCATTER, "reduce_scatter");
     scenario(1, 3, 2, HP_COMM_ALL_REDUCE, "all_reduce", 0);       /* thread tier */
     scenario(1, 2, 0, HP_COMM_ALL_GATHER, "all_gather", 0);
     scenario(2, 1, 1, HP_COMM_ALL_GATHER, "all_gather", 0);       /* across supernodes */

@@ -146,7 +146,7 @@ static int same_file(const char *a, const char *b) {
 
 static void save(run *r, const char *dir, hp_ckpt_format f) {
     hp_dist_ckpt_set_format(r->ck, f, HP_CKPT_FAULT_NONE);
-    CHECK_OK(hp_dist_ckpt_save(r->ck, dir, "{\"step\": 1}", 0));
+    CHECK_OK(hp_dist_ckpt_save(r->ck, dir, "{\"step\": 1}", 0, NULL));
 }
 
 int main(void) {
@@ -220,7 +220,7 @@ int main(void) {
         save(&r, good, HP_CKPT_SHARDED);
         hp_dist_ckpt_set_format(r.ck, HP_CKPT_SHARDED, HP_CKPT_FAULT_BEFORE_COMMIT);
         fill_states(&r, &m, 9);
-        CHECK_ERR(hp_dist_ckpt_save(r.ck, bad, "{\"step\": 2}", 0), "before the commit");
+        CHECK_ERR(hp_dist_ckpt_save(r.ck, bad, "{\"step\": 2}", 0, NULL), "before the commit");
         CHECK(!hp_fs_exists(bad));
         char *latest = NULL;
         CHECK_OK(hp_ckpt_get_latest(&latest, runs));

@@ -157,7 +157,65 @@ def data_seeds():
     put("data", "bad_magic", data_prefix(kind=1) + struct.pack("<256i", 1234, 1, 4, *([0] * 253)) + b"\0" * 8)
 
 
+def gpt2_byte_chars():
+    """GPT-2's byte-to-character mapping: printable Latin-1 stays, the rest from U+0100."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    out, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + n)
+            n += 1
+    return out
+
+
+def bpe_seeds():
+    """fuzz_bpe.c: a mode byte (1: tokenizer.json), then the file(s) and a text split by "\\n@@\\n"."""
+    import json
+    chars = gpt2_byte_chars()
+    vocab = {chars[b]: b for b in range(256)}
+    merges = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), ("\u0120", "hello"), ("a", "a")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    vj = json.dumps(vocab, ensure_ascii=False)
+    mt = "#version: 0.2\n" + "".join("%s %s\n" % m for m in merges)
+    text = "hello hello aaa  \n\n x I'M caf\u00e9 \U0001F44D\U0001F3FD"
+    put("bpe", "files", b"\0" + (vj + "\n@@\n" + mt + "\n@@\n" + text).encode())
+    tj = {"version": "1.0", "normalizer": None,
+          "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+          "added_tokens": [{"id": len(vocab) - 1, "content": "<|endoftext|>", "special": True}],
+          "model": {"type": "BPE", "vocab": vocab, "merges": [" ".join(m) for m in merges[:3]] + [list(m) for m in merges[3:]]}}
+    put("bpe", "tokenizer_json", b"\1" + (json.dumps(tj, ensure_ascii=False) + "\n@@\n" + text).encode())
+    put("bpe", "bad_missing_byte", b"\0" + (json.dumps({chars[b]: b for b in range(255)}) + "\n@@\n").encode())
+    put("bpe", "bad_merge", b"\0" + (vj + "\n@@\n#version: 0.2\nh x\n").encode())
+    put("bpe", "text_only", b"\0" + "Hello world's  \n\n x \u0928\u092e\u0938\u094d\u0924\u0947 \r\n\t".encode())
+
+
+def ckpt_pieces_seeds():
+    # fuzz_ckpt_pieces: k, k data edits (file, offset lo, offset hi, xor), then "FROM\0TO\0" patches of
+    # pieces.json. Its checkpoint: rank0.bin holds a[0,12) at 0, c rows 0-1 at 64, b at 128; rank1.bin
+    # a[12,32) at 0, c rows 2-3 at 128, its trailer at 192.
+    def patches(*pairs):
+        return b"".join(f.encode() + b"\0" + t.encode() + b"\0" for f, t in pairs)
+    put("ckpt_pieces", "plain", b"\0")
+    put("ckpt_pieces", "flip_c0", bytes([1, 0, 69, 0, 0x10]))
+    put("ckpt_pieces", "flip_padding", bytes([1, 0, 50, 0, 0xff]))
+    put("ckpt_pieces", "flip_trailer", bytes([1, 1, 200, 0, 1]))
+    put("ckpt_pieces", "same_bytes", b"\0" + patches(('"offset":64,"start":[0,0]', '"offset":0,"start":[0,0]')))
+    put("ckpt_pieces", "moved", b"\0" + patches(('"file":0,"offset":64,"start":[0,0]', '"file":1,"offset":128,"start":[0,0]'),
+                                                ('"file":1,"offset":128,"start":[2,0]', '"file":0,"offset":64,"start":[2,0]')))
+    put("ckpt_pieces", "swapped", b"\0" + patches(('"name":"a"', '"name":"x"'), ('"name":"c"', '"name":"a"'),
+                                                  ('"name":"x"', '"name":"c"')))
+    put("ckpt_pieces", "format1", b"\0" + patches(("hyperpar-sharded-2", "hyperpar-sharded-1")))
+    put("ckpt_pieces", "step", b"\0" + patches(('"step":3', '"step":4')))
+    put("ckpt_pieces", "crc", b"\0" + patches(('"crc32c":"', '"crc32c":"0')))
+
+
 def main():
+    ckpt_pieces_seeds()
+    bpe_seeds()
     json_seeds()
     config_seeds()
     plan_seeds()

@@ -235,15 +235,15 @@ static void test_retain(void) {
     make_partial("step_000005"); /* incomplete: neither counted nor touched */
     make_ckpt("keepme", "k");    /* not a step_* name */
     set_latest_text("step_000020\n");
-    CHECK_OK(hp_ckpt_retain(&removed, run, 0)); /* 0: keep all */
+    CHECK_OK(hp_ckpt_retain(&removed, run, 0, NULL)); /* 0: keep all */
     CHECK(removed == 0 && count_entries(run) == 9);
-    CHECK_OK(hp_ckpt_retain(&removed, run, 2));
+    CHECK_OK(hp_ckpt_retain(&removed, run, 2, NULL));
     CHECKF(removed == 3, "removed %d", removed);
     CHECK(exists("step_000060") && exists("step_000050") && exists("step_000020")); /* the 2 newest, and latest's */
     CHECK(!exists("step_000010") && !exists("step_000030") && !exists("step_000040"));
     CHECK(exists("step_000005") && exists("keepme") && count_entries(run) == 6);
     set_latest_text("step_000060\n");
-    CHECK_OK(hp_ckpt_retain(&removed, run, 1));
+    CHECK_OK(hp_ckpt_retain(&removed, run, 1, NULL));
     CHECK(removed == 2 && exists("step_000060") && !exists("step_000050") && !exists("step_000020"));
 }
 

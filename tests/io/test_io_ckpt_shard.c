@@ -128,6 +128,7 @@ static void write_flat_ckpt(const char *dir, float *w, float *b) {
     hp_ckpt_index ix;
     hp_ckpt_index_init(&ix);
     CHECK(hp_ckpt_index_add_file(&ix, "rank0.bin") == 0 && hp_ckpt_index_add_file(&ix, "rank1.bin") == 1);
+    ix.files[0].step = ix.files[1].step = 3; /* state.json's */
     int tw = hp_ckpt_index_add_tensor(&ix, "w", HP_CKPT_GROUP_MODEL, HP_F32, &gw);
     hp_region f0 = hp_region_flat(0, 17), f1 = hp_region_flat(17, 41), f2 = hp_region_flat(41, 60);
     hp_ckpt_index_add_piece(&ix, tw, 0, &f0);
@@ -242,8 +243,8 @@ static void expect_bad(const char *root, int k, const char *from, const char *to
 
 static void test_bad_metadata(const char *root) {
     int k = 0;
-    /* a missing piece: w's last range dropped */
-    expect_bad(root, k++, ",{\"file\":0,\"offset\":128,\"begin\":41,\"end\":60}", "",
+    /* a missing piece: w's last range dropped (its checksum moved to a key of its own, which is ignored) */
+    expect_bad(root, k++, ",{\"file\":0,\"offset\":128,\"begin\":41,\"end\":60,", "],\"x\":[{",
                "tensors[0] 'w'.pieces: cover 41 of its 60 elements");
     /* overlapping ranges */
     expect_bad(root, k++, "\"begin\":17,", "\"begin\":16,", "'w'.pieces[1]: overlaps pieces[0]");
@@ -258,6 +259,10 @@ static void test_bad_metadata(const char *root) {
     /* a wrong format, a missing field, a file listed that is not there */
     expect_bad(root, k++, HP_CKPT_INDEX_FORMAT, "hyperpar-sharded-0", "format: 'hyperpar-sharded-0'");
     expect_bad(root, k++, "\"group\":\"model\",", "", "tensors[0].group: missing");
+    /* a string with a NUL inside, a fraction for an integer: said as such (not "expected a string, got a string") */
+    expect_bad(root, k++, "\"group\":\"model\"", "\"group\":\"mo\\u0000del\"",
+               "tensors[0].group: the string holds a NUL character");
+    expect_bad(root, k++, "\"offset\":128", "\"offset\":128.5", "offset: expected an integer, got a fraction");
     expect_bad(root, k++, "\"name\":\"rank1.bin\"", "\"name\":\"rank9.bin\"", "rank9.bin: cannot open (listed as files[1]");
     expect_bad(root, k++, "\"file\":1", "\"file\":5", "'w'.pieces[1].file: 5 is not one of the 2 files");
     /* a truncated data file */

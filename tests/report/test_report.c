@@ -3,10 +3,15 @@
  * point; a resumed run's repeated steps keep the last; Pearson and max
  * |delta| over common steps; metrics files (values, one-line errors with file
  * and line, a cut-short last line); a trace's steps and its split into
- * compute, optimizer, communication, hidden and other; the page's curves. */
+ * compute, optimizer, communication, hidden and other; the page's curves;
+ * figures rounded with their units; TensorBoard's debiased EMA; numbers
+ * range-checked before they become integers (a trace's rank and times, a
+ * metrics step, a JSON field read as a whole number). */
 #include <unistd.h>
 
 #include "io/fsutil.h"
+#include "report/fmt.h"
+#include "report/jsonfile.h"
 #include "report/metrics.h"
 #include "report/report.h"
 #include "report/series.h"
@@ -164,7 +169,100 @@ static void test_page(void) {
     unlink("report_p.jsonl");
 }
 
+static void test_fmt(void) {
+    char b[64];
+    struct {
+        double v;
+        const char *unit, *want;
+    } c[] = {{71.44921875, "MB", "71.4 MB"}, {58.9174, "MB", "58.9 MB"}, {3, "ms", "3 ms"},
+             {0.0123456, "ms", "0.0123 ms"}, {123456.7, NULL, "123457"}, {1.23456, "", "1.23"},
+             {-2.5, "s", "-2.50 s"}, {NAN, "ms", "n/a"}, {1e20, "B", "1e+20 B"}, {2e-7, "s", "2e-07 s"}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        hp_rep_fmt(b, sizeof b, c[i].v, c[i].unit);
+        CHECKF(!strcmp(b, c[i].want), "%g %s: '%s', expected '%s'", c[i].v, c[i].unit ? c[i].unit : "", b, c[i].want);
+    }
+    hp_rep_fmt_bytes(b, sizeof b, 551380);
+    CHECKF(!strcmp(b, "551 kB"), "%s", b);
+    hp_rep_fmt_bytes(b, sizeof b, 1.5e9);
+    CHECKF(!strcmp(b, "1.50 GB"), "%s", b);
+    hp_rep_fmt_bytes(b, sizeof b, 512);
+    CHECKF(!strcmp(b, "512 B"), "%s", b);
+    double div;
+    CHECK(!strcmp(hp_rep_bytes_unit(&div, 58.9e6), "MB") && div == 1e6);
+    CHECK(!strcmp(hp_rep_field_unit("tokens_per_s"), "tokens/s") && !strcmp(hp_rep_field_unit("step_ms"), "ms"));
+    CHECK(!strcmp(hp_rep_field_unit("busbw_GBps"), "GB/s") && !strcmp(hp_rep_field_unit("peak_rss_mb"), "MB"));
+    CHECK(!strcmp(hp_rep_field_unit("config"), ""));
+}
+
+/* TensorBoard's smoothing by hand: w = 0.5 over 1, 2, 3: last 0.5, 1.25,
+ * 2.125 over 1 - 0.5^k = 0.5, 0.75, 0.875; a NaN passes and is not counted. */
+static void test_ema(void) {
+    hp_series s = {0};
+    for (int i = 1; i <= 3; i++) CHECK_OK(hp_series_push(&s, i, i));
+    double o[3];
+    hp_series_ema(o, &s, 0.5);
+    CHECK_NEAR(o[0], 1, 1e-15);
+    CHECK_NEAR(o[1], 1.25 / 0.75, 1e-15);
+    CHECK_NEAR(o[2], 2.125 / 0.875, 1e-15);
+    hp_series_ema(o, &s, 0);
+    CHECK(o[0] == 1 && o[1] == 2 && o[2] == 3);
+    s.y[1] = NAN;
+    hp_series_ema(o, &s, 0.5);
+    CHECK(o[0] == 1 && isnan(o[1]));
+    CHECK_NEAR(o[2], (0.25 + 1.5) / 0.75, 1e-15);
+    hp_series_free(&s);
+}
+
+static void test_json_int(void) {
+    hp_json *j = NULL;
+    const char *t = "{\"a\": 1e60, \"b\": 7, \"c\": 2.5, \"d\": \"x\", \"e\": null, \"f\": -3}";
+    CHECK_OK(hp_json_parse(&j, t, strlen(t)));
+    long v = -1;
+    CHECK_OK(hp_rep_json_int(&v, j, "b", 1, 10, 0, "f.json", ""));
+    CHECK(v == 7);
+    CHECK_OK(hp_rep_json_int(&v, j, "e", 1, 10, 4, "f.json", ""));
+    CHECK(v == 4);
+    CHECK_OK(hp_rep_json_int(&v, j, "none", 1, 10, 5, "f.json", ""));
+    CHECK(v == 5);
+    CHECK_ERR(hp_rep_json_int(&v, j, "a", 1, 10, 0, "f.json", ""), "f.json: field 'a': expected a whole number in 1..10, got 1e+60");
+    CHECK_ERR(hp_rep_json_int(&v, j, "c", 1, 10, 0, "f.json", "x[2]"), "f.json: field 'x[2].c': expected a whole number in 1..10, got 2.5");
+    CHECK_ERR(hp_rep_json_int(&v, j, "d", 1, 10, 0, "f.json", ""), "field 'd': expected a whole number in 1..10, got a string");
+    CHECK_ERR(hp_rep_json_int(&v, j, "f", 0, 10, 0, "f.json", ""), "got -3");
+    CHECK(hp_rep_json_long(j, "a", 0, 10, 9) == 9 && hp_rep_json_long(j, "b", 0, 10, 9) == 7);
+    CHECK(hp_rep_json_long(j, "c", 0, 10, 9) == 9 && hp_rep_json_long(j, "d", 0, 10, 9) == 9);
+    hp_json_free(j);
+}
+
+/* Numbers out of range in a trace or a metrics file: errors naming the field. */
+static void test_ranges(void) {
+    static const struct {
+        const char *text, *needle;
+    } c[] = {
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"tid\": 0, \"ts\": 1e308, \"dur\": 1}]}",
+         "traceEvents[0]: field 'ts': expected microseconds in -1e15..1e15, got 1e+308"},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"tid\": 0, \"ts\": 1, \"dur\": 1e308}]}",
+         "traceEvents[0]: field 'dur': expected microseconds in 0..1e15, got 1e+308"},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"tid\": 0, \"ts\": 1, \"dur\": -1}]}", "field 'dur'"},
+        {"{\"otherData\": {\"rank\": 1e60}, \"traceEvents\": []}", "field 'otherData.rank': expected a whole number"},
+        {"{\"otherData\": {\"dropped_events\": -2}, \"traceEvents\": []}", "field 'otherData.dropped_events'"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *p = write_file("report_r.rank0.json", c[i].text);
+        hp_rep_trace t;
+        CHECK_ERR(hp_rep_trace_load(&t, p), c[i].needle);
+    }
+    unlink("report_r.rank0.json");
+    hp_rep_metrics m;
+    const char *p = write_file("report_r.jsonl", "{\"step\": 9007199254740993, \"loss\": 1}\n");
+    CHECK_ERR(hp_rep_metrics_load(&m, p), "report_r.jsonl:1: field 'step': 9007199254740993 is more than 2^53");
+    unlink(p);
+}
+
 int main(void) {
+    test_fmt();
+    test_ema();
+    test_json_int();
+    test_ranges();
     test_decimate();
     test_dedupe_compare();
     test_metrics();

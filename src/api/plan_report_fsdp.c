@@ -1,0 +1,91 @@
+/* api/plan_report_fsdp: FSDP / ZeRO in a rank's plan report, read off its
+ * compile (parallel/fsdp's plan) — the units with their place in the
+ * parameter store, their padded size and this rank's shard [begin, end), each
+ * managed parameter's unit and the part of it in that shard, and the summary
+ * line the plan and the train header print. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/plan_report.h"
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The listed parameters' units and parts: t[k] for global value listed[k]. */
+static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *listed, int nlisted) {
+    const hp_fsdp_plan *f = &cc->fsdp;
+    const hp_graph *g = cc->global;
+    int np = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    for (int k = 0; k < nlisted; k++) t[k].fsdp_unit = -1;
+    if (!ids) return; /* the units are still reported; the parameters' parts are left out */
+    hp_graph_params(g, ids, np);
+    for (int k = 0; k < nlisted; k++) {
+        int p = 0;
+        while (p < np && ids[p] != listed[k]) p++;
+        if (p == np || p >= f->nparams || f->unit_of[p] < 0) continue;
+        const hp_fsdp_unit *un = &f->units[f->unit_of[p]];
+        int64_t numel = 1;
+        for (int d = 0; d < t[k].ndim; d++) numel *= t[k].local_shape[d];
+        int64_t o = (int64_t)(f->offset[p] - un->offset), lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
+        int64_t a = max64(o, lo), b = min64(o + numel, hi);
+        t[k].fsdp_unit = f->unit_of[p];
+        t[k].fsdp_offset = o;
+        t[k].fsdp_begin = a < b ? a - o : 0;
+        t[k].fsdp_end = a < b ? b - o : 0;
+    }
+    free(ids);
+}
+
+hp_status hp_plan_gather_fsdp(hp_plan_fsdp *out, hp_plan_tensor *t, const hp_compiled *cc, const int *listed,
+                              int nlisted) {
+    const hp_fsdp_plan *f = &cc->fsdp;
+    const hp_mesh *m = &cc->mesh;
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < nlisted; k++) t[k].fsdp_unit = -1;
+    if (!f->level) return HP_OK;
+    out->level = f->level;
+    snprintf(out->style, sizeof out->style, "%s", f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
+    snprintf(out->shard_axis, sizeof out->shard_axis, "%s", m->name[f->shard_axis]);
+    hp_plan_group_str(out->shard_group, sizeof out->shard_group, m, f->shard_axis, cc->rank);
+    out->members = f->members, out->member = f->me;
+    out->replicas = f->replicas;
+    if (f->replicate_axis >= 0)
+        snprintf(out->replicate_axis, sizeof out->replicate_axis, "%s", m->name[f->replicate_axis]);
+    out->prefetch = f->prefetch;
+    out->reshard = 1; /* the default; hp_api_fsdp_finish reads the plan's */
+    out->reduce_bf16 = f->reduce_bf16, out->gather_bf16 = f->gather_bf16;
+    out->transient_slots = f->transient ? f->nslots : 0;
+    out->units = calloc((size_t)(f->nunits ? f->nunits : 1), sizeof *out->units);
+    if (!out->units) return hp_errorf("hp_plan_report_create: out of memory");
+    out->nunits = f->nunits;
+    for (int u = 0; u < f->nunits; u++) {
+        const hp_fsdp_unit *un = &f->units[u];
+        hp_plan_fsdp_unit *o = &out->units[u];
+        snprintf(o->name, sizeof o->name, "%s", un->name);
+        o->nparams = un->nparams;
+        o->offset = (int64_t)un->offset, o->size = (int64_t)un->size, o->shard = (int64_t)un->shard;
+        o->begin = o->shard * f->me, o->end = o->begin + o->shard;
+    }
+    gather_params(t, cc, listed, nlisted);
+    hp_api_fsdp_finish(out, NULL);
+    return HP_OK;
+}
+
+void hp_api_fsdp_finish(hp_plan_fsdp *f, const hp_plan *plan) {
+    if (!f->level) return;
+    if (plan && plan->fsdp.level) f->reshard = plan->fsdp.reshard_after_forward != 0;
+    char rep[64] = "", extra[96] = "";
+    if (f->replicas > 1) snprintf(rep, sizeof rep, ", replicas %s=%d (HSDP)", f->replicate_axis, f->replicas);
+    size_t u = 0;
+    if (f->reduce_bf16) u += (size_t)snprintf(extra + u, sizeof extra - u, ", reduce bf16");
+    if (f->gather_bf16 && u < sizeof extra) u += (size_t)snprintf(extra + u, sizeof extra - u, ", gather bf16");
+    if (f->transient_slots && u < sizeof extra)
+        snprintf(extra + u, sizeof extra - u, ", %d transient slots", f->transient_slots);
+    int w = snprintf(f->summary, sizeof f->summary,
+                     "level %d (ZeRO-%d), %d unit%s, shard group %s=%d%s, prefetch %d, reshard %s, style %s%s",
+                     f->level, f->level, f->nunits, f->nunits == 1 ? "" : "s", f->shard_axis, f->members, rep,
+                     f->prefetch, f->reshard ? "on" : "off", f->style, extra);
+    if (w >= (int)sizeof f->summary) memcpy(f->summary + sizeof f->summary - 4, "...", 4); /* axis names are short */
+}
