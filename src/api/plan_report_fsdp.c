@@ -83,9 +83,16 @@ void hp_api_fsdp_finish(hp_plan_fsdp *f, const hp_plan *plan) {
     if (f->gather_bf16 && u < sizeof extra) u += (size_t)snprintf(extra + u, sizeof extra - u, ", gather bf16");
     if (f->transient_slots && u < sizeof extra)
         snprintf(extra + u, sizeof extra - u, ", %d transient slots", f->transient_slots);
-    int w = snprintf(f->summary, sizeof f->summary,
-                     "level %d (ZeRO-%d), %d unit%s, shard group %s=%d%s, prefetch %d, reshard %s, style %s%s",
-                     f->level, f->level, f->nunits, f->nunits == 1 ? "" : "s", f->shard_axis, f->members, rep,
-                     f->prefetch, f->reshard ? "on" : "off", f->style, extra);
-    if (w >= (int)sizeof f->summary) memcpy(f->summary + sizeof f->summary - 4, "...", 4); /* axis names are short */
+    char line[1024];
+    snprintf(line, sizeof line,
+             "level %d (ZeRO-%d), %d unit%s, shard group %s=%d%s, prefetch %d, reshard %s, style %s%s", f->level,
+             f->level, f->nunits, f->nunits == 1 ? "" : "s", f->shard_axis, f->members, rep, f->prefetch,
+             f->reshard ? "on" : "off", f->style, extra);
+    size_t n = strlen(line);
+    if (n >= sizeof f->summary) { /* axis names are short: not expected */
+        n = sizeof f->summary - 4;
+        memcpy(line + n, "...", 4);
+        n += 3;
+    }
+    memcpy(f->summary, line, n + 1);
 }

@@ -207,9 +207,20 @@ static hp_status take_ckpt_dir(hp_trainer *t) {
                   r.rolled_back, r.rolled_back == 1 ? "" : "s", r.removed, r.removed == 1 ? "y" : "ies", latest);
     }
     /* a checkpoint past the step this run starts from is newer than what it resumed, or another run's */
-    long long newest;
+    long long newest, committed = -1;
     HP_TRY(hp_ckpt_newest_step(&newest, dir));
-    if (newest > t->cfg.start_step && !t->cfg.ckpt_overwrite) {
+    char *latest = NULL;
+    hp_status ls = hp_ckpt_get_latest(&latest, dir);
+    if (!ls) { /* the committed step: what `latest` names */
+        const char *base = strrchr(latest, '/');
+        if (sscanf(base ? base + 1 : latest, "step_%lld", &committed) != 1) committed = -1;
+    }
+    hp_status_free(ls);
+    free(latest);
+    /* resumed from the committed checkpoint: anything newer was never committed (a save cut off before
+     * `latest` moved), and is this run's to replace */
+    int uncommitted = t->cfg.start_step > 0 && committed >= 0 && committed <= t->cfg.start_step;
+    if (newest > t->cfg.start_step && !t->cfg.ckpt_overwrite && !uncommitted) {
         if (t->cfg.start_step > 0)
             return hp_errorf("%s/step_%06lld is newer than step %ld this run resumes from: the run would overwrite it "
                              "(--overwrite allows that; or --ckpt-dir elsewhere)",
@@ -220,7 +231,8 @@ static hp_status take_ckpt_dir(hp_trainer *t) {
     }
     if (newest > t->cfg.start_step)
         emit_text(t, HP_TRAIN_NOTE, "%s: checkpoints up to step %lld, past step %ld this run starts from, are "
-                  "overwritten as the run reaches them (--overwrite)", dir, newest, t->cfg.start_step);
+                  "overwritten as the run reaches them (%s)", dir, newest, t->cfg.start_step,
+                  uncommitted ? "never committed: 'latest' names an older one" : "--overwrite");
     return HP_OK;
 }
 

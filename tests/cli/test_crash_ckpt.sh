@@ -83,20 +83,20 @@ POINTS=$((POINTS + i))
 # ---- replace: a save of step 4 over an existing step_000004 ----
 base_replace() { rm -rf ck m.jsonl; "$HP" train $small --ckpt-dir ck --ckpt-every 2 --stop-at 4 --metrics m.jsonl >/dev/null 2>&1 || fail "replace: base run failed"; }
 base_replace
-points replace.txt "$HP" train --resume ck/step_000002 --stop-at 4
+points replace.txt "$HP" train --resume ck/step_000002 --stop-at 4 --overwrite
 grep -qx 'ckpt:rename-aside' replace.txt || fail "replace: the save does not move the old checkpoint aside"
 i=0
 while read -r p; do
   i=$((i + 1))
   n=$(head -n "$i" replace.txt | grep -cxF -- "$p")
   base_replace
-  killed_run "$p" "$n" "$HP" train --resume ck/step_000002 --stop-at 4
+  killed_run "$p" "$n" "$HP" train --resume ck/step_000002 --stop-at 4 --overwrite
   check_after "replace $p#$n" 4
 done <replace.txt
 POINTS=$((POINTS + i))
 
 # ---- recover: the recovery after a kill between the renames, itself killed ----
-crash_between() { base_replace; killed_run ckpt:rename-in 1 "$HP" train --resume ck/step_000002 --stop-at 4; }
+crash_between() { base_replace; killed_run ckpt:rename-in 1 "$HP" train --resume ck/step_000002 --stop-at 4 --overwrite; }
 crash_between
 ls ck | grep -q '\.old-' || fail "recover: no checkpoint moved aside after a kill at ckpt:rename-in"
 [ -e ck/step_000004 ] && fail "recover: step_000004 is there after a kill at ckpt:rename-in"

@@ -52,6 +52,10 @@ awk '/grad_norm/ { if ($0 ~ /"grad_norm": 0\./) small++; n++ } END { exit !(n ==
 awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'BEGIN { exit !(b < a - 0.5) }' ||
   fail "loss did not fall: $(losses one.jsonl | head -1) -> $(losses one.jsonl | tail -1)"
 # bf16 compute (issue 10): the oneDNN GEMMs' blocks follow the pool grain too — 1, 2, 4, 8 ranks, 3 threads
+# Where the CPU has no bf16 instructions, oneDNN's emulated bf16 GEMMs split their sums by the rank's
+# thread count, so these bits hold only on CPUs with AVX512-BF16 or AMX (seen at fa21fd9 on a Zen 3:
+# 1 rank and FSDP 2 part at step 3); the fp32 checks above hold everywhere.
+if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
 run one_bf16 --threads 2 --dtype bf16
 for r in "fsdp2_bf16:--fsdp 2" "fsdp4_bf16:--fsdp 4" "fsdp8_bf16:--fsdp 8" "t3_bf16:--fsdp 2 --threads 3"; do
   name=${r%%:*}
@@ -69,6 +73,9 @@ for r in "g2_bf16:--fsdp 2" "g8_bf16:--fsdp 8"; do
   if cmp -s <(values one_bf16all.jsonl) <(values "$name.jsonl"); then echo "$name: the same bits as 1 rank (--bf16-params all)"
   else fail "$name: differs from 1 rank with --bf16-params all: $(diff <(values one_bf16all.jsonl) <(values "$name.jsonl") | head -3 | tr '\n' ' ')"; fi
 done
+else
+  echo "bf16 bit-for-bit checks: this CPU has neither AVX512-BF16 nor AMX (bf16 emulated), not claimed here"
+fi
 # other slice counts: 4 slices at 1 and 4 ranks, 16 at 2 and 16 (S = N: no accumulation)
 args4="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 10 --val-every 0 --run-dir none --threads 2 --det-slices 4"
 "$HP" train $args4 --metrics s4a.jsonl >/dev/null 2>&1 || fail "--det-slices 4 on 1 rank failed"

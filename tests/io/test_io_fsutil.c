@@ -62,7 +62,7 @@ int main(void) {
     char *nodir = hp_fs_join(dir, "no/such/dir/c.txt");
     CHECK_ERR(hp_fs_write_atomic(nodir, "x", 1), "no/such/dir/c.txt: cannot create the temporary file beside it");
     CHECK_ERR(hp_fs_read_all(&data, &n, nodir), "no/such/dir/c.txt: cannot open: No such file or directory");
-    CHECK_ERR(hp_fs_read_all(&data, &n, dir), "is a directory");
+    CHECK_ERR(hp_fs_read_all(&data, &n, dir), "not a regular file (a directory)");
     CHECK_ERR(hp_fs_write_atomic("", "x", 1), "empty path");
 
     /* mkdir -p, then remove the tree */
