@@ -392,7 +392,7 @@ static hp_status run(trainer *t) {
         size_t rn = strlen(t->run_dir);
         int in_run = rn && !strncmp(o->ckpt_dir, t->run_dir, rn) && !strcmp(o->ckpt_dir + rn, "/ckpt");
         printf("sample from it: %s sample --ckpt %s%s\n", t->prog, in_run ? t->run_dir : o->ckpt_dir,
-               o->vocab == 256 ? " --prompt \"The \"" : "");
+               o->vocab == 256 ? " --prompt \"The \"" : " --tokenizer DIR --prompt \"...\"");
     }
     return HP_OK;
 }

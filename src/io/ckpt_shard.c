@@ -75,8 +75,7 @@ hp_status hp_ckpt_shard_write(const char *dir, hp_ckpt_index *ix, int file, cons
     if (!st) {
         st = write_pieces(&f, ix, file, held, n);
         if (st) {
-            hp_afile_abort(&f);
-            st = hp_error_wrap(st, "%s", dir);
+            hp_afile_abort(&f); /* the error names the file, which names dir */
         } else {
             st = hp_afile_commit(&f);
         }

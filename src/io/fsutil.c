@@ -233,7 +233,9 @@ hp_status hp_fs_mkdir_p(const char *path) {
             e = hp_errorf("%s: cannot create directory %s: %s", path, p, strerror(errno));
         else {
             struct stat st;
-            if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+            if ((stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) && c == 0) /* the path itself: named once */
+                e = hp_errorf("%s: exists and is not a directory", path);
+            else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
                 e = hp_errorf("%s: %s exists and is not a directory", path, p);
         }
         p[i] = c;

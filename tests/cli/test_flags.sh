@@ -49,8 +49,9 @@ touch afile
 ls -A | grep -v "^before.txt$\|^after.txt$" > before.txt
 expect_error "afile/ck: afile exists and is not a directory" \
   "$HP" train "${S[@]}" --ckpt-dir afile/ck --metrics m1.jsonl
-expect_error "afile: afile exists and is not a directory" \
+expect_error "afile: exists and is not a directory" \
   "$HP" train "${S[@]}" --ckpt-dir afile --metrics m2.jsonl
+grep -q "afile: afile" err.txt && fail "the path is named twice: $(cat err.txt)"
 expect_error "afile/t: the trace file prefix cannot be created: afile is not a directory" \
   "$HP" train "${S[@]}" --trace afile/t --metrics m3.jsonl
 ls -A | grep -v "^before.txt$\|^after.txt$" > after.txt
