@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "io/plan_file.h"
 #include "models/gpt2_plan.h"
 
 /* Wraps a loaded plan p (taken over) into *out with its mesh and text. */

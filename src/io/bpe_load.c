@@ -3,13 +3,9 @@
  * by rank), or a Hugging Face tokenizer.json of the same kind (model type
  * BPE, a ByteLevel pre-tokenizer without a prefix space, no normalizer).
  *
- * The JSON goes through io/json. Its parser checks every new key of an
- * object against the keys before it, which is quadratic: 8 s for GPT-2's
- * 50,257-entry vocabulary. So before parsing, every object with more than
- * BIG_OBJECT members is rewritten in place into an array of key, value,
- * key, value... (braces to brackets, its own colons to commas; same length,
- * so parse errors keep their offsets), and duplicate tokens are caught by
- * the tokenizer's hash map instead. */
+ * The JSON goes through io/json, whose duplicate-key check is indexed (a
+ * token given twice in vocab.json is its error); an id given twice is the
+ * tokenizer's hash map's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,70 +16,10 @@
 #include "io/json.h"
 #include "io/regfile.h"
 
-#define BIG_OBJECT 512
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 #define WHAT "a tokenizer file"
 
-/* ---- big objects as arrays --------------------------------------------- */
-
-/* The index after the string that starts at s[i] == '"' (n if unterminated). */
-static size_t skip_string(const char *s, size_t n, size_t i) {
-    for (i++; i < n; i++) {
-        if (s[i] == '\\')
-            i++;
-        else if (s[i] == '"')
-            return i + 1;
-    }
-    return n;
-}
-
-/* Rewrites the object whose '{' is at s[open] and '}' at s[close]. */
-static void object_to_array(char *s, size_t open, size_t close) {
-    int depth = 0;
-    for (size_t i = open + 1; i < close;) {
-        char c = s[i];
-        if (c == '"') {
-            i = skip_string(s, close, i);
-            continue;
-        }
-        if (c == '{' || c == '[') depth++;
-        if (c == '}' || c == ']') depth--;
-        if (c == ':' && depth == 0) s[i] = ',';
-        i++;
-    }
-    s[open] = '[';
-    s[close] = ']';
-}
-
-static void relax_big_objects(char *s, size_t n) {
-    enum { MAXD = HP_JSON_MAX_DEPTH + 2 };
-    size_t open[MAXD];
-    long members[MAXD];
-    char kind[MAXD];
-    int depth = 0;
-    for (size_t i = 0; i < n;) {
-        char c = s[i];
-        if (c == '"') {
-            i = skip_string(s, n, i);
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            if (depth == MAXD) return; /* too deep: the parser says so */
-            open[depth] = i, members[depth] = 0, kind[depth] = c;
-            depth++;
-        } else if (c == ':' && depth > 0 && kind[depth - 1] == '{') {
-            members[depth - 1]++;
-        } else if (c == '}' || c == ']') {
-            if (depth == 0) return; /* unbalanced: the parser says so */
-            depth--;
-            if (c == '}' && kind[depth] == '{' && members[depth] > BIG_OBJECT) object_to_array(s, open[depth], i);
-        }
-        i++;
-    }
-}
-
 static hp_status parse_json(hp_json **out, char *text, size_t n, const char *name) {
-    relax_big_objects(text, n);
     hp_status e = hp_json_parse(out, text, n);
     if (e) return hp_error_wrap(e, "%s", name);
     return HP_OK;
@@ -91,27 +27,17 @@ static hp_status parse_json(hp_json **out, char *text, size_t n, const char *nam
 
 /* ---- vocabularies ------------------------------------------------------- */
 
-/* Adds every entry of a vocabulary: an object (text -> id) or, rewritten,
- * an array [text, id, text, id, ...]. */
+/* Adds every entry of a vocabulary (an object: text -> id). */
 static hp_status add_vocab(hp_bpe *b, const hp_json *v, const char *name) {
-    if (v->type == HP_JSON_OBJECT) {
-        for (int i = 0; i < v->n; i++) {
-            const hp_json *id = &v->items[i];
-            if (id->type != HP_JSON_NUMBER || !id->is_int)
-                return hp_errorf("%s: token \"%.80s\": the id must be an integer, got %s", name, v->keys[i],
-                                 hp_json_type_name(id->type));
-            HP_TRY(hp_bpe_add_token(b, v->keys[i], strlen(v->keys[i]), id->ival, name));
-        }
-        return HP_OK;
-    }
-    if (v->type != HP_JSON_ARRAY || v->n % 2 != 0)
+    if (v->type != HP_JSON_OBJECT)
         return hp_errorf("%s: the vocabulary must be an object of token -> id, got %s", name,
                          hp_json_type_name(v->type));
-    for (int i = 0; i < v->n; i += 2) {
-        const hp_json *t = &v->items[i], *id = &v->items[i + 1];
-        if (t->type != HP_JSON_STRING || id->type != HP_JSON_NUMBER || !id->is_int)
-            return hp_errorf("%s: the vocabulary must be an object of token -> id (entry %d is not)", name, i / 2);
-        HP_TRY(hp_bpe_add_token(b, t->str, t->len, id->ival, name));
+    for (int i = 0; i < v->n; i++) {
+        const hp_json *id = &v->items[i];
+        if (id->type != HP_JSON_NUMBER || !id->is_int)
+            return hp_errorf("%s: token \"%.80s\": the id must be an integer, got %s", name, v->keys[i],
+                             hp_json_type_name(id->type));
+        HP_TRY(hp_bpe_add_token(b, v->keys[i], strlen(v->keys[i]), id->ival, name));
     }
     return HP_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/strindex.h"
 #include "io/fsutil.h"
 
 static int key_char(char c) {
@@ -125,37 +126,8 @@ static hp_status parse_line(char **key, char **value, int *quoted, const char *s
     return HP_OK;
 }
 
-/* The entries' keys indexed while a file is parsed, so that the check for a
- * key given twice stays linear in the file: open addressing over entry
- * numbers + 1 (0: an empty slot), cap a power of two above twice the
- * entries. */
-typedef struct {
-    int *slot;
-    size_t cap;
-} key_index;
-
-static size_t key_hash(const char *k) {
-    size_t h = 1469598103934665603u;
-    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211u;
-    return h;
-}
-
-/* The slot of key in ix: the entry holding it, or the empty slot where it goes. */
-static int *key_slot(const key_index *ix, const hp_config *c, const char *key) {
-    size_t i = key_hash(key) & (ix->cap - 1);
-    while (ix->slot[i] && strcmp(c->entries[ix->slot[i] - 1].key, key)) i = (i + 1) & (ix->cap - 1);
-    return &ix->slot[i];
-}
-
-/* Makes room for one more entry (c->n + 1 of them) in ix. */
-static void key_index_grow(key_index *ix, const hp_config *c) {
-    if ((size_t)(c->n + 1) * 2 <= ix->cap) return;
-    free(ix->slot);
-    ix->cap = ix->cap ? ix->cap * 2 : 64;
-    ix->slot = calloc(ix->cap, sizeof *ix->slot);
-    HP_ASSERT(ix->slot != NULL);
-    for (int k = 0; k < c->n; k++) *key_slot(ix, c, c->entries[k].key) = k + 1;
-}
+/* Entry i's key, for the index that finds a key given twice (core/strindex). */
+static const char *entry_key(const void *entries, int i) { return ((const hp_config_entry *)entries)[i].key; }
 
 hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const char *name) {
     *out = NULL;
@@ -166,7 +138,7 @@ hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const c
     hp_config *c = calloc(1, sizeof *c);
     HP_ASSERT(c != NULL);
     c->file = dup_n(name, strlen(name));
-    key_index ix = {NULL, 0};
+    hp_strindex ix = {NULL, 0}; /* the keys so far: a key given twice found in constant time */
     int cap = 0;
     size_t pos = 0;
     int line = 0;
@@ -184,8 +156,9 @@ hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const c
         e = parse_line(&key, &value, &quoted, text + pos, end - pos, name, line);
         pos = end + 1;
         if (e || !key) continue;
-        key_index_grow(&ix, c);
-        int *slot = key_slot(&ix, c, key);
+        int room = hp_strindex_reserve(&ix, entry_key, c->entries, c->n);
+        HP_ASSERT(room);
+        int *slot = hp_strindex_slot(&ix, entry_key, c->entries, key);
         if (*slot) {
             e = hp_errorf("%s:%d: key '%s' given twice (first on line %d)", name, line, key,
                           c->entries[*slot - 1].line);
@@ -202,7 +175,7 @@ hp_status hp_config_parse(hp_config **out, const char *text, size_t len, const c
         }
         c->entries[c->n++] = (hp_config_entry){key, value, line, quoted, NULL};
     }
-    free(ix.slot);
+    hp_strindex_free(&ix);
     if (e) {
         hp_config_free(c);
         return e;

@@ -181,6 +181,10 @@ hp_status hp_fs_open_regular(int *fd, size_t *size, const char *path) {
 }
 
 hp_status hp_fs_read_bounded(char **data, size_t *n, const char *path, size_t max) {
+    return hp_fs_read_as(data, n, path, max, "this file");
+}
+
+hp_status hp_fs_read_as(char **data, size_t *n, const char *path, size_t max, const char *what) {
     *data = NULL;
     *n = 0;
     int fd;
@@ -188,7 +192,7 @@ hp_status hp_fs_read_bounded(char **data, size_t *n, const char *path, size_t ma
     HP_TRY(hp_fs_open_regular(&fd, &size, path));
     if (size > max) {
         close(fd);
-        return hp_errorf("%s: %zu bytes, above the limit of %zu for this file", path, size, max);
+        return hp_errorf("%s: %zu bytes, above the limit of %zu for %s", path, size, max, what);
     }
     char *buf = malloc(size + 1);
     if (!buf) {

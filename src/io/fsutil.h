@@ -39,6 +39,8 @@ const char *hp_fs_kind_name(unsigned mode);
  * caller frees, with one extra NUL byte after the n bytes so text can be used
  * as a C string). Every reader of a whole file goes through here. */
 hp_status hp_fs_read_bounded(char **data, size_t *n, const char *path, size_t max);
+/* The same, the limit's error saying what the file is ("a plan file"). */
+hp_status hp_fs_read_as(char **data, size_t *n, const char *path, size_t max, const char *what);
 /* hp_fs_read_bounded with no limit but the file's own size. */
 hp_status hp_fs_read_all(char **data, size_t *n, const char *path);
 /* Creates path and its missing parents (mode 0755); existing dirs are fine. */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strindex.h"
+
 /* ======================= writer ======================= */
 
 void hp_jw_init(hp_jw *w) { memset(w, 0, sizeof *w); }
@@ -411,57 +413,35 @@ static hp_status jp_literal(jp *p, const char *word) {
     return HP_OK;
 }
 
-/* An object's keys indexed once it has more than KEYS_LINEAR of them, so
- * that the duplicate check stays linear in the text (100k keys took 28 s):
- * open addressing over key numbers + 1 (0: an empty slot), cap a power of
- * two at least twice the keys. */
+/* An object's keys indexed once it has more than KEYS_LINEAR of them
+ * (core/strindex), so that the duplicate check stays linear in the text
+ * (100k keys took 28 s). */
 enum { KEYS_LINEAR = 16 };
-typedef struct {
-    int *slot;
-    size_t cap;
-} key_index;
 
-static size_t key_hash(const char *k) {
-    size_t h = 1469598103934665603u;
-    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211u;
-    return h;
-}
-
-/* The slot of key in ix over v's keys: the key's number + 1, or an empty slot. */
-static int *key_slot(const key_index *ix, const hp_json *v, const char *key) {
-    size_t i = key_hash(key) & (ix->cap - 1);
-    while (ix->slot[i] && strcmp(v->keys[ix->slot[i] - 1], key)) i = (i + 1) & (ix->cap - 1);
-    return &ix->slot[i];
-}
+static const char *object_key(const void *keys, int i) { return ((char *const *)keys)[i]; }
 
 /* 1 if object v already has key (the index built or grown as needed). */
-static int has_key(key_index *ix, const hp_json *v, const char *key) {
+static int has_key(hp_strindex *ix, const hp_json *v, const char *key) {
     if (v->n < KEYS_LINEAR) {
         for (int k = 0; k < v->n; k++)
             if (!strcmp(v->keys[k], key)) return 1;
         return 0;
     }
-    if ((size_t)(v->n + 1) * 2 > ix->cap) {
-        free(ix->slot);
-        ix->cap = ix->cap ? ix->cap * 2 : 4 * KEYS_LINEAR;
-        while ((size_t)(v->n + 1) * 2 > ix->cap) ix->cap *= 2;
-        ix->slot = calloc(ix->cap, sizeof *ix->slot);
-        HP_ASSERT(ix->slot != NULL);
-        for (int k = 0; k < v->n; k++) *key_slot(ix, v, v->keys[k]) = k + 1;
-    }
-    return *key_slot(ix, v, key) != 0;
+    int room = hp_strindex_reserve(ix, object_key, v->keys, v->n);
+    HP_ASSERT(room);
+    return *hp_strindex_slot(ix, object_key, v->keys, key) != 0;
 }
 
-static hp_status jp_container_items(hp_json *v, jp *p, int is_obj, key_index *ix);
+static hp_status jp_container_items(hp_json *v, jp *p, int is_obj, hp_strindex *ix);
 
 static hp_status jp_container(hp_json *v, jp *p, int is_obj) {
-    key_index ix = {NULL, 0};
+    hp_strindex ix = {NULL, 0};
     hp_status e = jp_container_items(v, p, is_obj, &ix);
-    free(ix.slot);
+    hp_strindex_free(&ix);
     return e;
 }
 
-static hp_status jp_container_items(hp_json *v, jp *p, int is_obj, key_index *ix) {
+static hp_status jp_container_items(hp_json *v, jp *p, int is_obj, hp_strindex *ix) {
     if (++p->depth > HP_JSON_MAX_DEPTH) return jp_err(p, "nesting too deep");
     v->type = is_obj ? HP_JSON_OBJECT : HP_JSON_ARRAY;
     char close = is_obj ? '}' : ']';
@@ -515,7 +495,7 @@ static hp_status jp_container_items(hp_json *v, jp *p, int is_obj, key_index *ix
         v->items[v->n] = item;
         if (is_obj) v->keys[v->n] = key;
         v->n++;
-        if (is_obj && ix->cap) *key_slot(ix, v, key) = v->n;
+        if (is_obj && ix->cap) *hp_strindex_slot(ix, object_key, v->keys, key) = v->n;
         jp_ws(p);
         if (p->i < p->n && p->s[p->i] == ',') {
             p->i++;

@@ -26,7 +26,7 @@ hp_status hp_regfile_check(size_t *size, const char *path, const char *what) {
 }
 
 hp_status hp_regfile_read(char **data, size_t *n, const char *path, size_t max, const char *what) {
-    return for_what(hp_fs_read_bounded(data, n, path, max), what);
+    return for_what(hp_fs_read_as(data, n, path, max, what), what);
 }
 
 hp_status hp_regfile_map(const uint8_t **data, size_t *n, const char *path, const char *what) {

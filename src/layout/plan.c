@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strindex.h"
+
 void hp_plan_init(hp_plan *out, const hp_mesh *m) {
     memset(out, 0, sizeof *out);
     out->mesh = *m;
@@ -30,45 +32,15 @@ void hp_plan_free(hp_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* The patterns of one kind of rule (params or inputs) indexed while a file is
- * parsed, so that the check for a repeated rule stays linear in the file (a
- * plan of 100k rules reports its first problem at once, not after a
- * quadratic scan): open addressing over rule numbers + 1 (0: an empty slot),
- * cap a power of two at least twice the rules. */
-typedef struct {
-    int *slot;
-    size_t cap;
-} rule_index;
-
-static size_t pattern_hash(const char *s) {
-    size_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-/* The slot of pattern in ix: the rule holding it, or the empty slot where it goes. */
-static int *rule_slot(const rule_index *ix, const hp_plan_rule *rules, const char *pattern) {
-    size_t i = pattern_hash(pattern) & (ix->cap - 1);
-    while (ix->slot[i] && strcmp(rules[ix->slot[i] - 1].pattern, pattern)) i = (i + 1) & (ix->cap - 1);
-    return &ix->slot[i];
-}
-
-/* Room in ix for n + 1 rules; 0 when out of memory. */
-static int rule_index_grow(rule_index *ix, const hp_plan_rule *rules, int n) {
-    if ((size_t)(n + 1) * 2 <= ix->cap) return 1;
-    size_t cap = ix->cap ? ix->cap * 2 : 64;
-    int *slot = calloc(cap, sizeof *slot);
-    if (!slot) return 0;
-    free(ix->slot);
-    ix->slot = slot, ix->cap = cap;
-    for (int k = 0; k < n; k++) *rule_slot(ix, rules, rules[k].pattern) = k + 1;
-    return 1;
-}
+/* Rule i's pattern, for the index that keeps the check for a repeated rule
+ * linear while a file is parsed (core/strindex: a plan of 100k rules reports
+ * its first problem at once, not after a quadratic scan). */
+static const char *rule_pattern(const void *rules, int i) { return ((const hp_plan_rule *)rules)[i].pattern; }
 
 /* ix: the index of this kind's rules (a file being parsed), or NULL (the C
  * API: the rules are compared one by one). */
 static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const hp_layout *l, const char *where,
-                          rule_index *ix) {
+                          hp_strindex *ix) {
     const char *kind = is_input ? "input" : "param";
     if (!pattern || !pattern[0]) return hp_errorf("plan: %s rule has an empty pattern", kind);
     for (const char *c = pattern; *c; c++)
@@ -90,8 +62,8 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
     int *n = is_input ? &p->ninputs : &p->nparams, *cap = is_input ? &p->cap_inputs : &p->cap_params;
     int same = -1;
     if (ix) {
-        if (!rule_index_grow(ix, *rules, *n)) return hp_errorf("plan: out of memory");
-        same = *rule_slot(ix, *rules, pattern) - 1;
+        if (!hp_strindex_reserve(ix, rule_pattern, *rules, *n)) return hp_errorf("plan: out of memory");
+        same = *hp_strindex_slot(ix, rule_pattern, *rules, pattern) - 1;
     } else {
         for (int i = 0; i < *n && same < 0; i++)
             if (!strcmp((*rules)[i].pattern, pattern)) same = i;
@@ -117,7 +89,7 @@ static hp_status add_rule(hp_plan *p, int is_input, const char *pattern, const h
         return hp_errorf("plan: out of memory");
     }
     (*n)++;
-    if (ix) *rule_slot(ix, *rules, pattern) = *n;
+    if (ix) *hp_strindex_slot(ix, rule_pattern, *rules, pattern) = *n;
     return HP_OK;
 }
 
@@ -149,7 +121,7 @@ hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *lay
 
 /* One non-empty, comment-free line; ix: the rules' indexes (params, inputs). */
 static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const char *name, int lineno,
-                            rule_index ix[2]) {
+                            hp_strindex ix[2]) {
     const char *colon = strchr(line, ':');
     const char *kw_end = line;
     while (*kw_end && !isspace((unsigned char)*kw_end) && *kw_end != ':') kw_end++;
@@ -219,7 +191,7 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
     int have_mesh = 0, lineno = 0;
     const char *p = text;
     hp_status st = HP_OK;
-    rule_index ix[2] = {{NULL, 0}, {NULL, 0}};
+    hp_strindex ix[2] = {{NULL, 0}, {NULL, 0}};
     while (*p && !st) {
         lineno++;
         const char *nl = strchr(p, '\n');
@@ -234,7 +206,7 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
         if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno, ix);
         p = nl ? nl + 1 : end;
     }
-    free(ix[0].slot), free(ix[1].slot);
+    hp_strindex_free(&ix[0]), hp_strindex_free(&ix[1]);
     if (!st && !have_mesh) st = hp_errorf("%s: no 'mesh:' line (e.g. 'mesh: dp=2,tp=2')", name);
     if (st) hp_plan_free(out);
     return st;

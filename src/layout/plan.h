@@ -74,10 +74,6 @@ typedef struct {
 /* An empty plan on mesh m (every tensor Replicate). */
 void hp_plan_init(hp_plan *out, const hp_mesh *m);
 void hp_plan_free(hp_plan *p);
-/* Reads a plan file; errors are `PATH:LINE: problem`. Anything but a regular
- * file (a FIFO, a device) is refused without waiting on it, "PATH: not a
- * regular file (a FIFO)", and at most 64 MiB is read. */
-hp_status hp_plan_load(hp_plan *out, const char *path);
 /* Parses plan text; `name` stands for the file in errors. A UTF-8 byte
  * order mark at the start is refused, named as such; a repeated rule is found
  * through an index, so the first error of a plan of any length comes at once. */

@@ -6,6 +6,7 @@
  * also fails. */
 #include "fuzz_util.h"
 #include "layout/plan.h"
+#include "io/plan_file.h"
 
 static int same_rules(const hp_plan_rule *a, const hp_plan_rule *b, int n) {
     for (int i = 0; i < n; i++)

@@ -15,6 +15,7 @@
 #include "io/config.h"
 #include "io/fsutil.h"
 #include "io/json.h"
+#include "io/plan_file.h"
 #include "io/llmc.h"
 #include "layout/plan.h"
 #include "testutil.h"
