@@ -142,8 +142,8 @@ hp_status hp_ckpt_read(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_
     return hp_safetensors_read_into(g == HP_CKPT_GROUP_OPTIM ? ck->optim : ck->model, name, dtype, shape, dst);
 }
 
-hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
-                              const hp_shape *shape, const hp_region *region, void *dst) {
+static hp_status read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                             const hp_shape *shape, const hp_region *region, void *dst, int deferred) {
     if (ck->shards) return hp_ckpt_shards_read(ck->shards, name, dtype, shape, region, dst);
     const hp_safetensors *f = g == HP_CKPT_GROUP_OPTIM ? ck->optim : ck->model;
     const hp_safetensors_entry *en = hp_safetensors_find(f, name);
@@ -154,8 +154,27 @@ hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *na
     if (hp_region_invalid(why, sizeof why, region, shape))
         return hp_errorf("%s: tensor '%s': the region to read is not in the tensor: %s", hp_safetensors_path(f), name,
                          why);
+    size_t es = hp_dtype_size(dtype);
+    if (deferred && region->kind == HP_REGION_FLAT)
+        return hp_safetensors_read_span(f, en, dst, (size_t)region->begin * es, (size_t)region->end * es);
     HP_TRY(hp_safetensors_verify(f, en)); /* the whole tensor, once */
     hp_region whole = hp_region_whole(shape);
-    hp_region_copy(dst, region, en->data, &whole, shape, hp_dtype_size(dtype));
+    hp_region_copy(dst, region, en->data, &whole, shape, es);
+    return HP_OK;
+}
+
+hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                              const hp_shape *shape, const hp_region *region, void *dst) {
+    return read_region(ck, g, name, dtype, shape, region, dst, 0);
+}
+
+hp_status hp_ckpt_read_region_deferred(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                                       const hp_shape *shape, const hp_region *region, void *dst) {
+    return read_region(ck, g, name, dtype, shape, region, dst, 1);
+}
+
+hp_status hp_ckpt_verify_deferred(const hp_ckpt *ck) {
+    if (ck->model) HP_TRY(hp_safetensors_verify_spans(ck->model));
+    if (ck->optim) HP_TRY(hp_safetensors_verify_spans(ck->optim));
     return HP_OK;
 }

@@ -62,5 +62,14 @@ hp_status hp_ckpt_read(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_
 /* The same for one region of the tensor (dst: [numel(region)], region order). */
 hp_status hp_ckpt_read_region(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
                               const hp_shape *shape, const hp_region *region, void *dst);
+/* hp_ckpt_read_region whose checksum may be checked later, by
+ * hp_ckpt_verify_deferred (which must follow before the data is used): a flat
+ * range of a single-format tensor folds into a checksum of its range, so the
+ * ranks that read a tensor's ranges verify it together without another pass
+ * over its bytes. Safe from several threads at once. */
+hp_status hp_ckpt_read_region_deferred(const hp_ckpt *ck, hp_ckpt_group g, const char *name, hp_dtype dtype,
+                                       const hp_shape *shape, const hp_region *region, void *dst);
+/* Checks what hp_ckpt_read_region_deferred read (after all its calls). */
+hp_status hp_ckpt_verify_deferred(const hp_ckpt *ck);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/crc32c.h"
+#include "io/crc_spans.h"
 #include "io/fsutil.h"
 #include "io/json.h"
 
@@ -183,6 +184,7 @@ struct hp_safetensors {
     unsigned char *has_crc;  /* [n]: 1 when there is one */
     atomic_uchar *verified;  /* [n]: 1 once the bytes matched it */
     int verify;              /* check the checksums (default 1) */
+    hp_crc_spans *spans;     /* the ranges read by hp_safetensors_read_span, per entry */
 };
 
 void hp_safetensors_close(hp_safetensors *st) {
@@ -192,6 +194,7 @@ void hp_safetensors_close(hp_safetensors *st) {
     free(st->entries);
     free(st->begin);
     free(st->crc), free(st->has_crc), free(st->verified);
+    hp_crc_spans_free(st->spans);
     free(st->path);
     free(st);
 }
@@ -377,7 +380,8 @@ static hp_status open_body(hp_safetensors *st, int fd, size_t fsize) {
     st->crc = calloc((size_t)(h->n ? h->n : 1), sizeof *st->crc);
     st->has_crc = calloc((size_t)(h->n ? h->n : 1), sizeof *st->has_crc);
     st->verified = calloc((size_t)(h->n ? h->n : 1), sizeof *st->verified);
-    HP_ASSERT(st->entries && st->begin && st->crc && st->has_crc && st->verified);
+    st->spans = hp_crc_spans_new(h->n);
+    HP_ASSERT(st->entries && st->begin && st->crc && st->has_crc && st->verified && st->spans);
     for (int i = 0; i < h->n; i++) {
         if (!strcmp(h->keys[i], META_KEY)) {
             const hp_json *m = &h->items[i];
@@ -453,4 +457,35 @@ hp_status hp_safetensors_verify(const hp_safetensors *st, const hp_safetensors_e
     HP_ASSERT(i >= 0 && i < st->n);
     if (!st->verify || !st->has_crc[i] || atomic_load(&st->verified[i])) return HP_OK;
     return check_crc(st, i, en->nbytes ? hp_crc32c(0, en->data, en->nbytes) : 0);
+}
+
+hp_status hp_safetensors_read_span(const hp_safetensors *st, const hp_safetensors_entry *en, void *dst, size_t begin,
+                                   size_t end) {
+    int i = (int)(en - st->entries);
+    HP_ASSERT(i >= 0 && i < st->n && begin <= end && end <= en->nbytes);
+    const unsigned char *src = (const unsigned char *)en->data + begin;
+    if (!st->verify || !st->has_crc[i] || atomic_load(&st->verified[i])) {
+        if (end > begin) memcpy(dst, src, end - begin);
+        return HP_OK;
+    }
+    uint32_t crc = end > begin ? hp_crc32c_copy(dst, 0, src, end - begin) : 0;
+    if (hp_crc_spans_add(st->spans, i, begin, end, crc)) return hp_errorf("%s: out of memory", st->path);
+    return HP_OK;
+}
+
+hp_status hp_safetensors_verify_spans(const hp_safetensors *st) {
+    for (int i = 0; i < st->n; i++) {
+        if (!hp_crc_spans_count(st->spans, i)) continue;
+        uint32_t crc;
+        hp_status e = HP_OK;
+        if (atomic_load(&st->verified[i]))
+            ;
+        else if (hp_crc_spans_whole(&crc, st->spans, i, st->entries[i].nbytes))
+            e = check_crc(st, i, crc);
+        else
+            e = hp_safetensors_verify(st, &st->entries[i]); /* read in parts that do not tile it: a pass of its own */
+        hp_crc_spans_clear(st->spans, i);
+        if (e) return e;
+    }
+    return HP_OK;
 }

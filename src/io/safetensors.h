@@ -69,6 +69,16 @@ hp_status hp_safetensors_read_into(const hp_safetensors *st, const char *name, h
 /* Checks entry en's bytes (en->data) against its checksum; once per entry
  * (later calls return at once). For readers that use en->data directly. */
 hp_status hp_safetensors_verify(const hp_safetensors *st, const hp_safetensors_entry *en);
+/* Copies bytes [begin, end) of entry en into dst, folding them into a
+ * checksum recorded for the entry (not yet checked: see below). dst: [end -
+ * begin] bytes. Safe from several threads at once. */
+hp_status hp_safetensors_read_span(const hp_safetensors *st, const hp_safetensors_entry *en, void *dst, size_t begin,
+                                   size_t end);
+/* After hp_safetensors_read_span calls (not during them): checks each entry
+ * read in spans, by combining the spans' checksums where they tile the entry
+ * (replicas counted once) and by a pass over its bytes where they do not; the
+ * first mismatch is the error. Forgets the spans. */
+hp_status hp_safetensors_verify_spans(const hp_safetensors *st);
 /* Verification on (1, the default) or off (0: benchmarks measure its cost). */
 void hp_safetensors_set_verify(hp_safetensors *st, int on);
 

@@ -304,7 +304,7 @@ static hp_status load_rank(hp_dist_rank *r, void *p_) {
         const hp_ckpt_held *h = &p->lheld[r->rank][k];
         const hp_ckpt_tensor_desc *t = &p->t[tensor_of(p, h->name)];
         if (t->group == HP_CKPT_GROUP_OPTIM && !p->with_state) continue;
-        HP_TRY(hp_ckpt_read_region(p->src, t->group, h->name, t->dtype, &t->shape, &h->region, h->data));
+        HP_TRY(hp_ckpt_read_region_deferred(p->src, t->group, h->name, t->dtype, &t->shape, &h->region, h->data));
     }
     return HP_OK;
 }
@@ -312,6 +312,11 @@ static hp_status load_rank(hp_dist_rank *r, void *p_) {
 hp_status hp_ckpt_pieces_load(hp_ckpt_pieces *p, const hp_ckpt *ck, int with_state) {
     p->src = ck, p->with_state = with_state;
     hp_status st = hp_dist_run(p->d, load_rank, p);
+    hp_status v = hp_ckpt_verify_deferred(ck); /* the ranks' ranges of each tensor checked together */
+    if (st)
+        hp_status_free(v); /* the ranges are forgotten either way */
+    else
+        st = v;
     p->src = NULL;
     return st;
 }

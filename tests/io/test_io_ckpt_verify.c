@@ -2,7 +2,8 @@
  * io/ckpt_shard, io/safetensors and io/ckpt): a sharded checkpoint loads bit
  * for bit, and each corruption is refused with one line naming the tensor,
  * the data file and the piece: a flipped byte (also when only part of the
- * piece is wanted, and in the single format), two pieces on the same bytes,
+ * piece is wanted, and in the single format, also when ranks read a tensor
+ * in flat ranges checked together after the reads), two pieces on the same bytes,
  * a piece moved to another file at a valid offset, two same-shape tensors'
  * names swapped, a data file of another step, a checksum edited or missing,
  * files of another step than state.json's; verification switched off reads
@@ -329,6 +330,28 @@ static void test_single(const char *root) {
         snprintf(out, sizeof out, "%s/converted", root);
         CHECK_ERR(hp_ckpt_convert_dir(out, &ck, 1), "tensor 'c': checksum");
         CHECK(!hp_fs_exists(out));
+        hp_ckpt_close(&ck);
+    }
+    /* deferred flat ranges (FSDP ranks reading the single format): checked
+     * together after the reads, by combining where they tile the tensor (a
+     * replica counted once) and by a pass of its own where they do not */
+    for (int how = 0; how < 3; how++) {
+        CHECK_OK(hp_ckpt_open(&ck, dir));
+        hp_shape g = hp_shape2(R, C);
+        float got[R * C];
+        memset(got, 0, sizeof got);
+        const int64_t cuts[3][4] = {{0, 12, 12, R * C}, {0, 12, 0, 12}, {0, 20, 12, R * C}};
+        for (int t = 0; t < 2; t++) {
+            const char *name = t ? "c" : "a";
+            for (int k = 0; k < 4; k += 2) {
+                hp_region r = hp_region_flat(cuts[how][k], cuts[how][k + 1]);
+                CHECK_OK(hp_ckpt_read_region_deferred(&ck, HP_CKPT_GROUP_MODEL, name, HP_F32, &g, &r,
+                                                      got + cuts[how][k]));
+            }
+            if (!t) CHECK(!memcmp(got, d.a, how == 1 ? 12 * sizeof(float) : sizeof d.a));
+        }
+        CHECK_ERR(hp_ckpt_verify_deferred(&ck), "model.safetensors: tensor 'c': checksum");
+        CHECK_OK(hp_ckpt_verify_deferred(&ck)); /* the ranges are forgotten */
         hp_ckpt_close(&ck);
     }
     /* written before checksums (no __metadata__): read unverified */

@@ -4,12 +4,17 @@
  * every alignment, and so is folding by carry-less multiplication; a stream
  * checksummed in two parts, hp_crc32c_combine of the parts and
  * hp_crc32c_copy (also copying) all give the one-pass value; a flipped bit
- * anywhere changes it. */
+ * anywhere changes it. io/crc_spans: ranges recorded from several threads
+ * give the whole buffer's checksum when they tile it (replicas once, in any
+ * order, empty ranges ignored), and none when they leave a gap, overlap
+ * partly, pass the end, or two reads of the same range disagree. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/crc32c.h"
+#include "io/crc_spans.h"
+#include <pthread.h>
 #include "testutil.h"
 
 static void test_vectors(void) {
@@ -81,8 +86,56 @@ static void test_paths(void) {
     free(dst);
 }
 
+enum { SPAN_N = 1000 };
+static unsigned char g_buf[SPAN_N];
+typedef struct {
+    hp_crc_spans *s;
+    uint64_t b, e;
+} span_job;
+
+static void *add_span(void *j_) {
+    span_job *j = j_;
+    CHECK(hp_crc_spans_add(j->s, 1, j->b, j->e, hp_crc32c(0, g_buf + j->b, (size_t)(j->e - j->b))) == 0);
+    return NULL;
+}
+
+static void test_spans(void) {
+    for (int i = 0; i < SPAN_N; i++) g_buf[i] = (unsigned char)(i * 31 + 7);
+    uint32_t whole = hp_crc32c(0, g_buf, SPAN_N), got = 0;
+    hp_crc_spans *s = hp_crc_spans_new(2);
+    CHECK(s != NULL);
+    /* four threads, ranges out of order, one replica and one empty range */
+    span_job j[6] = {{s, 700, 1000}, {s, 0, 333}, {s, 333, 700}, {s, 0, 333}, {s, 500, 500}, {s, 333, 700}};
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) pthread_create(&t[i], NULL, add_span, &j[i]);
+    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+    CHECK(hp_crc_spans_count(s, 1) == 6 && hp_crc_spans_count(s, 0) == 0);
+    CHECK(hp_crc_spans_whole(&got, s, 1, SPAN_N) && got == whole);
+    CHECK(!hp_crc_spans_whole(&got, s, 1, SPAN_N + 1)); /* does not reach the end */
+    CHECK(!hp_crc_spans_whole(&got, s, 0, SPAN_N));     /* nothing read */
+    hp_crc_spans_clear(s, 1);
+    CHECK(hp_crc_spans_count(s, 1) == 0);
+    static const uint64_t bad[][4] = {{0, 400, 401, 1000},  /* a gap */
+                                      {0, 400, 300, 1000},  /* partly overlapping */
+                                      {0, 400, 400, 1001}}; /* past the end */
+    for (int k = 0; k < 3; k++) {
+        span_job a = {s, bad[k][0], bad[k][1]}, b = {s, bad[k][2], bad[k][3] > SPAN_N ? SPAN_N : bad[k][3]};
+        add_span(&a), add_span(&b);
+        if (bad[k][3] > SPAN_N) hp_crc_spans_add(s, 1, SPAN_N, bad[k][3], 0);
+        CHECK(!hp_crc_spans_whole(&got, s, 1, SPAN_N));
+        hp_crc_spans_clear(s, 1);
+    }
+    /* the same range read twice with different bytes */
+    span_job a = {s, 0, 1000};
+    add_span(&a);
+    hp_crc_spans_add(s, 1, 0, 1000, whole ^ 1u);
+    CHECK(!hp_crc_spans_whole(&got, s, 1, SPAN_N));
+    hp_crc_spans_free(s);
+}
+
 int main(void) {
     test_vectors();
     test_paths();
+    test_spans();
     return hp_test_finish("test_io_crc32c");
 }
