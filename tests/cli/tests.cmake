@@ -3,14 +3,14 @@ foreach(t default_run resume llmc bad_input sample parallel validate plan plan_f
           crash_ckpt ckpt_hygiene ckpt_verify write_errors mpi_outputs fsdp grad_accum deterministic report report_browser
           report_records report_ranges readers
           limits data_kind plan_rules resume_state flags small_inputs bench_kernels bf16 bf16_long dp_reduce resume_plan new_user
-          tokenize)
+          tokenize golden_steps)
   add_test(NAME cli/${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:hyperpar_cli>)
   set_tests_properties(cli/${t} PROPERTIES TIMEOUT 1200)
 endforeach()
 # The golden losses are the bits of the Release flags (-O3 -march=x86-64-v4);
 # under the sanitizer build's flags (-O1, no -march) the Muon runs differ in
 # the last digits, so cli/golden is left out of the sanitizer suite.
-set_tests_properties(cli/golden PROPERTIES LABELS no-sanitize)
+set_tests_properties(cli/golden cli/golden_steps PROPERTIES LABELS no-sanitize)
 # 2 x 1,000 steps of the small config: minutes in the release build, far
 # longer under ASan; the same code runs under the sanitizers in cli/bf16 and
 # engine/test_bf16_model.
