@@ -343,11 +343,13 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
     int fsdp = o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;
-    char set[160];
-    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s reduce=%s gather=%s",
-             reps > 1 ? " replicate=rep" : "", o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style,
-             o->fsdp_reduce, o->fsdp_gather);
-    hp_status st = hp_shard_plan_set_fsdp(*out, set);
+    hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
+    hp_fsdp_settings_default(&set);
+    set.replicate = reps > 1 ? "rep" : NULL;
+    set.level = o->zero ? o->zero : 3, set.prefetch = o->prefetch, set.reshard = !strcmp(o->reshard, "on");
+    set.style_fsdp2 = !strcmp(o->fsdp_style, "fsdp2");
+    set.reduce_bf16 = !strcmp(o->fsdp_reduce, "bf16"), set.gather_bf16 = !strcmp(o->fsdp_gather, "bf16");
+    hp_status st = hp_shard_plan_set_fsdp_settings(*out, &set);
     if (st) {
         hp_shard_plan_free(*out);
         *out = NULL;
