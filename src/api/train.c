@@ -11,6 +11,7 @@
 #include "api/plan_report.h"
 #include "api/run_dir.h"
 #include "api/train.h"
+#include "comm/launch.h"
 #include "core/timing.h"
 #include "io/fsutil.h"
 #include "io/json.h"
@@ -320,9 +321,7 @@ static hp_status copy_strings(hp_train *t) {
 static int oversubscribed(int out[3], const hp_dist *d, int threads) {
     cpu_set_t set;
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    long procs = local ? strtol(local, NULL, 10) : 1;
-    if (procs < 1 || procs > 65536) procs = 1;
+    long procs = hp_launch_local_processes();
     int here = hp_dist_nranks(d), per = threads / here > 0 ? threads / here : 1;
     out[0] = (int)procs * here, out[1] = per, out[2] = cores;
     return cores > 0 && (long)out[0] * per > cores;
