@@ -174,8 +174,8 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         hp_cli_error(st);
         return 1;
     }
-    if (getenv("OMPI_COMM_WORLD_SIZE")) { /* under mpirun: the processes are the supernodes */
-        int np = atoi(getenv("OMPI_COMM_WORLD_SIZE"));
+    if (hp_world_launched_processes()) { /* under mpirun: the processes are the supernodes */
+        int np = hp_world_launched_processes();
         if (np < 1 || o.ranks % np) {
             fprintf(stderr, "hyperpar bench fsdp: --ranks %d cannot be spread over %d MPI processes\n", o.ranks, np);
             return 1;

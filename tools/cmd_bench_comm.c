@@ -205,7 +205,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         }
         nsz++;
     }
-    int launched = getenv("OMPI_COMM_WORLD_SIZE") != NULL, me = 0, np = 1;
+    int launched = hp_world_launched_processes() > 0, me = 0, np = 1;
     if (launched) {
         int provided;
         MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);

@@ -5,18 +5,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Under a launcher (mpirun, srun) a process's output goes through a
- * pseudo-terminal to wherever the launcher's goes, usually a log: plain lines. */
-static int under_launcher(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    return 0;
-}
-
 void hp_progress_init(hp_progress *p, FILE *out, long total, int every) {
     p->out = out;
-    p->tty = isatty(fileno(out)) && !under_launcher();
+    /* under a launcher (mpirun, srun) output goes through a pseudo-terminal to a log: plain lines */
+    p->tty = isatty(fileno(out)) && !hp_world_under_launcher();
     p->total = total;
     p->every = every > 0 ? every : 1;
     p->line_open = 0;

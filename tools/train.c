@@ -13,30 +13,6 @@
 #include "progress.h"
 #include "train_opts.h"
 
-/* Settings that must not change on resume (the rest may, e.g. --steps, and
- * the plan: checkpoints hold whole tensors, so any plan or world size resumes
- * them). */
-static const char *const frozen_on_resume[] = {"layers", "heads", "channels", "vocab", "max-seq", "batch", "seq",
-                                               "data", "data-kind", "shuffle", "seed", "optimizer"};
-
-/* The settings that make up a run's plan. A resumed run inherits the
- * checkpoint's plan as a whole; any of these given now (flag or config file)
- * replaces it as a whole: the others fall back to their defaults, so an
- * inherited --fsdp never meets a new --dp. */
-static const char *const plan_settings[] = {"plan",    "dp",       "tp",          "fsdp",        "hsdp",     "zero",
-                                            "prefetch", "reshard", "fsdp-style", "fsdp-reduce", "fsdp-gather",
-                                            "dp-reduce"};
-/* Outputs of one invocation: a resumed run does not inherit them (its
- * checkpoints go where it resumed from, its run directory is its own). */
-static const char *const not_inherited[] = {"ckpt-dir", "run-dir", "resume", "overwrite"};
-
-static int in_list(const char *name, const char *const *list, int n) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(name, list[i])) return 1;
-    return 0;
-}
-#define IN(name, list) in_list(name, list, (int)(sizeof list / sizeof list[0]))
-
 typedef struct {
     train_opts o;
     hp_opt tab[HP_TRAIN_MAX_OPTS];
@@ -60,15 +36,10 @@ typedef struct {
     char saved_plan[256], resumed[1600]; /* --resume: the checkpoint's plan; the line that says what resumed */
 } trainer;
 
-/* Sets option i of t back to its default (the value hp_train_defaults gives). */
+/* Sets option i of t back to its default. */
 static hp_status set_default(trainer *t, int i) {
-    train_opts d;
-    hp_train_defaults(&d);
-    hp_opt dtab[HP_TRAIN_MAX_OPTS];
-    hp_train_opt_table(dtab, &d);
-    char text[600];
-    hp_args_format(text, sizeof text, &dtab[i]);
-    return hp_args_set(t->tab, t->ntab, t->tab[i].name, text, "hyperpar train: defaults");
+    const hp_train_optdef *d = hp_train_optdef_find(t->tab[i].name);
+    return hp_args_set(t->tab, t->ntab, t->tab[i].name, d->def, "hyperpar train: defaults");
 }
 
 /* After a checkpoint's settings were applied: the outputs of one invocation
@@ -76,7 +47,8 @@ static hp_status set_default(trainer *t, int i) {
  * setting too. */
 static hp_status reset_to_defaults(trainer *t, int plan) {
     for (int i = 0; i < t->ntab; i++)
-        if (IN(t->tab[i].name, not_inherited) || (plan && IN(t->tab[i].name, plan_settings))) HP_TRY(set_default(t, i));
+        if (hp_train_opt_in(t->tab[i].name, HP_TRAIN_OPT_INVOCATION | (plan ? HP_TRAIN_OPT_PLAN : 0)))
+            HP_TRY(set_default(t, i));
     return HP_OK;
 }
 
@@ -204,25 +176,22 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         }
         /* flags given now win, except the frozen ones, which must agree; plan settings given now replace the
          * checkpoint's plan as a whole */
-        enum { NFROZEN = sizeof frozen_on_resume / sizeof frozen_on_resume[0] };
-        char saved[NFROZEN][600];
-        for (int k = 0; k < NFROZEN; k++)
-            for (int i = 0; i < t->ntab; i++)
-                if (!strcmp(t->tab[i].name, frozen_on_resume[k])) hp_args_format(saved[k], sizeof saved[k], &t->tab[i]);
+        char saved[HP_TRAIN_MAX_OPTS][600];
+        for (int i = 0; i < t->ntab; i++)
+            if (hp_train_opt_in(t->tab[i].name, HP_TRAIN_OPT_FROZEN)) hp_args_format(saved[i], sizeof saved[i], &t->tab[i]);
         hp_train_plan_describe(t->saved_plan, sizeof t->saved_plan, o);
         int new_plan = 0;
-        for (int i = 0; i < t->ntab; i++) new_plan |= given[i] && IN(t->tab[i].name, plan_settings);
+        for (int i = 0; i < t->ntab; i++) new_plan |= given[i] && hp_train_opt_in(t->tab[i].name, HP_TRAIN_OPT_PLAN);
         HP_TRY(reset_to_defaults(t, new_plan));
         hp_status st = hp_args_parse_sources(t->src, &help, t->tab, t->ntab, argc, argv, 2, "train");
-        for (int k = 0; k < NFROZEN && !st; k++)
-            for (int i = 0; i < t->ntab; i++) {
-                char now[600];
-                if (strcmp(t->tab[i].name, frozen_on_resume[k])) continue;
-                hp_args_format(now, sizeof now, &t->tab[i]);
-                if (strcmp(now, saved[k]))
-                    st = hp_errorf("hyperpar train: --%s %s differs from the checkpoint's %s (%s)", t->tab[i].name,
-                                   now, saved[k], dir);
-            }
+        for (int i = 0; i < t->ntab && !st; i++) {
+            char now[600];
+            if (!hp_train_opt_in(t->tab[i].name, HP_TRAIN_OPT_FROZEN)) continue;
+            hp_args_format(now, sizeof now, &t->tab[i]);
+            if (strcmp(now, saved[i]))
+                st = hp_errorf("hyperpar train: --%s %s differs from the checkpoint's %s (%s)", t->tab[i].name, now,
+                               saved[i], dir);
+        }
         if (st) return st;
         char plan_now[256];
         hp_train_plan_describe(plan_now, sizeof plan_now, o);

@@ -1,151 +1,233 @@
 /* tools/train_opts: the settings of `hyperpar train` (see the header). */
 #include "train_opts.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void hp_train_defaults(train_opts *o) {
-    memset(o, 0, sizeof *o);
-    o->layers = 4, o->heads = 4, o->channels = 128, o->vocab = 256, o->max_seq = 128;
-    snprintf(o->data, sizeof o->data, "%s", HP_DEFAULT_DATA);
-    snprintf(o->data_kind, sizeof o->data_kind, "auto");
-    o->val_fraction = 0.1f;
-    o->batch = 8, o->seq = 128, o->steps = 300;
-    o->lr = 1e-3f, o->beta1 = 0.9f, o->beta2 = 0.95f, o->eps = 1e-8f, o->weight_decay = 0.0f;
-    o->grad_clip = 1.0f, o->min_lr_frac = 0.1f;
-    snprintf(o->schedule, sizeof o->schedule, "cosine");
-    o->warmup = 20;
-    snprintf(o->optimizer, sizeof o->optimizer, "adamw");
-    o->muon_lr = 0.02f, o->muon_beta = 0.95f;
-    snprintf(o->muon_momentum, sizeof o->muon_momentum, "ema");
-    snprintf(o->muon_scale, sizeof o->muon_scale, "keller");
-    snprintf(o->ns, sizeof o->ns, "quintic");
-    o->seed = 1337;
-    o->threads = 2;
-    o->val_every = 100, o->val_steps = 10, o->log_every = 10;
-    o->dp = 1, o->tp = 1;
-    o->comm_timeout = 300;
-    snprintf(o->overlap, sizeof o->overlap, "on");
-    snprintf(o->grad_accum_comm, sizeof o->grad_accum_comm, "every");
-    snprintf(o->fsdp_style, sizeof o->fsdp_style, "hyperpar");
-    snprintf(o->reshard, sizeof o->reshard, "on");
-    snprintf(o->fsdp_reduce, sizeof o->fsdp_reduce, "fp32");
-    snprintf(o->fsdp_gather, sizeof o->fsdp_gather, "fp32");
-    snprintf(o->bf16_params, sizeof o->bf16_params, "gemm");
-    snprintf(o->dp_reduce, sizeof o->dp_reduce, "fp32");
-    o->prefetch = 1;
-    snprintf(o->on_nan, sizeof o->on_nan, "stop");
-    o->max_skipped_steps = 10;
-    snprintf(o->on_write_error, sizeof o->on_write_error, "fail");
-    snprintf(o->ckpt_format, sizeof o->ckpt_format, "single");
-    snprintf(o->dtype, sizeof o->dtype, "fp32");
-    snprintf(o->fp32_gemm, sizeof o->fp32_gemm, "openblas");
-    o->trace_steps = 1;
+/* Groups (hp_train_optdef.groups). */
+#define FROZEN HP_TRAIN_OPT_FROZEN
+#define PLAN HP_TRAIN_OPT_PLAN
+#define ONCE HP_TRAIN_OPT_INVOCATION
+#define UNSAVED HP_TRAIN_OPT_UNSAVED
+
+/* Every option of `hyperpar train` and `hyperpar plan`, defined once: name, type, field of train_opts, default
+ * (as a flag would give it), range (checked by hp_train_check; NULL: none, or a check of its own there), groups
+ * and help. Flags, --help, config-file keys, state.json's args and the resume rules all come from this table. */
+#define D(n, t, f, def, range, groups, h) {n, t, offsetof(train_opts, f), sizeof((train_opts *)0)->f, def, range, groups, h}
+static const hp_train_optdef defs[] = {
+    D("layers", OPT_INT, layers, "4", NULL, FROZEN, "transformer blocks (L)"),
+    D("heads", OPT_INT, heads, "4", NULL, FROZEN, "attention heads (NH)"),
+    D("channels", OPT_INT, channels, "128", NULL, FROZEN, "model width (C)"),
+    D("vocab", OPT_INT, vocab, "256", NULL, FROZEN, "vocabulary size V (256 for raw text)"),
+    D("max-seq", OPT_INT, max_seq, "128", NULL, FROZEN, "position table length (maxT)"),
+    D("init", OPT_STR, init, "", NULL, UNSAVED, "start from an llm.c checkpoint (sets the model shape)"),
+    D("data", OPT_STR, data, HP_DEFAULT_DATA, NULL, FROZEN, "training data: llm.c token shards (file or glob) or text"),
+    D("data-kind", OPT_STR, data_kind, "auto", "auto|tokens|text", FROZEN,
+      "auto | tokens | text (auto: token shards by their magic; text only for a file not named .bin with --vocab 256)"),
+    D("val-data", OPT_STR, val_data, "", NULL, 0, "validation data (default: the last --val-fraction of --data)"),
+    D("val-fraction", OPT_FLOAT, val_fraction, "0.1", "[0, 1)", 0, "share of --data held out for validation"),
+    D("shuffle", OPT_FLAG, shuffle, "0", NULL, FROZEN, "visit B*T windows in a seeded random order per epoch"),
+    D("batch", OPT_INT, batch, "8", ">= 1", FROZEN, "sequences per step (B)"),
+    D("seq", OPT_INT, seq, "128", ">= 1", FROZEN, "tokens per sequence (T)"),
+    D("steps", OPT_LONG, steps, "300", ">= 1", 0, "optimizer steps"),
+    D("lr", OPT_FLOAT, lr, "0.001", "> 0", 0, "peak learning rate (AdamW)"),
+    D("beta1", OPT_FLOAT, beta1, "0.9", "[0, 1)", 0, "AdamW beta1"),
+    D("beta2", OPT_FLOAT, beta2, "0.95", "[0, 1)", 0, "AdamW beta2"),
+    D("eps", OPT_FLOAT, eps, "1e-08", "> 0", 0, "AdamW epsilon"),
+    D("weight-decay", OPT_FLOAT, weight_decay, "0", ">= 0", 0, "decoupled weight decay"),
+    D("grad-clip", OPT_FLOAT, grad_clip, "1", ">= 0", 0, "clip the global gradient norm (0 = off)"),
+    D("grad-accum", OPT_INT, grad_accum, "0", NULL, 0, "micro-batches of --batch per optimizer step (gradients averaged)"),
+    D("grad-accum-comm", OPT_STR, grad_accum_comm, "every", "every|last", 0,
+      "every | last: FSDP reduces every micro-batch (sharded accumulators) or only the last (whole-unit accumulators)"),
+    D("deterministic", OPT_FLAG, deterministic, "0", NULL, 0,
+      "the same losses bit for bit at 1, 2, 4, ... ranks (pure DP, FSDP, ZeRO): --batch in --det-slices "
+      "micro-slices, sums in one fixed tree"),
+    D("det-slices", OPT_INT, det_slices, "0", NULL, 0,
+      "micro-slices of --batch per step in deterministic mode (a power of two the rank count divides; 0: 8; implies "
+      "--deterministic)"),
+    D("schedule", OPT_STR, schedule, "cosine", NULL, 0, "constant | cosine | linear"),
+    D("warmup", OPT_LONG, warmup, "20", ">= 0", 0, "linear warmup steps (not given: --steps / 10, at most 20)"),
+    D("min-lr-frac", OPT_FLOAT, min_lr_frac, "0.1", "[0, 1]", 0, "final lr as a fraction of the peak"),
+    D("optimizer", OPT_STR, optimizer, "adamw", NULL, FROZEN, "adamw | muon (hidden matrices by Muon, the rest AdamW)"),
+    D("muon-lr", OPT_FLOAT, muon_lr, "0.02", "> 0", 0, "Muon peak learning rate"),
+    D("muon-beta", OPT_FLOAT, muon_beta, "0.95", "[0, 1)", 0, "Muon momentum"),
+    D("muon-weight-decay", OPT_FLOAT, muon_weight_decay, "0", ">= 0", 0, "Muon weight decay"),
+    D("muon-momentum", OPT_STR, muon_momentum, "ema", NULL, 0, "ema | sum"),
+    D("muon-scale", OPT_STR, muon_scale, "keller", NULL, 0, "keller | moonlight"),
+    D("ns", OPT_STR, ns, "quintic", NULL, 0, "Newton-Schulz coefficients: quintic | perstep | polar"),
+    D("muon-params", OPT_STR, muon_params, "", NULL, 0, "extra parameters for Muon (comma-separated globs)"),
+    D("adamw-params", OPT_STR, adamw_params, "", NULL, 0, "parameters kept on AdamW (comma-separated globs)"),
+    D("seed", OPT_U64, seed, "1337", NULL, FROZEN, "random seed (initialisation and data order)"),
+    D("threads", OPT_INT, threads, "2", "1..256", 0, "compute threads"),
+    D("metrics", OPT_STR, metrics, "", NULL, 0, "append one JSON object per step to this file"),
+    D("val-every", OPT_LONG, val_every, "100", ">= 0 (0: only at the end)", 0,
+      "validate every N steps (0 = only at the end)"),
+    D("val-steps", OPT_LONG, val_steps, "10", ">= 1", 0, "validation batches"),
+    D("ckpt-every", OPT_LONG, ckpt_every, "0", ">= 0 (0: only at the end)", 0,
+      "checkpoint every N steps (needs --ckpt-dir)"),
+    D("ckpt-dir", OPT_STR, ckpt_dir, "", NULL, ONCE,
+      "directory for checkpoints (step_NNNNNN and 'latest'; default: the run directory's ckpt/, or where --resume "
+      "resumed from; none: no checkpoints)"),
+    D("keep-last", OPT_INT, keep_last, "0", ">= 0", 0, "keep only the K newest checkpoints in --ckpt-dir (0 = all)"),
+    D("ckpt-format", OPT_STR, ckpt_format, "single", "single|sharded", 0,
+      "single (whole tensors, written by rank 0's process) | sharded (every rank writes its pieces)"),
+    D("resume", OPT_STR, resume, "", NULL, ONCE | UNSAVED,
+      "continue from a checkpoint, a --ckpt-dir with 'latest', or a run directory; plan flags given now replace the "
+      "checkpoint's plan; checkpoints go on in the directory resumed from unless --ckpt-dir says otherwise"),
+    D("overwrite", OPT_FLAG, overwrite, "0", NULL, ONCE,
+      "let the run write over checkpoints in --ckpt-dir past the step it starts from (a newer one than it resumed, "
+      "or another run's)"),
+    D("log-every", OPT_LONG, log_every, "10", ">= 1", 0, "print a line every N steps when not on a terminal"),
+    D("stop-at", OPT_LONG, stop_at, "0", ">= 0 (0: none)", UNSAVED,
+      "stop (with a checkpoint) once this step is done; --resume continues"),
+    D("plan", OPT_STR, plan, "", NULL, PLAN, "sharding plan file (mesh and layouts; see docs/architecture.md)"),
+    D("dp", OPT_INT, dp, "1", NULL, PLAN,
+      "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
+    D("tp", OPT_INT, tp, "1", NULL, PLAN, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
+    D("fsdp", OPT_INT, fsdp, "0", NULL, PLAN, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
+    D("hsdp", OPT_STR, hsdp, "", NULL, PLAN, "R,S: HSDP, R replicas x S shards (shards inside a supernode)"),
+    D("zero", OPT_INT, zero, "0", NULL, PLAN,
+      "ZeRO level over the data-parallel ranks: 1 state, 2 + gradients, 3 + parameters"),
+    D("fsdp-style", OPT_STR, fsdp_style, "hyperpar", "hyperpar|fsdp2", PLAN,
+      "hyperpar | fsdp2 (the PyTorch FSDP2-like baseline)"),
+    D("prefetch", OPT_INT, prefetch, "1", "0..8", PLAN, "FSDP units whose gather starts ahead of their use"),
+    D("reshard", OPT_STR, reshard, "on", "on|off", PLAN, "on | off: FSDP reshard after forward (across supernodes)"),
+    D("fsdp-reduce", OPT_STR, fsdp_reduce, "fp32", "fp32|bf16", PLAN,
+      "fp32 | bf16: FSDP reduce-scatters the gradients in this dtype (bf16: half the bytes, summed in fp32; shards "
+      "and optimizer fp32)"),
+    D("fsdp-gather", OPT_STR, fsdp_gather, "fp32", "fp32|bf16", PLAN,
+      "fp32 | bf16: FSDP all-gathers the parameters in this dtype (bf16: half the bytes, narrowed from the fp32 "
+      "shards; needs --dtype bf16, implies --bf16-params all)"),
+    D("dp-reduce", OPT_STR, dp_reduce, "fp32", "fp32|bf16", PLAN,
+      "fp32 | bf16: the data-parallel gradient all-reduces in this dtype (bf16: half the bytes, summed in fp32, still "
+      "overlapped; gradients and optimizer fp32; not with --deterministic or FSDP/ZeRO)"),
+    D("validate", OPT_FLAG, validate, "0", NULL, 0, "validation mode: check layouts at every operator against one rank"),
+    D("dtype", OPT_STR, dtype, "fp32", "fp32|bf16", 0,
+      "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master weights, gradients and optimizer "
+      "state"),
+    D("bf16-params", OPT_STR, bf16_params, "gemm", "gemm|all", 0,
+      "gemm | all: with --dtype bf16, the parameters that reach compute rounded to bf16: those the bf16 GEMMs and "
+      "embeddings read, or all (norm weights and biases too, as Megatron's --bf16)"),
+    D("fp32-gemm", OPT_STR, fp32_gemm, "openblas", "openblas|onednn|auto", 0,
+      "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster per product and shape, measured at "
+      "start; not bit-reproducible across runs)"),
+    D("comm-timeout", OPT_FLOAT, comm_timeout, "300", NULL, 0, "seconds a collective may wait before failing"),
+    D("memory", OPT_FLOAT, memory, "0", NULL, 0,
+      "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup "
+      "limit; < 0: no check)"),
+    D("overlap", OPT_STR, overlap, "on", "on|off", 0,
+      "on | off: gradient reductions start early and wait late (schedule pass)"),
+    D("on-nan", OPT_STR, on_nan, "stop", "stop|skip-step", 0,
+      "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
+    D("max-skipped-steps", OPT_INT, max_skipped_steps, "10", ">= 1", 0,
+      "with --on-nan skip-step: this many consecutive skipped steps stop the run (it diverged)"),
+    D("on-write-error", OPT_STR, on_write_error, "fail", "fail|warn", 0,
+      "fail | warn: a failed metrics or trace write (warn: once, then that output stops)"),
+    D("trace", OPT_STR, trace, "", NULL, UNSAVED,
+      "write a Chrome/Perfetto trace per rank: FILE.rankN.json (on: DIR/trace, in the run directory)"),
+    D("trace-steps", OPT_LONG, trace_steps, "1", ">= 1", UNSAVED, "steps traced (from the first)"),
+    D("run-dir", OPT_STR, run_dir, "", NULL, ONCE | UNSAVED,
+      "run directory: settings, plan, machine, metrics, traces (default runs/<time> without --metrics; none: off)"),
+};
+#undef D
+#undef FROZEN
+#undef PLAN
+#undef ONCE
+#undef UNSAVED
+
+int hp_train_optdefs(const hp_train_optdef **out) {
+    *out = defs;
+    return (int)(sizeof defs / sizeof defs[0]);
 }
 
-#define OPT(n, t, f, h) {n, t, &o->f, sizeof o->f, h}
+const hp_train_optdef *hp_train_optdef_find(const char *name) {
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+        if (!strcmp(defs[i].name, name)) return &defs[i];
+    return NULL;
+}
+
+int hp_train_opt_in(const char *name, unsigned group) {
+    const hp_train_optdef *d = hp_train_optdef_find(name);
+    return d && (d->groups & group);
+}
+
 int hp_train_opt_table(hp_opt *t, train_opts *o) {
-    hp_opt tab[] = {
-        OPT("layers", OPT_INT, layers, "transformer blocks (L)"),
-        OPT("heads", OPT_INT, heads, "attention heads (NH)"),
-        OPT("channels", OPT_INT, channels, "model width (C)"),
-        OPT("vocab", OPT_INT, vocab, "vocabulary size V (256 for raw text)"),
-        OPT("max-seq", OPT_INT, max_seq, "position table length (maxT)"),
-        OPT("init", OPT_STR, init, "start from an llm.c checkpoint (sets the model shape)"),
-        OPT("data", OPT_STR, data, "training data: llm.c token shards (file or glob) or text"),
-        OPT("data-kind", OPT_STR, data_kind, "auto | tokens | text (auto: token shards by their magic; text only for "
-                                             "a file not named .bin with --vocab 256)"),
-        OPT("val-data", OPT_STR, val_data, "validation data (default: the last --val-fraction of --data)"),
-        OPT("val-fraction", OPT_FLOAT, val_fraction, "share of --data held out for validation"),
-        OPT("shuffle", OPT_FLAG, shuffle, "visit B*T windows in a seeded random order per epoch"),
-        OPT("batch", OPT_INT, batch, "sequences per step (B)"),
-        OPT("seq", OPT_INT, seq, "tokens per sequence (T)"),
-        OPT("steps", OPT_LONG, steps, "optimizer steps"),
-        OPT("lr", OPT_FLOAT, lr, "peak learning rate (AdamW)"),
-        OPT("beta1", OPT_FLOAT, beta1, "AdamW beta1"),
-        OPT("beta2", OPT_FLOAT, beta2, "AdamW beta2"),
-        OPT("eps", OPT_FLOAT, eps, "AdamW epsilon"),
-        OPT("weight-decay", OPT_FLOAT, weight_decay, "decoupled weight decay"),
-        OPT("grad-clip", OPT_FLOAT, grad_clip, "clip the global gradient norm (0 = off)"),
-        OPT("grad-accum", OPT_INT, grad_accum, "micro-batches of --batch per optimizer step (gradients averaged)"),
-        OPT("grad-accum-comm", OPT_STR, grad_accum_comm, "every | last: FSDP reduces every micro-batch (sharded "
-                                                          "accumulators) or only the last (whole-unit accumulators)"),
-        OPT("deterministic", OPT_FLAG, deterministic, "the same losses bit for bit at 1, 2, 4, ... ranks (pure DP, "
-                                                      "FSDP, ZeRO): --batch in --det-slices micro-slices, sums in "
-                                                      "one fixed tree"),
-        OPT("det-slices", OPT_INT, det_slices, "micro-slices of --batch per step in deterministic mode (a power of "
-                                               "two the rank count divides; 0: 8; implies --deterministic)"),
-        OPT("schedule", OPT_STR, schedule, "constant | cosine | linear"),
-        OPT("warmup", OPT_LONG, warmup, "linear warmup steps (not given: --steps / 10, at most 20)"),
-        OPT("min-lr-frac", OPT_FLOAT, min_lr_frac, "final lr as a fraction of the peak"),
-        OPT("optimizer", OPT_STR, optimizer, "adamw | muon (hidden matrices by Muon, the rest AdamW)"),
-        OPT("muon-lr", OPT_FLOAT, muon_lr, "Muon peak learning rate"),
-        OPT("muon-beta", OPT_FLOAT, muon_beta, "Muon momentum"),
-        OPT("muon-weight-decay", OPT_FLOAT, muon_weight_decay, "Muon weight decay"),
-        OPT("muon-momentum", OPT_STR, muon_momentum, "ema | sum"),
-        OPT("muon-scale", OPT_STR, muon_scale, "keller | moonlight"),
-        OPT("ns", OPT_STR, ns, "Newton-Schulz coefficients: quintic | perstep | polar"),
-        OPT("muon-params", OPT_STR, muon_params, "extra parameters for Muon (comma-separated globs)"),
-        OPT("adamw-params", OPT_STR, adamw_params, "parameters kept on AdamW (comma-separated globs)"),
-        OPT("seed", OPT_U64, seed, "random seed (initialisation and data order)"),
-        OPT("threads", OPT_INT, threads, "compute threads"),
-        OPT("metrics", OPT_STR, metrics, "append one JSON object per step to this file"),
-        OPT("val-every", OPT_LONG, val_every, "validate every N steps (0 = only at the end)"),
-        OPT("val-steps", OPT_LONG, val_steps, "validation batches"),
-        OPT("ckpt-every", OPT_LONG, ckpt_every, "checkpoint every N steps (needs --ckpt-dir)"),
-        OPT("ckpt-dir", OPT_STR, ckpt_dir, "directory for checkpoints (step_NNNNNN and 'latest'; default: the run "
-                                           "directory's ckpt/, or where --resume resumed from; none: no checkpoints)"),
-        OPT("keep-last", OPT_INT, keep_last, "keep only the K newest checkpoints in --ckpt-dir (0 = all)"),
-        OPT("ckpt-format", OPT_STR, ckpt_format, "single (whole tensors, written by rank 0's process) | sharded (every rank writes its pieces)"),
-        OPT("resume", OPT_STR, resume, "continue from a checkpoint, a --ckpt-dir with 'latest', or a run directory; "
-                                       "plan flags given now replace the checkpoint's plan; checkpoints go on in the "
-                                       "directory resumed from unless --ckpt-dir says otherwise"),
-        OPT("overwrite", OPT_FLAG, overwrite, "let the run write over checkpoints in --ckpt-dir past the step it starts "
-                                              "from (a newer one than it resumed, or another run's)"),
-        OPT("log-every", OPT_LONG, log_every, "print a line every N steps when not on a terminal"),
-        OPT("stop-at", OPT_LONG, stop_at, "stop (with a checkpoint) once this step is done; --resume continues"),
-        OPT("plan", OPT_STR, plan, "sharding plan file (mesh and layouts; see docs/architecture.md)"),
-        OPT("dp", OPT_INT, dp, "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
-        OPT("tp", OPT_INT, tp, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
-        OPT("fsdp", OPT_INT, fsdp, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
-        OPT("hsdp", OPT_STR, hsdp, "R,S: HSDP, R replicas x S shards (shards inside a supernode)"),
-        OPT("zero", OPT_INT, zero, "ZeRO level over the data-parallel ranks: 1 state, 2 + gradients, 3 + parameters"),
-        OPT("fsdp-style", OPT_STR, fsdp_style, "hyperpar | fsdp2 (the PyTorch FSDP2-like baseline)"),
-        OPT("prefetch", OPT_INT, prefetch, "FSDP units whose gather starts ahead of their use"),
-        OPT("reshard", OPT_STR, reshard, "on | off: FSDP reshard after forward (across supernodes)"),
-        OPT("fsdp-reduce", OPT_STR, fsdp_reduce, "fp32 | bf16: FSDP reduce-scatters the gradients in this dtype "
-                                                 "(bf16: half the bytes, summed in fp32; shards and optimizer fp32)"),
-        OPT("fsdp-gather", OPT_STR, fsdp_gather, "fp32 | bf16: FSDP all-gathers the parameters in this dtype (bf16: "
-                                                 "half the bytes, narrowed from the fp32 shards; needs --dtype bf16, "
-                                                 "implies --bf16-params all)"),
-        OPT("dp-reduce", OPT_STR, dp_reduce, "fp32 | bf16: the data-parallel gradient all-reduces in this dtype (bf16: "
-                                             "half the bytes, summed in fp32, still overlapped; gradients and "
-                                             "optimizer fp32; not with --deterministic or FSDP/ZeRO)"),
-        OPT("validate", OPT_FLAG, validate, "validation mode: check layouts at every operator against one rank"),
-        OPT("dtype", OPT_STR, dtype, "fp32 | bf16: bf16 compute (oneDNN GEMMs, bf16 activations) with fp32 master "
-                                     "weights, gradients and optimizer state"),
-        OPT("bf16-params", OPT_STR, bf16_params, "gemm | all: with --dtype bf16, the parameters that reach compute "
-                                                 "rounded to bf16: those the bf16 GEMMs and embeddings read, or all "
-                                                 "(norm weights and biases too, as Megatron's --bf16)"),
-        OPT("fp32-gemm", OPT_STR, fp32_gemm, "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster "
-                                             "per product and shape, measured at start; not bit-reproducible across runs)"),
-        OPT("comm-timeout", OPT_FLOAT, comm_timeout, "seconds a collective may wait before failing"),
-        OPT("memory", OPT_FLOAT, memory, "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup limit; < 0: no check)"),
-        OPT("overlap", OPT_STR, overlap, "on | off: gradient reductions start early and wait late (schedule pass)"),
-        OPT("on-nan", OPT_STR, on_nan, "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
-        OPT("max-skipped-steps", OPT_INT, max_skipped_steps, "with --on-nan skip-step: this many consecutive skipped "
-                                                             "steps stop the run (it diverged)"),
-        OPT("on-write-error", OPT_STR, on_write_error, "fail | warn: a failed metrics or trace write (warn: once, then that output stops)"),
-        OPT("trace", OPT_STR, trace, "write a Chrome/Perfetto trace per rank: FILE.rankN.json (on: DIR/trace, in the run directory)"),
-        OPT("trace-steps", OPT_LONG, trace_steps, "steps traced (from the first)"),
-        OPT("run-dir", OPT_STR, run_dir, "run directory: settings, plan, machine, metrics, traces (default runs/<time> without --metrics; none: off)"),
-    };
-    int n = (int)(sizeof tab / sizeof tab[0]);
-    if (t) memcpy(t, tab, sizeof tab);
+    int n = (int)(sizeof defs / sizeof defs[0]);
+    for (int i = 0; t && i < n; i++)
+        t[i] = (hp_opt){defs[i].name, defs[i].type, (char *)o + defs[i].offset, defs[i].size, defs[i].help};
     return n;
 }
-#undef OPT
+
+void hp_train_defaults(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    hp_opt t[HP_TRAIN_MAX_OPTS];
+    int n = hp_train_opt_table(t, o);
+    for (int i = 0; i < n; i++) {
+        hp_status st = hp_args_set(t, n, t[i].name, defs[i].def, "hyperpar train: defaults");
+        if (st) abort(); /* a default the table cannot read: a bug in the table */
+    }
+}
+
+/* "a|b|c" as "a, b or c". */
+static void choices_text(char *buf, size_t n, const char *choices) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (const char *s = choices; *s && at < n;) {
+        const char *bar = strchr(s, '|');
+        size_t len = bar ? (size_t)(bar - s) : strlen(s);
+        const char *sep = s == choices ? "" : bar ? ", " : " or ";
+        at += (size_t)snprintf(buf + at, n - at, "%s%.*s", sep, (int)len, s);
+        s += len + (bar ? 1 : 0);
+    }
+}
+
+static int in_choices(const char *v, const char *choices) {
+    size_t len = strlen(v);
+    for (const char *s = choices; *s;) {
+        const char *bar = strchr(s, '|');
+        size_t n = bar ? (size_t)(bar - s) : strlen(s);
+        if (n == len && !strncmp(s, v, n)) return 1;
+        if (!bar) break;
+        s = bar + 1;
+    }
+    return 0;
+}
+
+/* Option d's value in o against its range: "a|b" (choices), ">= X" or "> X" (text after X is said in the error),
+ * "[A, B)" or "[A, B]", or "A..B" (inclusive). */
+static hp_status check_range(const hp_train_optdef *d, const train_opts *o) {
+    const void *p = (const char *)o + d->offset;
+    if (d->type == OPT_STR) {
+        if (in_choices(p, d->range)) return HP_OK;
+        char want[160];
+        choices_text(want, sizeof want, d->range);
+        return hp_errorf("hyperpar train: --%s must be %s, got '%s'", d->name, want, (const char *)p);
+    }
+    double v = d->type == OPT_INT ? *(const int *)p : d->type == OPT_LONG ? (double)*(const long *)p
+                                                                            : (double)*(const float *)p;
+    const char *r = d->range;
+    int ok;
+    if (r[0] == '>') {
+        int ge = r[1] == '=';
+        double lo = strtod(r + (ge ? 2 : 1), NULL);
+        ok = ge ? v >= lo : v > lo;
+    } else if (r[0] == '[') {
+        char *end;
+        double lo = strtod(r + 1, &end), hi = strtod(end + 1, &end);
+        ok = v >= lo && (*end == ']' ? v <= hi : v < hi);
+    } else {
+        char *end; /* integers: strtod would read "1." of "1..256" */
+        long lo = strtol(r, &end, 10), hi = strtol(end + 2, NULL, 10);
+        ok = v >= (double)lo && v <= (double)hi;
+    }
+    if (ok) return HP_OK;
+    const char *in = r[0] == '>' ? "" : "in ";
+    if (d->type == OPT_INT) return hp_errorf("hyperpar train: --%s must be %s%s, got %d", d->name, in, r, *(const int *)p);
+    if (d->type == OPT_LONG) return hp_errorf("hyperpar train: --%s must be %s%s, got %ld", d->name, in, r, *(const long *)p);
+    return hp_errorf("hyperpar train: --%s must be %s%s, got %g", d->name, in, r, (double)*(const float *)p);
+}
 
 /* The most ranks a mesh of --dp x --tp may have (rank-threads of one process,
  * or processes x threads under mpirun). */
@@ -153,29 +235,10 @@ int hp_train_opt_table(hp_opt *t, train_opts *o) {
 
 hp_status hp_train_check(const train_opts *o) {
 #define BAD(...) return hp_errorf("hyperpar train: " __VA_ARGS__)
-    if (o->batch < 1) BAD("--batch must be >= 1, got %d", o->batch);
-    if (o->seq < 1) BAD("--seq must be >= 1, got %d", o->seq);
-    if (o->steps < 1) BAD("--steps must be >= 1, got %ld", o->steps);
-    if (o->threads < 1 || o->threads > 256) BAD("--threads must be in 1..256, got %d", o->threads);
-    if (!(o->lr > 0)) BAD("--lr must be > 0, got %g", (double)o->lr);
-    if (!(o->beta1 >= 0 && o->beta1 < 1)) BAD("--beta1 must be in [0, 1), got %g", (double)o->beta1);
-    if (!(o->beta2 >= 0 && o->beta2 < 1)) BAD("--beta2 must be in [0, 1), got %g", (double)o->beta2);
-    if (!(o->eps > 0)) BAD("--eps must be > 0, got %g", (double)o->eps);
-    if (o->weight_decay < 0) BAD("--weight-decay must be >= 0, got %g", (double)o->weight_decay);
-    if (o->grad_clip < 0) BAD("--grad-clip must be >= 0, got %g", (double)o->grad_clip);
-    if (o->warmup < 0) BAD("--warmup must be >= 0, got %ld", o->warmup);
-    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) BAD("--min-lr-frac must be in [0, 1], got %g", (double)o->min_lr_frac);
-    if (!(o->muon_lr > 0)) BAD("--muon-lr must be > 0, got %g", (double)o->muon_lr);
-    if (!(o->muon_beta >= 0 && o->muon_beta < 1)) BAD("--muon-beta must be in [0, 1), got %g", (double)o->muon_beta);
-    if (o->muon_weight_decay < 0) BAD("--muon-weight-decay must be >= 0, got %g", (double)o->muon_weight_decay);
-    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) BAD("--val-fraction must be in [0, 1), got %g", (double)o->val_fraction);
-    if (o->val_every < 0) BAD("--val-every must be >= 0 (0: only at the end), got %ld", o->val_every);
-    if (o->val_steps < 1) BAD("--val-steps must be >= 1, got %ld", o->val_steps);
-    if (o->ckpt_every < 0) BAD("--ckpt-every must be >= 0 (0: only at the end), got %ld", o->ckpt_every);
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+        if (defs[i].range) HP_TRY(check_range(&defs[i], o));
     if (o->ckpt_every > 0 && !o->ckpt_dir[0]) BAD("--ckpt-every needs --ckpt-dir");
     if (o->grad_accum < 0 || o->grad_accum > 4096) BAD("--grad-accum must be in 1..4096, got %d", o->grad_accum);
-    if (strcmp(o->grad_accum_comm, "every") && strcmp(o->grad_accum_comm, "last"))
-        BAD("--grad-accum-comm must be every or last, got '%s'", o->grad_accum_comm);
     if (o->det_slices < 0 || o->det_slices > 4096) BAD("--det-slices must be in 1..4096, got %d", o->det_slices);
     if (o->deterministic || o->det_slices) {
         if (o->tp > 1 || o->hsdp[0] || o->plan[0])
@@ -189,16 +252,8 @@ hp_status hp_train_check(const train_opts *o) {
             BAD("--deterministic sums in fp32: --%s bf16 rounds each rank's partial sum, and where that happens "
                 "depends on the rank count", !strcmp(o->dp_reduce, "bf16") ? "dp-reduce" : "fsdp-reduce");
     }
-    if (o->keep_last < 0) BAD("--keep-last must be >= 0, got %d", o->keep_last);
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
-    if (strcmp(o->on_write_error, "fail") && strcmp(o->on_write_error, "warn"))
-        BAD("--on-write-error must be fail or warn, got '%s'", o->on_write_error);
-    if (o->stop_at < 0) BAD("--stop-at must be >= 0 (0: none), got %ld", o->stop_at);
-    if (o->log_every < 1) BAD("--log-every must be >= 1, got %ld", o->log_every);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
-    if (strcmp(o->dtype, "fp32") && strcmp(o->dtype, "bf16")) BAD("--dtype must be fp32 or bf16, got '%s'", o->dtype);
-    if (strcmp(o->fp32_gemm, "openblas") && strcmp(o->fp32_gemm, "onednn") && strcmp(o->fp32_gemm, "auto"))
-        BAD("--fp32-gemm must be openblas, onednn or auto, got '%s'", o->fp32_gemm);
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");
     if ((long)o->dp * o->tp > HP_TRAIN_MAX_RANKS)
         BAD("--dp %d x --tp %d is %ld ranks, above the limit of %d", o->dp, o->tp, (long)o->dp * o->tp, HP_TRAIN_MAX_RANKS);
@@ -213,39 +268,18 @@ hp_status hp_train_check(const train_opts *o) {
     if (o->fsdp > o->batch)
         BAD("--fsdp %d is more than --batch %d: every data-parallel rank needs at least one sequence", o->fsdp, o->batch);
     if (o->zero < 0 || o->zero > 3) BAD("--zero must be 1, 2 or 3, got %d", o->zero);
-    if (o->prefetch < 0 || o->prefetch > 8) BAD("--prefetch must be in 0..8, got %d", o->prefetch);
     if (o->fsdp > 1 && o->dp > 1) BAD("give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
     if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) BAD("--hsdp R,S replaces --fsdp and --dp");
     if ((o->fsdp > 1 || o->hsdp[0] || o->zero) && o->plan[0])
         BAD("with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
-    if (strcmp(o->fsdp_reduce, "fp32") && strcmp(o->fsdp_reduce, "bf16"))
-        BAD("--fsdp-reduce must be fp32 or bf16, got '%s'", o->fsdp_reduce);
-    if (strcmp(o->fsdp_gather, "fp32") && strcmp(o->fsdp_gather, "bf16"))
-        BAD("--fsdp-gather must be fp32 or bf16, got '%s'", o->fsdp_gather);
     if (!strcmp(o->fsdp_gather, "bf16") && strcmp(o->dtype, "bf16"))
         BAD("--fsdp-gather bf16 needs --dtype bf16 (the gathered copies are what bf16 compute reads)");
     if ((!strcmp(o->fsdp_gather, "bf16") || !strcmp(o->fsdp_reduce, "bf16")) && !(o->fsdp > 1 || o->hsdp[0] || o->zero))
         BAD("--fsdp-gather and --fsdp-reduce apply to --fsdp, --hsdp and --zero (a plan file says gather= and "
             "reduce= on its fsdp line; data parallelism: --dp-reduce)");
-    if (strcmp(o->bf16_params, "gemm") && strcmp(o->bf16_params, "all"))
-        BAD("--bf16-params must be gemm or all, got '%s'", o->bf16_params);
     if (!strcmp(o->bf16_params, "all") && strcmp(o->dtype, "bf16")) BAD("--bf16-params all needs --dtype bf16");
-    if (strcmp(o->dp_reduce, "fp32") && strcmp(o->dp_reduce, "bf16"))
-        BAD("--dp-reduce must be fp32 or bf16, got '%s'", o->dp_reduce);
     if (!strcmp(o->dp_reduce, "bf16") && (o->fsdp > 1 || o->hsdp[0] || o->zero))
         BAD("--dp-reduce bf16: FSDP and ZeRO reduce the gradients themselves (use --fsdp-reduce bf16)");
-    if (strcmp(o->fsdp_style, "hyperpar") && strcmp(o->fsdp_style, "fsdp2"))
-        BAD("--fsdp-style must be hyperpar or fsdp2, got '%s'", o->fsdp_style);
-    if (strcmp(o->reshard, "on") && strcmp(o->reshard, "off")) BAD("--reshard must be on or off, got '%s'", o->reshard);
-    if (strcmp(o->overlap, "on") && strcmp(o->overlap, "off")) BAD("--overlap must be on or off, got '%s'", o->overlap);
-    if (strcmp(o->data_kind, "auto") && strcmp(o->data_kind, "tokens") && strcmp(o->data_kind, "text"))
-        BAD("--data-kind must be auto, tokens or text, got '%s'", o->data_kind);
-    if (strcmp(o->ckpt_format, "single") && strcmp(o->ckpt_format, "sharded"))
-        BAD("--ckpt-format must be single or sharded, got '%s'", o->ckpt_format);
-    if (strcmp(o->on_nan, "stop") && strcmp(o->on_nan, "skip-step"))
-        BAD("--on-nan must be stop or skip-step, got '%s'", o->on_nan);
-    if (o->max_skipped_steps < 1) BAD("--max-skipped-steps must be >= 1, got %d", o->max_skipped_steps);
-    if (o->trace_steps < 1) BAD("--trace-steps must be >= 1, got %ld", o->trace_steps);
     return HP_OK;
 #undef BAD
 }
@@ -309,11 +343,13 @@ hp_status hp_train_plan(hp_shard_plan **out, const train_opts *o, const char *pr
     int fsdp = o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;
-    char set[160];
-    snprintf(set, sizeof set, "shard=dp%s level=%d prefetch=%d reshard=%s style=%s reduce=%s gather=%s",
-             reps > 1 ? " replicate=rep" : "", o->zero ? o->zero : 3, o->prefetch, o->reshard, o->fsdp_style,
-             o->fsdp_reduce, o->fsdp_gather);
-    hp_status st = hp_shard_plan_set_fsdp(*out, set);
+    hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
+    hp_fsdp_settings_default(&set);
+    set.replicate = reps > 1 ? "rep" : NULL;
+    set.level = o->zero ? o->zero : 3, set.prefetch = o->prefetch, set.reshard = !strcmp(o->reshard, "on");
+    set.style_fsdp2 = !strcmp(o->fsdp_style, "fsdp2");
+    set.reduce_bf16 = !strcmp(o->fsdp_reduce, "bf16"), set.gather_bf16 = !strcmp(o->fsdp_gather, "bf16");
+    hp_status st = hp_shard_plan_set_fsdp_settings(*out, &set);
     if (st) {
         hp_shard_plan_free(*out);
         *out = NULL;

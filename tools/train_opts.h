@@ -4,6 +4,7 @@
 #ifndef HP_TOOLS_TRAIN_OPTS_H
 #define HP_TOOLS_TRAIN_OPTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "args.h"
@@ -63,9 +64,38 @@ typedef struct {
 /* Room for the option table in its callers (hp_train_opt_table(NULL, o) must not exceed it). */
 #define HP_TRAIN_MAX_OPTS 96
 
+/* The groups an option belongs to (hp_train_optdef.groups). */
+#define HP_TRAIN_OPT_FROZEN 1u     /* must not change on resume */
+#define HP_TRAIN_OPT_PLAN 2u       /* a plan setting: one given on resume replaces the checkpoint's plan as a whole */
+#define HP_TRAIN_OPT_INVOCATION 4u /* an output of one invocation: a resumed run does not inherit it */
+#define HP_TRAIN_OPT_UNSAVED 8u    /* not kept in a checkpoint's state.json args */
+
+/* One option, defined once: the flag and config-file key, `hyperpar train
+ * --help`, state.json's args and the checks are all made from these. */
+typedef struct {
+    const char *name;  /* without "--" */
+    hp_opt_type type;
+    size_t offset;     /* of its field in train_opts */
+    size_t size;       /* of that field (a string's buffer) */
+    const char *def;   /* the default, as a flag would give it */
+    const char *range; /* NULL: none (or a check of its own in hp_train_check); "a|b": one of the choices; ">= X",
+                        * "> X" (text after X goes into the error), "[A, B)", "[A, B]" or "A..B" */
+    unsigned groups;   /* HP_TRAIN_OPT_* */
+    const char *help;
+} hp_train_optdef;
+
+/* The definitions, in table order; returns their count. */
+int hp_train_optdefs(const hp_train_optdef **out);
+/* The definition of option `name`, or NULL. */
+const hp_train_optdef *hp_train_optdef_find(const char *name);
+/* 1 when option `name` belongs to one of the groups in `group`. */
+int hp_train_opt_in(const char *name, unsigned group);
+
+/* Every option at its default. */
 void hp_train_defaults(train_opts *o);
 /* The option table over o (tab may be NULL to count); returns the count. */
 int hp_train_opt_table(hp_opt *tab, train_opts *o);
+/* Each option's range (its definition), then the checks across options. */
 hp_status hp_train_check(const train_opts *o);
 /* The model's batch and the micro-batches per step: --batch and --grad-accum,
  * or in the deterministic mode the split of --batch into its slices. */

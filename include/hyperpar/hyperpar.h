@@ -191,6 +191,20 @@ hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int d
  * HSDP. Levels: 1 = optimizer state sharded, 2 = + gradients, 3 = +
  * parameters (one copy per supernode). Errors name the setting. */
 hp_status hp_shard_plan_set_fsdp(hp_shard_plan *p, const char *settings);
+/* The same settings as values, for programs that hold them as options. */
+typedef struct {
+    const char *shard;     /* the mesh axis of the shards ("dp") */
+    const char *replicate; /* HSDP: the replicas' axis ("rep"); NULL: none */
+    int level;             /* 1, 2 or 3 */
+    int prefetch;          /* units gathered ahead (0..8) */
+    int reshard;           /* 1: reshard after forward */
+    int reduce_bf16;       /* 1: gradients reduce-scattered in bf16 */
+    int gather_bf16;       /* 1: parameters all-gathered in bf16 */
+    int style_fsdp2;       /* 1: the PyTorch FSDP2-like baseline */
+} hp_fsdp_settings;
+/* Defaults as the text form's: level 3, prefetch 1, reshard on, fp32, hyperpar, shard "dp". */
+void hp_fsdp_settings_default(hp_fsdp_settings *s);
+hp_status hp_shard_plan_set_fsdp_settings(hp_shard_plan *p, const hp_fsdp_settings *s);
 void hp_shard_plan_free(hp_shard_plan *p);
 /* Ranks of the mesh. */
 int hp_shard_plan_ranks(const hp_shard_plan *p);
@@ -414,6 +428,10 @@ int hp_world_supernodes(const hp_world *w);
 int hp_world_uses_mpi(const hp_world *w);
 /* The global ranks this process hosts: [*first, *first + *count). */
 void hp_world_hosted_ranks(const hp_world *w, int *first, int *count);
+/* How this process was started: the processes mpirun started (0: not by
+ * mpirun), and 1 when any launcher (mpirun, srun, PMI) did. */
+int hp_world_launched_processes(void);
+int hp_world_under_launcher(void);
 
 /* ---- training ----------------------------------------------------------- */
 

@@ -54,15 +54,35 @@ hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int d
     return wrap(out, &p);
 }
 
-hp_status hp_shard_plan_set_fsdp(hp_shard_plan *p, const char *settings) {
-    if (!settings) return hp_errorf("hp_shard_plan_set_fsdp: settings is NULL");
-    HP_TRY(hp_plan_set_fsdp(&p->plan, settings, "fsdp"));
+/* The plan's text again after its FSDP settings changed. */
+static hp_status retext(hp_shard_plan *p) {
     size_t n = hp_plan_str_size(&p->plan);
     char *text = malloc(n);
     if (!text) return hp_errorf("hyperpar: out of memory for a plan");
     free(p->text);
     p->text = hp_plan_str(text, n, &p->plan);
     return HP_OK;
+}
+
+hp_status hp_shard_plan_set_fsdp(hp_shard_plan *p, const char *settings) {
+    if (!settings) return hp_errorf("hp_shard_plan_set_fsdp: settings is NULL");
+    HP_TRY(hp_plan_set_fsdp(&p->plan, settings, "fsdp"));
+    return retext(p);
+}
+
+void hp_fsdp_settings_default(hp_fsdp_settings *s) {
+    *s = (hp_fsdp_settings){.shard = "dp", .level = 3, .prefetch = 1, .reshard = 1};
+}
+
+hp_status hp_shard_plan_set_fsdp_settings(hp_shard_plan *p, const hp_fsdp_settings *s) {
+    if (!s) return hp_errorf("hp_shard_plan_set_fsdp_settings: settings is NULL");
+    hp_fsdp_request r;
+    hp_fsdp_request_default(&r);
+    r.shard = s->shard, r.replicate = s->replicate, r.level = s->level, r.prefetch = s->prefetch;
+    r.reshard_after_forward = s->reshard, r.reduce_bf16 = s->reduce_bf16, r.gather_bf16 = s->gather_bf16;
+    r.style = s->style_fsdp2 ? HP_FSDP_STYLE_FSDP2 : HP_FSDP_STYLE_HYPERPAR;
+    HP_TRY(hp_plan_set_fsdp_request(&p->plan, &r, "fsdp"));
+    return retext(p);
 }
 
 void hp_shard_plan_free(hp_shard_plan *p) {

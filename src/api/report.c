@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "io/fsutil.h"
-#include "report/report.h"
+#include "report/pages.h"
 
 static hp_status check(const hp_report_config *c) {
 #define BAD(...) return hp_errorf("hp_report_config: " __VA_ARGS__)

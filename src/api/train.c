@@ -11,6 +11,7 @@
 #include "api/plan_report.h"
 #include "api/run_dir.h"
 #include "api/train.h"
+#include "comm/launch.h"
 #include "core/timing.h"
 #include "io/fsutil.h"
 #include "io/json.h"
@@ -127,9 +128,7 @@ static hp_status check(const hp_train_config *c) {
     if (!(c->grad_clip >= 0)) BAD("grad_clip must be >= 0, got %g", (double)c->grad_clip);
     if (c->bf16_params_all != 0 && c->bf16_params_all != 1)
         BAD("bf16_params_all must be 0 or 1, got %d", c->bf16_params_all);
-    if (c->bf16_params_all && !c->bf16) BAD("bf16_params_all needs bf16 compute (bf16 = 1)");
-    if (c->plan && c->plan->plan.fsdp.level && c->plan->plan.fsdp.gather_bf16 && !c->bf16)
-        BAD("the plan's fsdp gather=bf16 needs bf16 compute (bf16 = 1)");
+    /* bf16_params_all or the plan's gather=bf16 without bf16: compile's precision pass refuses them */
     if (c->fp32_gemm < 0 || c->fp32_gemm > 2) BAD("fp32_gemm must be 0 (OpenBLAS), 1 (oneDNN) or 2 (auto), got %d", c->fp32_gemm);
     if (c->grad_accum < 0 || c->grad_accum > 4096) BAD("grad_accum must be in 0..4096, got %d", c->grad_accum);
     if (c->dp_reduce_bf16 != 0 && c->dp_reduce_bf16 != 1) BAD("dp_reduce_bf16 must be 0 (fp32) or 1 (bf16), got %d", c->dp_reduce_bf16);
@@ -320,9 +319,7 @@ static hp_status copy_strings(hp_train *t) {
 static int oversubscribed(int out[3], const hp_dist *d, int threads) {
     cpu_set_t set;
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    long procs = local ? strtol(local, NULL, 10) : 1;
-    if (procs < 1 || procs > 65536) procs = 1;
+    long procs = hp_launch_local_processes();
     int here = hp_dist_nranks(d), per = threads / here > 0 ? threads / here : 1;
     out[0] = (int)procs * here, out[1] = per, out[2] = cores;
     return cores > 0 && (long)out[0] * per > cores;

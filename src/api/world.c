@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "comm/launch.h"
 
 void hp_world_options_default(hp_world_options *o) {
     hp_comm_opts c;
@@ -39,3 +40,6 @@ int hp_world_size(const hp_world *w) { return hp_comm_world_size(w->w); }
 int hp_world_supernodes(const hp_world *w) { return hp_comm_supernodes(w->w); }
 int hp_world_uses_mpi(const hp_world *w) { return hp_comm_uses_mpi(w->w); }
 void hp_world_hosted_ranks(const hp_world *w, int *first, int *count) { hp_comm_hosted_ranks(w->w, first, count); }
+
+int hp_world_launched_processes(void) { return hp_launch_mpi_processes(); }
+int hp_world_under_launcher(void) { return hp_launch_under_launcher(); }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comm/internal.h"
+#include "comm/launch.h"
 
 static void rank_init(hp_comm_rank *r, hp_comm_world *w, int rank) {
     memset(r, 0, sizeof *r);
@@ -69,7 +70,7 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     if (!(o->timeout_s > 0)) return hp_errorf("comm options: timeout_s: %g is not positive", o->timeout_s);
     if (o->inter_bw_gbps < 0 || o->inter_latency_us < 0)
         return hp_errorf("comm options: inter_bw_gbps / inter_latency_us must not be negative");
-    int launched = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    int launched = hp_launch_mpi_processes() > 0;
     int use_mpi = o->mpi < 0 ? launched : o->mpi;
     if (o->mpi == 1 && !launched)
         return hp_errorf("comm options: mpi: required, but the process was not started by mpirun");

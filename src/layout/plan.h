@@ -101,6 +101,16 @@ size_t hp_plan_str_size(const hp_plan *p);
  * names the source in errors. Keys not given keep their defaults (level 3,
  * reshard on, prefetch 1, reduce fp32, style hyperpar). */
 hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where);
+/* The same settings as values (no text to print and parse back): the axes by
+ * name (replicate NULL: none), the rest as the spec's fields. */
+typedef struct {
+    const char *shard, *replicate;
+    int level, reshard_after_forward, prefetch, reduce_bf16, gather_bf16;
+    hp_fsdp_style style;
+} hp_fsdp_request;
+/* Level 3, reshard on, prefetch 1, fp32, style hyperpar, no axes. */
+void hp_fsdp_request_default(hp_fsdp_request *r);
+hp_status hp_plan_set_fsdp_request(hp_plan *p, const hp_fsdp_request *r, const char *where);
 /* A unit: its name and space-separated globs. */
 hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where);
 /* layout/plan_fsdp.c: the spec's text form (the plan file's lines),

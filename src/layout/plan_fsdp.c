@@ -46,30 +46,39 @@ static hp_status small_int(int *out, const char *v, int lo, int hi, const char *
     return HP_OK;
 }
 
-/* One key=value of the fsdp line. */
-static hp_status set_key(hp_fsdp_spec *f, const hp_mesh *m, const char *key, const char *v, int *have_shard,
+void hp_fsdp_request_default(hp_fsdp_request *r) {
+    memset(r, 0, sizeof *r);
+    r->level = 3;
+    r->reshard_after_forward = 1;
+    r->prefetch = 1;
+}
+
+/* One key=value of the fsdp line; the axes' names are copied to shard and replicate ([128] each). */
+static hp_status set_key(hp_fsdp_request *r, char *shard, char *replicate, const char *key, const char *v,
                          const char *where) {
-    if (!strcmp(key, "shard")) {
-        *have_shard = 1;
-        return axis_of(&f->shard_axis, m, v, key, where);
+    if (!strcmp(key, "shard") || !strcmp(key, "replicate")) {
+        char *to = key[0] == 's' ? shard : replicate;
+        snprintf(to, 128, "%s", v);
+        if (key[0] == 's') r->shard = to;
+        else r->replicate = to;
+        return HP_OK;
     }
-    if (!strcmp(key, "replicate")) return axis_of(&f->replicate_axis, m, v, key, where);
-    if (!strcmp(key, "level")) return small_int(&f->level, v, 1, 3, key, where);
-    if (!strcmp(key, "reshard")) return on_off(&f->reshard_after_forward, v, key, where);
-    if (!strcmp(key, "prefetch")) return small_int(&f->prefetch, v, 0, 8, key, where);
+    if (!strcmp(key, "level")) return small_int(&r->level, v, 1, 3, key, where);
+    if (!strcmp(key, "reshard")) return on_off(&r->reshard_after_forward, v, key, where);
+    if (!strcmp(key, "prefetch")) return small_int(&r->prefetch, v, 0, 8, key, where);
     if (!strcmp(key, "reduce")) {
         if (strcmp(v, "fp32") && strcmp(v, "bf16")) return hp_errorf("%s: fsdp reduce=%s: expected fp32 or bf16", where, v);
-        f->reduce_bf16 = !strcmp(v, "bf16");
+        r->reduce_bf16 = !strcmp(v, "bf16");
         return HP_OK;
     }
     if (!strcmp(key, "gather")) {
         if (strcmp(v, "fp32") && strcmp(v, "bf16")) return hp_errorf("%s: fsdp gather=%s: expected fp32 or bf16", where, v);
-        f->gather_bf16 = !strcmp(v, "bf16");
+        r->gather_bf16 = !strcmp(v, "bf16");
         return HP_OK;
     }
     if (!strcmp(key, "style")) {
-        if (!strcmp(v, "hyperpar")) f->style = HP_FSDP_STYLE_HYPERPAR;
-        else if (!strcmp(v, "fsdp2")) f->style = HP_FSDP_STYLE_FSDP2;
+        if (!strcmp(v, "hyperpar")) r->style = HP_FSDP_STYLE_HYPERPAR;
+        else if (!strcmp(v, "fsdp2")) r->style = HP_FSDP_STYLE_FSDP2;
         else return hp_errorf("%s: fsdp style=%s: expected hyperpar or fsdp2", where, v);
         return HP_OK;
     }
@@ -77,7 +86,7 @@ static hp_status set_key(hp_fsdp_spec *f, const hp_mesh *m, const char *key, con
                      key);
 }
 
-hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) {
+hp_status hp_plan_set_fsdp_request(hp_plan *p, const hp_fsdp_request *r, const char *where) {
     if (!where) where = "api";
     hp_fsdp_spec *f = &p->fsdp;
     if (f->where) return hp_errorf("%s: fsdp given twice (first at %s)", where, f->where);
@@ -86,11 +95,32 @@ hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) 
     int cap = f->capunits;
     memset(f, 0, sizeof *f);
     f->units = keep, f->nunits = units, f->capunits = cap;
-    f->level = 3;
     f->replicate_axis = -1;
-    f->reshard_after_forward = 1;
-    f->prefetch = 1;
-    int have_shard = 0;
+    hp_status st = HP_OK;
+    char v[16];
+    if (r->level < 1 || r->level > 3) snprintf(v, sizeof v, "%d", r->level), st = small_int(&f->level, v, 1, 3, "level", where);
+    else if (r->prefetch < 0 || r->prefetch > 8)
+        snprintf(v, sizeof v, "%d", r->prefetch), st = small_int(&f->prefetch, v, 0, 8, "prefetch", where);
+    if (!st && r->replicate) st = axis_of(&f->replicate_axis, &p->mesh, r->replicate, "replicate", where);
+    if (!st && !r->shard) st = hp_errorf("%s: fsdp: no shard axis (e.g. 'fsdp: shard=dp')", where);
+    if (!st) st = axis_of(&f->shard_axis, &p->mesh, r->shard, "shard", where);
+    if (!st && f->replicate_axis == f->shard_axis) st = hp_errorf("%s: fsdp: the replicate axis is the shard axis", where);
+    f->level = r->level, f->prefetch = r->prefetch, f->reshard_after_forward = r->reshard_after_forward ? 1 : 0;
+    f->reduce_bf16 = r->reduce_bf16 ? 1 : 0, f->gather_bf16 = r->gather_bf16 ? 1 : 0, f->style = r->style;
+    if (!st) {
+        f->where = strdup(where);
+        if (!f->where) st = hp_errorf("plan: out of memory");
+    }
+    if (st) f->level = 0;
+    return st;
+}
+
+hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) {
+    if (!where) where = "api";
+    if (p->fsdp.where) return hp_errorf("%s: fsdp given twice (first at %s)", where, p->fsdp.where);
+    hp_fsdp_request r;
+    hp_fsdp_request_default(&r);
+    char shard[128], replicate[128];
     const char *s = settings;
     hp_status st = HP_OK;
     while (!st && *s) {
@@ -106,19 +136,15 @@ hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) 
         if (!eq || eq == tok || !eq[1]) st = hp_errorf("%s: fsdp: '%s' is not key=value", where, tok);
         else {
             *eq = 0;
-            st = set_key(f, &p->mesh, tok, eq + 1, &have_shard, where);
+            st = set_key(&r, shard, replicate, tok, eq + 1, where);
         }
         s = e;
     }
-    if (!st && !have_shard) st = hp_errorf("%s: fsdp: no shard axis (e.g. 'fsdp: shard=dp')", where);
-    if (!st && f->replicate_axis == f->shard_axis)
-        st = hp_errorf("%s: fsdp: the replicate axis is the shard axis", where);
-    if (!st) {
-        f->where = strdup(where);
-        if (!f->where) st = hp_errorf("plan: out of memory");
+    if (st) {
+        p->fsdp.level = 0;
+        return st;
     }
-    if (st) f->level = 0;
-    return st;
+    return hp_plan_set_fsdp_request(p, &r, where);
 }
 
 hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where) {

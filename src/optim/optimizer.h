@@ -1,21 +1,13 @@
-/* optim/optimizer: the single-process optimizer object. It routes every
- * parameter to AdamW or Muon (optim/route.h), allocates all optimizer state
- * once (fp32, zeroed), and steps all parameters from their gradients. It also
- * clips gradients by their global norm, lists its state tensors by name for
- * checkpoints, and describes its routing in text.
+/* optim/optimizer: the optimizer's settings (hp_optim_config: AdamW's and
+ * Muon's hyperparameters, the routing overrides), their defaults and their
+ * check. The optimizer itself is the optimizer phase's nodes
+ * (optim/phase*.c, placed by parallel/optim_phase): every parameter routed to
+ * AdamW or Muon (optim/route.h), Muon's matrices grouped by shape and
+ * orthogonalised in batches of up to muon_batch_floats.
  *
- * Learning rates: cfg.lr is AdamW's peak lr and cfg.muon_lr Muon's. The
- * trainer schedules cfg.lr (hp_lr_at) and passes the result to
- * hp_optimizer_step; Muon then uses lr * muon_lr / cfg.lr, i.e. the same
- * schedule shape scaled to its own peak. So `--optimizer muon --lr 0.02`
- * maps naturally to muon_lr = 0.02 with AdamW's lr left at its default.
- * hp_optimizer_step2 takes both learning rates explicitly.
- *
- * Muon matrices are grouped by (rows, cols) and orthogonalised with the
- * batched Newton-Schulz in chunks; results are bit-identical to doing them
- * one by one. A step allocates nothing. Results are bit-identical from run to
- * run; AdamW, momentum and Newton-Schulz results do not depend on the pool
- * size. */
+ * Learning rates: lr is AdamW's peak lr and muon_lr Muon's; the trainer
+ * schedules lr (hp_lr_at) and Muon uses lr * muon_lr / cfg.lr
+ * (hp_optim_phase_lrs), the same schedule shape scaled to its own peak. */
 #ifndef HP_OPTIM_OPTIMIZER_H
 #define HP_OPTIM_OPTIMIZER_H
 
@@ -58,51 +50,5 @@ typedef struct {
 void hp_optim_config_default(hp_optim_config *cfg);
 /* Checks every field; errors name it. */
 hp_status hp_optim_config_check(const hp_optim_config *cfg);
-
-typedef struct hp_optimizer hp_optimizer;
-
-/* Validates cfg and params (unique non-empty names, non-NULL buffers, positive
- * dims), routes, and allocates all state. params[] and the names are copied;
- * param and grad buffers are borrowed and must outlive the optimizer. The pool
- * is borrowed too (NULL = run on the caller). */
-hp_status hp_optimizer_create(hp_optimizer **out, const hp_optim_config *cfg,
-                              const hp_opt_param *params, int nparams, hp_pool *pool);
-void hp_optimizer_destroy(hp_optimizer *o);
-
-/* One step of every parameter from its gradient; lr is this step's AdamW lr
- * (Muon: lr * muon_lr / cfg.lr). Increments the step counter first; AdamW's
- * bias correction uses the new count. */
-void hp_optimizer_step(hp_optimizer *o, float lr);
-void hp_optimizer_step2(hp_optimizer *o, float adamw_lr, float muon_lr);
-
-/* Global-norm clipping of all gradients (optim/clip.h); max_norm <= 0: off.
- * Returns the norm before clipping. The scaling itself is fused into the next
- * step (AdamW and Muon read grad * scale, the same floats a separate scaling
- * pass would store, so results are bit-identical to scaling first): the
- * gradient buffers are not rewritten. */
-float hp_optimizer_clip_grads(hp_optimizer *o, float max_norm);
-/* Multiplies every gradient by s in the next step only (fused, as above);
- * for trainers that compute the norm themselves (distributed). */
-void hp_optimizer_set_grad_scale(hp_optimizer *o, float s);
-
-/* Completed steps (0 for a fresh optimizer); set it when resuming. */
-long hp_optimizer_get_step(const hp_optimizer *o);
-void hp_optimizer_set_step(hp_optimizer *o, long step);
-
-int hp_optimizer_param_count(const hp_optimizer *o);
-/* The optimizer that updates parameter i (in the order given to create). */
-hp_opt_kind hp_optimizer_param_kind(const hp_optimizer *o, int i);
-
-/* State tensors, for checkpoints: per parameter in order, AdamW gives
- * "adamw.m.<name>" and "adamw.v.<name>", Muon gives "muon.m.<name>", each of
- * the parameter's shape. data points into the optimizer (read or write it). */
-int hp_optimizer_state_count(const hp_optimizer *o);
-void hp_optimizer_state_get(const hp_optimizer *o, int k, const char **name, float **data,
-                            hp_shape *shape);
-
-/* A text table of the routing (a summary line, then one line per parameter)
- * into buf[n] (always NUL-terminated when n > 0). Returns the full length, as
- * snprintf does. */
-size_t hp_optimizer_describe(const hp_optimizer *o, char *buf, size_t n);
 
 #endif

@@ -13,8 +13,8 @@
  *   adamw_update every AdamW parameter in one node: clipping (max_norm over
  *                the global norm) fused into the update, moments m and v;
  *   muon_update  one node per matrix shape (rows, cols): momentum, batched
- *                Newton-Schulz in chunks, the scaled update (bit-identical to
- *                the optimizer object, optim/optimizer.h).
+ *                Newton-Schulz in chunks, the scaled update (the one Muon
+ *                implementation; optim/optimizer.h holds only the settings).
  *
  * The optimizer state tensors are values of the graph (kind HP_V_STATE,
  * persistent, state_of = their parameter, named "adamw.m.<param>",
@@ -72,7 +72,7 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
                                  const hp_optim_phase_param *params, int n);
 
 /* This step's learning rates from AdamW's scheduled lr: out[0] = lr, out[1] =
- * lr * muon_lr / cfg.lr (the optimizer object's rule). */
+ * lr * muon_lr / cfg.lr (Muon's schedule: AdamW's shape at Muon's peak). */
 void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr);
 
 extern const hp_opdef hp_op_grad_sumsq, hp_op_grad_sumsq_exact, hp_op_adamw_update, hp_op_muon_update;

@@ -1,4 +1,4 @@
-/* report/bench: the benchmark page (see report/report.h). Each file is an
+/* report/bench: the benchmark page (see report/pages.h). Each file is an
  * array of flat objects. Rows of `bench comm` (collective, bytes,
  * busbw_GBps) become bandwidth-over-size lines, one per collective,
  * implementation, tier and rank count; any other rows are labelled by their
@@ -11,7 +11,7 @@
 
 #include "report/fmt.h"
 #include "report/jsonfile.h"
-#include "report/report.h"
+#include "report/pages.h"
 #include "report/svg.h"
 
 static hp_status check_rows(const hp_json *a, const char *path) {

@@ -1,10 +1,10 @@
 /* report/html: the page frame every report shares — head, CSS for screen
- * and print, and the inline scripts (see report/report.h): the log-scale
+ * and print, and the inline scripts (see report/pages.h): the log-scale
  * switches, the hover read-out (each layer's own value on stacked charts),
  * and the smoothing slider, which smooths the raw points a chart carries
  * (TensorBoard's debiased EMA) and redraws the smoothed curves decimated as
  * report/series does. The page is drawn in full without them. */
-#include "report/report.h"
+#include "report/pages.h"
 
 static const char css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;padding:12px 20px;max-width:1600px;color:#222}"

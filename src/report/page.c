@@ -1,4 +1,4 @@
-/* report/page: a run's page (see report/report.h). */
+/* report/page: a run's page (see report/pages.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "report/fmt.h"
 #include "report/jsonfile.h"
-#include "report/report.h"
+#include "report/pages.h"
 #include "report/svg.h"
 
 static const char *const known[] = {"loss",    "val_loss",   "lr",      "grad_norm",    "tokens_per_s", "mfu",

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/launch.h"
 #include "parallel/piece.h"
 #include "runtime/rank_threads.h"
 
@@ -271,8 +272,7 @@ hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double 
     hp_comm_opts co;
     hp_comm_opts_default(&co);
     if (plan) {
-        const char *env = getenv("OMPI_COMM_WORLD_SIZE");
-        if (env) nprocs = atoi(env) > 0 ? atoi(env) : 1;
+        if (hp_launch_mpi_processes()) nprocs = hp_launch_mpi_processes();
         if (n % nprocs) return hp_errorf("the plan's %d ranks cannot be spread over %d processes", n, nprocs);
     } else {
         co.mpi = 0; /* one rank: no MPI */

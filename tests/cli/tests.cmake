@@ -22,3 +22,11 @@ foreach(t stall mpi_listen two_hosts)
   add_test(NAME cli/${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:hyperpar_cli>)
   set_tests_properties(cli/${t} PROPERTIES TIMEOUT 600 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endforeach()
+# One definition per option (issue 23 item 5): every option of tools/train_opts from a flag, a config file and
+# state.json's args, and each range's check (a C test over the tools' option table and the library).
+add_executable(test_train_options ${CMAKE_SOURCE_DIR}/tests/cli/train_options_check.c ${CMAKE_SOURCE_DIR}/tools/args.c
+               ${CMAKE_SOURCE_DIR}/tools/train_opts.c ${CMAKE_SOURCE_DIR}/tools/ckpt_state.c)
+target_link_libraries(test_train_options PRIVATE hyperpar)
+target_include_directories(test_train_options PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include
+                           ${CMAKE_SOURCE_DIR}/tools ${CMAKE_SOURCE_DIR}/tests ${MPI_C_INCLUDE_DIRS})
+add_test(NAME cli/test_train_options COMMAND test_train_options WORKING_DIRECTORY ${CMAKE_BINARY_DIR})

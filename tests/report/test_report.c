@@ -13,7 +13,7 @@
 #include "report/fmt.h"
 #include "report/jsonfile.h"
 #include "report/metrics.h"
-#include "report/report.h"
+#include "report/pages.h"
 #include "report/series.h"
 #include "report/trace.h"
 #include "testutil.h"

@@ -1,4 +1,4 @@
-/* report/report: hyperpar's reports as one self-contained HTML page each —
+/* report/pages: hyperpar's reports as one self-contained HTML page each —
  * inline SVG and CSS, a few lines of inline JavaScript (the log-scale
  * switches; errors written into the page), nothing fetched from anywhere.
  * A run's page (run directories read by report/rundir): its curves
@@ -9,8 +9,8 @@
  * machine; with more runs, their curves overlaid and compared. A benchmark
  * page draws the JSON rows of `hyperpar bench`, `bench comm` and `bench
  * parallel` (and any array of flat objects) as charts. */
-#ifndef HP_REPORT_REPORT_H
-#define HP_REPORT_REPORT_H
+#ifndef HP_REPORT_PAGES_H
+#define HP_REPORT_PAGES_H
 
 #include <stddef.h>
 
