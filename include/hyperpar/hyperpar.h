@@ -14,10 +14,31 @@
  *        hp_model *m;
  *        hp_status st = hp_model_gpt2(&m, &mc, 4, 32);   // B = 4, T = 32
  *
+ *    Or write one's own: inputs and named parameters with global shapes,
+ *    then operators on their ids (GPT-2 itself is written this way,
+ *    src/models/gpt2.c; examples/own_model.c is a whole decoder). The first
+ *    error sticks to the graph, so the model is written straight through and
+ *    checked once, when it becomes a model:
+ *
+ *        hp_graph *g;
+ *        st = hp_graph_create(&g);
+ *        int tok = hp_input(g, "tokens", HP_ELEM_I32, hp_dims2(4, 32));
+ *        int tgt = hp_input(g, "targets", HP_ELEM_I32, hp_dims2(4, 32));
+ *        int x = hp_embedding(g, tok, hp_param(g, "embed.weight", hp_dims2(256, 64)));
+ *        int h = hp_rmsnorm(g, x, hp_param(g, "mlp_norm.weight", hp_dims1(64)), 1e-5f);
+ *        h = hp_linear(g, h, hp_param(g, "mlp.fc.weight", hp_dims3(2, 128, 64)), -1);
+ *        h = hp_linear(g, hp_swiglu(g, h), hp_param(g, "mlp.proj.weight", hp_dims2(64, 128)), -1);
+ *        x = hp_add(g, x, h);
+ *        int logits = hp_linear(g, x, hp_param(g, "head.weight", hp_dims2(256, 64)), -1);
+ *        int per_position, loss = hp_xent(g, logits, tgt, 256, &per_position);
+ *        hp_set_loss(g, loss, per_position);
+ *        st = hp_model_from_graph(&m, g, 256);           // takes g; its errors here
+ *
  * 2. Write or load a sharding plan: a device mesh and the layouts of the
  *    parameters and inputs (everything else follows by propagation). Without
  *    one the model trains on one rank. GPT-2's own plan is data x tensor
- *    parallel; a plan file says the same in text:
+ *    parallel; a plan file (or hp_shard_plan_parse's text) says the same
+ *    in text, by parameter name, for any model:
  *
  *        hp_shard_plan *p;
  *        st = hp_shard_plan_gpt2(&p, 2, 2);              // mesh dp=2,tp=2
@@ -25,6 +46,7 @@
  *            //   mesh: dp=2
  *            //   input tokens: S(0)@dp
  *            //   input targets: S(0)@dp
+ *            //   param mlp.fc.weight: S(1)@tp   (by name, for any model; mesh dp=2,tp=2)
  *
  * 3. Compile and train. hp_train_create compiles the model for every rank this
  *    process hosts (ranks are threads; under mpirun, one supernode of threads
@@ -111,9 +133,10 @@
  *
  * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
  *
- * Contents: version; status; model; sharding plans; plan reports; the comm
- * world; training; inference and benchmarks; tokenizers; run directories and reports;
- * for programs (errors, clocks, settings files); checkpoints. */
+ * Contents: version; status; model; writing a model; sharding plans; plan
+ * reports; the comm world; training; inference; tokenizers; run directories
+ * and reports; for programs (errors, clocks, settings files); checkpoints;
+ * benchmarks (last: for tools). */
 #ifndef HYPERPAR_HYPERPAR_H
 #define HYPERPAR_HYPERPAR_H
 
@@ -167,6 +190,100 @@ void hp_model_free(hp_model *m);
 long hp_model_num_params(const hp_model *m);
 int hp_model_batch(const hp_model *m); /* B */
 int hp_model_seq(const hp_model *m);   /* T */
+
+/* ---- writing a model ---------------------------------------------------- */
+
+/* A model of one's own is a graph written with global shapes: inputs and
+ * named parameters, then operators on their value ids (ints). Every call
+ * returns the new value's id, or -1 once the graph holds an error: the first
+ * error sticks, so a model is written straight through and checked once with
+ * hp_graph_status. Parameter names are what plans, checkpoints and
+ * hp_train_get_weight use ("blocks.0.attn.qkv.weight"). */
+typedef struct hp_graph hp_graph;
+
+/* Global shapes of up to HP_DIMS_MAX dimensions: hp_dims2(B, T). */
+#define HP_DIMS_MAX 4
+typedef struct {
+    int ndim;
+    int64_t d[HP_DIMS_MAX];
+} hp_dims;
+static inline hp_dims hp_dims4(int64_t a, int64_t b, int64_t c, int64_t d) {
+    hp_dims r = {4, {a, b, c, d}};
+    return r;
+}
+static inline hp_dims hp_dims3(int64_t a, int64_t b, int64_t c) {
+    hp_dims r = hp_dims4(a, b, c, 0);
+    r.ndim = 3;
+    return r;
+}
+static inline hp_dims hp_dims2(int64_t a, int64_t b) {
+    hp_dims r = hp_dims4(a, b, 0, 0);
+    r.ndim = 2;
+    return r;
+}
+static inline hp_dims hp_dims1(int64_t a) {
+    hp_dims r = hp_dims4(a, 0, 0, 0);
+    r.ndim = 1;
+    return r;
+}
+
+/* The longest name of a value or parameter, its terminating 0 included. */
+#define HP_NAME_MAX 96
+
+/* Element types of inputs (parameters are fp32). */
+typedef enum { HP_ELEM_F32 = 0, HP_ELEM_I32 = 2 } hp_elem;
+
+hp_status hp_graph_create(hp_graph **out);
+void hp_graph_destroy(hp_graph *g);
+/* The first error written into g, or HP_OK; g keeps ownership. */
+hp_status hp_graph_status(const hp_graph *g);
+/* Name prefix of the operators that follow ("h.3.attn"); NULL or "" clears it. */
+void hp_graph_scope(hp_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* An input fed each step; a model trained by hp_train has the i32 inputs
+ * "tokens" and "targets" of shape [B, T]. */
+int hp_input(hp_graph *g, const char *name, hp_elem elem, hp_dims dims);
+/* A trainable fp32 parameter with a unique name. Parameters keep the order
+ * they are written in (checkpoints, hp_train_param_name): write them as
+ * statements of their own where it matters, since C leaves the order in
+ * which a call's arguments are evaluated open. */
+int hp_param(hp_graph *g, const char *name, hp_dims dims);
+
+/* Operators (global shapes; a plan shards them). */
+/* ids[...] (i32) -> table rows: out[..., C]; table[R, C]. */
+int hp_embedding(hp_graph *g, int ids, int table);
+/* x[B,T,C] + pos[t, :] for t < T; pos[P,C] with P >= T. */
+int hp_add_pos(hp_graph *g, int x, int pos);
+/* x[..., IC] . w[O..., IC]^T + b[O...] -> [..., O...]; b = -1 for none. */
+int hp_linear(hp_graph *g, int x, int w, int b);
+/* Over the last dimension: w, b [C]. */
+int hp_layernorm(hp_graph *g, int x, int w, int b, float eps);
+int hp_rmsnorm(hp_graph *g, int x, int w, float eps);
+int hp_gelu(hp_graph *g, int x);
+int hp_add(hp_graph *g, int a, int b);
+/* x[..., 2, H] (gate, up) -> silu(gate) * up [..., H]. */
+int hp_swiglu(hp_graph *g, int x);
+/* Causal self-attention on fused qkv[B,T,3,C] with nh heads -> [B,T,C]. */
+int hp_attention(hp_graph *g, int qkv, int nh);
+/* Rotary embedding of the q and k parts of qkv[B,T,3,C]. */
+int hp_rope(hp_graph *g, int qkv, int nh, float theta);
+/* Mean softmax cross-entropy of logits[..., Vp] (first V columns real) against
+ * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
+ * value of the per-position losses. */
+int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
+
+/* Marks the scalar loss training differentiates and its per-position losses
+ * (-1: none); both are kept for the whole step. */
+void hp_set_loss(hp_graph *g, int loss, int per_position);
+
+/* A model for hp_train from a graph written as above: its "tokens" and
+ * "targets" inputs give B and T, vocab the token ids the data may hold
+ * (0 .. vocab-1). The model takes g (freed with it, or here on error).
+ * Parameters start by name: *.bias 0, *.weight holding "ln" or "norm" 1, the
+ * rest N(0, 0.02). hp_model_num_params counts its parameters; GPT-2-only
+ * calls (llm.c import and export, run-directory plan reports) refuse it or
+ * describe GPT-2. */
+hp_status hp_model_from_graph(hp_model **out, hp_graph *g, int vocab);
 
 /* ---- sharding plans ----------------------------------------------------- */
 
@@ -713,7 +830,7 @@ hp_status hp_train_get_weight(hp_train *t, const char *name, float *out, size_t 
  * finite. */
 hp_status hp_train_set_weight(hp_train *t, const char *name, const float *in, size_t n);
 
-/* ---- inference and benchmarks ------------------------------------------- */
+/* ---- inference ---------------------------------------------------------- */
 
 /* Inference: a forward-only GPT-2 program for 1 x T tokens with the weights
  * of a checkpoint, on its own pool of threads (`hyperpar sample`). */
@@ -760,6 +877,215 @@ hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir);
  * again as llm.c in `dtype` (atomically): the round trip; *shape (may be
  * NULL) gets its shape. */
 hp_status hp_llmc_reexport(hp_llmc_shape *shape, const char *llmc_path, const char *llmc_in, hp_llmc_dtype dtype);
+
+#define HP_ON_NAN_STOP 0
+#define HP_ON_NAN_SKIP 1
+#define HP_ON_WRITE_ERROR_FAIL 0
+#define HP_ON_WRITE_ERROR_WARN 1
+
+/* ---- tokenizers ---------------------------------------------------------- */
+
+/* GPT-2's byte-level BPE (`hyperpar tokenize`, `sample --tokenizer`): the
+ * same ids as GPT-2's encoder.py, for any bytes (text that is not UTF-8
+ * too); decode(encode(text)) == text. <|endoftext|> in the text is plain
+ * text, as in GPT-2's encoder. Not for use by two threads at once (it caches
+ * the pieces it has seen). */
+typedef struct hp_tokenizer hp_tokenizer;
+
+/* path: a directory with vocab.json + merges.txt, encoder.json + vocab.bpe
+ * or tokenizer.json (Hugging Face, byte-level BPE); or one of those files
+ * (a vocabulary .json finds its merges file beside it). */
+hp_status hp_tokenizer_load(hp_tokenizer **out, const char *path);
+void hp_tokenizer_free(hp_tokenizer *t);
+int hp_tokenizer_vocab_size(const hp_tokenizer *t); /* V: ids are 0..V-1 */
+int hp_tokenizer_eot(const hp_tokenizer *t);        /* the id of <|endoftext|>, -1 if none */
+/* The ids of text[0..len): *ids malloc'd (free with free()), *n of them. */
+hp_status hp_tokenizer_encode(int32_t **ids, size_t *n, hp_tokenizer *t, const char *text, size_t len);
+/* The same for the whole of a regular file (a FIFO or device is refused). */
+hp_status hp_tokenizer_encode_file(int32_t **ids, size_t *n, hp_tokenizer *t, const char *path);
+/* The bytes of ids[0..n) (*text malloc'd, NUL after the *len bytes); an id
+ * outside [0, V) is an error. */
+hp_status hp_tokenizer_decode(char **text, size_t *len, const hp_tokenizer *t, const int32_t *ids, size_t n);
+/* The bytes of one token (not NUL-terminated; *len of them; a token may end
+ * inside a UTF-8 sequence), NULL for an id outside [0, V). */
+const char *hp_tokenizer_token(const hp_tokenizer *t, int id, size_t *len);
+
+/* Text files to llm.c token shards (`hyperpar tokenize`): every file, in
+ * order, preceded by <|endoftext|> (as llm.c's data scripts do). The first
+ * val_fraction of the text's bytes (to the end of the piece it ends in) is
+ * the validation split; the rest, training. Shards of at most shard_tokens
+ * tokens are written as DIR/PREFIX_val_000000.bin, ... and
+ * DIR/PREFIX_train_000000.bin, ..., each atomically (temporary name, fsync,
+ * rename). Shards of PREFIX already in DIR are an error unless overwrite,
+ * which removes them first. */
+typedef struct {
+    long long bytes_done, bytes_total, tokens;
+    int file, files; /* the file being read (0-based) of so many */
+    double seconds;
+} hp_tokenize_progress;
+
+typedef struct {
+    const char *tokenizer;           /* as for hp_tokenizer_load */
+    const char *const *inputs;       /* files or glob patterns (each pattern's matches sorted) */
+    int ninputs;
+    const char *out_dir, *prefix;    /* the shards' directory (made if missing) and name prefix */
+    double val_fraction;             /* in [0, 1) */
+    long long shard_tokens;          /* tokens per shard, 1 .. 2^31 - 1 */
+    int overwrite;
+    /* called about every MiB of text and at the end (may be NULL) */
+    void (*on_progress)(void *ctx, const hp_tokenize_progress *p);
+    void *ctx;
+} hp_tokenize_config;
+
+typedef struct {
+    long long bytes, val_tokens, train_tokens; /* tokens include the <|endoftext|> separators */
+    int files, val_shards, train_shards, vocab;
+    double seconds;
+} hp_tokenize_summary;
+
+void hp_tokenize_config_default(hp_tokenize_config *c);
+hp_status hp_tokenize_files(hp_tokenize_summary *sum, const hp_tokenize_config *c);
+
+/* ---- run directories and reports ---------------------------------------- */
+
+/* A run directory (hp_train_config.run_dir) is written as the run goes, by
+ * the process hosting rank 0, each file atomically:
+ *   run.json      the run's record: status ("running", then "done" or
+ *                 "failed" with the error), the command, start and update
+ *                 times, steps, mesh and ranks, the metrics file, the trace
+ *                 prefix and the files it names (trace_files: every rank's
+ *                 PREFIX.rankN.json), the checkpoints' directory, the last step and
+ *                 the process's peak memory; rewritten at the start, after
+ *                 every validation and checkpoint, and at the end
+ *   config.json   every setting with its value and source (run_settings)
+ *   plan.json     the plan as compiled: the passes, and per rank the
+ *                 layouts and local shapes, the collectives with totals per
+ *                 phase and kind, the memory of its program
+ *   machine.json  CPU model, cores, the ISA the kernels use, library versions
+ *   metrics.jsonl the metrics when hp_train_config.metrics is NULL
+ *                 (appended and flushed line by line)
+ * Traces go where hp_train_config.trace says (PREFIX.rankN.json; a prefix
+ * inside the directory keeps them with the run; PREFIX's missing directories
+ * are made). A run killed mid-way keeps
+ * everything up to its last completed step. hp_train_run writes the end
+ * status; a loop of hp_train_step leaves run.json "running" and writes no
+ * metrics (it has no events). */
+
+/* A fresh directory name under parent ("runs" when NULL):
+ * parent/YYYYmmdd-HHMMSS, with -2, -3, ... when that exists (not created). */
+hp_status hp_run_dir_default(char *buf, int n, const char *parent);
+
+/* hp_report_write: one self-contained HTML page (inline SVG and CSS, a few
+ * lines of inline JavaScript, no URL of anything outside the file). */
+typedef struct {
+    const char *run_dir;               /* the run (a run directory, or a metrics file); NULL with bench */
+    const char *const *compare;        /* [ncompare] runs overlaid on it, each compared with it */
+    int ncompare;
+    const char *const *bench;          /* [nbench] benchmark JSON files (bench, bench comm, bench
+                                        * parallel --json): a benchmark page instead of a run's */
+    int nbench;
+    const char *out;                   /* the page; NULL: RUN_DIR/report.html, or the first bench file's
+                                        * name with .html for .json */
+    int width;                         /* plot width in CSS pixels; points are decimated to it; 0: 760 */
+    long trace_from, trace_to;         /* traced steps in the timeline (1-based, inclusive); 0: all */
+} hp_report_config;
+
+#define HP_REPORT_MAX_COMPARE 16
+
+typedef struct {
+    char out[1024];     /* the file written */
+    long bytes;         /* its size */
+    long steps;         /* training-loss points of the run */
+    int truncated;      /* its metrics' last line was cut short (the page says so) */
+    int finished;       /* its run.json says "done" */
+    int ncompare;
+    struct {
+        char run[256];
+        long steps;          /* steps both runs have */
+        double pearson;      /* of the training losses over them; NaN when undefined */
+        double max_abs_delta; /* max |loss difference| over them */
+    } compare[HP_REPORT_MAX_COMPARE];
+    int traced_ranks;
+    double hidden_share; /* share of communication time overlapping compute, the shown steps; -1: no trace */
+} hp_report_summary;
+
+/* Reads the run (or benchmark files) and writes the page atomically; errors
+ * are one line naming the file (and line) at fault. sum may be NULL. */
+hp_status hp_report_write(hp_report_summary *sum, const hp_report_config *c);
+
+/* ---- for programs: errors, clocks, settings files ----------------------- */
+
+/* A new error with a printf-style message (one line: name the file, field or
+ * value at fault), and an error wrapped with a prefix ("FILE: inner"). */
+hp_status hp_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+hp_status hp_error_wrap(hp_status inner, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#ifndef HP_TRY
+/* Returns the status of expr from the calling function when it is an error. */
+#define HP_TRY(expr)                     \
+    do {                                 \
+        hp_status hp_try_st_ = (expr);   \
+        if (hp_try_st_) return hp_try_st_; \
+    } while (0)
+#endif
+/* Monotonic seconds; the median of v[n] (reorders v). */
+double hp_now(void);
+double hp_median(double *v, int n);
+
+/* A settings file (`key = value` per line, `#` comments, double-quoted
+ * values with escapes): the format of `hyperpar train --config FILE`. Errors
+ * read "FILE:LINE: problem"; a key given twice is one. */
+typedef struct hp_settings hp_settings;
+hp_status hp_settings_load(hp_settings **out, const char *path);
+void hp_settings_free(hp_settings *s);
+int hp_settings_count(const hp_settings *s);
+/* Entry i in file order: its key, value and line. */
+void hp_settings_entry(const hp_settings *s, int i, const char **key, const char **value, int *line);
+const char *hp_settings_file(const hp_settings *s);
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+/* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
+ * with 'latest'; its fp32 master weights) as an llm.c GPT-2 file in `dtype`
+ * (HP_LLMC_FP32: version 3, HP_LLMC_BF16: version 5), atomically: written
+ * under a temporary name, synced, then renamed. */
+hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dtype dtype);
+
+/* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
+ * as the new checkpoint directory dst (which must not exist) in the format
+ * asked: sharded 1: pieces.json and one data file holding every tensor whole;
+ * 0: model.safetensors and optim.safetensors (what a 1-rank run writes);
+ * -1: the other format than src's.
+ * Every tensor and state.json are carried over unchanged, bit for bit; dst is
+ * written under a temporary name and renamed into place. *was_sharded (may
+ * be NULL) tells src's format. */
+hp_status hp_ckpt_convert(const char *dst, const char *src, int sharded, int *was_sharded);
+
+/* The model shape in an llm.c GPT-2 file's header (its weights are what
+ * hp_train_config.init_llmc loads). */
+hp_status hp_model_config_llmc(hp_model_config *out, const char *llmc_path);
+
+/* A checkpoint's state.json, for a program resuming its own runs: the step,
+ * the model shape and the caller's settings (hp_train_config.ckpt_arg_*).
+ * The training stream's position inside it is the trainer's (resume). */
+typedef struct hp_ckpt_info hp_ckpt_info;
+
+/* path: a checkpoint directory, or a ckpt_dir with 'latest'. */
+hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path);
+void hp_ckpt_info_free(hp_ckpt_info *ci);
+/* The checkpoint directory resolved (owned by ci). */
+const char *hp_ckpt_info_dir(const hp_ckpt_info *ci);
+/* The steps done when it was written. */
+long hp_ckpt_info_step(const hp_ckpt_info *ci);
+/* The model shape it holds. */
+void hp_ckpt_info_model(const hp_ckpt_info *ci, hp_model_config *out);
+/* The settings saved with it: a count (-1: the checkpoint has no "args"
+ * object), and entry i's key and value (owned by ci); string values only. */
+int hp_ckpt_info_nargs(const hp_ckpt_info *ci);
+void hp_ckpt_info_arg(const hp_ckpt_info *ci, int i, const char **key, const char **value);
+
+/* ---- benchmarks ----------------------------------------------------------
+ * For `hyperpar bench` and its kin: measurements, peaks and kernel listings,
+ * kept out of the tutorial's path. */
 
 /* Benchmarks. Each measures in the calling process; run them in a process of
  * their own to keep peak memory per configuration. */
@@ -980,211 +1306,6 @@ double hp_bench_comm_mpi(hp_bench_comm *b, hp_bench_coll coll, int64_t bytes, in
 void hp_bench_comm_idle_wait(void);
 /* Seconds per memcpy of `bytes` on this thread (median of the repeats). */
 double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
-
-#define HP_ON_NAN_STOP 0
-#define HP_ON_NAN_SKIP 1
-#define HP_ON_WRITE_ERROR_FAIL 0
-#define HP_ON_WRITE_ERROR_WARN 1
-
-/* ---- tokenizers ---------------------------------------------------------- */
-
-/* GPT-2's byte-level BPE (`hyperpar tokenize`, `sample --tokenizer`): the
- * same ids as GPT-2's encoder.py, for any bytes (text that is not UTF-8
- * too); decode(encode(text)) == text. <|endoftext|> in the text is plain
- * text, as in GPT-2's encoder. Not for use by two threads at once (it caches
- * the pieces it has seen). */
-typedef struct hp_tokenizer hp_tokenizer;
-
-/* path: a directory with vocab.json + merges.txt, encoder.json + vocab.bpe
- * or tokenizer.json (Hugging Face, byte-level BPE); or one of those files
- * (a vocabulary .json finds its merges file beside it). */
-hp_status hp_tokenizer_load(hp_tokenizer **out, const char *path);
-void hp_tokenizer_free(hp_tokenizer *t);
-int hp_tokenizer_vocab_size(const hp_tokenizer *t); /* V: ids are 0..V-1 */
-int hp_tokenizer_eot(const hp_tokenizer *t);        /* the id of <|endoftext|>, -1 if none */
-/* The ids of text[0..len): *ids malloc'd (free with free()), *n of them. */
-hp_status hp_tokenizer_encode(int32_t **ids, size_t *n, hp_tokenizer *t, const char *text, size_t len);
-/* The same for the whole of a regular file (a FIFO or device is refused). */
-hp_status hp_tokenizer_encode_file(int32_t **ids, size_t *n, hp_tokenizer *t, const char *path);
-/* The bytes of ids[0..n) (*text malloc'd, NUL after the *len bytes); an id
- * outside [0, V) is an error. */
-hp_status hp_tokenizer_decode(char **text, size_t *len, const hp_tokenizer *t, const int32_t *ids, size_t n);
-/* The bytes of one token (not NUL-terminated; *len of them; a token may end
- * inside a UTF-8 sequence), NULL for an id outside [0, V). */
-const char *hp_tokenizer_token(const hp_tokenizer *t, int id, size_t *len);
-
-/* Text files to llm.c token shards (`hyperpar tokenize`): every file, in
- * order, preceded by <|endoftext|> (as llm.c's data scripts do). The first
- * val_fraction of the text's bytes (to the end of the piece it ends in) is
- * the validation split; the rest, training. Shards of at most shard_tokens
- * tokens are written as DIR/PREFIX_val_000000.bin, ... and
- * DIR/PREFIX_train_000000.bin, ..., each atomically (temporary name, fsync,
- * rename). Shards of PREFIX already in DIR are an error unless overwrite,
- * which removes them first. */
-typedef struct {
-    long long bytes_done, bytes_total, tokens;
-    int file, files; /* the file being read (0-based) of so many */
-    double seconds;
-} hp_tokenize_progress;
-
-typedef struct {
-    const char *tokenizer;           /* as for hp_tokenizer_load */
-    const char *const *inputs;       /* files or glob patterns (each pattern's matches sorted) */
-    int ninputs;
-    const char *out_dir, *prefix;    /* the shards' directory (made if missing) and name prefix */
-    double val_fraction;             /* in [0, 1) */
-    long long shard_tokens;          /* tokens per shard, 1 .. 2^31 - 1 */
-    int overwrite;
-    /* called about every MiB of text and at the end (may be NULL) */
-    void (*on_progress)(void *ctx, const hp_tokenize_progress *p);
-    void *ctx;
-} hp_tokenize_config;
-
-typedef struct {
-    long long bytes, val_tokens, train_tokens; /* tokens include the <|endoftext|> separators */
-    int files, val_shards, train_shards, vocab;
-    double seconds;
-} hp_tokenize_summary;
-
-void hp_tokenize_config_default(hp_tokenize_config *c);
-hp_status hp_tokenize_files(hp_tokenize_summary *sum, const hp_tokenize_config *c);
-
-/* ---- run directories and reports ---------------------------------------- */
-
-/* A run directory (hp_train_config.run_dir) is written as the run goes, by
- * the process hosting rank 0, each file atomically:
- *   run.json      the run's record: status ("running", then "done" or
- *                 "failed" with the error), the command, start and update
- *                 times, steps, mesh and ranks, the metrics file, the trace
- *                 prefix and the files it names (trace_files: every rank's
- *                 PREFIX.rankN.json), the checkpoints' directory, the last step and
- *                 the process's peak memory; rewritten at the start, after
- *                 every validation and checkpoint, and at the end
- *   config.json   every setting with its value and source (run_settings)
- *   plan.json     the plan as compiled: the passes, and per rank the
- *                 layouts and local shapes, the collectives with totals per
- *                 phase and kind, the memory of its program
- *   machine.json  CPU model, cores, the ISA the kernels use, library versions
- *   metrics.jsonl the metrics when hp_train_config.metrics is NULL
- *                 (appended and flushed line by line)
- * Traces go where hp_train_config.trace says (PREFIX.rankN.json; a prefix
- * inside the directory keeps them with the run; PREFIX's missing directories
- * are made). A run killed mid-way keeps
- * everything up to its last completed step. hp_train_run writes the end
- * status; a loop of hp_train_step leaves run.json "running" and writes no
- * metrics (it has no events). */
-
-/* A fresh directory name under parent ("runs" when NULL):
- * parent/YYYYmmdd-HHMMSS, with -2, -3, ... when that exists (not created). */
-hp_status hp_run_dir_default(char *buf, int n, const char *parent);
-
-/* hp_report_write: one self-contained HTML page (inline SVG and CSS, a few
- * lines of inline JavaScript, no URL of anything outside the file). */
-typedef struct {
-    const char *run_dir;               /* the run (a run directory, or a metrics file); NULL with bench */
-    const char *const *compare;        /* [ncompare] runs overlaid on it, each compared with it */
-    int ncompare;
-    const char *const *bench;          /* [nbench] benchmark JSON files (bench, bench comm, bench
-                                        * parallel --json): a benchmark page instead of a run's */
-    int nbench;
-    const char *out;                   /* the page; NULL: RUN_DIR/report.html, or the first bench file's
-                                        * name with .html for .json */
-    int width;                         /* plot width in CSS pixels; points are decimated to it; 0: 760 */
-    long trace_from, trace_to;         /* traced steps in the timeline (1-based, inclusive); 0: all */
-} hp_report_config;
-
-#define HP_REPORT_MAX_COMPARE 16
-
-typedef struct {
-    char out[1024];     /* the file written */
-    long bytes;         /* its size */
-    long steps;         /* training-loss points of the run */
-    int truncated;      /* its metrics' last line was cut short (the page says so) */
-    int finished;       /* its run.json says "done" */
-    int ncompare;
-    struct {
-        char run[256];
-        long steps;          /* steps both runs have */
-        double pearson;      /* of the training losses over them; NaN when undefined */
-        double max_abs_delta; /* max |loss difference| over them */
-    } compare[HP_REPORT_MAX_COMPARE];
-    int traced_ranks;
-    double hidden_share; /* share of communication time overlapping compute, the shown steps; -1: no trace */
-} hp_report_summary;
-
-/* Reads the run (or benchmark files) and writes the page atomically; errors
- * are one line naming the file (and line) at fault. sum may be NULL. */
-hp_status hp_report_write(hp_report_summary *sum, const hp_report_config *c);
-
-/* ---- for programs: errors, clocks, settings files ----------------------- */
-
-/* A new error with a printf-style message (one line: name the file, field or
- * value at fault), and an error wrapped with a prefix ("FILE: inner"). */
-hp_status hp_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-hp_status hp_error_wrap(hp_status inner, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#ifndef HP_TRY
-/* Returns the status of expr from the calling function when it is an error. */
-#define HP_TRY(expr)                     \
-    do {                                 \
-        hp_status hp_try_st_ = (expr);   \
-        if (hp_try_st_) return hp_try_st_; \
-    } while (0)
-#endif
-/* Monotonic seconds; the median of v[n] (reorders v). */
-double hp_now(void);
-double hp_median(double *v, int n);
-
-/* A settings file (`key = value` per line, `#` comments, double-quoted
- * values with escapes): the format of `hyperpar train --config FILE`. Errors
- * read "FILE:LINE: problem"; a key given twice is one. */
-typedef struct hp_settings hp_settings;
-hp_status hp_settings_load(hp_settings **out, const char *path);
-void hp_settings_free(hp_settings *s);
-int hp_settings_count(const hp_settings *s);
-/* Entry i in file order: its key, value and line. */
-void hp_settings_entry(const hp_settings *s, int i, const char **key, const char **value, int *line);
-const char *hp_settings_file(const hp_settings *s);
-
-/* ---- checkpoints -------------------------------------------------------- */
-
-/* Writes the weights of a checkpoint (a checkpoint directory, or a ckpt_dir
- * with 'latest'; its fp32 master weights) as an llm.c GPT-2 file in `dtype`
- * (HP_LLMC_FP32: version 3, HP_LLMC_BF16: version 5), atomically: written
- * under a temporary name, synced, then renamed. */
-hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dtype dtype);
-
-/* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
- * as the new checkpoint directory dst (which must not exist) in the format
- * asked: sharded 1: pieces.json and one data file holding every tensor whole;
- * 0: model.safetensors and optim.safetensors (what a 1-rank run writes);
- * -1: the other format than src's.
- * Every tensor and state.json are carried over unchanged, bit for bit; dst is
- * written under a temporary name and renamed into place. *was_sharded (may
- * be NULL) tells src's format. */
-hp_status hp_ckpt_convert(const char *dst, const char *src, int sharded, int *was_sharded);
-
-/* The model shape in an llm.c GPT-2 file's header (its weights are what
- * hp_train_config.init_llmc loads). */
-hp_status hp_model_config_llmc(hp_model_config *out, const char *llmc_path);
-
-/* A checkpoint's state.json, for a program resuming its own runs: the step,
- * the model shape and the caller's settings (hp_train_config.ckpt_arg_*).
- * The training stream's position inside it is the trainer's (resume). */
-typedef struct hp_ckpt_info hp_ckpt_info;
-
-/* path: a checkpoint directory, or a ckpt_dir with 'latest'. */
-hp_status hp_ckpt_info_open(hp_ckpt_info **out, const char *path);
-void hp_ckpt_info_free(hp_ckpt_info *ci);
-/* The checkpoint directory resolved (owned by ci). */
-const char *hp_ckpt_info_dir(const hp_ckpt_info *ci);
-/* The steps done when it was written. */
-long hp_ckpt_info_step(const hp_ckpt_info *ci);
-/* The model shape it holds. */
-void hp_ckpt_info_model(const hp_ckpt_info *ci, hp_model_config *out);
-/* The settings saved with it: a count (-1: the checkpoint has no "args"
- * object), and entry i's key and value (owned by ci); string values only. */
-int hp_ckpt_info_nargs(const hp_ckpt_info *ci);
-void hp_ckpt_info_arg(const hp_ckpt_info *ci, int i, const char **key, const char **value);
 
 #ifdef __cplusplus
 }

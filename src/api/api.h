@@ -19,6 +19,8 @@ struct hp_model {
     int B, T;
     hp_graph *g;        /* the forward graph, loss set */
     hp_gpt2_io io;
+    int custom;         /* written by the caller (hp_model_from_graph): cfg holds V, Vp (= V) and maxT (= T), and
+                         * L = NH = C = 1 as placeholders state.json's checks accept */
 };
 
 struct hp_shard_plan {

@@ -1,4 +1,5 @@
-/* api/model: hp_model, GPT-2's forward graph for B x T (models/gpt2), and a
+/* api/model: hp_model, GPT-2's forward graph for B x T (models/gpt2) or a
+ * graph the caller wrote (hp_model_from_graph), and a
  * whole GPT-2's parameter store for llm.c import and export. */
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,44 @@ void hp_model_free(hp_model *m) {
     free(m);
 }
 
-long hp_model_num_params(const hp_model *m) { return (long)hp_gpt2_num_params(&m->cfg); }
+hp_status hp_model_from_graph(hp_model **out, hp_graph *g, int vocab) {
+    *out = NULL;
+    if (!g) return hp_errorf("hp_model_from_graph: g is NULL");
+    hp_status st = hp_graph_status(g) ? hp_error_wrap(hp_errorf("%s", hp_status_msg(hp_graph_status(g))), "model")
+                                      : HP_OK;
+    int io[2] = {hp_graph_find(g, "tokens"), hp_graph_find(g, "targets")};
+    const char *io_name[2] = {"tokens", "targets"};
+    for (int k = 0; !st && k < 2; k++) {
+        const hp_value *v = io[k] < 0 ? NULL : hp_val(g, io[k]);
+        if (!v || v->kind != HP_V_INPUT || v->dtype != HP_I32 || v->shape.ndim != 2)
+            st = hp_errorf("model: no i32 input '%s' of shape [B, T]", io_name[k]);
+    }
+    if (!st && !hp_shape_eq(&hp_val(g, io[0])->shape, &hp_val(g, io[1])->shape))
+        st = hp_errorf("model: inputs 'tokens' and 'targets' differ in shape");
+    if (!st && g->loss < 0) st = hp_errorf("model: no loss set (hp_set_loss)");
+    if (!st && vocab < 1) st = hp_errorf("model: vocab must be >= 1, got %d", vocab);
+    hp_model *m = st ? NULL : calloc(1, sizeof *m);
+    if (!st && !m) st = hp_errorf("model: out of memory");
+    if (st) {
+        hp_graph_destroy(g);
+        return hp_error_wrap(st, "hp_model_from_graph");
+    }
+    m->g = g;
+    m->custom = 1;
+    m->B = (int)hp_val(g, io[0])->shape.d[0], m->T = (int)hp_val(g, io[0])->shape.d[1];
+    m->cfg = (hp_gpt2_config){.L = 1, .NH = 1, .C = 1, .V = vocab, .Vp = vocab, .maxT = m->T};
+    m->io = (hp_gpt2_io){.tokens = io[0], .targets = io[1], .loss = g->loss, .losses = -1, .logits = -1};
+    *out = m;
+    return HP_OK;
+}
+
+long hp_model_num_params(const hp_model *m) {
+    if (!m->custom) return (long)hp_gpt2_num_params(&m->cfg);
+    long n = 0;
+    for (int i = 0; i < m->g->nvals; i++)
+        if (m->g->vals[i].kind == HP_V_PARAM) n += (long)hp_val_numel(m->g, i);
+    return n;
+}
 int hp_model_batch(const hp_model *m) { return m->B; }
 int hp_model_seq(const hp_model *m) { return m->T; }
 

@@ -324,7 +324,7 @@ hp_status hp_api_train_fit(void *ctx, hp_comm_world *world, const hp_compile_opt
         fit_case k = {.mc = t->m->cfg, .B = t->m->B, .T = t->m->T, .plan = plan, .co = *co,
                       .processes = count > 0 && n % count == 0 ? n / count : 1, .rank = first,
                       .threads = t->cfg.threads};
-        find_hints(f, &k, f->available);
+        if (!t->m->custom) find_hints(f, &k, f->available); /* the hints rebuild GPT-2 */
         char need[32], avail[32], short_by[32];
         st = hp_errorf("does not fit in memory: this process's %d %s %s, %s available (%s): %s short, nothing "
                        "allocated; %s",

@@ -358,7 +358,7 @@ hp_status hp_api_run_start(hp_api_run *r, const hp_train_config *c, const hp_mod
     HP_TRY(absolute(&r->ckpt_dir, c->ckpt_dir));
     HP_TRY(write_config(r, c));
     HP_TRY(write_machine(r, c));
-    HP_TRY(write_plan(r, c, m));
+    if (!m->custom) HP_TRY(write_plan(r, c, m)); /* the plan report describes GPT-2 models only */
     return write_run(r, "running", NULL);
 }
 

@@ -16,6 +16,7 @@
 #include "io/fsutil.h"
 #include "io/json.h"
 #include "io/llmc.h"
+#include "models/build.h"
 #include "optim/route.h"
 #include "optim/schedule.h"
 #include "runtime/dist.h"
@@ -207,6 +208,8 @@ static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)
                               int n) {
     hp_train *t = ctx;
     const hp_gpt2_config *m = &t->m->cfg;
+    if (t->m->custom && t->init_llmc) return hp_errorf("init from llm.c '%s': the model is not GPT-2", t->init_llmc);
+    if (t->m->custom) return hp_model_init_by_name(ptrs, names, shapes, n, t->cfg.seed);
     if (!t->init_llmc) return hp_gpt2_init(ptrs, names, shapes, n, m, t->cfg.seed);
     hp_llmc_header h;
     float *flat = NULL;

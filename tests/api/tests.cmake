@@ -17,3 +17,7 @@ set_tests_properties(api/train_tiny_mpi PROPERTIES TIMEOUT 300 PROCESSORS 2 LABE
 # test_fsdp_memory measures the programs' buffers at the allocator (tests/alloc_count.h), and the pages
 # core/alloc commits in reserved buffers (mprotect).
 target_link_options(test_fsdp_memory PRIVATE "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=mprotect")
+# A model written in the example itself (hp_graph calls), trained on 1 rank and under DP=2 x TP=2:
+# its loss falls and the parallel run's losses are the 1-rank run's within 1e-5.
+add_test(NAME api/own_model COMMAND own_model WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(api/own_model PROPERTIES TIMEOUT 900)
