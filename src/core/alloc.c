@@ -41,3 +41,17 @@ int hp_alloc_commit(void *p, size_t off, size_t len) {
 void hp_alloc_release(void *p, size_t n) {
     if (p) munmap(p, pages(n ? n : 1));
 }
+
+static void *host_alloc(void *ctx, size_t n) {
+    (void)ctx;
+    return hp_alloc_zeroed(n);
+}
+
+static void host_free(void *ctx, void *p, size_t n) {
+    (void)ctx, (void)n;
+    free(p);
+}
+
+static const hp_allocator host = {host_alloc, host_free, NULL};
+
+const hp_allocator *hp_allocator_host(void) { return &host; }

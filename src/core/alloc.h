@@ -26,4 +26,25 @@ void *hp_alloc_reserve(size_t n);
 int hp_alloc_commit(void *p, size_t off, size_t len);
 void hp_alloc_release(void *p, size_t n);
 
+/* An allocator of the runtime's big buffers: a program's memory (arena,
+ * gradients, inputs, scratch: runtime/program) and a parameter store's
+ * (runtime/params). alloc gives n bytes, zeroed, aligned as hp_alloc_zeroed
+ * (NULL when it fails); free takes back a buffer alloc gave (p NULL: nothing;
+ * n: the size asked for). ctx is the allocator's own state, handed to both.
+ * Another device's allocator (device memory) is another of these; reserved
+ * buffers (above) stay host memory. */
+typedef struct hp_allocator {
+    void *(*alloc)(void *ctx, size_t n);
+    void (*free)(void *ctx, void *p, size_t n);
+    void *ctx;
+} hp_allocator;
+
+/* The host allocator: hp_alloc_zeroed and free() (static, read-only). */
+const hp_allocator *hp_allocator_host(void);
+
+static inline void *hp_allocator_alloc(const hp_allocator *a, size_t n) { return a->alloc(a->ctx, n); }
+static inline void hp_allocator_free(const hp_allocator *a, void *p, size_t n) {
+    if (p) a->free(a->ctx, p, n);
+}
+
 #endif

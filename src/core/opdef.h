@@ -21,6 +21,9 @@ typedef struct {
     hp_status *err; /* a failing operator stores its error here */
     void *gemm;     /* the rank's matmul context (kernels/gemm.h hp_gemm_ctx), NULL without bf16 */
     void **state;   /* [graph->nnodes]: what each node's hp_opdef.prepare made (NULL: nothing) */
+    /* The kernel backend table (kernels/backend.h hp_kbackend) the operators
+     * launch their kernels through; NULL: the one HP_KERNELS_PORTABLE picks. */
+    const struct hp_kbackend *kern;
 } hp_kctx;
 
 /* A node's state from its prepare hook (NULL when none). */

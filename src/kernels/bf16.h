@@ -35,6 +35,9 @@ void hp_kb_widen(float *out, const uint16_t *inp, long n);
 /* The same over the pool. */
 void hp_kb_f32_to_bf16(hp_pool *pool, uint16_t *out, const float *inp, long n);
 void hp_kb_bf16_to_f32(hp_pool *pool, float *out, const uint16_t *inp, long n);
+/* hp_kb_f32_to_bf16 with the portable narrowing whatever the switch says
+ * (kernels/backend.h's portable table). out[n], inp[n]. */
+void hp_kb_f32_to_bf16_portable(hp_pool *pool, uint16_t *out, const float *inp, long n);
 
 /* ---- embeddings ---- */
 /* out[N,C] (bf16) = table[ids[n], :] (bf16 [rows,C]). */

@@ -89,6 +89,18 @@ void hp_kb_f32_to_bf16(hp_pool *pool, uint16_t *out, const float *inp, long n) {
     hp_pool_run(n < CVT_SERIAL ? NULL : pool, narrow_task, &c);
 }
 
+static void narrow_portable_task(void *c_, int tid, int nt) {
+    cvt_ctx *c = c_;
+    long i0, i1;
+    hp_pool_split(&i0, &i1, c->n, CVT_ALIGN, tid, nt);
+    if (i0 < i1) hp_kb_narrow_portable(c->h + i0, c->cf + i0, i1 - i0);
+}
+
+void hp_kb_f32_to_bf16_portable(hp_pool *pool, uint16_t *out, const float *inp, long n) {
+    cvt_ctx c = {.h = out, .cf = inp, .n = n};
+    hp_pool_run(n < CVT_SERIAL ? NULL : pool, narrow_portable_task, &c);
+}
+
 void hp_kb_bf16_to_f32(hp_pool *pool, float *out, const uint16_t *inp, long n) {
     cvt_ctx c = {.f = out, .ch = inp, .n = n};
     hp_pool_run(n < CVT_SERIAL ? NULL : pool, widen_task, &c);

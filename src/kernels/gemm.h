@@ -67,6 +67,9 @@ typedef struct {
      * oneDNN has no matmul for it or the portable path is forced, and the
      * caller keeps its own path). */
     int serial;
+    /* A bf16 product forced onto the portable fallback, as the process-wide
+     * switch does (kernels/backend.h's portable table sets it). */
+    int portable;
 } hp_gemm_desc;
 
 /* Creates the primitive for d (one creation counted on ctx). Errors name the
@@ -149,5 +152,11 @@ typedef enum {
  * (product, shape) on ctx (hp_gemm_f32_measure, 3 runs per block), then
  * remembered by ctx for the rest of its life (up to 64 shapes). */
 hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC);
+/* The context's memory of those choices (kept in the context so that the
+ * oneDNN side never calls the measuring side: calls go gemm_choose ->
+ * onednn only). get: the backend remembered for (p, shape), -1 when none;
+ * put: remember one (ignored past 64 shapes). */
+int hp_gemm_ctx_pick_get(const hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC);
+void hp_gemm_ctx_pick_put(hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC, hp_gemm_backend b);
 
 #endif

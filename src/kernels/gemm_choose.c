@@ -73,3 +73,16 @@ hp_gemm_backend hp_gemm_f32_choose(double sec_blas, double sec_dnnl) {
 }
 
 const char *hp_gemm_backend_name(hp_gemm_backend b) { return b == HP_GEMM_ONEDNN ? "oneDNN" : "OpenBLAS"; }
+
+hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC) {
+    int known = hp_gemm_ctx_pick_get(ctx, p, N, IC, OC);
+    if (known >= 0) {
+        *out = (hp_gemm_backend)known;
+        return HP_OK;
+    }
+    double sb = 0, sd = 0;
+    HP_TRY(hp_gemm_f32_measure(&sb, &sd, ctx, p, N, IC, OC, 3));
+    *out = hp_gemm_f32_choose(sb, sd);
+    hp_gemm_ctx_pick_put(ctx, p, N, IC, OC, *out);
+    return HP_OK;
+}

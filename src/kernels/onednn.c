@@ -52,25 +52,23 @@ struct hp_gemm_ctx {
     dnnl_stream_t stream[MAX_PARTS]; /* one per pool thread */
     int nthreads, nstreams;
     long creations;
-    gemm_pick picks[64]; /* hp_gemm_f32_pick's measured choices */
+    gemm_pick picks[64]; /* hp_gemm_f32_pick's measured choices (gemm_choose.c) */
     int npicks;
     hp_gemm_pack pack_mode;
     void *pack[MAX_PARTS]; /* per pool thread: the packed block of a transposed A (grown at prepare only) */
     size_t pack_bytes[MAX_PARTS];
 };
 
-hp_status hp_gemm_f32_pick(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC) {
+int hp_gemm_ctx_pick_get(const hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC) {
     for (int i = 0; i < ctx->npicks; i++)
-        if (ctx->picks[i].N == N && ctx->picks[i].IC == IC && ctx->picks[i].OC == OC && ctx->picks[i].product == (int)p) {
-            *out = (hp_gemm_backend)ctx->picks[i].backend;
-            return HP_OK;
-        }
-    double sb = 0, sd = 0;
-    HP_TRY(hp_gemm_f32_measure(&sb, &sd, ctx, p, N, IC, OC, 3));
-    *out = hp_gemm_f32_choose(sb, sd);
+        if (ctx->picks[i].N == N && ctx->picks[i].IC == IC && ctx->picks[i].OC == OC && ctx->picks[i].product == (int)p)
+            return ctx->picks[i].backend;
+    return -1;
+}
+
+void hp_gemm_ctx_pick_put(hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC, hp_gemm_backend b) {
     if (ctx->npicks < 64)
-        ctx->picks[ctx->npicks++] = (gemm_pick){N, IC, OC, (int)p, (int)*out};
-    return HP_OK;
+        ctx->picks[ctx->npicks++] = (gemm_pick){N, IC, OC, (int)p, (int)b};
 }
 
 /* One row block [m0, m0 + m) of C, as a primitive of its own. */
@@ -333,7 +331,7 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
         p->m = d->serial ? d->M : d->M * (i + 1) / parts - p->m0;
     }
     g->nparts = (int)parts;
-    int portable = d->a == HP_BF16 && hp_kernels_portable();
+    int portable = d->a == HP_BF16 && (hp_kernels_portable() || d->portable);
     if (!portable) {
         st = prepare_part(g, &g->part[0]);
         for (int i = 1; !st && i < g->nparts; i++) st = prepare_part(g, &g->part[i]);
@@ -358,7 +356,7 @@ hp_status hp_gemm_prepare(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d
         if (!g->portable)
             st = hp_errorf("gemm %ldx%ldx%ld: out of memory for the portable path", d->M, d->N, d->K);
         snprintf(g->impl, sizeof g->impl, "portable: widened fp32 + OpenBLAS%s",
-                 hp_kernels_portable() ? " (forced)" : "");
+                 hp_kernels_portable() || d->portable ? " (forced)" : "");
         g->isa = HP_ISA_PORTABLE;
     }
     omp_set_num_threads(old);

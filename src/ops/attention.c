@@ -50,7 +50,7 @@ static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, c
     if (!k->gemm) return hp_errorf("attention '%s': bf16 products need the rank's matmul context", n->name);
     const hp_shape *s = &in[qkv_in(n)].shape;
     hp_kb_att_mm *mm = NULL;
-    hp_status st = hp_kb_att_mm_prepare(&mm, k->gemm, s->d[1], n->a.i[0]);
+    hp_status st = kern_of(k)->kb_att_mm_prepare(&mm, k->gemm, s->d[1], n->a.i[0]);
     if (st) return hp_error_wrap(st, "attention '%s'", n->name);
     *state = mm;
     return HP_OK;
@@ -62,17 +62,17 @@ static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     const hp_shape *s = &in[0].shape;
     const hp_kb_att_mm *mm = hp_kctx_state(k, n);
     if (mm) {
-        hp_status st = hp_kb_attention_mm_fwd(mm, k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0],
+        hp_status st = kern_of(k)->kb_attention_mm_fwd(mm, k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0],
                                               s->d[1], s->d[3], NHEADS(s, n));
         if (st) *k->err = st;
         return;
     }
     if (is_bf16(&in[0])) {
-        hp_kb_attention_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0], s->d[1], s->d[3],
+        kern_of(k)->kb_attention_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0], s->d[1], s->d[3],
                             NHEADS(s, n));
         return;
     }
-    hp_k_attention_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), k->scratch, s->d[0], s->d[1],
+    kern_of(k)->k_attention_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), k->scratch, s->d[0], s->d[1],
                        s->d[3], NHEADS(s, n));
 }
 
@@ -115,17 +115,17 @@ static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
     const hp_shape *s = &in[1].shape;
     const hp_kb_att_mm *mm = hp_kctx_state(k, n);
     if (mm) {
-        hp_status st = hp_kb_attention_mm_bwd(mm, k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
+        hp_status st = kern_of(k)->kb_attention_mm_bwd(mm, k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
                                               k->scratch, s->d[0], s->d[1], s->d[3], NHEADS(s, n));
         if (st) *k->err = st;
         return;
     }
     if (is_bf16(&in[1])) {
-        hp_kb_attention_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]), k->scratch, s->d[0], s->d[1],
+        kern_of(k)->kb_attention_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]), k->scratch, s->d[0], s->d[1],
                             s->d[3], NHEADS(s, n));
         return;
     }
-    hp_k_attention_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), CF32(in[2]), k->scratch,
+    kern_of(k)->k_attention_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), CF32(in[2]), k->scratch,
                        s->d[0], s->d[1], s->d[3], NHEADS(s, n));
 }
 
@@ -147,7 +147,7 @@ static hp_status rope_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
 
 static void rope_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
-    hp_k_rope_fwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
+    kern_of(k)->k_rope_fwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
                   (float)n->a.f[0]);
 }
 
@@ -167,7 +167,7 @@ const hp_opdef hp_op_rope = {
 
 static void rope_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
-    hp_k_rope_bwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
+    kern_of(k)->k_rope_bwd(k->pool, F32(out[0]), CF32(in[0]), s->d[0], s->d[1], s->d[3], NHEADS(s, n),
                   (float)n->a.f[0]);
 }
 

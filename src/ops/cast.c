@@ -25,9 +25,9 @@ static void cast_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     (void)n;
     long numel = (long)hp_shape_numel(&in[0].shape);
     if (is_bf16(&out[0]))
-        hp_kb_f32_to_bf16(k->pool, (uint16_t *)out[0].data, CF32(in[0]), numel);
+        kern_of(k)->kb_f32_to_bf16(k->pool, (uint16_t *)out[0].data, CF32(in[0]), numel);
     else
-        hp_kb_bf16_to_f32(k->pool, F32(out[0]), (const uint16_t *)in[0].data, numel);
+        kern_of(k)->kb_bf16_to_f32(k->pool, F32(out[0]), (const uint16_t *)in[0].data, numel);
 }
 
 static void cast_backward(hp_graph *g, int node, const int *gout, int *gin) {

@@ -25,11 +25,11 @@ static hp_status emb_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[1])) {
-        hp_kb_embedding_fwd(k->pool, BF(out[0]), I32(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape),
+        kern_of(k)->kb_embedding_fwd(k->pool, BF(out[0]), I32(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape),
                             in[1].shape.d[1]);
         return;
     }
-    hp_k_embedding_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]),
+    kern_of(k)->k_embedding_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]),
                        (long)hp_shape_numel(&in[0].shape), in[1].shape.d[1]);
 }
 
@@ -59,11 +59,11 @@ const hp_opdef hp_op_embedding = {
 static void emb_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[0])) {
-        hp_kb_embedding_bwd(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
+        kern_of(k)->kb_embedding_bwd(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
                             out[0].shape.d[1], out[0].shape.d[0]);
         return;
     }
-    hp_k_embedding_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
+    kern_of(k)->k_embedding_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
                        (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], out[0].shape.d[0]);
 }
 
@@ -80,12 +80,12 @@ const hp_opdef hp_op_embedding_bwd = {
 static void emb_run_bwd_acc(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     long C = out[0].shape.d[1], rows = out[0].shape.d[0];
-    if (out[0].data != in[2].data) hp_k_copy(k->pool, F32(out[0]), CF32(in[2]), rows * C);
+    if (out[0].data != in[2].data) kern_of(k)->k_copy(k->pool, F32(out[0]), CF32(in[2]), rows * C);
     if (is_bf16(&in[0])) {
-        hp_kb_embedding_bwd_acc(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape), C);
+        kern_of(k)->kb_embedding_bwd_acc(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape), C);
         return;
     }
-    hp_k_embedding_bwd_acc(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
+    kern_of(k)->k_embedding_bwd_acc(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]),
                            (long)hp_shape_numel(&in[1].shape), C);
 }
 
@@ -113,10 +113,10 @@ static void pos_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     (void)n;
     const hp_shape *x = &in[0].shape;
     if (is_bf16(&in[0])) {
-        hp_kb_add_pos_fwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), x->d[0], x->d[1], x->d[2]);
+        kern_of(k)->kb_add_pos_fwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), x->d[0], x->d[1], x->d[2]);
         return;
     }
-    hp_k_add_pos_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), x->d[0], x->d[1], x->d[2]);
+    kern_of(k)->k_add_pos_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), x->d[0], x->d[1], x->d[2]);
 }
 
 static void pos_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -139,10 +139,10 @@ static void pos_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
     (void)n;
     const hp_shape *x = &in[0].shape;
     if (is_bf16(&in[0])) {
-        hp_kb_add_pos_bwd(k->pool, F32(out[0]), CBF(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
+        kern_of(k)->kb_add_pos_bwd(k->pool, F32(out[0]), CBF(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
         return;
     }
-    hp_k_add_pos_bwd(k->pool, F32(out[0]), CF32(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
+    kern_of(k)->k_add_pos_bwd(k->pool, F32(out[0]), CF32(in[0]), x->d[0], x->d[1], x->d[2], out[0].shape.d[0]);
 }
 
 const hp_opdef hp_op_add_pos_bwd = {

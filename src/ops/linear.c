@@ -47,7 +47,7 @@ static hp_status on_onednn(int *yes, const hp_kctx *k, const hp_node *n, hp_dtyp
     *yes = dt == HP_BF16 || policy == HP_GEMM_FP32_ONEDNN;
     if (dt == HP_BF16 || policy != HP_GEMM_FP32_AUTO) return HP_OK;
     hp_gemm_backend b;
-    HP_TRY(hp_gemm_f32_pick(&b, k->gemm, p, N, IC, OC));
+    HP_TRY(kern_of(k)->gemm_f32_pick(&b, k->gemm, p, N, IC, OC));
     *yes = b == HP_GEMM_ONEDNN;
     return HP_OK;
 }
@@ -67,14 +67,14 @@ static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node 
         hp_gemm_desc d = hp_gemm_linear_desc(HP_LINEAR_FWD, N, IC, OC, dt, dt);
         d.bias = n->nin == 3;
         st = on_onednn(&yes, k, n, dt, HP_LINEAR_FWD, N, IC, OC);
-        if (!st && yes) st = hp_gemm_prepare(&l->fwd, k->gemm, &d);
+        if (!st && yes) st = kern_of(k)->gemm_prepare(&l->fwd, k->gemm, &d);
     } else {
         hp_gemm_desc dd = hp_gemm_linear_desc(HP_LINEAR_BWD_DATA, N, IC, OC, dt, dt);
         hp_gemm_desc dw = hp_gemm_linear_desc(HP_LINEAR_BWD_WEIGHT, N, IC, OC, dt, dt);
         if (n->out[0] >= 0) st = on_onednn(&yes, k, n, dt, HP_LINEAR_BWD_DATA, N, IC, OC);
-        if (!st && n->out[0] >= 0 && yes) st = hp_gemm_prepare(&l->bwd_data, k->gemm, &dd);
+        if (!st && n->out[0] >= 0 && yes) st = kern_of(k)->gemm_prepare(&l->bwd_data, k->gemm, &dd);
         if (!st && n->out[1] >= 0) st = on_onednn(&yes, k, n, dt, HP_LINEAR_BWD_WEIGHT, N, IC, OC);
-        if (!st && n->out[1] >= 0 && yes) st = hp_gemm_prepare(&l->bwd_weight, k->gemm, &dw);
+        if (!st && n->out[1] >= 0 && yes) st = kern_of(k)->gemm_prepare(&l->bwd_weight, k->gemm, &dw);
     }
     if (!st && !l->fwd && !l->bwd_data && !l->bwd_weight) { /* all on OpenBLAS */
         free(l);
@@ -112,11 +112,11 @@ static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tens
     long IC = t_last(&in[1]), OC = t_rows(&in[1]);
     const hp_gemm_linear *l = hp_kctx_state(k, n);
     if (l && l->fwd) {
-        hp_status st = hp_gemm_linear_fwd(l, out[0].data, in[0].data, in[1].data, n->nin == 3 ? CF32(in[2]) : NULL);
+        hp_status st = kern_of(k)->gemm_linear_fwd(l, out[0].data, in[0].data, in[1].data, n->nin == 3 ? CF32(in[2]) : NULL);
         if (st) *k->err = st;
         return;
     }
-    hp_k_matmul_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), n->nin == 3 ? CF32(in[2]) : NULL,
+    kern_of(k)->k_matmul_fwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), n->nin == 3 ? CF32(in[2]) : NULL,
                     t_rows(&in[0]), IC, OC);
 }
 
@@ -155,24 +155,24 @@ static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     long IC = t_last(&in[2]), OC = t_rows(&in[2]);
     const hp_gemm_linear *l = hp_kctx_state(k, n);
     if (is_bf16(&in[1])) {
-        hp_status st = hp_gemm_linear_bwd(l, n->out[0] >= 0 ? out[0].data : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
+        hp_status st = kern_of(k)->gemm_linear_bwd(l, n->out[0] >= 0 ? out[0].data : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
                                           in[0].data, in[1].data, in[2].data);
         if (st) *k->err = st;
-        if (n->out[2] >= 0) hp_kb_colsum(k->pool, F32(out[2]), CBF(in[0]), t_rows(&in[1]), OC);
+        if (n->out[2] >= 0) kern_of(k)->kb_colsum(k->pool, F32(out[2]), CBF(in[0]), t_rows(&in[1]), OC);
         return;
     }
     if (l) { /* fp32: the products on oneDNN, the rest (and the bias) on the engine's kernels */
         int dx_dnnl = n->out[0] >= 0 && l->bwd_data, dw_dnnl = n->out[1] >= 0 && l->bwd_weight;
-        hp_status st = hp_gemm_linear_bwd(l, dx_dnnl ? out[0].data : NULL, dw_dnnl ? F32(out[1]) : NULL, in[0].data,
+        hp_status st = kern_of(k)->gemm_linear_bwd(l, dx_dnnl ? out[0].data : NULL, dw_dnnl ? F32(out[1]) : NULL, in[0].data,
                                           in[1].data, in[2].data);
         if (st) *k->err = st;
         float *dx = n->out[0] >= 0 && !dx_dnnl ? F32(out[0]) : NULL, *dw = n->out[1] >= 0 && !dw_dnnl ? F32(out[1]) : NULL;
         float *db = n->out[2] >= 0 ? F32(out[2]) : NULL;
         if (dx || dw || db)
-            hp_k_matmul_bwd(k->pool, dx, dw, db, CF32(in[0]), CF32(in[1]), CF32(in[2]), t_rows(&in[1]), IC, OC);
+            kern_of(k)->k_matmul_bwd(k->pool, dx, dw, db, CF32(in[0]), CF32(in[1]), CF32(in[2]), t_rows(&in[1]), IC, OC);
         return;
     }
-    hp_k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
+    kern_of(k)->k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
                     n->out[2] >= 0 ? F32(out[2]) : NULL, CF32(in[0]), CF32(in[1]), CF32(in[2]),
                     t_rows(&in[1]), IC, OC);
 }

@@ -37,10 +37,10 @@ static float share(const hp_node *n, long rows) {
 static void run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long rows = t_rows(&in[0]);
     if (is_bf16(&in[0]))
-        hp_kb_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CBF(in[0]), I32(in[1]), k->scratch, rows,
+        kern_of(k)->kb_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CBF(in[0]), I32(in[1]), k->scratch, rows,
                        (long)n->a.i[0], t_last(&in[0]));
     else
-        hp_k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]), rows,
+        kern_of(k)->k_xent_fwd(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), I32(in[1]), rows,
                       (long)n->a.i[0], t_last(&in[0]));
     float s = share(n, rows);
     if (s != 1.0f) F32(out[0])[0] *= s;
@@ -73,10 +73,10 @@ static void run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     long rows = t_rows(&in[1]);
     float dloss = CF32(in[0])[0] * share(n, rows);
     if (is_bf16(&out[0]))
-        hp_kb_xent_bwd(k->pool, BF(out[0]), CF32(in[1]), I32(in[2]), dloss, k->scratch, rows, (long)n->a.i[0],
+        kern_of(k)->kb_xent_bwd(k->pool, BF(out[0]), CF32(in[1]), I32(in[2]), dloss, k->scratch, rows, (long)n->a.i[0],
                        t_last(&in[1]));
     else
-        hp_k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), dloss, rows, (long)n->a.i[0], t_last(&in[1]));
+        kern_of(k)->k_xent_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), dloss, rows, (long)n->a.i[0], t_last(&in[1]));
 }
 
 static double flops_bwd(const hp_graph *g, const hp_node *n) { return 2.0 * (double)in_numel(g, n, 1); }

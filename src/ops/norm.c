@@ -45,11 +45,11 @@ static size_t norm_scratch(const hp_graph *g, const hp_node *n, int nt) {
 
 static void ln_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_layernorm_fwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CF32(in[1]), CF32(in[2]),
+        kern_of(k)->kb_layernorm_fwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CF32(in[1]), CF32(in[2]),
                             k->scratch, t_rows(&in[0]), t_last(&in[0]), (float)n->a.f[0]);
         return;
     }
-    hp_k_layernorm_fwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]), CF32(in[0]), CF32(in[1]),
+    kern_of(k)->k_layernorm_fwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]), CF32(in[0]), CF32(in[1]),
                        CF32(in[2]), t_rows(&in[0]), t_last(&in[0]), (float)n->a.f[0]);
 }
 
@@ -76,11 +76,11 @@ const hp_opdef hp_op_layernorm = {
 static void ln_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[1])) {
-        hp_kb_layernorm_bwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
+        kern_of(k)->kb_layernorm_bwd(k->pool, BF(out[0]), F32(out[1]), F32(out[2]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
                             CF32(in[3]), CF32(in[4]), k->scratch, t_rows(&in[1]), t_last(&in[1]));
         return;
     }
-    hp_k_layernorm_bwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]),
+    kern_of(k)->k_layernorm_bwd(k->pool, F32(out[0]), F32(out[1]), F32(out[2]),
                        CF32(in[0]), CF32(in[1]), CF32(in[2]), CF32(in[3]), CF32(in[4]), k->scratch,
                        t_rows(&in[1]), t_last(&in[1]));
 }
@@ -112,11 +112,11 @@ static hp_status rms_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 
 static void rms_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_rmsnorm_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CF32(in[1]), k->scratch, t_rows(&in[0]),
+        kern_of(k)->kb_rmsnorm_fwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CF32(in[1]), k->scratch, t_rows(&in[0]),
                           t_last(&in[0]), (float)n->a.f[0]);
         return;
     }
-    hp_k_rmsnorm_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), CF32(in[1]), t_rows(&in[0]),
+    kern_of(k)->k_rmsnorm_fwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]), CF32(in[1]), t_rows(&in[0]),
                      t_last(&in[0]), (float)n->a.f[0]);
 }
 
@@ -141,11 +141,11 @@ const hp_opdef hp_op_rmsnorm = {
 static void rms_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[1])) {
-        hp_kb_rmsnorm_bwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CBF(in[1]), CF32(in[2]), CF32(in[3]),
+        kern_of(k)->kb_rmsnorm_bwd(k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), CBF(in[1]), CF32(in[2]), CF32(in[3]),
                           k->scratch, t_rows(&in[1]), t_last(&in[1]));
         return;
     }
-    hp_k_rmsnorm_bwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]),
+    kern_of(k)->k_rmsnorm_bwd(k->pool, F32(out[0]), F32(out[1]), CF32(in[0]),
                      CF32(in[1]), CF32(in[2]), CF32(in[3]), k->scratch, t_rows(&in[1]),
                      t_last(&in[1]));
 }

@@ -5,6 +5,7 @@
 #include "core/autodiff.h"
 #include "core/graph.h"
 #include "core/opdef.h"
+#include "kernels/backend.h"
 #include "kernels/kernels.h"
 
 #define F32(t) ((float *)(t).data)
@@ -30,6 +31,11 @@ static inline int64_t last_dim(const hp_shape *s) { return s->d[s->ndim - 1]; }
 static inline int64_t rows_of(const hp_shape *s) { return hp_shape_numel(s) / last_dim(s); }
 static inline int64_t t_last(const hp_tensor *t) { return t->shape.d[t->shape.ndim - 1]; }
 static inline int64_t t_rows(const hp_tensor *t) { return hp_shape_numel(&t->shape) / t_last(t); }
+
+/* The kernel backend table a node's kernels launch through (core/opdef.h). */
+static inline const hp_kbackend *kern_of(const hp_kctx *k) {
+    return k->kern ? k->kern : hp_kbackend_from_env();
+}
 
 /* Emits a backward node for forward node fwd; returns its id. */
 static inline int emit_bwd(hp_graph *g, const hp_opdef *op, int fwd, const int *in, int nin,

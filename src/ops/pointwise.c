@@ -16,10 +16,10 @@ static hp_status same_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
 static void gelu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[0])) {
-        hp_kb_gelu_fwd(k->pool, BF(out[0]), CBF(in[0]), (long)hp_shape_numel(&in[0].shape));
+        kern_of(k)->kb_gelu_fwd(k->pool, BF(out[0]), CBF(in[0]), (long)hp_shape_numel(&in[0].shape));
         return;
     }
-    hp_k_gelu_fwd(k->pool, F32(out[0]), CF32(in[0]), (long)hp_shape_numel(&in[0].shape));
+    kern_of(k)->k_gelu_fwd(k->pool, F32(out[0]), CF32(in[0]), (long)hp_shape_numel(&in[0].shape));
 }
 
 static void gelu_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -41,10 +41,10 @@ const hp_opdef hp_op_gelu = {
 static void gelu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[1])) {
-        hp_kb_gelu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[1].shape));
+        kern_of(k)->kb_gelu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[1].shape));
         return;
     }
-    hp_k_gelu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[1].shape));
+    kern_of(k)->k_gelu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[1].shape));
 }
 
 static double gelu_flops_bwd(const hp_graph *g, const hp_node *n) {
@@ -68,10 +68,10 @@ static hp_status add_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
 static void add_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&out[0])) {
-        hp_kb_add(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape));
+        kern_of(k)->kb_add(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape));
         return;
     }
-    hp_k_add(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape));
+    kern_of(k)->k_add(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape));
 }
 
 static void add_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -104,10 +104,10 @@ static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os,
 static void swiglu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[0])) {
-        hp_kb_swiglu_fwd(k->pool, BF(out[0]), CBF(in[0]), k->scratch, t_rows(&in[0]) / 2, t_last(&in[0]));
+        kern_of(k)->kb_swiglu_fwd(k->pool, BF(out[0]), CBF(in[0]), k->scratch, t_rows(&in[0]) / 2, t_last(&in[0]));
         return;
     }
-    hp_k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]) / 2, t_last(&in[0]));
+    kern_of(k)->k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]) / 2, t_last(&in[0]));
 }
 
 static void swiglu_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -135,11 +135,11 @@ const hp_opdef hp_op_swiglu = {
 static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)n;
     if (is_bf16(&in[1])) {
-        hp_kb_swiglu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), k->scratch, t_rows(&in[1]) / 2,
+        kern_of(k)->kb_swiglu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), k->scratch, t_rows(&in[1]) / 2,
                          t_last(&in[1]));
         return;
     }
-    hp_k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]) / 2, t_last(&in[1]));
+    kern_of(k)->k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]) / 2, t_last(&in[1]));
 }
 
 static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {

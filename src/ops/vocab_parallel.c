@@ -11,11 +11,11 @@
 /* (ids, table_local) -> out */
 static void emb_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[1])) {
-        hp_kb_embedding_vp_fwd(k->pool, BF(out[0]), I32(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape),
+        kern_of(k)->kb_embedding_vp_fwd(k->pool, BF(out[0]), I32(in[0]), CBF(in[1]), (long)hp_shape_numel(&in[0].shape),
                                in[1].shape.d[1], (long)n->a.i[0], in[1].shape.d[0]);
         return;
     }
-    hp_k_embedding_vp_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape),
+    kern_of(k)->k_embedding_vp_fwd(k->pool, F32(out[0]), I32(in[0]), CF32(in[1]), (long)hp_shape_numel(&in[0].shape),
                           in[1].shape.d[1], (long)n->a.i[0], in[1].shape.d[0]);
 }
 const hp_opdef hp_op_embedding_vp = {.name = "embedding_vp", .nout = 1, .run = emb_run, .bytes = hp_ops_io_bytes};
@@ -23,11 +23,11 @@ const hp_opdef hp_op_embedding_vp = {.name = "embedding_vp", .nout = 1, .run = e
 /* (dy, ids) -> dtable_local */
 static void emb_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_embedding_vp_bwd(k->pool, F32(out[0]), NULL, CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
+        kern_of(k)->kb_embedding_vp_bwd(k->pool, F32(out[0]), NULL, CBF(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
                                out[0].shape.d[1], (long)n->a.i[0], out[0].shape.d[0]);
         return;
     }
-    hp_k_embedding_vp_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
+    kern_of(k)->k_embedding_vp_bwd(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), (long)hp_shape_numel(&in[1].shape),
                           out[0].shape.d[1], (long)n->a.i[0], out[0].shape.d[0]);
 }
 const hp_opdef hp_op_embedding_vp_bwd = {.name = "embedding_vp_bwd", .nout = 1, .run = emb_bwd_run,
@@ -36,12 +36,12 @@ const hp_opdef hp_op_embedding_vp_bwd = {.name = "embedding_vp_bwd", .nout = 1, 
 /* (dy, ids, dsofar_local) -> dtable_local = dsofar + own rows of dy */
 static void emb_bwd_acc_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_embedding_vp_bwd(k->pool, F32(out[0]), CF32(in[2]), CBF(in[0]), I32(in[1]),
+        kern_of(k)->kb_embedding_vp_bwd(k->pool, F32(out[0]), CF32(in[2]), CBF(in[0]), I32(in[1]),
                                (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], (long)n->a.i[0],
                                out[0].shape.d[0]);
         return;
     }
-    hp_k_embedding_vp_bwd_acc(k->pool, F32(out[0]), CF32(in[2]), CF32(in[0]), I32(in[1]),
+    kern_of(k)->k_embedding_vp_bwd_acc(k->pool, F32(out[0]), CF32(in[2]), CF32(in[0]), I32(in[1]),
                               (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], (long)n->a.i[0],
                               out[0].shape.d[0]);
 }
@@ -51,11 +51,11 @@ const hp_opdef hp_op_embedding_vp_bwd_acc = {.name = "embedding_vp_bwd_acc", .no
 /* (logits_local, targets) -> stats[3, rows] */
 static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_xent_vp_stats(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),
+        kern_of(k)->kb_xent_vp_stats(k->pool, F32(out[0]), CBF(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),
                             (long)n->a.i[0], (long)n->a.i[1]);
         return;
     }
-    hp_k_xent_vp_stats(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),
+    kern_of(k)->k_xent_vp_stats(k->pool, F32(out[0]), CF32(in[0]), I32(in[1]), t_rows(&in[0]), t_last(&in[0]),
                        (long)n->a.i[0], (long)n->a.i[1]);
 }
 const hp_opdef hp_op_xent_vp_stats = {.name = "cross_entropy_vp_stats", .nout = 1, .run = stats_run,
@@ -64,12 +64,12 @@ const hp_opdef hp_op_xent_vp_stats = {.name = "cross_entropy_vp_stats", .nout = 
 /* (logits_local, gathered[k, 3, rows]) -> (loss[1], probs_local, losses) */
 static void finish_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&in[0])) {
-        hp_kb_xent_vp_finish(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CBF(in[0]), CF32(in[1]),
+        kern_of(k)->kb_xent_vp_finish(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CBF(in[0]), CF32(in[1]),
                              in[1].shape.d[0], t_rows(&in[0]), t_last(&in[0]), (long)n->a.i[0], (long)n->a.i[1],
                              (long)n->a.i[2]);
         return;
     }
-    hp_k_xent_vp_finish(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), CF32(in[1]),
+    kern_of(k)->k_xent_vp_finish(k->pool, F32(out[1]), F32(out[2]), F32(out[0]), CF32(in[0]), CF32(in[1]),
                         in[1].shape.d[0], t_rows(&in[0]), t_last(&in[0]), (long)n->a.i[0], (long)n->a.i[1],
                         (long)n->a.i[2]);
 }
@@ -79,11 +79,11 @@ const hp_opdef hp_op_xent_vp_finish = {.name = "cross_entropy_vp", .nout = 3, .r
 /* (dloss[1], probs_local, targets) -> dlogits_local */
 static void bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     if (is_bf16(&out[0])) {
-        hp_kb_xent_vp_bwd(k->pool, BF(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], k->scratch, t_rows(&in[1]),
+        kern_of(k)->kb_xent_vp_bwd(k->pool, BF(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], k->scratch, t_rows(&in[1]),
                           t_last(&in[1]), (long)n->a.i[0], (long)n->a.i[1], (long)n->a.i[2]);
         return;
     }
-    hp_k_xent_vp_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], t_rows(&in[1]),
+    kern_of(k)->k_xent_vp_bwd(k->pool, F32(out[0]), CF32(in[1]), I32(in[2]), CF32(in[0])[0], t_rows(&in[1]),
                      t_last(&in[1]), (long)n->a.i[0], (long)n->a.i[1], (long)n->a.i[2]);
 }
 static size_t bwd_scratch(const hp_graph *g, const hp_node *n, int nt) {

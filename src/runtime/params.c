@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at, size_t total, int alloc) {
+static hp_status create(hp_param_store *ps, const hp_allocator *mem, const hp_graph *g, const size_t *at, size_t total,
+                        int alloc) {
     memset(ps, 0, sizeof *ps);
+    ps->mem = mem;
     int n = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
     ps->name = calloc((size_t)(n ? n : 1), sizeof *ps->name);
@@ -49,7 +51,7 @@ static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at,
                          SIZE_MAX / sizeof(float));
     }
     if (!alloc) return HP_OK;
-    ps->data = hp_alloc_zeroed(bytes);
+    ps->data = hp_allocator_alloc(mem, bytes);
     if (!ps->data) {
         hp_param_store_free(ps);
         return hp_errorf("parameters: cannot allocate %zu MB", bytes >> 20);
@@ -57,10 +59,17 @@ static hp_status create(hp_param_store *ps, const hp_graph *g, const size_t *at,
     return HP_OK;
 }
 
-hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) { return create(ps, g, NULL, 0, 1); }
+hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g) {
+    return create(ps, hp_allocator_host(), g, NULL, 0, 1);
+}
 
 hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total) {
-    return create(ps, g, offset, total, 1);
+    return create(ps, hp_allocator_host(), g, offset, total, 1);
+}
+
+hp_status hp_param_store_create_with(hp_param_store *ps, const hp_allocator *mem, const hp_graph *g,
+                                     const size_t *offset, size_t total) {
+    return create(ps, mem, g, offset, total, 1);
 }
 
 /* A malloc'd copy of n bytes at src (n > 0), or NULL. */
@@ -73,7 +82,7 @@ static void *copy_of(const void *src, size_t n) {
 hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total,
                                       const size_t (*spans)[2], int nspans, int nslots, const size_t *slot_at) {
     if (nspans < 1) return hp_errorf("parameters: a store of spans needs at least one");
-    HP_TRY(create(ps, g, offset, total, 0));
+    HP_TRY(create(ps, hp_allocator_host(), g, offset, total, 0));
     size_t bytes = ps->total * sizeof(float), sb = 0;
     ps->span = malloc(sizeof *ps->span * (size_t)(nspans ? nspans : 1));
     ps->data = ps->span ? hp_alloc_reserve(bytes) : NULL;
@@ -91,7 +100,7 @@ hp_status hp_param_store_create_spans(hp_param_store *ps, const hp_graph *g, con
     if (!st && nslots > 0) {
         ps->slot_at = copy_of(slot_at, sizeof *ps->slot_at * (size_t)(nslots + 1));
         ps->nslots = nslots;
-        if (!ps->slot_at || !hp_mul_size(&sb, slot_at[nslots], sizeof(float)) || !(ps->slots = hp_alloc_zeroed(sb)))
+        if (!ps->slot_at || !hp_mul_size(&sb, slot_at[nslots], sizeof(float)) || !(ps->slots = hp_allocator_alloc(ps->mem, sb)))
             st = hp_errorf("parameters: cannot allocate %d gathered-unit slots (%zu MB)", nslots, slot_at[nslots] * 4 >> 20);
     }
     if (st) hp_param_store_free(ps);
@@ -155,7 +164,7 @@ hp_status hp_param_store_add_mirror(hp_param_store *ps) {
     if (ps->data16) return HP_OK;
     if (ps->nspans) return hp_errorf("parameters: a store of spans has no bf16 mirror");
     if (ps->borrowed) return hp_errorf("parameters: a borrowed store cannot get a mirror of its own");
-    ps->data16 = hp_alloc_zeroed(ps->total * sizeof(uint16_t));
+    ps->data16 = hp_allocator_alloc(ps->mem, ps->total * sizeof(uint16_t));
     if (!ps->data16) return hp_errorf("parameters: cannot allocate the %zu MB bf16 mirror", ps->total * 2 >> 20);
     return HP_OK;
 }
@@ -163,15 +172,16 @@ hp_status hp_param_store_add_mirror(hp_param_store *ps) {
 void hp_param_store_free(hp_param_store *ps) {
     if (ps->borrowed) ps->data = NULL, ps->data16 = NULL, ps->slots = NULL;
     if (ps->span && ps->data) hp_alloc_release(ps->data, ps->total * sizeof(float)), ps->data = NULL;
+    const hp_allocator *mem = ps->mem ? ps->mem : hp_allocator_host();
+    if (ps->slots) hp_allocator_free(mem, ps->slots, ps->slot_at[ps->nslots] * sizeof(float));
+    hp_allocator_free(mem, ps->data16, ps->total * sizeof(uint16_t));
+    hp_allocator_free(mem, ps->data, ps->total * sizeof(float));
     free(ps->span);
     free(ps->slot_at);
-    free(ps->slots);
-    free(ps->data16);
     free(ps->name);
     free(ps->shape);
     free(ps->hidden_matrix);
     free(ps->offset);
-    free(ps->data);
     memset(ps, 0, sizeof *ps);
 }
 

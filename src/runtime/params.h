@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/alloc.h"
 #include "core/graph.h"
 
 typedef struct {
@@ -32,12 +33,18 @@ typedef struct {
     float *slots;
     int nslots;
     size_t *slot_at;
+    /* where data (unless reserved: spans), data16 and slots come from (core/alloc.h) */
+    const hp_allocator *mem;
 } hp_param_store;
 
 hp_status hp_param_store_create(hp_param_store *ps, const hp_graph *g);
 /* The same with the caller's layout: offset[i] floats for the i-th parameter
  * in graph order, total floats in all (parallel/fsdp's unit layout). */
 hp_status hp_param_store_create_at(hp_param_store *ps, const hp_graph *g, const size_t *offset, size_t total);
+/* Either of those (offset NULL: the graph's layout) with its memory from mem
+ * instead of the host allocator (the others use hp_allocator_host). */
+hp_status hp_param_store_create_with(hp_param_store *ps, const hp_allocator *mem, const hp_graph *g,
+                                     const size_t *offset, size_t total);
 /* The same, with only spans[nspans] (floats, sorted, disjoint) of the layout
  * as memory (core/alloc's reserved buffers: every parameter keeps its
  * address, the rest faults), and nslots compute slots laid out at

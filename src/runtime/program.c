@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/memplan.h"
 #include "core/timing.h"
+#include "kernels/backend.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
@@ -36,6 +37,8 @@ struct hp_program {
     hp_gemm_ctx *gemm; /* oneDNN engine and streams of the rank (when a node uses them) */
     void **state;      /* [g->nnodes] nodes' prepared state */
     hp_program_info info;
+    const hp_allocator *mem; /* of arena, grads, persist and scratch, whose sizes follow */
+    size_t arena_n, grads_n, persist_n, scratch_n;
 };
 
 static int uses_gemm(const hp_graph *g) {
@@ -83,6 +86,11 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
 
 hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const int *order_in, int norder,
                                     const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
+    return hp_program_create_on(out, NULL, g, order_in, norder, mem, ps, pool, rank_ctx);
+}
+
+hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order_in,
+                               int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
     *out = NULL;
     hp_kernels_init(); /* BLAS single-threaded inside each pool thread: the pool decides the cores */
     if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
@@ -91,6 +99,8 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     if (!p) return hp_errorf("program: out of memory");
     p->g = g;
     p->ps = ps;
+    p->mem = be && be->mem ? be->mem : hp_allocator_host();
+    p->kctx.kern = be && be->kern ? be->kern : hp_kbackend_from_env();
     p->pool = pool;
     p->ptr = calloc((size_t)g->nvals, sizeof *p->ptr);
     int *order = malloc(sizeof(int) * (size_t)(g->nnodes ? g->nnodes : 1));
@@ -130,7 +140,8 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     for (int i = 0; i < g->nnodes; i++) has_bwd |= g->nodes[i].phase == HP_PHASE_BWD;
     size_t gtotal = hp_param_grad_floats(g, ps->offset, ps->total); /* FSDP's gradients are views */
     if (has_bwd) {
-        p->grads = hp_alloc_zeroed(gtotal * sizeof(float));
+        p->grads_n = gtotal * sizeof(float);
+        p->grads = hp_allocator_alloc(p->mem, p->grads_n);
         if (!p->grads) {
             st = hp_errorf("program: cannot allocate %zu MB of gradients", gtotal * 4 >> 20);
             goto fail;
@@ -148,8 +159,9 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
         if (val->grad_of >= 0 && g->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) continue;
         if (val->persistent) persist += round64(value_bytes(g, v));
     }
-    p->persist = hp_alloc_zeroed(persist);
-    p->arena = hp_alloc_zeroed(plan.arena_bytes);
+    p->persist_n = persist, p->arena_n = plan.arena_bytes;
+    p->persist = hp_allocator_alloc(p->mem, persist);
+    p->arena = hp_allocator_alloc(p->mem, plan.arena_bytes);
     if (!p->persist || !p->arena) {
         st = hp_errorf("program: cannot allocate the %zu MB activation arena", plan.arena_bytes >> 20);
         goto fail;
@@ -216,7 +228,8 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     p->kctx.pool = pool;
     p->kctx.rank = rank_ctx;
     p->kctx.err = &p->err;
-    p->kctx.scratch = hp_alloc_zeroed(scratch * sizeof(float));
+    p->scratch_n = scratch * sizeof(float);
+    p->kctx.scratch = hp_allocator_alloc(p->mem, p->scratch_n);
     if (!p->kctx.scratch) {
         st = hp_errorf("program: cannot allocate %zu MB of scratch", scratch * 4 >> 20);
         goto fail;
@@ -281,10 +294,12 @@ void hp_program_destroy(hp_program *p) {
     for (int ph = 0; ph < HP_NPHASES; ph++) free(p->steps[ph]);
     free(p->ins);
     free(p->ptr);
-    free(p->arena);
-    free(p->grads);
-    free(p->persist);
-    free(p->kctx.scratch);
+    if (p->mem) {
+        hp_allocator_free(p->mem, p->arena, p->arena_n);
+        hp_allocator_free(p->mem, p->grads, p->grads_n);
+        hp_allocator_free(p->mem, p->persist, p->persist_n);
+        hp_allocator_free(p->mem, p->kctx.scratch, p->scratch_n);
+    }
     hp_status_free(p->err);
     free(p);
 }

@@ -40,6 +40,17 @@ hp_status hp_program_create_rank(hp_program **out, const hp_graph *g, hp_param_s
  * planned here for that order). mem must have been planned for the same order. */
 hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const int *order, int norder,
                                     const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
+/* What a program runs on: the kernel backend table its operators launch
+ * through (kernels/backend.h; NULL: hp_kbackend_from_env) and the allocator
+ * of its memory: arena, gradients, inputs, scratch (core/alloc.h; NULL: the
+ * host allocator). Every create above uses the defaults. */
+typedef struct {
+    const struct hp_kbackend *kern;
+    const hp_allocator *mem;
+} hp_program_backend;
+/* hp_program_create_ordered on the backend be (NULL: the defaults). */
+hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order,
+                               int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
 /* Runs the steps of one phase (forward, backward or optimizer). An
