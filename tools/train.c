@@ -351,7 +351,7 @@ static hp_status run(trainer *t) {
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;
     c.trace = t->trace, c.trace_steps = o->trace_steps;
-    c.run_dir = t->run_dir[0] ? t->run_dir : NULL;
+    c.run_dir = t->run_dir[0] ? t->run_dir : NULL, c.run_refresh_s = o->run_refresh;
     c.run_nsettings = t->ntab, c.run_settings = t->settings, c.run_command = t->command;
     c.on_event = on_event, c.event_ctx = t;
     hp_progress_init(&t->pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));

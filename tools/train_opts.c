@@ -130,6 +130,8 @@ static const hp_train_optdef defs[] = {
     D("trace-steps", OPT_LONG, trace_steps, "1", ">= 1", UNSAVED, "steps traced (from the first)"),
     D("run-dir", OPT_STR, run_dir, "", NULL, ONCE | UNSAVED,
       "run directory: settings, plan, machine, metrics, traces (default runs/<time> without --metrics; none: off)"),
+    D("run-refresh", OPT_FLOAT, run_refresh, "10", ">= 0", ONCE | UNSAVED,
+      "rewrite the run directory's run.json at least every this many seconds while steps go by (0: every step)"),
 };
 #undef D
 #undef FROZEN

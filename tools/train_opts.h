@@ -58,6 +58,7 @@ typedef struct {
     char trace[512];
     /* the run directory ("" : runs/<timestamp> unless --metrics is given; "none": none) */
     char run_dir[512];
+    float run_refresh;  /* seconds between rewrites of run.json while steps go by */
     long trace_steps;
 } train_opts;
 

@@ -748,6 +748,7 @@ typedef struct {
     long trace_steps;           /* steps traced from the first (>= 1) */
     /* The run directory (see "run directories and reports"): NULL: none. */
     const char *run_dir;
+    double run_refresh_s;               /* run.json rewritten at least this often while steps go by (s; 0: every step) */
     int run_nsettings;                  /* the resolved settings recorded in config.json */
     const hp_run_setting *run_settings; /* [run_nsettings] */
     const char *run_command;            /* the command line, recorded in run.json; NULL: none */

@@ -61,6 +61,7 @@ void hp_train_config_default(hp_train_config *c, const hp_model *model) {
     c->seed = 1337;
     c->val_fraction = 0.1f, c->val_every = 100, c->val_steps = 10;
     c->trace_steps = 1;
+    c->run_refresh_s = HP_API_RUN_REFRESH_S;
 }
 
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
@@ -148,6 +149,7 @@ static hp_status check(const hp_train_config *c) {
     if (c->on_write_error != HP_ON_WRITE_ERROR_FAIL && c->on_write_error != HP_ON_WRITE_ERROR_WARN)
         BAD("on_write_error must be 0 (fail) or 1 (warn), got %d", c->on_write_error);
     if (c->comm_timeout_s < 0) BAD("comm_timeout_s must be >= 0, got %g", c->comm_timeout_s);
+    if (!(c->run_refresh_s >= 0)) BAD("run_refresh_s must be >= 0, got %g", c->run_refresh_s);
     if (set(c->trace) && c->trace_steps < 1) BAD("trace_steps must be >= 1, got %ld", c->trace_steps);
     if (c->validate && !c->plan) BAD("validate needs a plan (a 1-rank run has no layouts to check)");
     if (set(c->resume) && set(c->init_llmc)) BAD("give resume or init_llmc, not both");
@@ -236,7 +238,7 @@ static void on_event(void *ctx, const hp_train_event *ie) {
     if (t->run && !t->run_err) { /* run.json: at validations, checkpoints and stops, and at least every 10 s */
         double now = hp_now();
         int refresh = ie->kind == HP_TRAIN_VAL || ie->kind == HP_TRAIN_CKPT || ie->kind == HP_TRAIN_STOPPED ||
-                      now - t->run_refreshed >= HP_API_RUN_REFRESH_S;
+                      now - t->run_refreshed >= t->cfg.run_refresh_s;
         if (refresh) t->run_refreshed = now;
         t->run_err = hp_api_run_progress(t->run, ie->kind == HP_TRAIN_STEP ? ie->step : 0, refresh);
     }

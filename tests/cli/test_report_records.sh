@@ -10,6 +10,9 @@
 # file); a diverging run that stops, its last record null and flagged. Each
 # line is parsed strictly (no NaN or Infinity), every null comes with
 # "nonfinite": true, and each run's page draws exactly its finite values.
+# run.json is rewritten as steps go by, not only at validations and
+# checkpoints (issue 22 item 8): a run with neither, killed after some steps,
+# names a step past 0 (--run-refresh 0: every step, so no clock is involved).
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 CHECK="python3 $HERE/report_check.py"
@@ -71,4 +74,19 @@ $CHECK skip.html plot-loss:training="$nl" plot-lr:=6 plot-split:compute=6 --no-f
 grep -q '"val_loss": null, "nonfinite": true' skip/metrics.jsonl || fail "no null validation loss in the skip-step run"
 $CHECK stop.html plot-loss:training="$(counts stop/metrics.jsonl loss)" --text "values were not finite" ||
   fail "page of stop"
+# a run with no validation and no checkpoint, killed: run.json still says how far it got
+"$HP" train --layers 1 --heads 2 --channels 32 --batch 2 --seq 16 --max-seq 16 --threads 1 --steps 100000000 \
+  --val-every 0 --ckpt-every 0 --run-dir live --run-refresh 0 >live.log 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [ -f live/metrics.jsonl ] && [ "$(grep -c '"step"' live/metrics.jsonl)" -ge 3 ] && break
+  sleep 0.1
+done
+kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+python3 - live/run.json <<'PY' || fail "run.json was not refreshed while steps went by: $(cat live/run.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "running" and r["last_step"] >= 2, r
+PY
+expect_error "run-refresh must be" "$HP" train --run-refresh -1 --steps 1 --run-dir none
 finish
