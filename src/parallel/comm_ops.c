@@ -80,8 +80,23 @@ static double redistribute_bytes(const hp_graph *g, const hp_node *n) {
     return (double)n->a.f[0];
 }
 
+/* A descriptor's defaults: blocking, no group detail, no pair, nothing checked. */
+static hp_coll_desc desc_of(hp_coll_kind kind, hp_coll_group group, double bytes) {
+    return (hp_coll_desc){.kind = kind, .role = HP_COLL_BLOCKING, .group = group, .axis = -1, .plan = -1,
+                          .unit = -1, .pair = HP_COLL_PAIR_NONE, .pair_key = -1, .bytes = bytes};
+}
+
+/* a.i[0]: the plan; a.i[1]: the request slot once split; a.f[0]: the plan's bytes */
+static void redistribute_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    *d = desc_of(HP_COLL_REDISTRIBUTE, HP_COLL_GROUP_PLAN, (double)n->a.f[0]);
+    d->plan = (int)n->a.i[0];
+    d->grad = n->phase == HP_PHASE_BWD && n->a.i[HP_REDIST_GRAD];
+    d->check = HP_COLL_CHECK_VALUE;
+}
+
 const hp_opdef hp_op_redistribute = {.name = "redistribute", .nout = 1, .communicates = 1, .run = redistribute_run,
-                                     .bytes = redistribute_bytes};
+                                     .bytes = redistribute_bytes, .describe = redistribute_describe};
 
 static void all_gather_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_rank_ctx *c = k->rank;
@@ -94,8 +109,15 @@ static double all_gather_bytes(const hp_graph *g, const hp_node *n) {
     return (double)hp_dtype_size(g->vals[n->out[0]].dtype) * (double)hp_val_numel(g, n->out[0]);
 }
 
+/* a.i[0]: the mesh axis */
+static void all_gather_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    *d = desc_of(HP_COLL_ALL_GATHER, HP_COLL_GROUP_AXIS, all_gather_bytes(g, n));
+    d->axis = (int)n->a.i[0];
+    d->purpose = "cross-entropy statistics";
+}
+
 const hp_opdef hp_op_mesh_all_gather = {.name = "all_gather", .nout = 1, .communicates = 1, .run = all_gather_run,
-                                        .bytes = all_gather_bytes};
+                                        .bytes = all_gather_bytes, .describe = all_gather_describe};
 
 /* ---- start / wait ---- */
 
@@ -129,10 +151,28 @@ static void redistribute_wait_run(const hp_kctx *k, const hp_node *n, const hp_t
     if (st) *k->err = st;
 }
 
+/* the start and its wait carry the same attributes: the pair is the slot a.i[1] */
+static void redistribute_half(hp_coll_desc *d, const hp_graph *g, const hp_node *n, hp_coll_role role) {
+    redistribute_describe(d, g, n);
+    d->role = role;
+    d->pair = HP_COLL_PAIR_SLOT;
+    d->pair_key = (int)n->a.i[1];
+    d->check = HP_COLL_CHECK_NONE;
+}
+
+static void redistribute_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    redistribute_half(d, g, n, HP_COLL_START);
+}
+
+static void redistribute_wait_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    redistribute_half(d, g, n, HP_COLL_WAIT);
+}
+
 const hp_opdef hp_op_redistribute_start = {.name = "redistribute_start", .nout = 1, .communicates = 1,
-                                           .run = redistribute_start_run, .bytes = redistribute_bytes};
+                                           .run = redistribute_start_run, .bytes = redistribute_bytes,
+                                           .describe = redistribute_start_describe};
 const hp_opdef hp_op_redistribute_wait = {.name = "redistribute_wait", .nout = 0, .communicates = 1,
-                                          .run = redistribute_wait_run};
+                                          .run = redistribute_wait_run, .describe = redistribute_wait_describe};
 
 /* ---- the optimizer norm's sum over ranks ---- */
 
@@ -155,8 +195,14 @@ static double sumsq_combine_bytes(const hp_graph *g, const hp_node *n) {
     return 8.0 * (double)(n->a.i[0] - 1);
 }
 
+static void sumsq_combine_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    *d = desc_of(HP_COLL_ALL_GATHER, HP_COLL_GROUP_WORLD, sumsq_combine_bytes(g, n));
+    d->purpose = "gradient norm";
+}
+
 const hp_opdef hp_op_sumsq_combine = {.name = "sumsq_combine", .nout = 1, .communicates = 1,
-                                      .run = sumsq_combine_run, .bytes = sumsq_combine_bytes};
+                                      .run = sumsq_combine_run, .bytes = sumsq_combine_bytes,
+                                      .describe = sumsq_combine_describe};
 
 /* The deterministic mode's: every rank's exact accumulator gathered bytewise
  * and merged (integer sums, any order), read as one double (optim/sumsq_exact). */
