@@ -54,6 +54,7 @@ typedef struct {
     int axis;           /* HP_COLL_GROUP_AXIS: the mesh axis; else -1 */
     int plan;           /* HP_COLL_REDISTRIBUTE: the rank context's plan index; else -1 */
     int unit;           /* FSDP groups: the unit; else -1 */
+    int peer;           /* send, recv: the other member's index in the group; else -1 */
     int grad;           /* 1: a parameter gradient's reduction (backward) */
     hp_coll_pair pair;  /* how a wait finds its start */
     int pair_key;       /* the slot or unit both halves carry; -1 when blocking */

@@ -668,7 +668,7 @@ static void param16_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
  * what the trace counts (each start's own estimate; waits 0). */
 static void fsdp_describe(hp_coll_desc *d, const hp_node *n, hp_coll_kind kind, hp_coll_role role, hp_coll_group grp,
                           double bytes) {
-    *d = (hp_coll_desc){.kind = kind, .role = role, .group = grp, .axis = -1, .plan = -1, .unit = (int)n->a.i[0],
+    *d = (hp_coll_desc){.kind = kind, .role = role, .group = grp, .axis = -1, .plan = -1, .unit = (int)n->a.i[0], .peer = -1,
                         .grad = kind != HP_COLL_ALL_GATHER, .pair = HP_COLL_PAIR_UNIT, .pair_key = (int)n->a.i[0],
                         .bytes = bytes};
 }
