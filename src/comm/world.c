@@ -85,6 +85,7 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     atomic_init(&w->next_gid, 0);
     atomic_init(&w->failed, 0);
     atomic_init(&w->abandoned, 0);
+    w->inter = use_mpi ? &hp_comm_transport_mpi : &hp_comm_transport_mbox;
     if (use_mpi) {
         hp_status st = setup_mpi(w);
         if (!st && o->supernodes > 0 && o->supernodes != w->S)
