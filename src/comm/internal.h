@@ -173,6 +173,13 @@ void hp_comm_link_cancel(hp_comm_rank *r, hp_comm_lreq *q);
  * (the emulated tier, throttled by link.c). */
 typedef struct hp_comm_transport {
     const char *name;
+    /* Sets the world's tier up (NULL: nothing to set up): MPI's communicator,
+     * w->S from the process count, this process's supernode (w->mpi_rank). */
+    hp_status (*open)(hp_comm_world *w);
+    void (*close)(hp_comm_world *w); /* undoes open (NULL: nothing) */
+    /* Ends the job after a failure, where peers in other processes could
+     * otherwise wait forever (NULL: nothing to do). */
+    void (*abort)(hp_comm_world *w);
     /* Posts q (is_send, src, dst, gid, buf and bytes filled) towards global rank peer. */
     hp_status (*post)(hp_comm_rank *r, hp_comm_lreq *q, int peer);
     /* 0 once q's data has moved, -1 at the deadline. */

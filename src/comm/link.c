@@ -142,4 +142,4 @@ static void mbox_cancel(hp_comm_rank *r, hp_comm_lreq *q) {
         while (!atomic_load(&q->done)) sched_yield(); /* matched: the copy is finishing */
 }
 
-const hp_comm_transport hp_comm_transport_mbox = {"mailbox", mbox_send, mbox_wait, mbox_cancel};
+const hp_comm_transport hp_comm_transport_mbox = {"mailbox", NULL, NULL, NULL, mbox_send, mbox_wait, mbox_cancel};

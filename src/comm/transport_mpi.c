@@ -2,8 +2,9 @@
  * an inter-supernode message between processes is an MPI_Isend/Irecv on the
  * world's duplicated communicator, driven by the thread running the call
  * (the rank's own, or one of its lanes; MPI_THREAD_MULTIPLE, or serialized
- * under the world's lock). */
+ * under the world's lock); and the MPI set-up and ending of a world. */
 #include <sched.h>
+#include <stdio.h>
 
 #include "comm/internal.h"
 
@@ -64,4 +65,56 @@ static void mpi_cancel(hp_comm_rank *r, hp_comm_lreq *q) {
     }
 }
 
-const hp_comm_transport hp_comm_transport_mpi = {"mpi", mpi_post, mpi_wait, mpi_cancel};
+static hp_status mpi_err(int rc, const char *what) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return hp_errorf("comm: %s failed: %s", what, msg);
+}
+
+/* MPI initialised (unless it already was) with threads, a duplicated
+ * communicator returning errors; the processes are the supernodes. */
+static hp_status mpi_open(hp_comm_world *w) {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    int provided = MPI_THREAD_SINGLE;
+    if (!inited) {
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+        if (rc != MPI_SUCCESS) return hp_errorf("comm: MPI_Init_thread failed (code %d)", rc);
+        w->mpi_inited_here = 1;
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_SERIALIZED)
+        return hp_errorf("comm: MPI grants thread level %d; hyperpar needs MPI_THREAD_SERIALIZED or more", provided);
+    w->mpi_serialize = provided < MPI_THREAD_MULTIPLE;
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
+    if (rc != MPI_SUCCESS) return mpi_err(rc, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(w->comm, &w->mpi_rank);
+    int size;
+    MPI_Comm_size(w->comm, &size);
+    w->S = size;
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(w->comm, MPI_TAG_UB, &ub, &flag);
+    w->tag_ub = flag && ub ? *ub : 32767;
+    return HP_OK;
+}
+
+static void mpi_close(hp_comm_world *w) {
+    if (w->comm != MPI_COMM_NULL && w->comm) MPI_Comm_free(&w->comm);
+    if (w->mpi_inited_here) MPI_Finalize();
+}
+
+/* A peer stopped answering: MPI_Finalize (and joining threads still waiting
+ * on it) would wait for it forever. The caller has printed its error by now
+ * (it names the collective, the group and the missing rank); end the job. */
+static void mpi_abort(hp_comm_world *w) {
+    (void)w;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+const hp_comm_transport hp_comm_transport_mpi = {"mpi", mpi_open, mpi_close, mpi_abort, mpi_post, mpi_wait,
+                                                 mpi_cancel};
