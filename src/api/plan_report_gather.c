@@ -126,24 +126,25 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
         snprintf(c.where, sizeof c.where, "%s", n->name);
         char *suffix = strstr(c.where, ".redistribute");
         if (suffix && suffix[13] == 0) *suffix = 0;
-        if (n->op == &hp_op_redistribute || n->op == &hp_op_redistribute_start) {
-            redist_coll(&c, t, &cc->rg.ctx.plans[n->a.i[0]], m, r->rank, n->phase);
-        } else if (n->op == &hp_op_mesh_all_gather) {
-            int axis = (int)n->a.i[0], k = m->size[axis];
+        hp_coll_desc d; /* the collectives that start (or are) a transfer; waits add nothing */
+        if (!hp_coll_describe(&d, lg, n) || d.role == HP_COLL_WAIT) continue;
+        if (d.kind == HP_COLL_REDISTRIBUTE) {
+            redist_coll(&c, t, &cc->rg.ctx.plans[d.plan], m, r->rank, n->phase);
+        } else if (d.kind == HP_COLL_ALL_GATHER && d.group == HP_COLL_GROUP_AXIS) {
+            int axis = d.axis, k = m->size[axis];
             double out = 4.0 * (double)hp_val_numel(lg, n->out[0]);
             c.bytes = out * (k - 1) / k;
             c.communicates = 1;
             char bb[32];
-            snprintf(c.steps, sizeof c.steps, "all-gather(%s) %s (cross-entropy statistics)", m->name[axis],
-                     hp_api_bytes_str(bb, sizeof bb, c.bytes));
+            snprintf(c.steps, sizeof c.steps, "all-gather(%s) %s (%s)", m->name[axis],
+                     hp_api_bytes_str(bb, sizeof bb, c.bytes), d.purpose ? d.purpose : "");
             hp_plan_group_str(c.groups, sizeof c.groups, m, axis, r->rank);
             t->count[n->phase][HP_RD_ALL_GATHER]++;
             t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
-        } else if (n->op == &hp_op_fsdp_gather_start || n->op == &hp_op_fsdp_reduce_start ||
-                   n->op == &hp_op_fsdp_reduce_wait) {
+        } else if (d.group == HP_COLL_GROUP_FSDP_SHARD || d.group == HP_COLL_GROUP_FSDP_REPLICAS) {
             const hp_fsdp_plan *f = &cc->fsdp;
-            const hp_fsdp_unit *un = &f->units[n->a.i[0]];
-            int gather = n->op == &hp_op_fsdp_gather_start, reps = n->op == &hp_op_fsdp_reduce_wait;
+            const hp_fsdp_unit *un = &f->units[d.unit];
+            int gather = d.kind == HP_COLL_ALL_GATHER, reps = d.group == HP_COLL_GROUP_FSDP_REPLICAS;
             if (reps && f->replicas <= 1) continue;
             int axis = reps ? f->replicate_axis : f->shard_axis, k = m->size[axis];
             /* bytes a rank sends: (k - 1) shards in a ring-like exchange; an all-reduce twice that */
@@ -164,11 +165,11 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             int kind = gather ? HP_RD_ALL_GATHER : reps ? HP_RD_ALL_REDUCE : HP_RD_REDUCE_SCATTER;
             t->count[n->phase][kind]++;
             t->bytes[n->phase][kind] += c.bytes;
-        } else if (n->op == &hp_op_sumsq_combine) {
+        } else if (d.kind == HP_COLL_ALL_GATHER && d.group == HP_COLL_GROUP_WORLD) {
             int w = hp_mesh_size(m);
-            c.bytes = 8.0 * (w - 1);
+            c.bytes = d.bytes;
             c.communicates = 1;
-            snprintf(c.steps, sizeof c.steps, "all-gather(world) %.0f B (gradient norm)", c.bytes);
+            snprintf(c.steps, sizeof c.steps, "all-gather(world) %.0f B (%s)", c.bytes, d.purpose ? d.purpose : "");
             snprintf(c.groups, sizeof c.groups, "world[0..%d]", w - 1);
             t->count[n->phase][HP_RD_ALL_GATHER]++;
             t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;

@@ -13,7 +13,7 @@
  * waits, scratch). */
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_internal.h"
 
 /* A single all-reduce between two lone ranks from this size on runs as
  * reduce-scatter + all-gather. */

@@ -9,7 +9,7 @@
  * ranks for an all-reduce of N bytes: the one-tier ring's figure over R. */
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_internal.h"
 #include "comm/copy.h"
 
 /* ---- all-reduce: one barrier pair per call ---- */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_internal.h"
 
 /* ---- failure ---- */
 

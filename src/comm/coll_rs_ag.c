@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_internal.h"
 #include "comm/copy.h"
 
 /* ---- reduce-scatter: within the supernode, then across ---- */

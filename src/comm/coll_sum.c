@@ -9,7 +9,7 @@
  * supernodes (the deterministic mode's reductions). */
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_internal.h"
 #include "comm/copy.h"
 
 /* ---- arithmetic: fp32 sums in a fixed order ---- */

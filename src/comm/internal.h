@@ -14,6 +14,8 @@
 #include "comm/comm.h"
 #include "comm/sync.h"
 
+struct hp_comm_transport;
+
 /* One posted message on a link (in-process mailbox or MPI). */
 typedef struct hp_comm_lreq {
     struct hp_comm_lreq *next; /* mailbox pending list */
@@ -22,7 +24,7 @@ typedef struct hp_comm_lreq {
     size_t bytes;
     atomic_uint done;  /* 1 when the data has moved */
     int size_mismatch; /* set on the receiver when the sizes differ */
-    int via_mpi;
+    const struct hp_comm_transport *tp; /* the transport it was posted on */
     MPI_Request mreq;
     int64_t ready_ns;  /* throttle: not complete before this time */
 } hp_comm_lreq;
@@ -140,6 +142,7 @@ struct hp_comm_rank {
 struct hp_comm_world {
     int S, R;
     int use_mpi, mpi_inited_here, mpi_rank, mpi_serialize, tag_ub;
+    const struct hp_comm_transport *inter; /* the inter-supernode tier's transport, chosen at creation */
     MPI_Comm comm;
     pthread_mutex_t mpi_mu;
     int first, nhosted;
@@ -163,6 +166,28 @@ hp_status hp_comm_link_irecv(hp_comm_rank *r, hp_comm_lreq *q, int src, int gid,
 int hp_comm_link_wait(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns);
 /* Withdraws a request that timed out (mailbox) so it can be freed. */
 void hp_comm_link_cancel(hp_comm_rank *r, hp_comm_lreq *q);
+/* A transport: how a message crosses a link, one table of calls per kind.
+ * Inside a supernode messages always take the mailbox (one copy, sender's
+ * buffer to receiver's); the world picks the inter-supernode tier's when it
+ * is made: MPI between processes (comm/transport_mpi.c), or the mailbox
+ * (the emulated tier, throttled by link.c). */
+typedef struct hp_comm_transport {
+    const char *name;
+    /* Sets the world's tier up (NULL: nothing to set up): MPI's communicator,
+     * w->S from the process count, this process's supernode (w->mpi_rank). */
+    hp_status (*open)(hp_comm_world *w);
+    void (*close)(hp_comm_world *w); /* undoes open (NULL: nothing) */
+    /* Ends the job after a failure, where peers in other processes could
+     * otherwise wait forever (NULL: nothing to do). */
+    void (*abort)(hp_comm_world *w);
+    /* Posts q (is_send, src, dst, gid, buf and bytes filled) towards global rank peer. */
+    hp_status (*post)(hp_comm_rank *r, hp_comm_lreq *q, int peer);
+    /* 0 once q's data has moved, -1 at the deadline. */
+    int (*wait)(hp_comm_rank *r, hp_comm_lreq *q, int64_t deadline_ns);
+    /* Withdraws q, not done, after a timeout so that it can be freed. */
+    void (*cancel)(hp_comm_rank *r, hp_comm_lreq *q);
+} hp_comm_transport;
+extern const hp_comm_transport hp_comm_transport_mbox, hp_comm_transport_mpi;
 void hp_comm_mbox_init(hp_comm_mbox *m);
 void hp_comm_mbox_destroy(hp_comm_mbox *m);
 

@@ -1,7 +1,8 @@
 /* comm/world: the world (supernodes x ranks) and its set-up: options
- * checked, MPI initialised when the process runs under mpirun (a duplicated
- * communicator returning errors), the hosted rank handles with their lanes
- * and traffic counters, the world group; and the world's queries. */
+ * checked, the inter-supernode transport chosen (MPI when the process runs
+ * under mpirun: comm/transport_mpi opens it; the mailbox otherwise), the
+ * hosted rank handles with their lanes and traffic counters, the world
+ * group; and the world's queries. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,40 +29,6 @@ static void rank_fini(hp_comm_rank *r) {
     pthread_mutex_destroy(&r->port_mu);
 }
 
-static hp_status mpi_err(int rc, const char *what) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    return hp_errorf("comm: %s failed: %s", what, msg);
-}
-
-static hp_status setup_mpi(hp_comm_world *w) {
-    int inited = 0;
-    MPI_Initialized(&inited);
-    int provided = MPI_THREAD_SINGLE;
-    if (!inited) {
-        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-        if (rc != MPI_SUCCESS) return hp_errorf("comm: MPI_Init_thread failed (code %d)", rc);
-        w->mpi_inited_here = 1;
-    } else {
-        MPI_Query_thread(&provided);
-    }
-    if (provided < MPI_THREAD_SERIALIZED)
-        return hp_errorf("comm: MPI grants thread level %d; hyperpar needs MPI_THREAD_SERIALIZED or more", provided);
-    w->mpi_serialize = provided < MPI_THREAD_MULTIPLE;
-    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
-    if (rc != MPI_SUCCESS) return mpi_err(rc, "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(w->comm, &w->mpi_rank);
-    int size;
-    MPI_Comm_size(w->comm, &size);
-    w->S = size;
-    int *ub = NULL, flag = 0;
-    MPI_Comm_get_attr(w->comm, MPI_TAG_UB, &ub, &flag);
-    w->tag_ub = flag && ub ? *ub : 32767;
-    return HP_OK;
-}
-
 hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     *out = NULL;
     if (o->ranks_per_supernode < 1)
@@ -86,8 +53,9 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     atomic_init(&w->next_gid, 0);
     atomic_init(&w->failed, 0);
     atomic_init(&w->abandoned, 0);
+    w->inter = use_mpi ? &hp_comm_transport_mpi : &hp_comm_transport_mbox;
     if (use_mpi) {
-        hp_status st = setup_mpi(w);
+        hp_status st = w->inter->open(w);
         if (!st && o->supernodes > 0 && o->supernodes != w->S)
             st = hp_errorf("comm options: supernodes: %d given, but mpirun started %d processes", o->supernodes, w->S);
         if (st) {
@@ -133,13 +101,8 @@ void hp_comm_world_abandon(hp_comm_world *w) {
 double hp_comm_timeout_s(const hp_comm_world *w) { return (double)w->timeout_ns / 1e9; }
 
 void hp_comm_world_end_if_failed(hp_comm_world *w) {
-    if (!w || !w->use_mpi || !atomic_load(&w->failed)) return;
-    /* A peer stopped answering: MPI_Finalize (and joining threads still waiting
-     * on it) would wait for it forever. The caller has printed its error by now
-     * (it names the collective, the group and the missing rank); end the job. */
-    fflush(stdout);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    if (!w || !w->inter || !w->inter->abort || !atomic_load(&w->failed)) return;
+    w->inter->abort(w);
 }
 
 void hp_comm_world_destroy(hp_comm_world *w) {
@@ -150,10 +113,7 @@ void hp_comm_world_destroy(hp_comm_world *w) {
     if (w->ranks)
         for (int i = 0; i < w->nhosted; i++) rank_fini(&w->ranks[i]);
     free(w->ranks);
-    if (w->use_mpi) {
-        if (w->comm != MPI_COMM_NULL && w->comm) MPI_Comm_free(&w->comm);
-        if (w->mpi_inited_here) MPI_Finalize();
-    }
+    if (w->use_mpi && w->inter->close) w->inter->close(w);
     hp_comm_mbox_destroy(&w->mbox);
     pthread_mutex_destroy(&w->mpi_mu);
     free(w);

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "core/coll_desc.h"
 #include "core/graph.h"
 #include "core/pool.h"
 
@@ -73,6 +74,16 @@ typedef struct hp_opdef {
     /* Does this node's prepare need the rank's matmul context (hp_kctx.gemm)?
      * The program makes one only when some node does. NULL: no. */
     int (*uses_gemm)(const hp_graph *g, const hp_node *n);
+    /* What a communicating operator does (core/coll_desc.h); NULL: not
+     * described (a computing operator, or one no pass needs to read). */
+    void (*describe)(hp_coll_desc *out, const hp_graph *g, const hp_node *n);
 } hp_opdef;
+
+/* Fills *out from node n's operator; 0 when the operator describes no collective. */
+static inline int hp_coll_describe(hp_coll_desc *out, const hp_graph *g, const hp_node *n) {
+    if (!n->op->describe) return 0;
+    n->op->describe(out, g, n);
+    return 1;
+}
 
 #endif

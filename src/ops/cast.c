@@ -50,3 +50,5 @@ const hp_opdef hp_op_cast = {
     .name = "cast", .nout = 1, .infer = cast_infer, .run = cast_run, .backward = cast_backward,
     .flops = cast_flops, .bytes = hp_ops_io_bytes,
 };
+
+int hp_op_is_cast(const hp_opdef *op) { return op == &hp_op_cast; }

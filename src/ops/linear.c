@@ -187,3 +187,7 @@ const hp_opdef hp_op_linear_bwd = {
     .flops = flops_bwd, .bytes = hp_ops_io_bytes, .prepare = prepare_bwd, .release = release,
     .uses_gemm = uses_gemm,
 };
+
+int hp_op_linear_gemm_input(const hp_opdef *op) {
+    return op == &hp_op_linear ? 0 : op == &hp_op_linear_bwd ? 1 : -1;
+}

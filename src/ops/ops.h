@@ -38,6 +38,9 @@ extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
 /* linear's attribute a.i[HP_LINEAR_GEMM]: how its fp32 products pick a GEMM
  * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
 #define HP_LINEAR_GEMM 7
+/* Which input of a linear node (forward or backward) is its fp32 GEMM's
+ * operand whose dtype decides the policy: 0 or 1; -1: not a linear operator. */
+int hp_op_linear_gemm_input(const hp_opdef *op);
 extern const hp_opdef hp_op_layernorm, hp_op_layernorm_bwd;
 extern const hp_opdef hp_op_rmsnorm, hp_op_rmsnorm_bwd;
 extern const hp_opdef hp_op_gelu, hp_op_gelu_bwd;
@@ -47,6 +50,7 @@ extern const hp_opdef hp_op_attention, hp_op_attention_bwd;
 extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
 extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */
+int hp_op_is_cast(const hp_opdef *op); /* 1: op is the dtype cast */
 
 /* Local operators of per-rank programs (ops/vocab_parallel.c). */
 extern const hp_opdef hp_op_embedding_vp, hp_op_embedding_vp_bwd, hp_op_embedding_vp_bwd_acc;

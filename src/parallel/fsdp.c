@@ -262,7 +262,7 @@ static hp_status mirror_copies(const hp_fsdp_plan *f, hp_graph *g, const int *id
     for (int q = 0; q < f->nparams; q++) managed[ids[q]] = f->unit_of[q] >= 0;
     for (int i = 0; i < g->nnodes; i++) {
         hp_node *nd = &g->nodes[i];
-        if (nd->op != &hp_op_cast || nd->phase != HP_PHASE_FWD || nd->a.i[0] != HP_BF16) continue;
+        if (!hp_op_is_cast(nd->op) || nd->phase != HP_PHASE_FWD || nd->a.i[0] != HP_BF16) continue;
         int p = nd->in[0], c = nd->out[0];
         if (!managed[p]) continue;
         if (g->vals[c].mirror_of >= 0)
@@ -664,16 +664,59 @@ static void param16_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
     (void)k, (void)n, (void)in, (void)out;
 }
 
+/* The FSDP collectives: unit a.i[0]'s stages, paired by the unit. bytes:
+ * what the trace counts (each start's own estimate; waits 0). */
+static void fsdp_describe(hp_coll_desc *d, const hp_node *n, hp_coll_kind kind, hp_coll_role role, hp_coll_group grp,
+                          double bytes) {
+    *d = (hp_coll_desc){.kind = kind, .role = role, .group = grp, .axis = -1, .plan = -1, .unit = (int)n->a.i[0], .peer = -1,
+                        .grad = kind != HP_COLL_ALL_GATHER, .pair = HP_COLL_PAIR_UNIT, .pair_key = (int)n->a.i[0],
+                        .bytes = bytes};
+}
+
+static void gather_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    fsdp_describe(d, n, HP_COLL_ALL_GATHER, HP_COLL_START, HP_COLL_GROUP_FSDP_SHARD, gather_bytes(g, n));
+}
+
+static void gather_wait_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    fsdp_describe(d, n, HP_COLL_ALL_GATHER, HP_COLL_WAIT, HP_COLL_GROUP_FSDP_SHARD, 0);
+    d->check = HP_COLL_CHECK_PARAMS;
+}
+
 const hp_opdef hp_op_fsdp_gather_start = {.name = "fsdp_gather_start", .communicates = 1, .run = gather_start_run,
-                                          .bytes = gather_bytes};
-const hp_opdef hp_op_fsdp_gather_wait = {.name = "fsdp_gather_wait", .communicates = 1, .run = gather_wait_run};
+                                          .bytes = gather_bytes, .describe = gather_start_describe};
+const hp_opdef hp_op_fsdp_gather_wait = {.name = "fsdp_gather_wait", .communicates = 1, .run = gather_wait_run,
+                                         .describe = gather_wait_describe};
 static double reduce_bytes(const hp_graph *g, const hp_node *n) {
     return (n->a.i[2] ? 2.0 : 4.0) * (double)hp_val_numel(g, n->in[0]); /* a.i[2]: reduce=bf16 */
 }
 
+static void reduce_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    fsdp_describe(d, n, HP_COLL_REDUCE_SCATTER, HP_COLL_START, HP_COLL_GROUP_FSDP_SHARD, reduce_bytes(g, n));
+}
+
+/* the reduce-scatter's wait, which starts the replicas' all-reduce (where
+ * the plan has replicas): described as that start; in[1] is the shard */
+static void reduce_wait_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    fsdp_describe(d, n, HP_COLL_ALL_REDUCE, HP_COLL_START, HP_COLL_GROUP_FSDP_REPLICAS, 0);
+    d->check = HP_COLL_CHECK_SHARD;
+    d->check_in = 1;
+}
+
+/* the replicas' all-reduce's wait; in[0] is the shard */
+static void allreduce_wait_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    fsdp_describe(d, n, HP_COLL_ALL_REDUCE, HP_COLL_WAIT, HP_COLL_GROUP_FSDP_REPLICAS, 0);
+    d->check = HP_COLL_CHECK_SHARD;
+    d->check_in = 0;
+}
+
 const hp_opdef hp_op_fsdp_reduce_start = {.name = "fsdp_reduce_start", .nout = 1, .communicates = 1,
-                                          .run = reduce_start_run, .bytes = reduce_bytes};
-const hp_opdef hp_op_fsdp_reduce_wait = {.name = "fsdp_reduce_wait", .communicates = 1, .run = reduce_wait_run};
+                                          .run = reduce_start_run, .bytes = reduce_bytes,
+                                          .describe = reduce_start_describe};
+const hp_opdef hp_op_fsdp_reduce_wait = {.name = "fsdp_reduce_wait", .communicates = 1, .run = reduce_wait_run,
+                                         .describe = reduce_wait_describe};
 const hp_opdef hp_op_fsdp_allreduce_wait = {.name = "fsdp_allreduce_wait", .communicates = 1,
-                                            .run = allreduce_wait_run};
+                                            .run = allreduce_wait_run, .describe = allreduce_wait_describe};
 const hp_opdef hp_op_fsdp_param16 = {.name = "fsdp_param16", .nout = 1, .run = param16_run};

@@ -12,7 +12,7 @@ hp_status hp_pass_gemm_policy(int *nset, hp_rank_graph *rg, int policy) {
     hp_graph *g = rg->g;
     for (int i = 0; i < g->nnodes; i++) {
         hp_node *n = &g->nodes[i];
-        int x = n->op == &hp_op_linear ? 0 : n->op == &hp_op_linear_bwd ? 1 : -1;
+        int x = hp_op_linear_gemm_input(n->op);
         if (x < 0 || g->vals[n->in[x]].dtype != HP_F32) continue;
         n->a.i[HP_LINEAR_GEMM] = policy;
         ++*nset;

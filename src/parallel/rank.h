@@ -65,6 +65,24 @@ extern const hp_opdef hp_op_redistribute_start, hp_op_redistribute_wait, hp_op_s
  *   optim/sumsq_exact.h) -> out f64 [1]: every rank's merged, as one double
  *   (on one rank too); i[0] = the world size. */
 extern const hp_opdef hp_op_sumsq_combine_exact;
+/* Point to point and the all-to-all with counts, as start/wait pairs on the
+ * rank's request slot `slot` (hp_rank_ctx.nslots must cover it), along mesh
+ * axis `axis` (members by coordinate); each call emits the start and its
+ * wait (slot_wait: no output; it reads what the start reads and writes) into
+ * phase ph and returns the wait's node (-1 once g has an error). Between them
+ * the sent value must not change and the received one is not ready.
+ * send: x whole to member `peer`; recv: y whole from member `peer` (the
+ * sender's value has y's element count and dtype); all_to_all_v: x holds the
+ * pieces for the k members in order, send_counts[k] elements each, y gets
+ * the pieces from them in order, recv_counts[k] each (counts may be 0; they
+ * must add up to x's and y's element counts). Descriptors: kind send, recv
+ * or all-to-all, group the axis, pair the slot, bytes what the rank sends
+ * (recv: receives). */
+extern const hp_opdef hp_op_send_start, hp_op_recv_start, hp_op_all_to_all_v_start, hp_op_slot_wait;
+int hp_comm_op_send(hp_graph *g, int x, int axis, int peer, int slot, hp_phase ph);
+int hp_comm_op_recv(hp_graph *g, int y, int axis, int peer, int slot, hp_phase ph);
+int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *send_counts,
+                            const int64_t *recv_counts, int k, int slot, hp_phase ph);
 /* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
 int hp_redist_plan_async(const hp_redist *plan);
 

@@ -64,7 +64,9 @@ hp_status hp_pass_reduce_dtype(hp_reduce_dtype_result *out, hp_rank_graph *rg, h
     int n = 0;
     for (int i = 0; i < n0 && !hp_graph_status(g); i++) {
         const hp_node *nd = &g->nodes[i];
-        if (nd->op != &hp_op_redistribute || nd->phase != HP_PHASE_BWD || !nd->a.i[HP_REDIST_GRAD]) continue;
+        hp_coll_desc d; /* a blocking redistribution reducing a parameter's gradient */
+        if (!hp_coll_describe(&d, g, nd) || d.kind != HP_COLL_REDISTRIBUTE || d.role != HP_COLL_BLOCKING || !d.grad)
+            continue;
         const hp_redist *plan = &rg->ctx.plans[nd->a.i[0]];
         if (!hp_redist_plan_async(plan) || g->vals[nd->in[0]].dtype != HP_F32) continue;
         out->bytes_before += plan->bytes;

@@ -8,13 +8,25 @@
 #include "core/opdef.h"
 #include "parallel/rank.h"
 
+/* A blocking redistribution that reduces a parameter's gradient (lowering's mark). */
+static int grad_reduction(const hp_graph *g, const hp_node *n) {
+    hp_coll_desc d;
+    return hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE && d.role == HP_COLL_BLOCKING && d.grad;
+}
+
+/* A redistribution's start (the schedule's split made it). */
+static int redist_start(const hp_graph *g, const hp_node *n) {
+    hp_coll_desc d;
+    return hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE && d.role == HP_COLL_START;
+}
+
 /* Splits parameter-gradient reductions into start + wait; returns the count. */
 static int split_reductions(hp_rank_graph *rg, int window) {
     hp_graph *g = rg->g;
     int n0 = g->nnodes, split = 0;
     for (int i = 0; i < n0 && !hp_graph_status(g); i++) {
         hp_node *nd = &g->nodes[i];
-        if (nd->op != &hp_op_redistribute || nd->phase != HP_PHASE_BWD || !nd->a.i[HP_REDIST_GRAD]) continue;
+        if (!grad_reduction(g, nd)) continue;
         int dst = nd->out[0], src = nd->in[0];
         if (!hp_redist_plan_async(&rg->ctx.plans[nd->a.i[0]])) continue;
         nd->op = &hp_op_redistribute_start;
@@ -104,7 +116,7 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
         st = hp_errorf("schedule: out of memory");
     for (int i = 0; !st && i < nn; i++) s.wait_of[i] = s.before[i] = s.after[i] = s.after_wait[i] = s.next[i] = -1;
     for (int i = n0, k = 0; !st && i < nn; i++) { /* waits were appended in start order */
-        while (k < n0 && g->nodes[k].op != &hp_op_redistribute_start) k++;
+        while (k < n0 && !redist_start(g, &g->nodes[k])) k++;
         s.wait_of[k++] = i;
     }
     for (int j = 0; !st && j < n0; j++) {

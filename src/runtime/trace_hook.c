@@ -1,7 +1,7 @@
 /* runtime/trace_hook: a program's steps as trace events (see the header). */
 #include "runtime/trace_hook.h"
 
-#include "parallel/rank.h"
+#include "core/opdef.h"
 
 static const char *const phase_names[HP_NPHASES] = {"fwd", "bwd", "opt"};
 
@@ -9,15 +9,18 @@ static void on_step(void *ctx, const hp_node *n, double t0, double t1) {
     hp_trace_hook *h = ctx;
     const char *ph = phase_names[n->phase];
     int64_t bytes = n->op->bytes ? (int64_t)n->op->bytes(h->g, n) : 0;
-    if (n->op == &hp_op_redistribute_start) {
-        int s = (int)n->a.i[1] % HP_TRACE_HOOK_SLOTS;
+    hp_coll_desc d;
+    /* a slot-paired start and wait span one event on a comm track; the other collectives their own call */
+    int slot = hp_coll_describe(&d, h->g, n) && d.pair == HP_COLL_PAIR_SLOT ? (int)d.role : -1;
+    if (slot == HP_COLL_START) {
+        int s = d.pair_key % HP_TRACE_HOOK_SLOTS;
         h->start[s] = t0;
         h->track[s] = hp_trace_comm_track_begin(h->trace);
         hp_trace_event(h->trace, n->name, ph, HP_TRACE_COMPUTE, t0, t1, 0);
-    } else if (n->op == &hp_op_redistribute_wait) {
-        int s = (int)n->a.i[1] % HP_TRACE_HOOK_SLOTS;
-        /* the wait carries its start's attributes: the plan's bytes */
-        hp_trace_event(h->trace, n->name, ph, h->track[s], h->start[s], t1, (int64_t)n->a.f[0]);
+    } else if (slot == HP_COLL_WAIT) {
+        int s = d.pair_key % HP_TRACE_HOOK_SLOTS;
+        /* the wait's bytes are its start's */
+        hp_trace_event(h->trace, n->name, ph, h->track[s], h->start[s], t1, (int64_t)d.bytes);
         hp_trace_comm_track_end(h->trace, h->track[s]);
     } else if (n->op->communicates) {
         int tr = hp_trace_comm_track_begin(h->trace);

@@ -312,7 +312,8 @@ static void stand_for(hp_validator *v) {
     }
     for (int i = 0; i < lg->nnodes; i++) {
         const hp_node *n = &lg->nodes[i];
-        if (n->op != &hp_op_redistribute || n->out[0] < 0) continue;
+        hp_coll_desc d;
+        if (!hp_coll_describe(&d, lg, n) || d.check != HP_COLL_CHECK_VALUE || n->out[0] < 0) continue;
         int src = n->in[0], dst = n->out[0];
         if (v->sf_v[src] < 0 || n->a.i[0] < 0 || n->a.i[0] >= r0->c.rg.ctx.nplans) continue;
         v->sf_v[dst] = v->sf_v[src];
@@ -516,14 +517,17 @@ static hp_status check_step(hp_validator *v, hp_validate_report *rep) {
         }
         if (!v->seen[gi]) rep->nops++;
         v->seen[gi] = 1;
-    } else if (n->op == &hp_op_fsdp_gather_wait) {
-        HP_TRY(hp_vfsdp_params(&v->fsdp, n->name, (int)n->a.i[0], v->xin_of));
-    } else if ((n->op == &hp_op_fsdp_reduce_wait && hp_dist_rank_at(v->d, 0)->c.fsdp.replicas <= 1) ||
-               n->op == &hp_op_fsdp_allreduce_wait) {
-        int at = n->op == &hp_op_fsdp_reduce_wait; /* the shard: the wait's second input, the replicas' first */
-        for (int r = 0; r < v->n; r++) v->shards[r] = v->views[r].in[at];
-        HP_TRY(hp_vfsdp_shards(&v->fsdp, n->name, (int)n->a.i[0], v->shards));
-    } else if (n->op == &hp_op_redistribute && n->out[0] >= 0 && v->sf_v[n->out[0]] >= 0) {
+        return HP_OK;
+    }
+    hp_coll_desc d; /* a collective of the rank's own: what its descriptor says to compare */
+    if (!hp_coll_describe(&d, hp_dist_rank_at(v->d, 0)->c.rg.g, n)) return HP_OK;
+    if (d.check == HP_COLL_CHECK_PARAMS) {
+        HP_TRY(hp_vfsdp_params(&v->fsdp, n->name, d.unit, v->xin_of));
+    } else if (d.check == HP_COLL_CHECK_SHARD &&
+               (d.role == HP_COLL_WAIT || hp_dist_rank_at(v->d, 0)->c.fsdp.replicas <= 1)) {
+        for (int r = 0; r < v->n; r++) v->shards[r] = v->views[r].in[d.check_in];
+        HP_TRY(hp_vfsdp_shards(&v->fsdp, n->name, d.unit, v->shards));
+    } else if (d.check == HP_COLL_CHECK_VALUE && n->out[0] >= 0 && v->sf_v[n->out[0]] >= 0) {
         int src = n->in[0], dst = n->out[0], gv = v->sf_v[dst];
         for (int r = 0; r < v->n; r++) v->t[r] = v->views[r].in[0];
         if (v->sf_v[src] >= 0) HP_TRY(check_shapes(v, n->name, 1, gv, &v->sf_l[src]));

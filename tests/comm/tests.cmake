@@ -14,6 +14,9 @@ endforeach()
 if(TEST comm/test_comm_timeout)
   set_tests_properties(comm/test_comm_timeout PROPERTIES LABELS "comm;comm-failure")
 endif()
+if(TEST comm/test_comm_p2p)
+  set_tests_properties(comm/test_comm_p2p PROPERTIES LABELS "comm;comm-failure")
+endif()
 if(TEST comm/test_comm_then)
   set_tests_properties(comm/test_comm_then PROPERTIES LABELS "comm")
 endif()
@@ -45,4 +48,12 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
     PASS_REGULAR_EXPRESSION "comm timeout detected: comm: all_reduce on group 'world' \\(rank 0\\): timed out after 0.5 s waiting for rank 1"
     FAIL_REGULAR_EXPRESSION "comm world destroy returned"
     TIMEOUT 60)
+  # send/recv and the all-to-all with counts, blocking and started, across the 2 processes
+  if(TARGET test_comm_p2p)
+    add_test(NAME comm/mpi_p2p_2x1 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_p2p> --ranks 1)
+    add_test(NAME comm/mpi_p2p_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_p2p> --ranks 2)
+    set_tests_properties(comm/mpi_p2p_2x1 comm/mpi_p2p_2x2 PROPERTIES ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300
+      PROCESSORS 2 LABELS "comm;mpi" PASS_REGULAR_EXPRESSION "comm p2p: MPI 2 x [12]: ring"
+      FAIL_REGULAR_EXPRESSION "check failed|check\\(s\\) failed")
+  endif()
 endif()

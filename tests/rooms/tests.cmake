@@ -4,3 +4,6 @@ add_test(NAME rooms/check_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/
 # tools/ uses the public API only (include/hyperpar/hyperpar.h), and the check itself catches a violation.
 add_test(NAME rooms/tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_tools_includes.sh ${CMAKE_SOURCE_DIR})
 add_test(NAME rooms/check_tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_tools_includes.sh ${CMAKE_SOURCE_DIR})
+# No operator-pointer comparison outside src/ops and the operators' own files (issue 23: collectives described).
+add_test(NAME rooms/op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_op_compare.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME rooms/check_op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_op_compare.sh ${CMAKE_SOURCE_DIR})

@@ -1,10 +1,10 @@
-/* comm/coll_impl: what the files of the collectives share (coll.c,
+/* comm/coll_internal: what the files of the collectives share (coll.c,
  * coll_base.c, coll_sum.c, coll_rs_ag.c, coll_allreduce.c): the call
  * context, the shard layout of a fused call, the fused vector of an
  * all-reduce, the small index helpers, and the prototypes of the pieces one
  * file gives the others. Not for use outside these files. */
-#ifndef HP_COMM_COLL_IMPL_H
-#define HP_COMM_COLL_IMPL_H
+#ifndef HP_COMM_COLL_INTERNAL_H
+#define HP_COMM_COLL_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
