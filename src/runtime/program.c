@@ -346,6 +346,59 @@ hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end
     return HP_OK;
 }
 
+/* Micro-batch m's loss x into the binary tree lv (micro-batch 0's at lv[0]):
+ * x closes the levels of m's trailing 1 bits, earlier sums on the left, and
+ * lands on the next level; returns that partial sum (the whole tree's when m
+ * is the last of a power-of-two count). */
+static float tree_add(float *lv, float x, int m) {
+    int t = 0;
+    for (; (unsigned)m >> t & 1u; t++) x = lv[t] + x;
+    if (t < 13) lv[t] = x;
+    return x;
+}
+
+static hp_status run_opt(hp_program *p, const hp_step_io *io) {
+    if (!io || !io->opt_seconds) return hp_program_run(p, HP_PHASE_OPT);
+    double *prof = p->prof, t0 = hp_now(); /* the optimizer is its own column */
+    p->prof = NULL;
+    hp_status st = hp_program_run(p, HP_PHASE_OPT);
+    p->prof = prof;
+    *io->opt_seconds += hp_now() - t0;
+    return st;
+}
+
+hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io) {
+    float lv[13], sum = 0;
+    int fed = -1, nfwd = 0, last_fwd = -1;
+    for (int i = 0; i < l->n; i++) {
+        const hp_action *a = &l->act[i];
+        /* one activation slot: a backward needs its micro-batch's forward to be the last one run */
+        if (a->kind != HP_ACT_FWD && a->kind != HP_ACT_OPT && a->micro != last_fwd)
+            return hp_errorf("program: action %d: micro-batch %d's backward after micro-batch %d's forward "
+                             "(one micro-batch in flight at a time)", i, a->micro, last_fwd);
+        if (a->micro >= 0 && a->micro != fed && io && io->inputs) {
+            HP_TRY(io->inputs(io->ctx, a->micro));
+            fed = a->micro;
+        }
+        switch (a->kind) {
+        case HP_ACT_FWD:
+            HP_TRY(hp_program_run(p, HP_PHASE_FWD));
+            if (l->loss >= 0) {
+                float x = ((const float *)p->ptr[l->loss])[0];
+                sum = l->tree ? tree_add(lv, x, a->micro) : nfwd ? sum + x : x;
+            }
+            nfwd++, last_fwd = a->micro;
+            break;
+        case HP_ACT_BWD: HP_TRY(hp_program_run(p, HP_PHASE_BWD)); break;
+        case HP_ACT_OPT: HP_TRY(run_opt(p, io)); break;
+        default: return hp_errorf("program: action %d: backward split into input and weight parts is not built", i);
+        }
+    }
+    if (l->nmicro > 1) sum /= (float)l->nmicro;
+    if (loss) *loss = sum;
+    return HP_OK;
+}
+
 void *hp_program_data(const hp_program *p, int value) { return p->ptr[value]; }
 float *hp_program_grads(const hp_program *p) { return p->grads; }
 const hp_program_info *hp_program_get_info(const hp_program *p) { return &p->info; }

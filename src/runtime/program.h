@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "core/action.h"
 #include "core/graph.h"
 #include "core/memplan.h"
 #include "core/opdef.h"
@@ -53,7 +54,31 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
                                int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
-/* Runs the steps of one phase (forward, backward or optimizer). An
+/* What a step's actions need from the caller. inputs(ctx, m) writes
+ * micro-batch m's inputs into the program (hp_program_data); it is called
+ * before an action of micro-batch m whenever the micro-batch before was
+ * another (NULL: the inputs are set already). opt_seconds, when set, gets the
+ * optimizer actions' seconds added, and they are kept out of the profile
+ * (hp_program_profile). */
+typedef struct {
+    hp_status (*inputs)(void *ctx, int micro);
+    void *ctx;
+    double *opt_seconds;
+} hp_step_io;
+
+/* Runs the step: the actions of l in order (parallel/schedule writes them).
+ * *loss (may be NULL; needs l->loss >= 0): the micro-batches' losses, read
+ * after each forward and combined as l->tree says. Allocates nothing. The
+ * activations have one slot, so a backward must follow its own micro-batch's
+ * forward with no other forward between (F0 B0 F1 B1; F0 F1 B0 B1 is
+ * refused), and backward split into input and weight parts is refused (not
+ * built yet). An operator that fails stops the step with its error, as
+ * hp_program_run. */
+hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io);
+
+/* Runs the steps of one phase (forward, backward or optimizer): the
+ * validation executor and programs run without a schedule (tests, benchmarks,
+ * inference). An
  * operator that fails (a collective that timed out) stops the phase; its
  * error is returned (and the program must not be run again). */
 hp_status hp_program_run(hp_program *p, hp_phase phase);
