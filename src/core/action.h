@@ -9,6 +9,8 @@
 #ifndef HP_CORE_ACTION_H
 #define HP_CORE_ACTION_H
 
+#include "core/graph.h"
+
 typedef enum {
     HP_ACT_FWD,        /* the forward phase's steps */
     HP_ACT_BWD,        /* the backward phase's steps */
@@ -31,5 +33,24 @@ typedef struct {
     int tree;   /* 1: the losses summed as a binary tree over the micro-batch index ((l0+l1)+(l2+l3)),
                  * 0: in run order; either way divided by nmicro when it is > 1 */
 } hp_action_list;
+
+/* Which action runs each node of order[0..n) (a step order, phases in order):
+ * part[node] for every node of the order. Forward and optimizer nodes are
+ * HP_ACT_FWD and HP_ACT_OPT; a backward node is HP_ACT_BWD_INPUT when it
+ * writes a gradient that is no parameter's (hp_value.grad_of: a lowered
+ * graph's activation gradients name none) or a value such a node reads (through any
+ * chain of backward nodes), else HP_ACT_BWD_WEIGHT (a parameter gradient's
+ * own work and what only it feeds: reductions, accumulation). part has
+ * g->nnodes entries; nodes outside the order are left alone. */
+hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *order, int n);
+/* Whether an action of kind runs a node of part (a backward runs both parts). */
+static inline int hp_action_runs(hp_action_kind kind, hp_action_kind part) {
+    return kind == part || (kind == HP_ACT_BWD && (part == HP_ACT_BWD_INPUT || part == HP_ACT_BWD_WEIGHT));
+}
+/* The activation slot of every action of l (slot[l->n]): a micro-batch holds
+ * the lowest free slot from its first action to its last; the optimizer's is 0.
+ * *nslots: the most micro-batches in flight at once (>= 1). Allocates a
+ * scratch of l->nmicro ints. */
+hp_status hp_action_slots(int *slot, int *nslots, const hp_action_list *l);
 
 #endif

@@ -23,6 +23,7 @@ typedef struct {
     double bytes[HP_NPHASES];
     size_t arena_bytes;   /* planned activation/gradient arena */
     size_t naive_bytes;   /* one buffer per value, for comparison */
+    size_t peak_bytes;    /* the most arena bytes live at once in the planned order (the least any arena could be) */
     size_t scratch_bytes;
     size_t grad_bytes;
     size_t input_bytes;
@@ -52,6 +53,16 @@ typedef struct {
 /* hp_program_create_ordered on the backend be (NULL: the defaults). */
 hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order,
                                int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
+/* A program planned for the action list l (core/action): nodes run in
+ * order[0..norder) (phases in order), each action runs the nodes of its kind
+ * (hp_action_parts: backward input and weight parts apart when split), and
+ * every micro-batch in flight has its own activation slot: the arena is
+ * planned over the whole list (its info's peak_bytes, arena_bytes). It runs l
+ * only (hp_program_run_actions); hp_program_run and hp_program_data are slot
+ * 0's. Its actions may be in any order a micro-batch's own dependencies allow
+ * (F0 F1 B0 B1, backward-input and -weight apart). */
+hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const int *order, int norder,
+                                    const hp_action_list *l, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
 /* What a step's actions need from the caller. inputs(ctx, m) writes
@@ -69,10 +80,10 @@ typedef struct {
 /* Runs the step: the actions of l in order (parallel/schedule writes them).
  * *loss (may be NULL; needs l->loss >= 0): the micro-batches' losses, read
  * after each forward and combined as l->tree says. Allocates nothing. The
- * activations have one slot, so a backward must follow its own micro-batch's
- * forward with no other forward between (F0 B0 F1 B1; F0 F1 B0 B1 is
- * refused), and backward split into input and weight parts is refused (not
- * built yet). An operator that fails stops the step with its error, as
+ * activations have one slot unless the program was created for l
+ * (hp_program_create_actions), so on another program a backward must follow
+ * its own micro-batch's forward with no other forward between (F0 B0 F1 B1;
+ * F0 F1 B0 B1 is refused) and a split backward is refused. An operator that fails stops the step with its error, as
  * hp_program_run. */
 hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io);
 
