@@ -97,9 +97,6 @@ static hp_status feed(void *c_, int m) {
     return HP_OK;
 }
 
-/* The validation executor ran the first step's forward and backward. */
-static const hp_action opt_only[] = {{HP_ACT_OPT, -1, 0}};
-
 /* The rank's step (or evaluation step): the schedule's actions, run by the program. */
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     hp_trainer *t = c_;
@@ -116,8 +113,9 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     memcpy(hp_program_data(r->prog, oio->lr), t->lrs, sizeof t->lrs);
     *(int32_t *)hp_program_data(r->prog, oio->step) = t->step_t;
     io.opt_seconds = &rs->opt_s;
-    if (t->validated) {
-        hp_action_list opt = {(hp_action *)opt_only, 1, 0, -1, 0};
+    if (t->validated) { /* the validation executor ran the first step's forward and backward */
+        hp_action opt_act = {HP_ACT_OPT, -1, 0};
+        hp_action_list opt = {&opt_act, 1, 0, -1, 0};
         rs->loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
         HP_TRY(hp_program_run_actions(r->prog, NULL, &opt, &io));
     } else {
