@@ -35,6 +35,13 @@ int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
 extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_acc;
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
+/* Splits every linear_bwd node of order[0..*norder) that computes both the
+ * input's gradient and a weight's (or bias's) into the input part (the node,
+ * dx only) and the weight part (a new node, dW and db), placed right after it
+ * in the order (cap: the order's room). The parts' products are the whole
+ * node's, bit for bit; the weight part's are what a backward-weight action
+ * (core/action) runs. *nsplit: how many were split. */
+hp_status hp_linear_bwd_split(int *nsplit, hp_graph *g, int *order, int *norder, int cap);
 /* linear's attribute a.i[HP_LINEAR_GEMM]: how its fp32 products pick a GEMM
  * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
 #define HP_LINEAR_GEMM 7

@@ -1,6 +1,6 @@
 /* parallel/accum: the gradient-accumulation pass of hp_compile (--grad-accum
- * K). The trainer runs the forward and backward phases once per micro-batch
- * and the optimizer phase once per step; this pass gives every gradient the
+ * K). The step's actions (parallel/schedule) run the forward and backward
+ * phases once per micro-batch and the optimizer phase once per step; this pass gives every gradient the
  * optimizer reads an accumulator (a persistent value of its shape) and adds
  * one `grad_accumulate` node at the end of the backward phase, after every
  * reduction's wait: at micro-batch 0 it copies the gradient, later ones add
@@ -10,7 +10,8 @@
  * names its accumulator; under FSDP each unit's reduced shard has one
  * (hp_fsdp_unit.grad_acc), so the accumulators are sharded like the shards
  * and every micro-batch's gradients are reduced as they are complete. Per
- * micro-batch the caller sets the input `micro` (i32 [2]: the index and K).
+ * micro-batch the caller's inputs hook (hp_step_io) sets the input `micro`
+ * (i32 [2]: the index and K).
  * K = 1: the pass does nothing.
  *
  * FSDP's other choice (comm_last, levels 2 and 3): no communication before

@@ -197,7 +197,10 @@ static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
 
 /* schedule: the step order. */
 static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
-    HP_TRY(hp_pass_schedule(&c->sched, &c->rg, &o->schedule));
+    hp_schedule_opts so = o->schedule;
+    so.micro = o->train && o->grad_accum > 1 ? o->grad_accum : 1;
+    so.tree = o->deterministic;
+    HP_TRY(hp_pass_schedule(&c->sched, &c->rg, &so));
     note(c, "schedule", "%d steps (%d forward, %d backward, %d optimizer); %d gradient reductions overlapped",
          c->sched.n, c->sched.begin[1] - c->sched.begin[0], c->sched.begin[2] - c->sched.begin[1],
          c->sched.begin[3] - c->sched.begin[2], c->sched.nsplit);

@@ -98,6 +98,28 @@ static void link_hint(placer *s, int *list, int j) {
     *at = j;
 }
 
+/* The step's actions: F0 B0 F1 B1 ... Opt (a phase with no steps has no
+ * actions); evaluation: forwards of nfwd micro-batches. */
+static hp_status write_actions(hp_schedule *out, const hp_rank_graph *rg, const hp_schedule_opts *o) {
+    int K = o->micro > 1 ? o->micro : 1;
+    int bwd = out->begin[HP_PHASE_BWD + 1] > out->begin[HP_PHASE_BWD];
+    int opt = out->begin[HP_PHASE_OPT + 1] > out->begin[HP_PHASE_OPT];
+    int ne = o->tree ? K : 1;
+    out->step.act = malloc(sizeof(hp_action) * (size_t)(2 * K + 1));
+    out->eval.act = malloc(sizeof(hp_action) * (size_t)ne);
+    if (!out->step.act || !out->eval.act) return hp_errorf("schedule: out of memory");
+    hp_action_list *s = &out->step;
+    for (int m = 0; m < K; m++) {
+        s->act[s->n++] = (hp_action){HP_ACT_FWD, m, 0};
+        if (bwd) s->act[s->n++] = (hp_action){HP_ACT_BWD, m, 0};
+    }
+    if (opt) s->act[s->n++] = (hp_action){HP_ACT_OPT, -1, 0};
+    s->nmicro = K, s->loss = rg->loss, s->tree = o->tree;
+    for (int m = 0; m < ne; m++) out->eval.act[out->eval.n++] = (hp_action){HP_ACT_FWD, m, 0};
+    out->eval.nmicro = ne, out->eval.loss = rg->loss, out->eval.tree = 1;
+    return HP_OK;
+}
+
 hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedule_opts *o) {
     memset(out, 0, sizeof *out);
     hp_graph *g = rg->g;
@@ -141,11 +163,14 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     out->begin[HP_NPHASES] = out->n;
     free(s.wait_of), free(s.pending), free(s.before), free(s.after), free(s.after_wait), free(s.next);
     if (!st && out->n != nn) st = hp_errorf("schedule: %d of %d nodes placed", out->n, nn);
+    if (!st) st = write_actions(out, rg, o);
     if (st) hp_schedule_free(out);
     return st;
 }
 
 void hp_schedule_free(hp_schedule *s) {
     free(s->order);
+    free(s->step.act);
+    free(s->eval.act);
     memset(s, 0, sizeof *s);
 }

@@ -12,15 +12,23 @@
  * wait of a split reduction, or at the end of the phase) go exactly there.
  * The memory plan (a later pass)
  * follows this order, so a buffer that an in-flight collective reads or
- * writes stays live until its wait. */
+ * writes stays live until its wait.
+ *
+ * The pass also writes the rank's step as actions (core/action): for each of
+ * the plan's `micro` micro-batches its forward then its backward (F0 B0 F1 B1
+ * ...), then the optimizer; and the evaluation step: forwards only, of every
+ * micro-batch in the deterministic mode (tree), else of one. */
 #ifndef HP_PARALLEL_SCHEDULE_H
 #define HP_PARALLEL_SCHEDULE_H
 
+#include "core/action.h"
 #include "parallel/lower.h"
 
 typedef struct {
     int overlap;      /* 1: gradient reductions start early, wait late */
     int max_inflight; /* collectives in flight at once per rank (>= 1; 0 = 4) */
+    int micro;        /* micro-batches per step (<= 1: one); set by hp_compile from grad_accum */
+    int tree;         /* the deterministic mode: losses summed as a tree over the micro-batches */
 } hp_schedule_opts;
 
 typedef struct {
@@ -28,6 +36,8 @@ typedef struct {
     int n;
     int begin[HP_NPHASES + 1];  /* order[begin[ph] .. begin[ph + 1]) is phase ph */
     int nsplit;                 /* collectives split into start and wait */
+    hp_action_list step;        /* the training step's actions */
+    hp_action_list eval;        /* the evaluation step's: forwards only */
 } hp_schedule;
 
 hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedule_opts *o);

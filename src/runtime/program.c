@@ -39,7 +39,28 @@ struct hp_program {
     hp_program_info info;
     const hp_allocator *mem; /* of arena, grads, persist and scratch, whose sizes follow */
     size_t arena_n, grads_n, persist_n, scratch_n;
+    /* created for an action list (hp_program_create_actions): the list, each action's activation slot, and
+     * per action kind k and slot s the steps it runs, kst[k * nslots + s][0 .. kn[k * nslots + s]) */
+    hp_action *acts;
+    int nacts, nmicro, nslots;
+    int *act_slot;
+    step **kst;
+    int *kn;
+    hp_tensor *kins;
 };
+
+#define NKINDS (HP_ACT_OPT + 1)
+
+/* An action list's expansion: position i runs node nodes[i] for tenure[i]
+ * (its action's micro-batch; the optimizer's: nmicro), which holds slot
+ * slot_of[tenure]. */
+typedef struct {
+    const hp_action_list *l;
+    hp_action_kind *part; /* per node */
+    int *act_slot, nslots;
+    int *nodes, *tenure, n;
+    int *slot_of, ntenures;
+} expansion;
 
 static int uses_gemm(const hp_graph *g) {
     for (int i = 0; i < g->nnodes; i++)
@@ -89,8 +110,11 @@ hp_status hp_program_create_ordered(hp_program **out, const hp_graph *g, const i
     return hp_program_create_on(out, NULL, g, order_in, norder, mem, ps, pool, rank_ctx);
 }
 
-hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order_in,
-                               int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
+static hp_status build_kind_steps(hp_program *p, const int *order, int norder, const expansion *ex);
+
+static hp_status create_impl(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order_in,
+                             int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx,
+                             const expansion *ex) {
     *out = NULL;
     hp_kernels_init(); /* BLAS single-threaded inside each pool thread: the pool decides the cores */
     if (hp_graph_status(g)) return hp_errorf("program: the graph has an error: %s", hp_status_msg(hp_graph_status(g)));
@@ -102,7 +126,8 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
     p->mem = be && be->mem ? be->mem : hp_allocator_host();
     p->kctx.kern = be && be->kern ? be->kern : hp_kbackend_from_env();
     p->pool = pool;
-    p->ptr = calloc((size_t)g->nvals, sizeof *p->ptr);
+    int nslots = ex ? ex->nslots : 1;
+    p->ptr = calloc((size_t)g->nvals * (size_t)nslots, sizeof *p->ptr);
     int *order = malloc(sizeof(int) * (size_t)(g->nnodes ? g->nnodes : 1));
     hp_memplan plan = {0};
     hp_status st = HP_OK;
@@ -127,12 +152,17 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
         memcpy(plan.offset, mem->offset, sizeof(size_t) * (size_t)g->nvals);
         plan.arena_bytes = mem->arena_bytes;
         plan.naive_bytes = mem->naive_bytes;
+        plan.peak_bytes = mem->peak_bytes;
+    } else if (ex) {
+        st = hp_memplan_build_slots(&plan, g, ex->nodes, ex->tenure, ex->n, ex->slot_of, ex->ntenures, ex->nslots);
+        if (st) goto fail;
     } else {
         st = hp_memplan_build(&plan, g, order, norder);
         if (st) goto fail;
     }
     p->info.arena_bytes = plan.arena_bytes;
     p->info.naive_bytes = plan.naive_bytes;
+    p->info.peak_bytes = plan.peak_bytes;
 
     /* Persistent storage: parameters (store), their gradients (flat, same
      * layout), inputs and constants (one block). */
@@ -204,11 +234,20 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
             p->ptr[v] = p->arena + plan.offset[v];
         }
     }
-    for (int v = 0; v < g->nvals; v++) { /* views: into their base's storage */
-        const hp_value *val = &g->vals[v];
-        if (val->view_of >= 0 && p->ptr[val->view_of])
-            p->ptr[v] = (char *)p->ptr[val->view_of] + (size_t)val->view_offset * hp_dtype_size(val->dtype);
-    }
+    for (int s = 1; s < nslots; s++) /* the other activation slots: the arena's values their own, the rest shared */
+        for (int v = 0; v < g->nvals; v++) {
+            size_t o = plan.offset[(size_t)s * (size_t)g->nvals + (size_t)v];
+            p->ptr[s * g->nvals + v] = g->vals[v].persistent || g->vals[v].view_of >= 0 || o == HP_MEMPLAN_NONE
+                                           ? p->ptr[v]
+                                           : p->arena + o;
+        }
+    for (int s = 0; s < nslots; s++) /* views: into their base's storage */
+        for (int v = 0; v < g->nvals; v++) {
+            const hp_value *val = &g->vals[v];
+            void *base = val->view_of >= 0 ? p->ptr[s * g->nvals + val->view_of] : NULL;
+            if (base)
+                p->ptr[s * g->nvals + v] = (char *)base + (size_t)val->view_offset * hp_dtype_size(val->dtype);
+        }
     if (g->loss_seed >= 0) ((float *)p->ptr[g->loss_seed])[0] = 1.0f;
     for (int v = 0; v < g->nvals; v++)
         if (g->vals[v].init >= 0 && p->ptr[v])
@@ -271,6 +310,8 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
         if (n->op->bytes) p->info.bytes[ph] += n->op->bytes(g, n);
     }
     for (int ph = 0; ph < HP_NPHASES; ph++) p->info.nsteps[ph] = p->nsteps[ph];
+    if (ex) st = build_kind_steps(p, order, norder, ex);
+    if (st) goto fail;
     st = prepare_steps(p);
     if (st) goto fail;
     hp_memplan_free(&plan);
@@ -284,8 +325,86 @@ fail:
     return st;
 }
 
+hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order_in,
+                               int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
+    return create_impl(out, be, g, order_in, norder, mem, ps, pool, rank_ctx, NULL);
+}
+
+/* Per action kind and slot, the steps of the order that the kind runs, their tensors those of the slot. */
+static hp_status build_kind_steps(hp_program *p, const int *order, int norder, const expansion *ex) {
+    const hp_graph *g = p->g;
+    int S = ex->nslots;
+    p->nslots = S, p->nacts = ex->l->n, p->nmicro = ex->l->nmicro;
+    p->acts = malloc(sizeof *p->acts * (size_t)(p->nacts ? p->nacts : 1));
+    p->act_slot = malloc(sizeof(int) * (size_t)(p->nacts ? p->nacts : 1));
+    p->kst = calloc((size_t)(NKINDS * S), sizeof *p->kst);
+    p->kn = calloc((size_t)(NKINDS * S), sizeof *p->kn);
+    size_t nins = 0;
+    for (int i = 0; i < norder; i++) nins += (size_t)hp_node_nin_all(&g->nodes[order[i]]);
+    p->kins = calloc(nins * 2 * (size_t)S + 1, sizeof *p->kins); /* a node runs in two kinds (its part, backward) */
+    if (!p->acts || !p->act_slot || !p->kst || !p->kn || !p->kins) return hp_errorf("program: out of memory");
+    memcpy(p->acts, ex->l->act, sizeof *p->acts * (size_t)p->nacts);
+    memcpy(p->act_slot, ex->act_slot, sizeof(int) * (size_t)p->nacts);
+    hp_tensor *next_in = p->kins;
+    for (int k = 0; k < NKINDS; k++)
+        for (int s = 0; s < S; s++) {
+            step *st = p->kst[k * S + s] = calloc((size_t)(norder ? norder : 1), sizeof(step));
+            if (!st) return hp_errorf("program: out of memory");
+            void **ptr = p->ptr + (size_t)s * (size_t)g->nvals;
+            for (int i = 0; i < norder; i++) {
+                const hp_node *n = &g->nodes[order[i]];
+                if (!hp_action_runs((hp_action_kind)k, ex->part[order[i]])) continue;
+                step *t = &st[p->kn[k * S + s]++];
+                t->node = n;
+                t->in = next_in;
+                next_in += hp_node_nin_all(n);
+                for (int j = 0; j < hp_node_nin_all(n); j++) {
+                    int v = hp_node_input(g, n, j);
+                    t->in[j] = (hp_tensor){g->vals[v].dtype, g->vals[v].shape, ptr[v]};
+                }
+                for (int j = 0; j < n->nout; j++) {
+                    int v = n->out[j];
+                    if (v >= 0) t->out[j] = (hp_tensor){g->vals[v].dtype, g->vals[v].shape, ptr[v]};
+                }
+            }
+        }
+    return HP_OK;
+}
+
+hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const int *order, int norder,
+                                    const hp_action_list *l, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
+    *out = NULL;
+    expansion ex = {.l = l};
+    size_t cap = (size_t)norder * (size_t)(l->n ? l->n : 1) + 1;
+    ex.part = malloc(sizeof *ex.part * (size_t)(g->nnodes ? g->nnodes : 1));
+    ex.act_slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1));
+    ex.nodes = malloc(sizeof(int) * cap);
+    ex.tenure = malloc(sizeof(int) * cap);
+    ex.ntenures = (l->nmicro > 0 ? l->nmicro : 1) + 1;
+    ex.slot_of = calloc((size_t)ex.ntenures, sizeof(int));
+    hp_status st = !ex.part || !ex.act_slot || !ex.nodes || !ex.tenure || !ex.slot_of ? hp_errorf("program: out of memory")
+                                                                                     : HP_OK;
+    if (!st) st = hp_action_parts(ex.part, g, order, norder);
+    if (!st) st = hp_action_slots(ex.act_slot, &ex.nslots, l);
+    for (int a = 0; !st && a < l->n; a++) {
+        int t = l->act[a].micro >= 0 ? l->act[a].micro : ex.ntenures - 1;
+        ex.slot_of[t] = ex.act_slot[a];
+        for (int i = 0; i < norder; i++)
+            if (hp_action_runs(l->act[a].kind, ex.part[order[i]])) {
+                ex.nodes[ex.n] = order[i];
+                ex.tenure[ex.n++] = t;
+            }
+    }
+    if (!st) st = create_impl(out, NULL, g, order, norder, NULL, ps, pool, rank_ctx, &ex);
+    free(ex.part), free(ex.act_slot), free(ex.nodes), free(ex.tenure), free(ex.slot_of);
+    return st;
+}
+
 void hp_program_destroy(hp_program *p) {
     if (!p) return;
+    if (p->kst)
+        for (int i = 0; i < NKINDS * p->nslots; i++) free(p->kst[i]);
+    free(p->kst), free(p->kn), free(p->kins), free(p->acts), free(p->act_slot);
     if (p->state)
         for (int i = 0; i < p->g->nnodes; i++)
             if (p->state[i] && p->g->nodes[i].op->release) p->g->nodes[i].op->release(p->state[i]);
@@ -320,8 +439,7 @@ void hp_program_set_hook(hp_program *p, hp_step_hook hook, void *ctx) {
 }
 
 /* The slow path: profiling or a step hook (tracing) is on. */
-static hp_status run_observed(hp_program *p, int ph, int begin, int end) {
-    step *s = p->steps[ph];
+static hp_status run_observed(hp_program *p, step *s, int begin, int end) {
     for (int i = begin; i < end; i++) {
         double t0 = hp_now();
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
@@ -333,16 +451,107 @@ static hp_status run_observed(hp_program *p, int ph, int begin, int end) {
     return HP_OK;
 }
 
-hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end) {
-    int ph = phase;
-    step *s = p->steps[ph];
+static hp_status run_steps(hp_program *p, step *s, int begin, int end) {
     if (p->err) return hp_errorf("program: an earlier step failed: %s", hp_status_msg(p->err));
-    if (end > p->nsteps[ph]) end = p->nsteps[ph];
-    if (p->prof || p->hook) return run_observed(p, ph, begin, end);
+    if (p->prof || p->hook) return run_observed(p, s, begin, end);
     for (int i = begin, n = end; i < n; i++) {
         s[i].node->op->run(&p->kctx, s[i].node, s[i].in, s[i].out);
         if (p->err) return hp_errorf("%s: %s", s[i].node->name, hp_status_msg(p->err));
     }
+    return HP_OK;
+}
+
+hp_status hp_program_run_range(hp_program *p, hp_phase phase, int begin, int end) {
+    int ph = phase;
+    if (end > p->nsteps[ph]) end = p->nsteps[ph];
+    return run_steps(p, p->steps[ph], begin, end);
+}
+
+/* Micro-batch m's loss x into the binary tree lv (micro-batch 0's at lv[0]):
+ * x closes the levels of m's trailing 1 bits, earlier sums on the left, and
+ * lands on the next level; returns that partial sum (the whole tree's when m
+ * is the last of a power-of-two count). */
+static float tree_add(float *lv, float x, int m) {
+    int t = 0;
+    for (; (unsigned)m >> t & 1u; t++) x = lv[t] + x;
+    if (t < 13) lv[t] = x;
+    return x;
+}
+
+static hp_status run_opt(hp_program *p, const hp_step_io *io) {
+    if (!io || !io->opt_seconds) return hp_program_run(p, HP_PHASE_OPT);
+    double *prof = p->prof, t0 = hp_now(); /* the optimizer is its own column */
+    p->prof = NULL;
+    hp_status st = hp_program_run(p, HP_PHASE_OPT);
+    p->prof = prof;
+    *io->opt_seconds += hp_now() - t0;
+    return st;
+}
+
+/* A program created for an action list runs that list only. */
+static int planned_for(const hp_program *p, const hp_action_list *l) {
+    if (l->n != p->nacts || l->nmicro != p->nmicro) return 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->act[i].kind != p->acts[i].kind || l->act[i].micro != p->acts[i].micro ||
+            l->act[i].chunk != p->acts[i].chunk)
+            return 0;
+    return 1;
+}
+
+hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io) {
+    float lv[13], sum = 0;
+    int fed = -1, nfwd = 0, last_fwd = -1;
+    if (p->acts && !planned_for(p, l))
+        return hp_errorf("program: created for another action list (%d actions, %d micro-batches)", p->nacts, p->nmicro);
+    for (int i = 0; i < l->n; i++) {
+        const hp_action *a = &l->act[i];
+        if (p->acts) { /* the list the arena was planned for: every action in its micro-batch's slot */
+            if (a->micro >= 0 && a->micro != fed && io && io->inputs) {
+                HP_TRY(io->inputs(io->ctx, a->micro));
+                fed = a->micro;
+            }
+            int ks = (int)a->kind * p->nslots + p->act_slot[i];
+            if (a->kind == HP_ACT_OPT && io && io->opt_seconds) {
+                double *prof = p->prof, t0 = hp_now();
+                p->prof = NULL;
+                hp_status st = run_steps(p, p->kst[ks], 0, p->kn[ks]);
+                p->prof = prof;
+                *io->opt_seconds += hp_now() - t0;
+                HP_TRY(st);
+            } else {
+                HP_TRY(run_steps(p, p->kst[ks], 0, p->kn[ks]));
+            }
+            if (a->kind == HP_ACT_FWD && l->loss >= 0) {
+                float x = ((const float *)p->ptr[(size_t)p->act_slot[i] * (size_t)p->g->nvals + (size_t)l->loss])[0];
+                sum = l->tree ? tree_add(lv, x, a->micro) : nfwd ? sum + x : x;
+            }
+            nfwd += a->kind == HP_ACT_FWD;
+            continue;
+        }
+        /* one activation slot: a backward needs its micro-batch's forward to be the last one run */
+        if (a->kind != HP_ACT_FWD && a->kind != HP_ACT_OPT && a->micro != last_fwd)
+            return hp_errorf("program: action %d: micro-batch %d's backward after micro-batch %d's forward "
+                             "(one micro-batch in flight at a time)", i, a->micro, last_fwd);
+        if (a->micro >= 0 && a->micro != fed && io && io->inputs) {
+            HP_TRY(io->inputs(io->ctx, a->micro));
+            fed = a->micro;
+        }
+        switch (a->kind) {
+        case HP_ACT_FWD:
+            HP_TRY(hp_program_run(p, HP_PHASE_FWD));
+            if (l->loss >= 0) {
+                float x = ((const float *)p->ptr[l->loss])[0];
+                sum = l->tree ? tree_add(lv, x, a->micro) : nfwd ? sum + x : x;
+            }
+            nfwd++, last_fwd = a->micro;
+            break;
+        case HP_ACT_BWD: HP_TRY(hp_program_run(p, HP_PHASE_BWD)); break;
+        case HP_ACT_OPT: HP_TRY(run_opt(p, io)); break;
+        default: return hp_errorf("program: action %d: backward split into input and weight parts is not built", i);
+        }
+    }
+    if (l->nmicro > 1) sum /= (float)l->nmicro;
+    if (loss) *loss = sum;
     return HP_OK;
 }
 

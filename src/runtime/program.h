@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "core/action.h"
 #include "core/graph.h"
 #include "core/memplan.h"
 #include "core/opdef.h"
@@ -22,6 +23,7 @@ typedef struct {
     double bytes[HP_NPHASES];
     size_t arena_bytes;   /* planned activation/gradient arena */
     size_t naive_bytes;   /* one buffer per value, for comparison */
+    size_t peak_bytes;    /* the most arena bytes live at once in the planned order (the least any arena could be) */
     size_t scratch_bytes;
     size_t grad_bytes;
     size_t input_bytes;
@@ -51,9 +53,43 @@ typedef struct {
 /* hp_program_create_ordered on the backend be (NULL: the defaults). */
 hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, const hp_graph *g, const int *order,
                                int norder, const hp_memplan *mem, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
+/* A program planned for the action list l (core/action): nodes run in
+ * order[0..norder) (phases in order), each action runs the nodes of its kind
+ * (hp_action_parts: backward input and weight parts apart when split), and
+ * every micro-batch in flight has its own activation slot: the arena is
+ * planned over the whole list (its info's peak_bytes, arena_bytes). It runs l
+ * only (hp_program_run_actions); hp_program_run and hp_program_data are slot
+ * 0's. Its actions may be in any order a micro-batch's own dependencies allow
+ * (F0 F1 B0 B1, backward-input and -weight apart). */
+hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const int *order, int norder,
+                                    const hp_action_list *l, hp_param_store *ps, hp_pool *pool, void *rank_ctx);
 void hp_program_destroy(hp_program *p);
 
-/* Runs the steps of one phase (forward, backward or optimizer). An
+/* What a step's actions need from the caller. inputs(ctx, m) writes
+ * micro-batch m's inputs into the program (hp_program_data); it is called
+ * before an action of micro-batch m whenever the micro-batch before was
+ * another (NULL: the inputs are set already). opt_seconds, when set, gets the
+ * optimizer actions' seconds added, and they are kept out of the profile
+ * (hp_program_profile). */
+typedef struct {
+    hp_status (*inputs)(void *ctx, int micro);
+    void *ctx;
+    double *opt_seconds;
+} hp_step_io;
+
+/* Runs the step: the actions of l in order (parallel/schedule writes them).
+ * *loss (may be NULL; needs l->loss >= 0): the micro-batches' losses, read
+ * after each forward and combined as l->tree says. Allocates nothing. The
+ * activations have one slot unless the program was created for l
+ * (hp_program_create_actions), so on another program a backward must follow
+ * its own micro-batch's forward with no other forward between (F0 B0 F1 B1;
+ * F0 F1 B0 B1 is refused) and a split backward is refused. An operator that fails stops the step with its error, as
+ * hp_program_run. */
+hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io);
+
+/* Runs the steps of one phase (forward, backward or optimizer): the
+ * validation executor and programs run without a schedule (tests, benchmarks,
+ * inference). An
  * operator that fails (a collective that timed out) stops the phase; its
  * error is returned (and the program must not be run again). */
 hp_status hp_program_run(hp_program *p, hp_phase phase);

@@ -18,7 +18,6 @@
 
 typedef struct {
     float loss;
-    float loss_lv[13]; /* deterministic mode: the micro-batches' losses as a binary tree (levels) */
     double sumsq;
     hp_trace *trace;
     hp_trace_hook hook;
@@ -44,7 +43,6 @@ struct hp_trainer {
     int32_t step_t;
     int eval, validated, tracing;
     int accum; /* micro-batches per step (>= 1) */
-    int eval_micro; /* deterministic mode's validation: the micro-batch of the batch read */
     double flops_per_step; /* the process's ranks' programs, every micro-batch counted */
     int stall_rank; long stall_step; /* test hook HP_TEST_STALL_RANK (see stall_hook); -1: off */
 };
@@ -84,21 +82,22 @@ static void micro_inputs(hp_trainer *t, hp_dist_rank *r, int m) {
 
 static hp_status rank_inputs(hp_dist_rank *r, void *c_) {
     hp_trainer *t = c_;
-    micro_inputs(t, r, t->eval ? t->eval_micro : 0);
+    micro_inputs(t, r, 0);
     return HP_OK;
 }
 
-/* Micro-batch m's loss x into the binary tree lv (micro-batch 0's at lv[0]):
- * x closes the levels of m's trailing 1 bits, earlier sums on the left, and
- * lands on the next level; returns that partial sum (the whole tree's when m
- * is the last of a power-of-two count). */
-static float tree_add(float *lv, float x, int m) {
-    int t = 0;
-    for (; (unsigned)m >> t & 1u; t++) x = lv[t] + x;
-    if (t < 13) lv[t] = x;
-    return x;
+typedef struct {
+    hp_trainer *t;
+    hp_dist_rank *r;
+} feed_ctx;
+
+static hp_status feed(void *c_, int m) {
+    feed_ctx *c = c_;
+    micro_inputs(c->t, c->r, m);
+    return HP_OK;
 }
 
+/* The rank's step (or evaluation step): the schedule's actions, run by the program. */
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     hp_trainer *t = c_;
     rank_state *rs = r->user;
@@ -107,33 +106,22 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     else
         hp_trace_hook_detach(r->prog);
     stall_hook(t, r);
-    if (!t->validated) {
-        HP_TRY(rank_inputs(r, c_));
-        HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
+    feed_ctx fc = {t, r};
+    hp_step_io io = {feed, &fc, NULL};
+    if (t->eval) return hp_program_run_actions(r->prog, &rs->loss, &r->c.sched.eval, &io);
+    const hp_optim_phase_io *oio = &r->c.optim;
+    memcpy(hp_program_data(r->prog, oio->lr), t->lrs, sizeof t->lrs);
+    *(int32_t *)hp_program_data(r->prog, oio->step) = t->step_t;
+    io.opt_seconds = &rs->opt_s;
+    if (t->validated) { /* the validation executor ran the first step's forward and backward */
+        hp_action opt_act = {HP_ACT_OPT, -1, 0};
+        hp_action_list opt = {&opt_act, 1, 0, -1, 0};
+        rs->loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
+        HP_TRY(hp_program_run_actions(r->prog, NULL, &opt, &io));
+    } else {
+        HP_TRY(hp_program_run_actions(r->prog, &rs->loss, &r->c.sched.step, &io));
     }
-    rs->loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
-    if (t->eval) return HP_OK;
-    const hp_optim_phase_io *io = &r->c.optim;
-    memcpy(hp_program_data(r->prog, io->lr), t->lrs, sizeof t->lrs);
-    *(int32_t *)hp_program_data(r->prog, io->step) = t->step_t;
-    if (!t->validated) HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
-    /* gradient accumulation: the other micro-batches, their losses averaged (in micro-batch order, or
-     * as the gradients: a tree over the micro-batches) */
-    if (t->cfg.deterministic) rs->loss_lv[0] = rs->loss;
-    for (int m = 1; m < t->accum; m++) {
-        micro_inputs(t, r, m);
-        HP_TRY(hp_program_run(r->prog, HP_PHASE_FWD));
-        float lm = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
-        if (t->cfg.deterministic) rs->loss = tree_add(rs->loss_lv, lm, m);
-        else rs->loss += lm;
-        HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
-    }
-    if (t->accum > 1) rs->loss /= (float)t->accum;
-    double saved[2] = {rs->prof[0], rs->prof[1]}, t0 = hp_now();
-    HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
-    rs->opt_s += hp_now() - t0;
-    rs->prof[0] = saved[0], rs->prof[1] = saved[1]; /* the optimizer is its own column */
-    rs->sumsq = *(const double *)hp_program_data(r->prog, io->sumsq);
+    rs->sumsq = *(const double *)hp_program_data(r->prog, oio->sumsq);
     return HP_OK;
 }
 
@@ -449,19 +437,12 @@ static hp_status evaluate(hp_trainer *t, float *out) {
     double sum = 0;
     t->eval = 1;
     /* deterministic mode: a validation step is a whole step's batch (every micro-batch, their losses as a
-     * tree), so its value does not depend on the rank count either */
-    int micro = t->cfg.deterministic ? t->accum : 1;
+     * tree: the schedule's evaluation actions), so its value does not depend on the rank count either */
     for (long i = 0; i < t->cfg.val_steps; i++) {
-        float lv[13], l = 0;
         HP_TRY(hp_data_next(t->cfg.val, t->tokens, t->targets));
-        for (int m = 0; m < micro; m++) {
-            t->eval_micro = m;
-            HP_TRY(hp_dist_run(t->d, rank_step, t));
-            l = tree_add(lv, t->rs[0].loss, m);
-        }
-        sum += micro > 1 ? l / (float)micro : l;
+        HP_TRY(hp_dist_run(t->d, rank_step, t));
+        sum += t->rs[0].loss;
     }
-    t->eval_micro = 0;
     t->eval = 0;
     *out = (float)(sum / (double)t->cfg.val_steps);
     return HP_OK;

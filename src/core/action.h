@@ -1,0 +1,56 @@
+/* core/action: a rank's step as a list of actions. An action is one piece of
+ * work of one micro-batch on one model chunk: its forward, its backward
+ * (whole, or split into the input-gradient and the weight-gradient parts),
+ * or the optimizer (once per step, no micro-batch). The schedule pass
+ * (parallel/schedule) writes the list from the plan's micro-batch count; the
+ * program (runtime/program) runs it in one call. The collectives' starts and
+ * waits are steps inside the actions, where the schedule placed them.
+ * Gradient accumulation is F0 B0 F1 B1 ... Opt; evaluation is forwards only. */
+#ifndef HP_CORE_ACTION_H
+#define HP_CORE_ACTION_H
+
+#include "core/graph.h"
+
+typedef enum {
+    HP_ACT_FWD,        /* the forward phase's steps */
+    HP_ACT_BWD,        /* the backward phase's steps */
+    HP_ACT_BWD_INPUT,  /* backward without the parameter gradients' own work */
+    HP_ACT_BWD_WEIGHT, /* the parameter gradients' work (linear_bwd's weight GEMM, ...) */
+    HP_ACT_OPT,        /* the optimizer phase's steps */
+} hp_action_kind;
+
+typedef struct {
+    hp_action_kind kind;
+    int micro; /* micro-batch (0-based); -1 for the optimizer */
+    int chunk; /* model chunk (0: the whole model, the only chunk today) */
+} hp_action;
+
+typedef struct {
+    hp_action *act; /* the actions in run order */
+    int n;
+    int nmicro; /* micro-batches in the list */
+    int loss;   /* value read after every forward as its micro-batch's loss, -1: none */
+    int tree;   /* 1: the losses summed as a binary tree over the micro-batch index ((l0+l1)+(l2+l3)),
+                 * 0: in run order; either way divided by nmicro when it is > 1 */
+} hp_action_list;
+
+/* Which action runs each node of order[0..n) (a step order, phases in order):
+ * part[node] for every node of the order. Forward and optimizer nodes are
+ * HP_ACT_FWD and HP_ACT_OPT; a backward node is HP_ACT_BWD_INPUT when it
+ * writes a gradient that is no parameter's (hp_value.grad_of: a lowered
+ * graph's activation gradients name none) or a value such a node reads (through any
+ * chain of backward nodes), else HP_ACT_BWD_WEIGHT (a parameter gradient's
+ * own work and what only it feeds: reductions, accumulation). part has
+ * g->nnodes entries; nodes outside the order are left alone. */
+hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *order, int n);
+/* Whether an action of kind runs a node of part (a backward runs both parts). */
+static inline int hp_action_runs(hp_action_kind kind, hp_action_kind part) {
+    return kind == part || (kind == HP_ACT_BWD && (part == HP_ACT_BWD_INPUT || part == HP_ACT_BWD_WEIGHT));
+}
+/* The activation slot of every action of l (slot[l->n]): a micro-batch holds
+ * the lowest free slot from its first action to its last; the optimizer's is 0.
+ * *nslots: the most micro-batches in flight at once (>= 1). Allocates a
+ * scratch of l->nmicro ints. */
+hp_status hp_action_slots(int *slot, int *nslots, const hp_action_list *l);
+
+#endif
