@@ -212,6 +212,12 @@ static hp_status pass_memory(hp_compiled *c) {
     return HP_OK;
 }
 
+/* holdings: the table of the pieces this rank holds (no note: the reported passes stay the ones that
+ * transform the program). */
+static hp_status pass_holdings(hp_compiled *c) {
+    return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, c->rank);
+}
+
 hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *plan, int rank,
                      const hp_compile_opts *o) {
     memset(out, 0, sizeof *out);
@@ -245,12 +251,14 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
+    if (!st) st = pass_holdings(out);
     if (own_plan) hp_plan_free(&one);
     if (st) hp_compiled_free(out);
     return st;
 }
 
 void hp_compiled_free(hp_compiled *c) {
+    hp_holdings_free(&c->hold);
     hp_memplan_free(&c->mem);
     hp_schedule_free(&c->sched);
     hp_rank_graph_free(&c->rg);

@@ -16,6 +16,7 @@
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order
+ *   holdings      parallel/holdings   the table of who holds what (parameters, optimizer states)
  *
  * The result holds everything later stages read: the differentiated global
  * graph and its layouts (validation mode compares against them), the rank's
@@ -34,6 +35,7 @@
 #include "optim/optimizer.h"
 #include "optim/phase.h"
 #include "parallel/fsdp.h"
+#include "parallel/holdings.h"
 #include "parallel/lower.h"
 #include "parallel/schedule.h"
 
@@ -79,6 +81,7 @@ typedef struct {
     int has_optim;
     hp_schedule sched;
     hp_memplan mem;
+    hp_holdings hold;         /* who holds which piece of every parameter and state, and where */
     hp_pass_log passes[HP_MAX_PASSES];
     int npasses;
 } hp_compiled;
