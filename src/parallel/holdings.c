@@ -3,11 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rank q's layout box of tensor t's parameter. */
-static void box_of(hp_shape *box, int64_t *start, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                   int v, int q) {
+/* Rank q's layout box of global value v. */
+static void box_of(hp_shape *box, int64_t *start, const hp_holdings *h, int v, int q) {
     memset(start, 0, sizeof(int64_t) * HP_MAX_DIMS);
-    hp_local_shape(box, start, &g->vals[v].shape, &prop->val[v], m, q);
+    hp_local_shape(box, start, &h->g->vals[v].shape, &h->layouts[v], &h->mesh, q);
 }
 
 /* FSDP: the part of managed parameter fk's box (n elements) that rank q's
@@ -23,6 +22,28 @@ static void fsdp_part(int64_t *lo, int64_t *hi, const hp_fsdp_plan *f, const hp_
     *lo = a - o, *hi = b > a ? b - o : a - o;
 }
 
+int hp_holdings_pieces_for(hp_holding *out, const hp_holdings *h, int t, int state, int q) {
+    const hp_held_tensor *ht = &h->tensors[t];
+    hp_holding p = {.tensor = t};
+    box_of(&p.box, p.start, h, ht->v, q);
+    int64_t n = hp_shape_numel(&p.box);
+    if (ht->fsdp < 0) {
+        p.lo = 0, p.hi = n, p.current = p.loaded = 1;
+        out[0] = p;
+        return 1;
+    }
+    int k = 0;
+    fsdp_part(&p.lo, &p.hi, &h->fsdp, &h->mesh, ht->fsdp, q, n);
+    p.part = p.current = 1;
+    p.loaded = state || h->fsdp.level == 3;
+    if (p.hi > p.lo) out[k++] = p;
+    if (!state && h->fsdp.level != 3) { /* levels 1, 2: the rank's own store holds the whole box, loaded whole */
+        p.lo = 0, p.hi = n, p.part = 0, p.current = 0, p.loaded = 1;
+        out[k++] = p;
+    }
+    return k;
+}
+
 static int same_box(const hp_shape *a, const int64_t *as, const hp_shape *b, const int64_t *bs) {
     if (a->ndim != b->ndim) return 0;
     for (int i = 0; i < a->ndim; i++)
@@ -32,10 +53,6 @@ static int same_box(const hp_shape *a, const int64_t *as, const hp_shape *b, con
 
 typedef struct {
     hp_holdings *h;
-    const hp_graph *g;
-    const hp_propagation *prop;
-    const hp_mesh *m;
-    const hp_fsdp_plan *f;
     int cap_pieces;
 } builder;
 
@@ -58,29 +75,18 @@ static hp_status add_pieces(builder *b, int t, int k, int s, const hp_shape *hav
     hp_holdings *h = b->h;
     hp_held_tensor *ht = &h->tensors[t];
     ht->first = h->npieces;
-    hp_holding p = {.tensor = t};
-    box_of(&p.box, p.start, b->g, b->prop, b->m, ht->v, h->rank);
-    int64_t n = hp_shape_numel(&p.box);
-    p.place = s < 0 ? HP_HOLD_STORE : HP_HOLD_VALUE;
-    p.local = s < 0 ? k : s;
-    size_t base = s < 0 ? h->store.offset[k] : 0;
-    if (ht->fsdp < 0) {
-        if (!hp_shape_eq(have, &p.box))
-            return hp_errorf("holdings: rank %d's piece of '%s' does not have its layout's shape", h->rank, ht->name);
-        p.lo = 0, p.hi = n, p.current = p.loaded = 1, p.at = base;
-        return add_piece(b, &p);
-    }
-    fsdp_part(&p.lo, &p.hi, b->f, b->m, ht->fsdp, h->rank, n);
-    if (s >= 0 && hp_shape_numel(have) != p.hi - p.lo)
-        return hp_errorf("holdings: rank %d's state '%s' does not hold its shard of the parameter", h->rank, ht->name);
-    /* a state holds just [lo, hi); the store the whole box */
-    p.at = s < 0 ? base + (size_t)p.lo : 0;
-    p.current = 1;
-    p.loaded = s >= 0 || b->f->level == 3;
-    if (p.hi > p.lo) HP_TRY(add_piece(b, &p));
-    if (s < 0 && b->f->level != 3) { /* levels 1, 2: the rank's own store holds the whole box, loaded whole */
-        p.lo = 0, p.hi = n, p.current = 0, p.loaded = 1, p.at = base;
-        HP_TRY(add_piece(b, &p));
+    hp_holding ps[2];
+    int n = hp_holdings_pieces_for(ps, h, ht->param, s >= 0, h->rank);
+    if (ht->fsdp < 0 ? !hp_shape_eq(have, &ps[0].box)
+                     : s >= 0 && hp_shape_numel(have) != (n ? ps[0].hi - ps[0].lo : 0))
+        return hp_errorf("holdings: rank %d's piece of '%s' does not have its layout's shape", h->rank, ht->name);
+    for (int i = 0; i < n; i++) {
+        hp_holding *p = &ps[i];
+        p->tensor = t;
+        p->place = s < 0 ? HP_HOLD_STORE : HP_HOLD_VALUE;
+        p->local = s < 0 ? k : s;
+        p->at = s < 0 ? h->store.offset[k] + (size_t)p->lo : 0; /* a state holds just [lo, hi) */
+        HP_TRY(add_piece(b, p));
     }
     return HP_OK;
 }
@@ -89,16 +95,16 @@ static hp_status add_pieces(builder *b, int t, int k, int s, const hp_shape *hav
 static hp_status find_replicas(builder *b, hp_holding *p, int *cap) {
     hp_holdings *h = b->h;
     const hp_held_tensor *ht = &h->tensors[p->tensor];
-    int world = hp_mesh_size(b->m), flat = ht->fsdp >= 0 && p->current;
+    int world = hp_mesh_size(&h->mesh), flat = p->part;
     p->first_replica = h->nreplicas;
     p->nreplicas = 0;
     for (int q = 0; q < world; q++) {
         hp_shape box;
         int64_t start[HP_MAX_DIMS], lo = 0, hi;
-        box_of(&box, start, b->g, b->prop, b->m, ht->v, q);
+        box_of(&box, start, h, ht->v, q);
         if (!same_box(&box, start, &p->box, p->start)) continue;
         hi = hp_shape_numel(&box);
-        if (flat) fsdp_part(&lo, &hi, b->f, b->m, ht->fsdp, q, hi);
+        if (flat) fsdp_part(&lo, &hi, &h->fsdp, &h->mesh, ht->fsdp, q, hi);
         if (lo != p->lo || hi != p->hi) continue;
         if (h->nreplicas == *cap) {
             int c = *cap ? 2 * *cap : 256;
@@ -151,7 +157,8 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
     memset(out, 0, sizeof *out);
     out->rank = rank;
     const hp_graph *lg = rg->g;
-    builder b = {out, g, prop, m, f, 0};
+    builder b = {out, 0};
+    out->g = g, out->layouts = prop->val, out->mesh = *m, out->fsdp = *f;
     int np = hp_graph_params(g, NULL, 0), ns = 0;
     for (int v = 0; v < lg->nvals; v++) ns += lg->vals[v].kind == HP_V_STATE;
     int *ids = malloc(sizeof(int) * (size_t)(np + 1));

@@ -50,6 +50,7 @@ typedef struct {
     hp_shape box;               /* the rank's layout box: extent ... */
     int64_t start[HP_MAX_DIMS]; /* ... and start per dimension of the global tensor */
     int64_t lo, hi;             /* the part held: [lo, hi) of the box's row-major elements */
+    int part;                   /* 1: a flat part of the box (an FSDP shard's), 0: the box whole */
     int current, loaded;        /* see above */
     hp_hold_place place;
     int local;                  /* STORE: the parameter's index in the store (the local graph's parameter
@@ -77,6 +78,12 @@ typedef struct {
     hp_holding *pieces;
     int *replicas;
     hp_held_store store;
+    /* what every rank's pieces follow from (borrowed from the compile: the global graph, the layouts
+     * [g->nvals], the mesh; the FSDP plan copied shallowly, its arrays borrowed) */
+    const hp_graph *g;
+    const hp_layout *layouts;
+    hp_mesh mesh;
+    hp_fsdp_plan fsdp;
 } hp_holdings;
 
 /* The table of `rank` from its compiled parts: the global graph g (with
@@ -85,6 +92,11 @@ typedef struct {
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
                             const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank);
 void hp_holdings_free(hp_holdings *h);
+/* Rank q's pieces (any rank, hosted anywhere) of parameter tensor t (state 0)
+ * or of each of its optimizer states (state 1), as rank q's own table lists
+ * them: box, part and flags (place, at and replicas unset). Writes at most 2,
+ * returns how many. */
+int hp_holdings_pieces_for(hp_holding *out, const hp_holdings *h, int t, int state, int q);
 /* The tensor named `name`, or -1. */
 int hp_holdings_find(const hp_holdings *h, const char *name);
 /* Floats of piece p. */

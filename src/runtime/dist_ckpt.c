@@ -50,16 +50,13 @@ struct hp_dist_ckpt {
     const hp_fsdp_plan *fsdp;                 /* hosted rank 0's FSDP plan; NULL without FSDP */
 };
 
-/* FSDP: the part of entry e's local piece that `rank` keeps current (its
- * shards): elements [*lo, *hi) of the local piece's row-major order. */
-static void fsdp_range(int64_t *lo, int64_t *hi, const hp_dist_ckpt *c, const entry *e, int rank, int64_t numel) {
-    const hp_fsdp_plan *f = c->fsdp;
-    const hp_fsdp_unit *un = &f->units[f->unit_of[e->fk]];
-    int coord[HP_MESH_MAX_DIMS];
-    hp_mesh_coords(coord, hp_dist_mesh(c->d), rank);
-    int64_t o = (int64_t)(f->offset[e->fk] - un->offset), s = (int64_t)un->shard * coord[f->shard_axis];
-    int64_t a = o > s ? o : s, b = o + numel < s + (int64_t)un->shard ? o + numel : s + (int64_t)un->shard;
-    *lo = a - o, *hi = b > a ? b - o : a - o;
+/* The pieces rank q holds of entry e, by the compile's table (hosted rank 0's:
+ * its rules give every rank's pieces); returns how many (at most 2). */
+static int held_of(hp_holding *out, const hp_dist_ckpt *c, const entry *e, int q) {
+    const hp_holdings *h = &hp_dist_rank_at(c->d, 0)->c.hold;
+    int t = 0;
+    while (t < h->ntensors && (h->tensors[t].is_state || h->tensors[t].v != e->v)) t++;
+    return t < h->ntensors ? hp_holdings_pieces_for(out, h, t, e->is_state, q) : 0;
 }
 
 static int is_lead_host(const hp_dist_ckpt *c, int rank) {
@@ -217,10 +214,10 @@ static hp_status find_local(hp_dist_ckpt *c) {
                         k = v, have = lg->vals[v].shape;
             }
             if (e->is_state && e->fk >= 0) { /* FSDP: the state holds the rank's part of the piece, flat */
-                int64_t lo, hi;
-                fsdp_range(&lo, &hi, c, e, r->rank, hp_shape_numel(&p.shape));
-                p.shape = hp_shape1(hi - lo);
-                if (k < 0 && hi == lo) k = -2; /* nothing to hold */
+                hp_holding part[2];
+                int64_t n = held_of(part, c, e, r->rank) ? hp_holding_numel(&part[0]) : 0;
+                p.shape = hp_shape1(n);
+                if (k < 0 && n == 0) k = -2; /* nothing to hold */
             }
             if (k == -1) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
             if (k >= 0 && !same_shape(&have, &p.shape))
@@ -312,35 +309,35 @@ void hp_dist_ckpt_set_format(hp_dist_ckpt *c, hp_ckpt_format format, hp_ckpt_fau
     c->format = format, c->fault = fault;
 }
 
-/* Rank q's pieces of entry i: its layout's box (hosted ranks: at their
- * buffers), or under FSDP for saving (and for loading, but for parameters at
- * levels 1 and 2) only the part its shards keep, as a flat range of the tensor or, inside a
- * tensor-parallel box, as the boxes of that range. Returns how many. */
+/* Rank q's pieces of entry i as the compile's table says (hosted ranks: at
+ * their buffers): for saving the parts it keeps current, for loading the
+ * parts a load fills; a box whole, or a flat part of it (FSDP's shards) as a
+ * flat range of the tensor or, inside a tensor-parallel box, as the boxes of
+ * that range. Returns how many. */
 static int pieces_of(hp_ckpt_held *out, const hp_dist_ckpt *c, int i, int q, int li, int for_save) {
     const entry *e = &c->e[i];
-    piece pc;
-    piece_of(&pc, c, e, q);
-    hp_region box = hp_region_box(pc.off, &pc.shape);
+    hp_holding held[2];
+    int nh = held_of(held, c, e, q), n = 0;
     float *data = li >= 0 ? local_ptr(c, i, li) : NULL;
-    /* levels 1, 2: a parameter is loaded whole into the rank's own store; level 3: the ranks of a
-     * shard group in one process share one store, so each loads its shards (the gather brings the rest) */
-    if (e->fk < 0 || (!e->is_state && !for_save && c->fsdp->level != 3)) {
-        out[0] = (hp_ckpt_held){e->name, box, data};
-        return 1;
-    }
-    int64_t lo, hi;
-    fsdp_range(&lo, &hi, c, e, q, hp_shape_numel(&pc.shape));
-    if (hi == lo) return 0;
-    float *at = data && !e->is_state ? data + lo : data; /* a state holds just [lo, hi) */
-    if (hp_shape_eq(&pc.shape, &e->shape)) {
-        out[0] = (hp_ckpt_held){e->name, hp_region_flat(lo, hi), at};
-        return 1;
-    }
-    hp_region parts[2 * HP_MAX_DIMS];
-    int n = hp_region_flat_boxes(parts, &box, lo, hi, &e->shape);
-    for (int k = 0; k < n; k++) {
-        out[k] = (hp_ckpt_held){e->name, parts[k], at};
-        if (at) at += hp_region_numel(&parts[k], &e->shape);
+    for (int j = 0; j < nh; j++) {
+        const hp_holding *p = &held[j];
+        if (!(for_save ? p->current : p->loaded)) continue;
+        hp_region box = hp_region_box(p->start, &p->box);
+        if (!p->part) {
+            out[n++] = (hp_ckpt_held){e->name, box, data};
+            continue;
+        }
+        float *at = data && !e->is_state ? data + p->lo : data; /* a state holds just [lo, hi) */
+        if (hp_shape_eq(&p->box, &e->shape)) {
+            out[n++] = (hp_ckpt_held){e->name, hp_region_flat(p->lo, p->hi), at};
+            continue;
+        }
+        hp_region parts[2 * HP_MAX_DIMS];
+        int np = hp_region_flat_boxes(parts, &box, p->lo, p->hi, &e->shape);
+        for (int k = 0; k < np; k++) {
+            out[n++] = (hp_ckpt_held){e->name, parts[k], at};
+            if (at) at += hp_region_numel(&parts[k], &e->shape);
+        }
     }
     return n;
 }
