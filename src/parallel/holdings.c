@@ -140,6 +140,7 @@ static hp_status describe_store(hp_held_store *st, const hp_graph *lg, const hp_
         st->mirror = f->gather_bf16;
         st->shared = f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR;
         st->spans = f->transient;
+        st->parts = 1;
     } else {
         size_t off = 0;
         for (int k = 0; k < n; k++) {
@@ -176,6 +177,7 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
         memcpy(t->name, g->vals[ids[i]].name, HP_NAME_LEN);
         t->v = ids[i], t->param = out->ntensors, t->shape = g->vals[ids[i]].shape;
         t->fsdp = f->level && k >= 0 && k < f->nparams && f->unit_of[k] >= 0 ? k : -1;
+        t->parts = t->fsdp >= 0;
         t->first = out->npieces;
         out->ntensors++;
         if (k >= 0) st = add_pieces(&b, out->ntensors - 1, k, -1, &lg->vals[lp].shape);

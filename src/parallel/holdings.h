@@ -41,6 +41,7 @@ typedef struct {
     int is_state;
     int param;              /* a state's parameter: its tensor index here; a parameter's: itself */
     int fsdp;               /* the parameter's index in FSDP's parameter order when FSDP manages it, else -1 */
+    int parts;              /* 1: the ranks hold flat parts of its boxes (FSDP manages it) */
     hp_shape shape;         /* global */
     int first, count;       /* its pieces: pieces[first .. first + count) */
 } hp_held_tensor;
@@ -69,6 +70,7 @@ typedef struct {
     int mirror;     /* a bf16 mirror with the same layout (FSDP gather=bf16) */
     int shared;     /* the ranks of one shard group hosted by one process share one store (FSDP level 3) */
     int spans;      /* only parts are memory: hp_fsdp_store_spans (FSDP transient units) */
+    int parts;      /* its parameters are kept current only in parts (the table's flat parts; FSDP, ZeRO) */
 } hp_held_store;
 
 typedef struct {

@@ -122,9 +122,14 @@ static void check_places(const hp_compiled *c) {
     const hp_fsdp_plan *f = &c->fsdp;
     if (f->level) {
         CHECK(s->total == f->total && s->mirror == f->gather_bf16 && s->spans == f->transient);
-        CHECK(s->shared == (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR));
+        CHECK(s->shared == (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR) && s->parts);
     } else {
-        CHECK(!s->mirror && !s->shared && !s->spans);
+        CHECK(!s->mirror && !s->shared && !s->spans && !s->parts);
+    }
+    for (int t = 0; t < h->ntensors; t++) {
+        const hp_held_tensor *x = &h->tensors[t];
+        CHECK(x->parts == (x->fsdp >= 0) && x->parts == h->tensors[x->param].parts);
+        for (int i = 0; i < x->count; i++) CHECK(!h->pieces[x->first + i].part || x->parts);
     }
     for (int k = 0; k < np; k++) {
         size_t end = s->offset[k] + (size_t)hp_val_numel(lg, ids[k]);
