@@ -139,9 +139,20 @@ static hp_status describe_store(hp_held_store *st, const hp_graph *lg, const hp_
         st->total = f->total;
         st->mirror = f->gather_bf16;
         st->shared = f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR;
-        st->spans = f->transient;
+        st->shared_axis = st->shared ? f->shard_axis : -1;
+        if (f->transient) {
+            int ns = hp_fsdp_store_spans(NULL, 0, f);
+            st->span = malloc(sizeof *st->span * (size_t)(ns ? ns : 1));
+            if (!st->span) {
+                free(ids);
+                return hp_errorf("holdings: out of memory");
+            }
+            st->nspans = hp_fsdp_store_spans(st->span, ns, f);
+            st->nslots = f->nslots, st->slot_at = f->slot_at;
+        }
         st->parts = 1;
     } else {
+        st->shared_axis = -1;
         size_t off = 0;
         for (int k = 0; k < n; k++) {
             st->offset[k] = off;
@@ -210,6 +221,7 @@ void hp_holdings_free(hp_holdings *h) {
     free(h->pieces);
     free(h->replicas);
     free(h->store.offset);
+    free(h->store.span);
     memset(h, 0, sizeof *h);
 }
 

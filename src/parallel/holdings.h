@@ -68,8 +68,12 @@ typedef struct {
     size_t *offset; /* [nparams] */
     size_t total;
     int mirror;     /* a bf16 mirror with the same layout (FSDP gather=bf16) */
-    int shared;     /* the ranks of one shard group hosted by one process share one store (FSDP level 3) */
-    int spans;      /* only parts are memory: hp_fsdp_store_spans (FSDP transient units) */
+    int shared;     /* the ranks of one shard group hosted by one process share one store (FSDP level 3): */
+    int shared_axis; /* the hosted ranks of one supernode that differ only along this mesh axis (-1: none) */
+    int nspans;     /* > 0: only these parts are memory, float ranges [a, b) in order (FSDP transient units) */
+    size_t (*span)[2];     /* [nspans] */
+    int nslots;            /* transient: compute slots after the layout, slot j floats [slot_at[j], slot_at[j + 1]) */
+    const size_t *slot_at; /* [nslots + 1] (borrowed from the compile) */
     int parts;      /* its parameters are kept current only in parts (the table's flat parts; FSDP, ZeRO) */
 } hp_held_store;
 

@@ -121,10 +121,12 @@ static void check_places(const hp_compiled *c) {
     CHECK(s->nparams == np);
     const hp_fsdp_plan *f = &c->fsdp;
     if (f->level) {
-        CHECK(s->total == f->total && s->mirror == f->gather_bf16 && s->spans == f->transient);
+        CHECK(s->total == f->total && s->mirror == f->gather_bf16 && (s->nspans > 0) == f->transient);
+        CHECK(s->shared_axis == (s->shared ? f->shard_axis : -1) && (!s->nspans || s->nslots == f->nslots));
+        for (int j = 0; j < s->nspans; j++) CHECK(s->span[j][0] < s->span[j][1] && s->span[j][1] <= s->total);
         CHECK(s->shared == (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR) && s->parts);
     } else {
-        CHECK(!s->mirror && !s->shared && !s->spans && !s->parts);
+        CHECK(!s->mirror && !s->shared && !s->nspans && !s->parts && s->shared_axis == -1);
     }
     for (int t = 0; t < h->ntensors; t++) {
         const hp_held_tensor *x = &h->tensors[t];
