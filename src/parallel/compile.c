@@ -117,6 +117,7 @@ static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile
         note(c, "fsdp", "off");
         return HP_OK;
     }
+    c->state = (hp_rank_state_hook){hp_fsdp_rt_attach, hp_fsdp_rt_detach, &c->fsdp};
     size_t managed = 0, big = hp_fsdp_largest_unit(&c->fsdp);
     for (int u = 0; u < c->fsdp.nunits; u++) managed += c->fsdp.units[u].size;
     note(c, "fsdp", "level %d over %s (%d members%s): %d units, %.2f MB managed, largest unit %.2f MB, shard %.2f MB",

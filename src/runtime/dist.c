@@ -33,7 +33,7 @@ static void destroy_rank(hp_dist_rank *r) {
     hp_rank_ctx *ctx = &r->c.rg.ctx;
     for (int s = 0; ctx->reqs && s < ctx->nslots; s++)
         if (ctx->reqs[s]) hp_status_free(hp_comm_wait(ctx->reqs[s])), ctx->reqs[s] = NULL;
-    hp_fsdp_rt_destroy(r->fsdp); /* (FSDP's own in-flight calls: waited there) */
+    if (r->c.state.destroy) r->c.state.destroy(ctx); /* (the state's own in-flight calls: waited there) */
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
@@ -125,10 +125,8 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         if (!st)
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
-        if (!st && r->c.fsdp.level) {
-            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
-            ctx->fsdp = r->fsdp;
-        }
+        if (!st && r->c.state.create) /* the passes' run-time state (FSDP's), made by their hook */
+            st = r->c.state.create(ctx, r->c.state.arg, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
     }
     if (st) {
         hp_dist_destroy(d);
