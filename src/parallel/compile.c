@@ -117,6 +117,7 @@ static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile
         note(c, "fsdp", "off");
         return HP_OK;
     }
+    c->state = (hp_rank_state_hook){hp_fsdp_rt_attach, hp_fsdp_rt_detach, &c->fsdp};
     size_t managed = 0, big = hp_fsdp_largest_unit(&c->fsdp);
     for (int u = 0; u < c->fsdp.nunits; u++) managed += c->fsdp.units[u].size;
     note(c, "fsdp", "level %d over %s (%d members%s): %d units, %.2f MB managed, largest unit %.2f MB, shard %.2f MB",
@@ -215,6 +216,12 @@ static hp_status pass_memory(hp_compiled *c) {
     return HP_OK;
 }
 
+/* holdings: the table of the pieces this rank holds (no note: the reported passes stay the ones that
+ * transform the program). */
+static hp_status pass_holdings(hp_compiled *c) {
+    return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, c->rank);
+}
+
 hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *plan, int rank,
                      const hp_compile_opts *o) {
     memset(out, 0, sizeof *out);
@@ -248,12 +255,14 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
+    if (!st) st = pass_holdings(out);
     if (own_plan) hp_plan_free(&one);
     if (st) hp_compiled_free(out);
     return st;
 }
 
 void hp_compiled_free(hp_compiled *c) {
+    hp_holdings_free(&c->hold);
     hp_memplan_free(&c->mem);
     hp_schedule_free(&c->sched);
     hp_rank_graph_free(&c->rg);

@@ -16,6 +16,7 @@
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order
+ *   holdings      parallel/holdings   the table of who holds what (parameters, optimizer states)
  *
  * The result holds everything later stages read: the differentiated global
  * graph and its layouts (validation mode compares against them), the rank's
@@ -34,6 +35,7 @@
 #include "optim/optimizer.h"
 #include "optim/phase.h"
 #include "parallel/fsdp.h"
+#include "parallel/holdings.h"
 #include "parallel/lower.h"
 #include "parallel/schedule.h"
 
@@ -65,6 +67,16 @@ typedef struct {
     char note[HP_PASS_NOTE]; /* what the pass did */
 } hp_pass_log;
 
+/* A pass's run-time state of the rank (FSDP's: hp_fsdp_rt at hp_rank_ctx.fsdp), made by the runtime once
+ * the rank's parameter store exists: create(ctx, arg, ...) and destroy(ctx); create NULL: none. arg points
+ * into the hp_compiled, so the runtime keeps that in place. */
+typedef struct {
+    hp_status (*create)(hp_rank_ctx *ctx, const void *arg, const hp_mesh_comm *mc, int rank, float *params,
+                        uint16_t *params16, float *slots);
+    void (*destroy)(hp_rank_ctx *ctx);
+    const void *arg;
+} hp_rank_state_hook;
+
 typedef struct {
     hp_graph *global;         /* the model graph, differentiated (owned copy) */
     hp_mesh mesh;
@@ -79,6 +91,8 @@ typedef struct {
     int has_optim;
     hp_schedule sched;
     hp_memplan mem;
+    hp_holdings hold;         /* who holds which piece of every parameter and state, and where */
+    hp_rank_state_hook state; /* the passes' run-time state (FSDP's) */
     hp_pass_log passes[HP_MAX_PASSES];
     int npasses;
 } hp_compiled;

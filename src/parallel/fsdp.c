@@ -423,6 +423,16 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
 
 /* ---- run time ---- */
 
+hp_status hp_fsdp_rt_attach(hp_rank_ctx *ctx, const void *plan, const hp_mesh_comm *mc, int rank, float *params,
+                            uint16_t *params16, float *slots) {
+    return hp_fsdp_rt_create(&ctx->fsdp, plan, mc, rank, params, params16, slots);
+}
+
+void hp_fsdp_rt_detach(hp_rank_ctx *ctx) {
+    hp_fsdp_rt_destroy(ctx->fsdp);
+    ctx->fsdp = NULL;
+}
+
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
                             float *params, uint16_t *params16, float *slots) {
     if (plan->gather_bf16 && !params16) return hp_errorf("fsdp gather=bf16: the parameter store has no bf16 mirror");

@@ -185,6 +185,11 @@ struct hp_fsdp_rt {
 hp_status hp_fsdp_rt_create(hp_fsdp_rt **out, const hp_fsdp_plan *plan, const hp_mesh_comm *mc, int rank,
                             float *params, uint16_t *params16, float *slots);
 void hp_fsdp_rt_destroy(hp_fsdp_rt *rt);
+/* The same as a rank-state hook (hp_rank_state_hook, parallel/compile): plan
+ * is the hp_fsdp_plan; the state goes to ctx->fsdp (detach: destroyed, NULL). */
+hp_status hp_fsdp_rt_attach(hp_rank_ctx *ctx, const void *plan, const hp_mesh_comm *mc, int rank, float *params,
+                            uint16_t *params16, float *slots);
+void hp_fsdp_rt_detach(hp_rank_ctx *ctx);
 
 extern const hp_opdef hp_op_fsdp_gather_start, hp_op_fsdp_gather_wait, hp_op_fsdp_reduce_start,
     hp_op_fsdp_reduce_wait, hp_op_fsdp_allreduce_wait, hp_op_fsdp_param16;

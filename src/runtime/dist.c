@@ -33,46 +33,37 @@ static void destroy_rank(hp_dist_rank *r) {
     hp_rank_ctx *ctx = &r->c.rg.ctx;
     for (int s = 0; ctx->reqs && s < ctx->nslots; s++)
         if (ctx->reqs[s]) hp_status_free(hp_comm_wait(ctx->reqs[s])), ctx->reqs[s] = NULL;
-    hp_fsdp_rt_destroy(r->fsdp); /* (FSDP's own in-flight calls: waited there) */
+    if (r->c.state.destroy) r->c.state.destroy(ctx); /* (the state's own in-flight calls: waited there) */
     hp_program_destroy(r->prog);
     hp_pool_destroy(r->pool);
     hp_param_store_free(&r->ps);
     hp_compiled_free(&r->c);
 }
 
-/* FSDP level 3: the hosted ranks of one shard group (the same coordinates
- * off the shard axis) in one supernode share one store, the supernode's one
- * copy of their units (with transient gathered units: the supernode's
- * shards, the rest of the layout reserved address space, and the slots the
- * units are gathered into); otherwise each rank has its own (FSDP's unit
- * layout when on). */
+/* The rank's parameter store as the compile's table describes it (its
+ * layout, spans, slots, bf16 mirror): the hosted ranks of one supernode that
+ * differ only along the table's shared axis share the first one's (FSDP
+ * level 3: the supernode's one copy of their units); otherwise each rank has
+ * its own. */
 static hp_status create_store(hp_dist *d, int i) {
     hp_dist_rank *r = &d->r[i];
-    const hp_fsdp_plan *f = &r->c.fsdp;
-    if (!f->level) return hp_param_store_create(&r->ps, r->c.rg.g);
-    if (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR) {
+    const hp_held_store *s = &r->c.hold.store;
+    if (s->shared_axis >= 0) {
         int me[HP_MESH_MAX_DIMS], other[HP_MESH_MAX_DIMS];
         hp_mesh_coords(me, &d->mesh, r->rank);
         int sn = hp_comm_supernode_of(d->cfg.world, r->rank);
         for (int j = 0; j < i; j++) {
             hp_mesh_coords(other, &d->mesh, d->r[j].rank);
             int same = hp_comm_supernode_of(d->cfg.world, d->r[j].rank) == sn;
-            for (int a = 0; a < d->mesh.ndim; a++) same &= a == f->shard_axis || me[a] == other[a];
+            for (int a = 0; a < d->mesh.ndim; a++) same &= a == s->shared_axis || me[a] == other[a];
             if (same) return hp_param_store_borrow(&r->ps, &d->r[j].ps);
         }
     }
-    if (f->transient) {
-        int n = hp_fsdp_store_spans(NULL, 0, f);
-        size_t(*spans)[2] = malloc(sizeof *spans * (size_t)(n ? n : 1));
-        if (!spans) return hp_errorf("dist: out of memory");
-        hp_fsdp_store_spans(spans, n, f);
-        hp_status st = hp_param_store_create_spans(&r->ps, r->c.rg.g, f->offset, f->total, (const size_t(*)[2])spans, n,
-                                                   f->nslots, f->slot_at);
-        free(spans);
-        return st;
-    }
-    HP_TRY(hp_param_store_create_at(&r->ps, r->c.rg.g, f->offset, f->total));
-    return f->gather_bf16 ? hp_param_store_add_mirror(&r->ps) : HP_OK;
+    if (s->nspans)
+        return hp_param_store_create_spans(&r->ps, r->c.rg.g, s->offset, s->total, (const size_t(*)[2])s->span,
+                                           s->nspans, s->nslots, s->slot_at);
+    HP_TRY(hp_param_store_create_at(&r->ps, r->c.rg.g, s->offset, s->total));
+    return s->mirror ? hp_param_store_add_mirror(&r->ps) : HP_OK;
 }
 
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
@@ -134,10 +125,8 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         if (!st)
             st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
                                            r->pool, ctx);
-        if (!st && r->c.fsdp.level) {
-            st = hp_fsdp_rt_create(&r->fsdp, &r->c.fsdp, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
-            ctx->fsdp = r->fsdp;
-        }
+        if (!st && r->c.state.create) /* the passes' run-time state (FSDP's), made by their hook */
+            st = r->c.state.create(ctx, r->c.state.arg, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
     }
     if (st) {
         hp_dist_destroy(d);

@@ -29,7 +29,6 @@ typedef struct {
     hp_param_store ps;   /* local parameter pieces */
     hp_pool *pool;
     hp_program *prog;
-    hp_fsdp_rt *fsdp;    /* FSDP's run-time state (NULL without FSDP) */
     void *user;          /* the caller's per-rank state */
 } hp_dist_rank;
 

@@ -14,9 +14,9 @@
 typedef struct {
     char *name;     /* as stored: the parameter's name, or "adamw.m.<param>" etc. */
     int v;          /* global graph value of the (underlying) parameter */
-    int ls;         /* states: the value in rank 0's local graph (-1: found by name, FSDP) */
+    int ls;         /* states: the value in rank 0's local graph (-1: found by name, flat parts) */
     int is_state;   /* 0: model.safetensors; 1: optim.safetensors */
-    int fk;         /* FSDP: the parameter's index in the local graphs' parameter order, -1: not managed */
+    int part;       /* 1: ranks hold flat parts of its boxes (the table's hp_holding.part: FSDP's shards) */
     hp_shape shape; /* global */
     size_t off;     /* floats into the whole buffer of its file (rank 0's process) */
 } entry;
@@ -47,19 +47,16 @@ struct hp_dist_ckpt {
     hp_ckpt_format format;                    /* of saves */
     hp_ckpt_fault fault;                      /* tests: a sharded save that stops before its commit */
     hp_ckpt_pieces *pieces;                   /* the sharded format, from its first use */
-    const hp_fsdp_plan *fsdp;                 /* hosted rank 0's FSDP plan; NULL without FSDP */
+    int parts;                                /* 1: some tensor is held in flat parts (the table's) */
 };
 
-/* FSDP: the part of entry e's local piece that `rank` keeps current (its
- * shards): elements [*lo, *hi) of the local piece's row-major order. */
-static void fsdp_range(int64_t *lo, int64_t *hi, const hp_dist_ckpt *c, const entry *e, int rank, int64_t numel) {
-    const hp_fsdp_plan *f = c->fsdp;
-    const hp_fsdp_unit *un = &f->units[f->unit_of[e->fk]];
-    int coord[HP_MESH_MAX_DIMS];
-    hp_mesh_coords(coord, hp_dist_mesh(c->d), rank);
-    int64_t o = (int64_t)(f->offset[e->fk] - un->offset), s = (int64_t)un->shard * coord[f->shard_axis];
-    int64_t a = o > s ? o : s, b = o + numel < s + (int64_t)un->shard ? o + numel : s + (int64_t)un->shard;
-    *lo = a - o, *hi = b > a ? b - o : a - o;
+/* The pieces rank q holds of entry e, by the compile's table (hosted rank 0's:
+ * its rules give every rank's pieces); returns how many (at most 2). */
+static int held_of(hp_holding *out, const hp_dist_ckpt *c, const entry *e, int q) {
+    const hp_holdings *h = &hp_dist_rank_at(c->d, 0)->c.hold;
+    int t = 0;
+    while (t < h->ntensors && (h->tensors[t].is_state || h->tensors[t].v != e->v)) t++;
+    return t < h->ntensors ? hp_holdings_pieces_for(out, h, t, e->is_state, q) : 0;
 }
 
 static int is_lead_host(const hp_dist_ckpt *c, int rank) {
@@ -99,20 +96,18 @@ static float *whole_ptr(const hp_dist_ckpt *c, const entry *e) {
     return (e->is_state ? c->whole_state : c->whole_model) + e->off;
 }
 
-/* FSDP: local parameter lp's index in lg's parameter order when FSDP manages it, else -1. */
-static int fsdp_index(const hp_dist_ckpt *c, const hp_graph *lg, int lp) {
-    if (!c->fsdp || lp < 0) return -1;
-    int k = 0;
-    for (int v = 0; v < lg->nvals && v < lp; v++) k += lg->vals[v].kind == HP_V_PARAM;
-    return k < c->fsdp->nparams && c->fsdp->unit_of[k] >= 0 ? k : -1;
+/* 1 when the ranks hold parameter i (graph order) in flat parts of their boxes (hosted rank 0's table). */
+static int held_in_parts(const hp_dist_ckpt *c, int i) {
+    const hp_holdings *h = &hp_dist_rank_at(c->d, 0)->c.hold;
+    return i < h->ntensors && h->tensors[i].parts;
 }
 
-/* FSDP: a rank holds the states of only the parameters its shards touch, so
+/* Flat parts (FSDP): a rank holds the states of only the parameters its parts touch, so
  * the states of each parameter are named from any hosted rank that has
  * them; a parameter no hosted rank touches gets the prefixes of a trained
  * parameter of the same optimizer (AdamW's "adamw.m.", "adamw.v." when
  * every state seen is AdamW's). */
-static hp_status list_fsdp_states(hp_dist_ckpt *c) {
+static hp_status list_part_states(hp_dist_ckpt *c) {
     const hp_graph *g = c->g;
     int all_adamw = 1, seen = 0;
     for (int li = 0; li < c->nh; li++) {
@@ -127,7 +122,7 @@ static hp_status list_fsdp_states(hp_dist_ckpt *c) {
             const hp_graph *lg = rg->g;
             for (int s = 0; s < lg->nvals; s++)
                 if (lg->vals[s].kind == HP_V_STATE && lg->vals[s].state_of == rg->map[v]) {
-                    c->e[c->ne++] = (entry){strdup(lg->vals[s].name), v, -1, 1, c->e[i].fk, g->vals[v].shape, 0};
+                    c->e[c->ne++] = (entry){strdup(lg->vals[s].name), v, -1, 1, c->e[i].part, g->vals[v].shape, 0};
                     found = 1;
                 }
         }
@@ -140,7 +135,7 @@ static hp_status list_fsdp_states(hp_dist_ckpt *c) {
         for (int k = 0; k < 2; k++) {
             char nm[HP_NAME_LEN];
             snprintf(nm, sizeof nm, "%s%.*s", prefix[k], (int)(HP_NAME_LEN - 1 - strlen(prefix[k])), g->vals[v].name);
-            c->e[c->ne++] = (entry){strdup(nm), v, -1, 1, c->e[i].fk, g->vals[v].shape, 0};
+            c->e[c->ne++] = (entry){strdup(nm), v, -1, 1, c->e[i].part, g->vals[v].shape, 0};
         }
     }
     for (int i = 0; i < c->ne; i++)
@@ -163,7 +158,7 @@ static hp_status list_entries(hp_dist_ckpt *c) {
         for (int v = 0; v < l->nvals; v++) ns_all += l->vals[v].kind == HP_V_STATE;
     }
     int *ids = malloc(sizeof(int) * (size_t)(np + 1));
-    c->e = calloc((size_t)(np + (c->fsdp ? ns_all + 2 * np : ns) + 1), sizeof *c->e);
+    c->e = calloc((size_t)(np + (c->parts ? ns_all + 2 * np : ns) + 1), sizeof *c->e);
     if (!ids || !c->e) {
         free(ids);
         return hp_errorf("checkpoint: out of memory");
@@ -171,18 +166,18 @@ static hp_status list_entries(hp_dist_ckpt *c) {
     hp_graph_params(g, ids, np);
     for (int i = 0; i < np; i++) {
         const hp_value *v = &g->vals[ids[i]];
-        c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, fsdp_index(c, lg, rg->map[ids[i]]), v->shape, 0};
+        c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, c->parts && held_in_parts(c, i), v->shape, 0};
     }
     c->np = c->ne;
-    if (c->fsdp) {
+    if (c->parts) {
         free(ids);
-        return list_fsdp_states(c);
+        return list_part_states(c);
     }
     for (int i = 0; i < np; i++) {
         int lp = rg->map[ids[i]];
         for (int v = 0; v < lg->nvals; v++)
             if (lg->vals[v].kind == HP_V_STATE && lg->vals[v].state_of == lp)
-                c->e[c->ne++] = (entry){strdup(lg->vals[v].name), ids[i], v, 1, -1, g->vals[ids[i]].shape, 0};
+                c->e[c->ne++] = (entry){strdup(lg->vals[v].name), ids[i], v, 1, 0, g->vals[ids[i]].shape, 0};
     }
     hp_status st = c->ne == np + ns ? HP_OK
                                     : hp_errorf("checkpoint: %d optimizer states belong to no parameter", np + ns - c->ne);
@@ -216,11 +211,11 @@ static hp_status find_local(hp_dist_ckpt *c) {
                         !strcmp(lg->vals[v].name, e->name))
                         k = v, have = lg->vals[v].shape;
             }
-            if (e->is_state && e->fk >= 0) { /* FSDP: the state holds the rank's part of the piece, flat */
-                int64_t lo, hi;
-                fsdp_range(&lo, &hi, c, e, r->rank, hp_shape_numel(&p.shape));
-                p.shape = hp_shape1(hi - lo);
-                if (k < 0 && hi == lo) k = -2; /* nothing to hold */
+            if (e->is_state && e->part) { /* the state holds the rank's part of the piece, flat */
+                hp_holding part[2];
+                int64_t n = held_of(part, c, e, r->rank) ? hp_holding_numel(&part[0]) : 0;
+                p.shape = hp_shape1(n);
+                if (k < 0 && n == 0) k = -2; /* nothing to hold */
             }
             if (k == -1) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
             if (k >= 0 && !same_shape(&have, &p.shape))
@@ -280,7 +275,7 @@ hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     c->world = hp_comm_world_size(c->w);
     c->multiproc = hp_comm_uses_mpi(c->w) && hp_comm_supernodes(c->w) > 1;
     c->lead = hp_comm_world_rank(c->w, 0) != NULL;
-    if (c->nh > 0 && hp_dist_rank_at(d, 0)->c.fsdp.level) c->fsdp = &hp_dist_rank_at(d, 0)->c.fsdp;
+    if (c->nh > 0) c->parts = hp_dist_rank_at(d, 0)->c.hold.store.parts;
     hp_status st = c->nh > 0 ? list_entries(c) : hp_errorf("checkpoint: this process hosts no rank");
     if (!st) {
         c->lk = calloc((size_t)c->ne * (size_t)c->nh + 1, sizeof *c->lk);
@@ -312,35 +307,35 @@ void hp_dist_ckpt_set_format(hp_dist_ckpt *c, hp_ckpt_format format, hp_ckpt_fau
     c->format = format, c->fault = fault;
 }
 
-/* Rank q's pieces of entry i: its layout's box (hosted ranks: at their
- * buffers), or under FSDP for saving (and for loading, but for parameters at
- * levels 1 and 2) only the part its shards keep, as a flat range of the tensor or, inside a
- * tensor-parallel box, as the boxes of that range. Returns how many. */
+/* Rank q's pieces of entry i as the compile's table says (hosted ranks: at
+ * their buffers): for saving the parts it keeps current, for loading the
+ * parts a load fills; a box whole, or a flat part of it (FSDP's shards) as a
+ * flat range of the tensor or, inside a tensor-parallel box, as the boxes of
+ * that range. Returns how many. */
 static int pieces_of(hp_ckpt_held *out, const hp_dist_ckpt *c, int i, int q, int li, int for_save) {
     const entry *e = &c->e[i];
-    piece pc;
-    piece_of(&pc, c, e, q);
-    hp_region box = hp_region_box(pc.off, &pc.shape);
+    hp_holding held[2];
+    int nh = held_of(held, c, e, q), n = 0;
     float *data = li >= 0 ? local_ptr(c, i, li) : NULL;
-    /* levels 1, 2: a parameter is loaded whole into the rank's own store; level 3: the ranks of a
-     * shard group in one process share one store, so each loads its shards (the gather brings the rest) */
-    if (e->fk < 0 || (!e->is_state && !for_save && c->fsdp->level != 3)) {
-        out[0] = (hp_ckpt_held){e->name, box, data};
-        return 1;
-    }
-    int64_t lo, hi;
-    fsdp_range(&lo, &hi, c, e, q, hp_shape_numel(&pc.shape));
-    if (hi == lo) return 0;
-    float *at = data && !e->is_state ? data + lo : data; /* a state holds just [lo, hi) */
-    if (hp_shape_eq(&pc.shape, &e->shape)) {
-        out[0] = (hp_ckpt_held){e->name, hp_region_flat(lo, hi), at};
-        return 1;
-    }
-    hp_region parts[2 * HP_MAX_DIMS];
-    int n = hp_region_flat_boxes(parts, &box, lo, hi, &e->shape);
-    for (int k = 0; k < n; k++) {
-        out[k] = (hp_ckpt_held){e->name, parts[k], at};
-        if (at) at += hp_region_numel(&parts[k], &e->shape);
+    for (int j = 0; j < nh; j++) {
+        const hp_holding *p = &held[j];
+        if (!(for_save ? p->current : p->loaded)) continue;
+        hp_region box = hp_region_box(p->start, &p->box);
+        if (!p->part) {
+            out[n++] = (hp_ckpt_held){e->name, box, data};
+            continue;
+        }
+        float *at = data && !e->is_state ? data + p->lo : data; /* a state holds just [lo, hi) */
+        if (hp_shape_eq(&p->box, &e->shape)) {
+            out[n++] = (hp_ckpt_held){e->name, hp_region_flat(p->lo, p->hi), at};
+            continue;
+        }
+        hp_region parts[2 * HP_MAX_DIMS];
+        int np = hp_region_flat_boxes(parts, &box, p->lo, p->hi, &e->shape);
+        for (int k = 0; k < np; k++) {
+            out[n++] = (hp_ckpt_held){e->name, parts[k], at};
+            if (at) at += hp_region_numel(&parts[k], &e->shape);
+        }
     }
     return n;
 }
@@ -465,12 +460,12 @@ static hp_status retain(const hp_dist_ckpt *c, const char *dir, int keep_last, c
     return st;
 }
 
-/* FSDP in the single format: no rank holds its parameters current beyond its
- * shards, so every rank writes its pieces (the sharded format, beside dir as
+/* Flat parts (FSDP) in the single format: no rank holds its parameters current
+ * beyond its parts, so every rank writes its pieces (the sharded format, beside dir as
  * dir.tmp-pieces: a stage's name, so what a crash leaves is removed by
  * recovery), and rank 0's process makes them whole (io/ckpt_convert) and
  * drops them. */
-static hp_status save_fsdp_single(hp_dist_ckpt *c, const char *dir, const char *state_json) {
+static hp_status save_parts_single(hp_dist_ckpt *c, const char *dir, const char *state_json) {
     size_t n = strlen(dir);
     char *pieces = malloc(n + 16);
     if (!pieces) return hp_errorf("checkpoint: out of memory");
@@ -494,10 +489,10 @@ static hp_status save_fsdp_single(hp_dist_ckpt *c, const char *dir, const char *
 
 hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_json, int keep_last,
                             const hp_ckpt_lineage *lin) {
-    if (c->format == HP_CKPT_SHARDED || c->fsdp) {
+    if (c->format == HP_CKPT_SHARDED || c->parts) {
         HP_TRY(agree(c, make_pieces(c), dir));
         hp_status st = c->format == HP_CKPT_SHARDED ? hp_ckpt_pieces_save(c->pieces, dir, state_json, 1, c->fault)
-                                                    : save_fsdp_single(c, dir, state_json);
+                                                    : save_parts_single(c, dir, state_json);
         if (!st) st = retain(c, dir, keep_last, lin);
         return agree(c, st, dir);
     }
@@ -515,7 +510,7 @@ hp_status hp_dist_ckpt_save(hp_dist_ckpt *c, const char *dir, const char *state_
 }
 
 hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state) {
-    if (ck->shards || c->fsdp) {
+    if (ck->shards || c->parts) {
         HP_TRY(make_pieces(c));
         return hp_ckpt_pieces_load(c->pieces, ck, with_state);
     }

@@ -36,7 +36,7 @@ static void run(const gpt2_fixture *f, int level, int bf16, int gather16, float 
     *expect = 0;
     for (int i = 0; i < hp_dist_nranks(d); i++) {
         hp_dist_rank *r = hp_dist_rank_at(d, i);
-        copied[i] = r->fsdp->copied;
+        copied[i] = r->c.rg.ctx.fsdp->copied;
         if (i == 0)
             for (int u = 0; u < r->c.fsdp.nunits; u++)
                 *expect += 3 * (gather16 ? 2 : 4) * (int64_t)r->c.fsdp.units[u].shard * (r->c.fsdp.members - 1);

@@ -59,7 +59,7 @@ static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch
             res->bwd_gathers += fp->units[u].bwd_gather;
             res->expect_copied += STEPS * 4 * (int64_t)fp->units[u].shard * (1 + fp->units[u].bwd_gather);
         }
-        for (int i = 0; i < hp_dist_nranks(d); i++) res->copied[i] = hp_dist_rank_at(d, i)->fsdp->copied;
+        for (int i = 0; i < hp_dist_nranks(d); i++) res->copied[i] = hp_dist_rank_at(d, i)->c.rg.ctx.fsdp->copied;
         const hp_param_store *ps = &hp_dist_rank_at(d, 0)->ps;
         for (int i = 0; i < ps->nspans; i++) res->committed += ps->span[i][1] - ps->span[i][0];
         res->expect_committed = fp->nunits ? fp->units[0].offset : fp->total;
