@@ -69,7 +69,7 @@ static int by_begin(const void *a_, const void *b_) {
 
 int hp_crc_spans_whole(uint32_t *crc, hp_crc_spans *s, int buf, uint64_t n) {
     span_list *l = &s->b[buf];
-    qsort(l->v, (size_t)l->n, sizeof *l->v, by_begin);
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, by_begin);
     uint64_t at = 0;
     uint32_t c = 0;
     for (int i = 0; i < l->n; i++) {
