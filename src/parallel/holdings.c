@@ -164,6 +164,40 @@ static hp_status describe_store(hp_held_store *st, const hp_graph *lg, const hp_
     return HP_OK;
 }
 
+/* The units of flat parts (FSDP's) and, per parameter held as flat parts,
+ * the rank's piece of its reduced gradient: the same part as its current
+ * piece, in the unit's reduced range (value grad_shard). */
+static hp_status add_units(hp_holdings *h, const hp_fsdp_plan *f) {
+    if (!f->level || f->nunits == 0) return HP_OK;
+    h->units = calloc((size_t)f->nunits, sizeof *h->units);
+    h->grads = calloc((size_t)h->ntensors + 1, sizeof *h->grads);
+    if (!h->units || !h->grads) return hp_errorf("holdings: out of memory");
+    h->nunits = f->nunits;
+    for (int u = 0; u < f->nunits; u++) {
+        hp_held_unit *x = &h->units[u];
+        memcpy(x->name, f->units[u].name, HP_NAME_LEN);
+        x->shard = f->units[u].shard, x->member = f->me, x->grad = f->units[u].grad_shard;
+        x->replicas = f->replicas > 1 ? f->replicas : 1;
+    }
+    for (int t = 0; t < h->ntensors; t++) {
+        hp_held_tensor *ht = &h->tensors[t];
+        if (ht->is_state || ht->fsdp < 0) continue;
+        int u = f->unit_of[ht->fsdp];
+        ht->unit = u, ht->unit_at = f->offset[ht->fsdp] - f->units[u].offset;
+        hp_holding p = {.tensor = t, .part = 1, .current = 1, .place = HP_HOLD_VALUE, .local = h->units[u].grad};
+        box_of(&p.box, p.start, h, ht->v, h->rank);
+        fsdp_part(&p.lo, &p.hi, f, &h->mesh, ht->fsdp, h->rank, hp_shape_numel(&p.box));
+        if (p.hi <= p.lo || h->units[u].grad < 0) continue;
+        p.at = ht->unit_at + (size_t)p.lo - h->units[u].shard * (size_t)h->units[u].member;
+        ht->grad = h->ngrads;
+        h->grads[h->ngrads++] = p;
+    }
+    for (int t = 0; t < h->ntensors; t++) /* a state's unit is its parameter's */
+        if (h->tensors[t].is_state) h->tensors[t].unit = h->tensors[h->tensors[t].param].unit,
+                                    h->tensors[t].unit_at = h->tensors[h->tensors[t].param].unit_at;
+    return HP_OK;
+}
+
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
                             const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank) {
     memset(out, 0, sizeof *out);
@@ -189,6 +223,7 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
         t->v = ids[i], t->param = out->ntensors, t->shape = g->vals[ids[i]].shape;
         t->fsdp = f->level && k >= 0 && k < f->nparams && f->unit_of[k] >= 0 ? k : -1;
         t->parts = t->fsdp >= 0;
+        t->unit = t->grad = -1;
         t->first = out->npieces;
         out->ntensors++;
         if (k >= 0) st = add_pieces(&b, out->ntensors - 1, k, -1, &lg->vals[lp].shape);
@@ -208,8 +243,10 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
     }
     if (!st && out->ntensors != np + ns) st = hp_errorf("holdings: %d optimizer states belong to no parameter",
                                                         np + ns - out->ntensors);
+    if (!st) st = add_units(out, f);
     int cap = 0;
     for (int i = 0; i < out->npieces && !st; i++) st = find_replicas(&b, &out->pieces[i], &cap);
+    for (int i = 0; i < out->ngrads && !st; i++) st = find_replicas(&b, &out->grads[i], &cap);
     free(ids);
     free(local_index);
     if (st) hp_holdings_free(out);
@@ -222,6 +259,8 @@ void hp_holdings_free(hp_holdings *h) {
     free(h->replicas);
     free(h->store.offset);
     free(h->store.span);
+    free(h->units);
+    free(h->grads);
     memset(h, 0, sizeof *h);
 }
 

@@ -20,7 +20,15 @@
  *
  * Where: a parameter's piece lies in the parameter store, `at` floats into
  * its data (the piece's element lo is there); an optimizer state's piece is
- * a value of the rank's program (local id), `at` floats into it. */
+ * a value of the rank's program (local id), `at` floats into it.
+ *
+ * Units of flat parts. Tensors held as flat parts belong to a unit: a
+ * padded flat buffer their boxes are laid out in, which `members` ranks
+ * split into equal ranges of `shard` floats (FSDP's units). After the
+ * step's reduction the rank's range of the unit's gradient lies in a value
+ * of its program; the table lists, per parameter, the rank's piece of that
+ * reduced gradient (grads) the same way as its other pieces. Validation
+ * reads units and gradient pieces to compare gathers and reductions. */
 #ifndef HP_PARALLEL_HOLDINGS_H
 #define HP_PARALLEL_HOLDINGS_H
 
@@ -44,6 +52,9 @@ typedef struct {
     int parts;              /* 1: the ranks hold flat parts of its boxes (FSDP manages it) */
     hp_shape shape;         /* global */
     int first, count;       /* its pieces: pieces[first .. first + count) */
+    int unit;               /* parts: the unit its box is laid out in (units[unit]); -1: held whole */
+    size_t unit_at;         /* parts: floats from the unit's start to the box's element 0 */
+    int grad;               /* a parameter's piece of its reduced gradient on this rank: grads[grad]; -1: none */
 } hp_held_tensor;
 
 typedef struct {
@@ -77,6 +88,17 @@ typedef struct {
     int parts;      /* its parameters are kept current only in parts (the table's flat parts; FSDP, ZeRO) */
 } hp_held_store;
 
+/* A unit of flat parts (see above), as this rank sees it. */
+typedef struct {
+    char name[HP_NAME_LEN];
+    size_t shard;  /* floats of each member's range */
+    int member;    /* this rank's range: floats [member * shard, (member + 1) * shard) of the unit */
+    int grad;      /* local value: the rank's range of the unit's reduced gradient (shard floats) */
+    int replicas;  /* > 1: the reduction ends with an all-reduce of the range among that many
+                    * ranks holding it (the range is final only after it); 1: final after the
+                    * reduction (other ranks may still hold the same range, computed alike) */
+} hp_held_unit;
+
 typedef struct {
     int rank;
     int ntensors, npieces, nreplicas;
@@ -84,6 +106,11 @@ typedef struct {
     hp_holding *pieces;
     int *replicas;
     hp_held_store store;
+    int nunits;
+    hp_held_unit *units;
+    int ngrads;
+    hp_holding *grads;       /* the rank's pieces of reduced parameter gradients held as flat parts:
+                              * place VALUE (local: the unit's grad value, at floats into it), part 1 */
     /* what every rank's pieces follow from (borrowed from the compile: the global graph, the layouts
      * [g->nvals], the mesh; the FSDP plan copied shallowly, its arrays borrowed) */
     const hp_graph *g;

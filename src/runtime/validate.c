@@ -8,7 +8,7 @@
 
 #include "parallel/piece.h"
 #include "parallel/rank.h"
-#include "runtime/validate_fsdp.h"
+#include "runtime/validate_parts.h"
 
 struct hp_validator {
     const hp_graph *g;
@@ -38,8 +38,8 @@ struct hp_validator {
     hp_tensor *xin;          /* [n * maxxin] the views' extra inputs */
     int maxxin;
     const hp_tensor **xin_of; /* [n] rank r's row of xin */
-    hp_tensor *shards;       /* [n] FSDP: the reduced shards of one unit */
-    hp_vfsdp fsdp;
+    hp_tensor *ranges;       /* [n] the reduced gradient ranges of one unit of flat parts */
+    hp_vparts parts;
 };
 
 /* ---- small helpers ---- */
@@ -282,7 +282,7 @@ static hp_status check_structure(hp_validator *v) {
     const hp_dist_rank *r0 = hp_dist_rank_at(v->d, 0);
     for (int i = 1; i < v->n; i++) {
         const hp_dist_rank *r = hp_dist_rank_at(v->d, i);
-        /* (the optimizer phase may differ: FSDP's pieces are the rank's own) */
+        /* (the optimizer phase may differ: a rank's pieces of flat parts are its own) */
         int same = r->c.rg.g->nnodes == r0->c.rg.g->nnodes;
         for (int k = 0; same && k < r0->c.rg.g->nnodes; k++)
             same = r->c.rg.g->nodes[k].op == r0->c.rg.g->nodes[k].op && r->c.rg.node_of[k] == r0->c.rg.node_of[k] &&
@@ -361,8 +361,8 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     if (!st) {
         v->xin = calloc((size_t)v->n * (size_t)(v->maxxin + 1), sizeof *v->xin);
         v->xin_of = calloc((size_t)v->n, sizeof *v->xin_of);
-        v->shards = calloc((size_t)v->n, sizeof *v->shards);
-        if (!v->xin || !v->xin_of || !v->shards) st = hp_errorf("validation: out of memory");
+        v->ranges = calloc((size_t)v->n, sizeof *v->ranges);
+        if (!v->xin || !v->xin_of || !v->ranges) st = hp_errorf("validation: out of memory");
         for (int r = 0; !st && r < v->n; r++) v->xin_of[r] = v->xin + (size_t)r * (size_t)(v->maxxin + 1);
     }
     if (!st) {
@@ -374,7 +374,7 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     }
     if (!st) st = hp_pool_create(&v->pool, cfg->threads > 0 ? cfg->threads : 1);
     if (!st) st = hp_program_create(&v->ref, v->g, &v->ps, v->pool);
-    if (!st) st = hp_vfsdp_init(&v->fsdp, v->d, v->g, v->ref, &v->ps, v->atol, v->rtol);
+    if (!st) st = hp_vparts_init(&v->parts, v->d, v->g, v->ref, &v->ps, v->atol, v->rtol);
     if (st) {
         hp_validate_destroy(v);
         return hp_error_wrap(st, "validation: the 1-rank reference");
@@ -390,8 +390,8 @@ void hp_validate_destroy(hp_validator *v) {
     hp_param_store_free(&v->ps);
     free(v->first_use), free(v->sf_v), free(v->sf_l), free(v->seen), free(v->ran);
     free(v->views), free(v->t), free(v->sum), free(v->buf);
-    free(v->xin), free(v->xin_of), free(v->shards);
-    hp_vfsdp_free(&v->fsdp);
+    free(v->xin), free(v->xin_of), free(v->ranges);
+    hp_vparts_free(&v->parts);
     free(v);
 }
 
@@ -422,7 +422,7 @@ static hp_status check_leaves(hp_validator *v) {
             v->t[r] = (hp_tensor){R->c.rg.g->vals[lv].dtype, R->c.rg.g->vals[lv].shape, hp_program_data(R->prog, lv)};
         }
         HP_TRY(check_shapes(v, user_of(v, gv), 0, gv, l));
-        HP_TRY(hp_vfsdp_leaf(&v->fsdp, v->t, gv)); /* stores cut to their supernode's shards: whole copies */
+        HP_TRY(hp_vparts_leaf(&v->parts, v->t, gv)); /* stores cut to their supernode's parts: whole copies */
         HP_TRY(check_replicas(v, user_of(v, gv), 0, gv, l));
         if (val->kind == HP_V_CONST) continue;
         if (hp_layout_has_partial(l))
@@ -522,11 +522,10 @@ static hp_status check_step(hp_validator *v, hp_validate_report *rep) {
     hp_coll_desc d; /* a collective of the rank's own: what its descriptor says to compare */
     if (!hp_coll_describe(&d, hp_dist_rank_at(v->d, 0)->c.rg.g, n)) return HP_OK;
     if (d.check == HP_COLL_CHECK_PARAMS) {
-        HP_TRY(hp_vfsdp_params(&v->fsdp, n->name, d.unit, v->xin_of));
-    } else if (d.check == HP_COLL_CHECK_SHARD &&
-               (d.role == HP_COLL_WAIT || hp_dist_rank_at(v->d, 0)->c.fsdp.replicas <= 1)) {
-        for (int r = 0; r < v->n; r++) v->shards[r] = v->views[r].in[d.check_in];
-        HP_TRY(hp_vfsdp_shards(&v->fsdp, n->name, d.unit, v->shards));
+        HP_TRY(hp_vparts_params(&v->parts, n->name, d.unit, v->xin_of));
+    } else if (d.check == HP_COLL_CHECK_SHARD && hp_vparts_reduced(&v->parts, &d)) {
+        for (int r = 0; r < v->n; r++) v->ranges[r] = v->views[r].in[d.check_in];
+        HP_TRY(hp_vparts_ranges(&v->parts, n->name, d.unit, v->ranges));
     } else if (d.check == HP_COLL_CHECK_VALUE && n->out[0] >= 0 && v->sf_v[n->out[0]] >= 0) {
         int src = n->in[0], dst = n->out[0], gv = v->sf_v[dst];
         for (int r = 0; r < v->n; r++) v->t[r] = v->views[r].in[0];
@@ -595,14 +594,14 @@ hp_status hp_validate_gradients(hp_validator *v, hp_validate_report *rep) {
     for (int i = 0; i < v->ps.n; i++) {
         int gv = hp_graph_find(v->g, v->ps.name[i]);
         const hp_layout *l = &v->prop->val[gv];
-        int managed = 0;
-        double fsdp_err = 0;
-        HP_TRY(hp_vfsdp_grad_err(&fsdp_err, &managed, &v->fsdp, i));
-        if (managed) { /* FSDP: the rank's reduced shards hold the gradient */
+        int parts = 0;
+        double parts_err = 0;
+        HP_TRY(hp_vparts_grad_err(&parts_err, &parts, &v->parts, gv));
+        if (parts) { /* held as flat parts: the ranks' reduced ranges hold the gradient */
             hp_validate_grad *e = &rep->grads[rep->ngrads++];
             snprintf(e->name, sizeof e->name, "%s", v->ps.name[i]);
             snprintf(e->layout, sizeof e->layout, "fsdp shards");
-            e->rel_err = fsdp_err;
+            e->rel_err = parts_err;
             if (rep->worst_index < 0 || e->rel_err > rep->worst) rep->worst = e->rel_err, rep->worst_index = i;
             continue;
         }

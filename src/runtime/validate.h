@@ -12,7 +12,8 @@
  *    Partial terms reduced in rank order) agree with the reference:
  *    max|a - b| <= atol + rtol * max|b| (atol 1e-5, rtol 1e-4; i32 exact).
  * Inserted redistribution steps are checked by their output's layout too;
- * FSDP's gathers and reductions by runtime/validate_fsdp. The
+ * the gathers and reductions of units of flat parts by runtime/validate_parts,
+ * as the collectives' descriptors and the compile's table say. The
  * first violation stops the run with a one-line error naming the operator,
  * the tensor, the expected layout, what was found and the ranks involved.
  * After the step, the gradient-equivalence check gathers every parameter

@@ -11,7 +11,13 @@
  *  - every piece lies inside its buffer: a parameter's inside its place in
  *    the store (and the store's total), a state's inside its value;
  *  - every trained parameter has its optimizer's states somewhere;
- *  - the store: FSDP's layout and flags, or 16-float aligned in order. */
+ *  - the store: FSDP's layout and flags, or 16-float aligned in order;
+ *  - units of flat parts (FSDP's units) and the pieces of the reduced
+ *    gradients: each parameter held as parts names its unit and its place in
+ *    it; each gradient piece is the rank's current part of the parameter,
+ *    inside the unit's reduced range (its value), held by its replicas;
+ *    over the ranks the distinct gradient pieces tile each such parameter
+ *    exactly once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +56,8 @@ static const hp_holding *find_same(const hp_holdings *h, const char *name, const
 }
 
 /* Over the n ranks' tables: tensor `name`'s distinct pieces of one kind
- * (which 0: current, 1: loaded) cover every element exactly once. */
+ * (which 0: current, 1: loaded, 2: of its reduced gradient) cover every
+ * element exactly once. */
 static void check_tiles(const hp_compiled *cs, int n, const char *name, int which) {
     const hp_shape *g = NULL;
     for (int r = 0; r < n && !g; r++) {
@@ -64,9 +71,10 @@ static void check_tiles(const hp_compiled *cs, int n, const char *name, int whic
         int t = hp_holdings_find(h, name);
         if (t < 0) continue;
         CHECK(hp_shape_eq(&h->tensors[t].shape, g));
-        for (int i = 0; i < h->tensors[t].count; i++) {
-            const hp_holding *p = &h->pieces[h->tensors[t].first + i];
-            if (!(which ? p->loaded : p->current)) continue;
+        int np = which == 2 ? h->tensors[t].grad >= 0 : h->tensors[t].count;
+        for (int i = 0; i < np; i++) {
+            const hp_holding *p = which == 2 ? &h->grads[h->tensors[t].grad] : &h->pieces[h->tensors[t].first + i];
+            if (which < 2 && !(which ? p->loaded : p->current)) continue;
             /* a distinct piece: counted at its first replica only */
             CHECK(p->nreplicas >= 1);
             if (h->replicas[p->first_replica] != r) continue;
@@ -75,10 +83,49 @@ static void check_tiles(const hp_compiled *cs, int n, const char *name, int whic
     }
     int64_t bad = 0;
     for (int64_t e = 0; e < numel; e++) bad += seen[e] != 1;
-    if (bad) printf("  '%s' (%s): %lld of %lld elements not held exactly once\n", name, which ? "loaded" : "current",
+    if (bad) printf("  '%s' (%s): %lld of %lld elements not held exactly once\n", name,
+                    which == 2 ? "reduced gradient" : which ? "loaded" : "current",
                     (long long)bad, (long long)numel);
     CHECK(bad == 0);
     free(seen);
+}
+
+/* The units of flat parts and the reduced gradients' pieces. */
+static void check_units(const hp_compiled *c) {
+    const hp_holdings *h = &c->hold;
+    const hp_fsdp_plan *f = &c->fsdp;
+    CHECK(h->nunits == (f->level ? f->nunits : 0));
+    for (int u = 0; u < h->nunits; u++) {
+        const hp_held_unit *x = &h->units[u];
+        CHECK(!strcmp(x->name, f->units[u].name) && x->shard == f->units[u].shard && x->member == f->me);
+        CHECK(x->grad == f->units[u].grad_shard && x->replicas == f->replicas);
+        CHECK(x->grad >= 0 && x->grad < c->rg.g->nvals && hp_val_numel(c->rg.g, x->grad) == (int64_t)x->shard);
+    }
+    int ngrads = 0;
+    for (int t = 0; t < h->ntensors; t++) {
+        const hp_held_tensor *x = &h->tensors[t];
+        CHECK((x->unit >= 0) == x->parts && x->unit < h->nunits);
+        if (x->is_state) CHECK(x->grad < 0 && x->unit == h->tensors[x->param].unit);
+        if (x->is_state || x->unit < 0) {
+            CHECK(x->grad < 0);
+            continue;
+        }
+        CHECK(x->unit_at == f->offset[x->fsdp] - f->units[x->unit].offset);
+        if (x->grad < 0) continue;
+        ngrads++;
+        CHECK(x->grad < h->ngrads);
+        const hp_holding *g = &h->grads[x->grad], *cur = NULL;
+        for (int i = 0; i < x->count; i++)
+            if (h->pieces[x->first + i].current) cur = &h->pieces[x->first + i];
+        CHECK(cur != NULL && g->tensor == t && g->part && g->current && g->place == HP_HOLD_VALUE);
+        if (!cur) continue;
+        const hp_held_unit *un = &h->units[x->unit];
+        CHECK(g->lo == cur->lo && g->hi == cur->hi && hp_shape_eq(&g->box, &cur->box) && g->local == un->grad);
+        CHECK(g->at == x->unit_at + (size_t)g->lo - un->shard * (size_t)un->member);
+        /* every replica group's ranks hold the piece (and ranks that compute it alike, e.g. along tp) */
+        CHECK(g->at + (size_t)hp_holding_numel(g) <= un->shard && g->nreplicas % un->replicas == 0);
+    }
+    CHECK(ngrads == h->ngrads);
 }
 
 /* Each piece's replica list matches the other tables. */
@@ -167,7 +214,7 @@ static void check_plan(const char *what, const hp_graph *model, const hp_plan *p
     hp_compiled *cs = calloc((size_t)n, sizeof *cs);
     for (int r = 0; r < n; r++) CHECK_OK(hp_compile(&cs[r], model, plan, r, o));
     CHECK(cs[0].fsdp.level == want_level);
-    for (int r = 0; r < n; r++) check_places(&cs[r]);
+    for (int r = 0; r < n; r++) check_places(&cs[r]), check_units(&cs[r]);
     check_replicas(cs, n);
     int nseen = 0;
     char(*seen)[HP_NAME_LEN] = NULL;
@@ -181,6 +228,7 @@ static void check_plan(const char *what, const hp_graph *model, const hp_plan *p
             memcpy(seen[nseen++], h->tensors[t].name, HP_NAME_LEN);
             check_tiles(cs, n, h->tensors[t].name, 0);
             check_tiles(cs, n, h->tensors[t].name, 1);
+            if (h->tensors[t].unit >= 0 && !h->tensors[t].is_state) check_tiles(cs, n, h->tensors[t].name, 2);
         }
     }
     /* every trained parameter's states (AdamW: m and v; Muon: at least one) are somewhere */

@@ -7,3 +7,6 @@ add_test(NAME rooms/check_tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/
 # No operator-pointer comparison outside src/ops and the operators' own files (issue 23: collectives described).
 add_test(NAME rooms/op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_op_compare.sh ${CMAKE_SOURCE_DIR})
 add_test(NAME rooms/check_op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_op_compare.sh ${CMAKE_SOURCE_DIR})
+# No FSDP/HSDP/ZeRO name in the code of src/runtime: it reads the table of who holds what (issue 23 item 2).
+add_test(NAME rooms/runtime_generic COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_runtime_generic.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME rooms/check_runtime_generic COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_runtime_generic.sh ${CMAKE_SOURCE_DIR})
