@@ -61,7 +61,7 @@ void hp_train_config_default(hp_train_config *c, const hp_model *model) {
     c->seed = 1337;
     c->val_fraction = 0.1f, c->val_every = 100, c->val_steps = 10;
     c->trace_steps = 1;
-    c->run_refresh_s = HP_API_RUN_REFRESH_S;
+    c->run_refresh_s = HP_RUN_REFRESH_S;
 }
 
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
