@@ -15,6 +15,8 @@
 /* Every option of `hyperpar train` and `hyperpar plan`, defined once: name, type, field of train_opts, default
  * (as a flag would give it), range (checked by hp_train_check; NULL: none, or a check of its own there), groups
  * and help. Flags, --help, config-file keys, state.json's args and the resume rules all come from this table. */
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number's macro as the default's text */
 #define D(n, t, f, def, range, groups, h) {n, t, offsetof(train_opts, f), sizeof((train_opts *)0)->f, def, range, groups, h}
 static const hp_train_optdef defs[] = {
     D("layers", OPT_INT, layers, "4", NULL, FROZEN, "transformer blocks (L)"),
@@ -130,10 +132,12 @@ static const hp_train_optdef defs[] = {
     D("trace-steps", OPT_LONG, trace_steps, "1", ">= 1", UNSAVED, "steps traced (from the first)"),
     D("run-dir", OPT_STR, run_dir, "", NULL, ONCE | UNSAVED,
       "run directory: settings, plan, machine, metrics, traces (default runs/<time> without --metrics; none: off)"),
-    D("run-refresh", OPT_FLOAT, run_refresh, "10", ">= 0", ONCE | UNSAVED,
+    D("run-refresh", OPT_FLOAT, run_refresh, STR(HP_RUN_REFRESH_S), ">= 0", ONCE | UNSAVED,
       "rewrite the run directory's run.json at least every this many seconds while steps go by (0: every step)"),
 };
 #undef D
+#undef STR
+#undef STR_
 #undef FROZEN
 #undef PLAN
 #undef ONCE

@@ -762,6 +762,10 @@ typedef struct {
  * 1337; val_fraction 0.1, val_every 100, val_steps 10; no outputs. */
 void hp_train_config_default(hp_train_config *c, const hp_model *model);
 
+/* run.json is rewritten at least this often while steps go by (seconds): the
+ * default of hp_train_config.run_refresh_s and of `hyperpar train --run-refresh`. */
+#define HP_RUN_REFRESH_S 10
+
 typedef struct hp_train hp_train;
 
 /* The deterministic mode's split of a step's batch: `batch` sequences in

@@ -61,7 +61,7 @@ void hp_train_config_default(hp_train_config *c, const hp_model *model) {
     c->seed = 1337;
     c->val_fraction = 0.1f, c->val_every = 100, c->val_steps = 10;
     c->trace_steps = 1;
-    c->run_refresh_s = HP_API_RUN_REFRESH_S;
+    c->run_refresh_s = HP_RUN_REFRESH_S;
 }
 
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
@@ -428,15 +428,16 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.threads = c->threads;
     ic.comm_timeout = c->comm_timeout_s;
     ic.validate = c->validate;
-    ic.dtype = c->bf16 ? HP_BF16 : HP_F32;
-    ic.fp32_gemm = c->fp32_gemm;
-    ic.bf16_params_all = c->bf16_params_all;
-    ic.dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32;
-    ic.schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
-    ic.grad_clip = c->grad_clip;
-    ic.grad_accum = c->grad_accum;
-    ic.accum_comm_last = c->grad_accum_comm_last;
-    ic.deterministic = c->deterministic;
+    hp_compile_opts *co = &ic.compile; /* filled here, compiled as it is (the trainer adds train and optim) */
+    co->dtype = c->bf16 ? HP_BF16 : HP_F32;
+    co->fp32_gemm = c->fp32_gemm;
+    co->bf16_params_all = c->bf16_params_all;
+    co->dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32;
+    co->schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .max_inflight = 4};
+    co->max_norm = c->grad_clip;
+    co->grad_accum = c->grad_accum;
+    co->accum_comm_last = c->grad_accum_comm_last;
+    co->deterministic = c->deterministic;
     ic.on_nan = c->on_nan;
     ic.max_skipped = c->max_skipped_steps;
     ic.lr = t->lr;

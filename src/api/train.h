@@ -34,9 +34,6 @@ struct hp_train {
     double run_refreshed; /* when run.json was last written (hp_now) */
 };
 
-/* run.json is rewritten at least this often while steps go by (seconds): the default of hp_train_config.run_refresh_s. */
-#define HP_API_RUN_REFRESH_S 10.0
-
 /* "adamw" or "muon": the optimizer's name in checkpoints. */
 const char *hp_api_train_optimizer(const hp_train *t);
 

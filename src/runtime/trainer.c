@@ -288,7 +288,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     hp_trainer *t = calloc(1, sizeof *t);
     if (!t) return hp_errorf("trainer: out of memory");
     t->cfg = *cfg;
-    t->accum = cfg->grad_accum > 1 ? cfg->grad_accum : 1;
+    t->accum = cfg->compile.grad_accum > 1 ? cfg->compile.grad_accum : 1;
     stall_hook_init(t);
     hp_status st = HP_OK;
     if (t->accum > 1 && cfg->validate)
@@ -304,17 +304,10 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     if (!st) {
         hp_dist_config dc = {.model = cfg->model, .plan = cfg->plan, .world = t->world,
                              .threads_per_rank = hp_dist_threads_per_rank(t->world, cfg->threads)};
+        dc.compile = cfg->compile;
         dc.compile.train = 1;
         dc.compile.optim = &t->cfg.optim;
-        dc.compile.max_norm = cfg->grad_clip;
         dc.compile.grad_accum = t->accum;
-        dc.compile.accum_comm_last = cfg->accum_comm_last;
-        dc.compile.deterministic = cfg->deterministic;
-        dc.compile.schedule = cfg->schedule;
-        dc.compile.dtype = cfg->dtype;
-        dc.compile.fp32_gemm = cfg->fp32_gemm;
-        dc.compile.bf16_params_all = cfg->bf16_params_all;
-        dc.compile.dp_reduce = cfg->dp_reduce;
         if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
         if (cfg->before_alloc) st = cfg->before_alloc(cfg->before_alloc_ctx, t->world, &dc.compile, dc.threads_per_rank);
         if (!st) st = hp_dist_create(&t->d, &dc);
@@ -556,7 +549,7 @@ hp_status hp_trainer_run(hp_trainer *t) {
     long skipped = 0; /* consecutive steps skipped (--on-nan skip-step) */
     for (; step < c->steps && !st; step++) {
         double t0 = hp_now();
-        for (int m = 0; m < (c->deterministic ? 1 : t->accum) && !st; m++) /* deterministic: a whole step per read */
+        for (int m = 0; m < (c->compile.deterministic ? 1 : t->accum) && !st; m++) /* deterministic: a whole step per read */
             st = hp_data_next(c->train, t->tokens + micro_n * (size_t)m, t->targets + micro_n * (size_t)m);
         if (st) break;
         float lr = hp_lr_at(&c->lr, step, c->steps);

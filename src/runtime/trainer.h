@@ -70,22 +70,17 @@ typedef struct {
     int threads;            /* compute threads of this process, shared out among its ranks */
     double comm_timeout;    /* seconds */
     int validate;           /* 1: step 1 through the validation executor */
-    hp_schedule_opts schedule;
-    hp_dtype dtype;         /* compute dtype (HP_F32, or HP_BF16: parallel/precision) */
-    int fp32_gemm;          /* fp32 linears' GEMMs (kernels/gemm.h hp_gemm_fp32_policy) */
-    int bf16_params_all;    /* bf16: every parameter through its bf16 copy (hp_compile_opts) */
-    hp_dtype dp_reduce;     /* parameter gradients' all-reduces: HP_F32 (0) or HP_BF16 (parallel/reduce_dtype) */
+    /* What every hosted rank's program is compiled with (parallel/compile: the schedule, dtype, GEMM
+     * policy, the gradient all-reduces' dtype, clipping (max_norm), grad_accum, accum_comm_last and
+     * deterministic), filled by the caller; the trainer sets train and optim itself. grad_accum: micro-
+     * batches per step (<= 1: none): the model's batch is one micro-batch and a step reads grad_accum of
+     * them (hp_trainer_step: tokens[grad_accum][B*T]). deterministic: the step's loss is the tree of the
+     * micro-batches' losses too, so with a fixed micro-batch per rank (the caller's split) the same bits
+     * at any power-of-two rank count; the data readers (train, val) then give a whole step (grad_accum
+     * micro-batches) per hp_data_next, and a validation step is a whole step too. */
+    hp_compile_opts compile;
     /* optimization */
     hp_optim_config optim;
-    float grad_clip;        /* <= 0: off */
-    int grad_accum;         /* micro-batches per step (<= 1: none): the model's batch is one micro-batch,
-                             * a step reads grad_accum of them (hp_trainer_step: tokens[grad_accum][B*T]) */
-    int accum_comm_last;    /* FSDP: reduce the accumulated gradients once, at the last micro-batch */
-    int deterministic;      /* sums in a fixed tree order (hp_compile_opts.deterministic), the step's loss
-                             * the tree of the micro-batches' losses: with a fixed micro-batch per rank
-                             * (the caller's split), the same bits at any power-of-two rank count. The
-                             * data readers (train, val) then give a whole step (grad_accum micro-batches)
-                             * per hp_data_next, a validation step is a whole step too */
     double peak_gflops;     /* this process's measured FP32 peak (GFLOP/s) on its threads: the metrics
                              * then carry each step's MFU; 0: none */
     int on_nan;             /* a step whose loss or gradient norm is not finite: 0 stops the run with an

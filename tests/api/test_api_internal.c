@@ -82,11 +82,11 @@ static void internal_run(record *r, hp_opt_kind opt, int dp) {
     c.init = init;
     c.plan = dp > 1 ? &plan : NULL;
     c.threads = 2;
-    c.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
+    c.compile.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
     hp_optim_config_default(&c.optim);
     c.optim.kind = opt;
     c.optim.lr = 3e-3f, c.optim.beta2 = 0.95f;
-    c.grad_clip = 1.0f;
+    c.compile.max_norm = 1.0f;
     c.lr = (hp_lr_schedule){.kind = HP_LR_COSINE, .lr = 3e-3f, .warmup_steps = 1, .min_lr_frac = 0.1f};
     c.steps = STEPS;
     c.train = train;

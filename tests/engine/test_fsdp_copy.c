@@ -24,8 +24,8 @@ static void run(const gpt2_fixture *f, int level, int bf16, int gather16, float 
     hp_trainer_config c;
     trainer_init ti;
     trainer_fixture_config(&c, &ti, f, 5, &plan, NULL, 4, 3);
-    c.dtype = bf16 ? HP_BF16 : HP_F32;
-    c.bf16_params_all = bf16;
+    c.compile.dtype = bf16 ? HP_BF16 : HP_F32;
+    c.compile.bf16_params_all = bf16;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
     if (!t) return;

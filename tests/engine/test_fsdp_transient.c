@@ -44,7 +44,7 @@ static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch
     hp_trainer_config c;
     trainer_init ti;
     trainer_fixture_config(&c, &ti, f, 7, &plan, w, 4, STEPS);
-    c.deterministic = det;
+    c.compile.deterministic = det;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
     if (t) {

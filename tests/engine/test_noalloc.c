@@ -40,9 +40,9 @@ static void trainer_steps_sn(const gpt2_fixture *f, const hp_plan *plan, hp_opt_
     trainer_init ti;
     trainer_fixture_config(&c, &ti, f, 5, plan, w, plan ? hp_mesh_size(&plan->mesh) : 2, 6);
     c.optim.kind = kind;
-    c.dtype = dt;
-    c.dp_reduce = dp_reduce;
-    c.grad_accum = grad_accum;
+    c.compile.dtype = dt;
+    c.compile.dp_reduce = dp_reduce;
+    c.compile.grad_accum = grad_accum;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
     if (!t) {

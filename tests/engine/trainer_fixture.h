@@ -35,9 +35,9 @@ static inline void trainer_fixture_config(hp_trainer_config *c, trainer_init *ti
     c->world = world;
     c->threads = threads;
     c->comm_timeout = 60;
-    c->schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
+    c->compile.schedule = (hp_schedule_opts){.overlap = 1, .max_inflight = 4};
     hp_optim_config_default(&c->optim);
-    c->grad_clip = 1.0f;
+    c->compile.max_norm = 1.0f;
     c->steps = steps;
 }
 
