@@ -7,3 +7,6 @@ add_test(NAME rooms/check_tools_includes COMMAND bash ${CMAKE_SOURCE_DIR}/tests/
 # No operator-pointer comparison outside src/ops and the operators' own files (issue 23: collectives described).
 add_test(NAME rooms/op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_op_compare.sh ${CMAKE_SOURCE_DIR})
 add_test(NAME rooms/check_op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_op_compare.sh ${CMAKE_SOURCE_DIR})
+# tools/ makes no MPI call and reads no environment (issue 23 item 7), and the check itself catches a violation.
+add_test(NAME rooms/tools_env COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_tools_env.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME rooms/check_tools_env COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_tools_env.sh ${CMAKE_SOURCE_DIR})
