@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include <cblas.h>
 #include <hyperpar/hyperpar.h>
 
 #include "args.h"
@@ -186,8 +185,9 @@ int hp_cmd_bench(int argc, char **argv) {
     hp_bench_peak pk32, pk16 = {0};
     hp_bench_peak_settle(&pk32, measured, isa, threads, &clock);
     peak = pk32.peak;
-    const char *core = getenv("OPENBLAS_CORETYPE");
-    const char *blas = openblas_get_corename();
+    hp_openblas_kernels ob;
+    hp_kernels_openblas(&ob);
+    const char *core = ob.coretype_set ? ob.coretype : NULL, *blas = ob.core;
     printf("FP32 FMA peak (%s, %d threads): %.1f GFLOP/s (%s); OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", isa,
            threads, peak, pk32.note, blas, core ? core : "(unset)");
     if (!strcmp(dtype, "bf16")) {

@@ -1,7 +1,7 @@
 /* tools/cmd_bench_comm: `hyperpar bench comm` measures the collectives and
  * prints algorithm and bus bandwidth (as nccl-tests define them) per
- * collective and size, next to Open MPI's MPI_Allreduce,
- * MPI_Reduce_scatter_block and MPI_Allgather when started under mpirun.
+ * collective and size, next to Open MPI's own all-reduce, reduce-scatter
+ * and all-gather when started under mpirun.
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
  *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi]
@@ -16,7 +16,7 @@
  * all-reduce over emulated supernodes at --inter-bw (default 1 GB/s) with its
  * inter-supernode bytes; fused against separate calls between 2 emulated
  * supernodes whose link has a network's cost (25 GB/s, 5 us per message);
- * with mpirun, Open MPI (out of place and MPI_IN_PLACE) and hyperpar over MPI
+ * with mpirun, Open MPI (out of place and in place) and hyperpar over MPI
  * (one rank per process) on the same sizes. Every figure is the median of K
  * runs (--repeat, default 1); every row carries the 1-minute load average
  * read when the run started. The timing itself is the library's
@@ -25,7 +25,6 @@
  * main thread (Open MPI's own collectives), to the (g or p mod n)-th of the n
  * CPUs the process may use, as `mpirun --bind-to core` does for one rank per
  * process: unpinned, two busy ranks are at times scheduled on one core. */
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,11 +205,11 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         nsz++;
     }
     int launched = hp_world_launched_processes() > 0, me = 0, np = 1;
-    if (launched) {
-        int provided;
-        MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-        MPI_Comm_size(MPI_COMM_WORLD, &np);
+    hp_status mst = hp_bench_comm_mpi_start(&me, &np);
+    if (mst) {
+        fprintf(stderr, "bench comm: %s\n", hp_status_msg(mst));
+        hp_status_free(mst);
+        return 2;
     }
     if (R == 0) R = launched ? np : 2;
     /* pins this process's main thread: Open MPI's own collectives, memcpy */
@@ -219,7 +218,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     if (cst) {
         fprintf(stderr, "bench comm: %s\n", hp_status_msg(cst));
         hp_status_free(cst);
-        if (launched) MPI_Abort(MPI_COMM_WORLD, 2);
+        if (launched) hp_bench_comm_mpi_abort(2);
         return 2;
     }
     bc_out out = {NULL, 0, iters, bc_load1()};
@@ -227,7 +226,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         out.json = fopen(json, "w");
         if (!out.json) {
             fprintf(stderr, "bench comm: --json: cannot write '%s'\n", json);
-            if (launched) MPI_Abort(MPI_COMM_WORLD, 2);
+            if (launched) hp_bench_comm_mpi_abort(2);
             hp_bench_comm_free(cfg);
             return 2;
         }
@@ -319,7 +318,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         if (st) {
             fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
             hp_status_free(st);
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            hp_bench_comm_mpi_abort(1);
         }
         char tier[64], tip[64];
         snprintf(tier, sizeof tier, "%d processes x 1", np);
@@ -361,6 +360,6 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         if (hp_cli_close_output(out.json, json)) rc = 1;
     }
     hp_bench_comm_free(cfg);
-    if (launched) MPI_Finalize();
+    if (launched) hp_bench_comm_mpi_end();
     return rc;
 }

@@ -1135,6 +1135,14 @@ typedef struct {
 #define HP_KERNEL_ISA_MAX 8
 /* Fills rows[0..HP_KERNEL_ISA_MAX); returns the number of rows. */
 int hp_kernels_isa(hp_kernel_isa *rows);
+/* Which kernels OpenBLAS runs: its core name (as hp_kernels_isa's first row
+ * has it) and the core type OPENBLAS_CORETYPE in the environment forces. */
+typedef struct {
+    char core[64];
+    char coretype[64]; /* "" when unset */
+    int coretype_set;  /* 1: OPENBLAS_CORETYPE is set */
+} hp_openblas_kernels;
+void hp_kernels_openblas(hp_openblas_kernels *out);
 
 /* The bf16 matmul peak (GFLOP/s) on `threads` threads: oneDNN bf16 matmuls
  * (bf16 in, fp32 accumulation and out) of cache-friendly square shapes in a
@@ -1309,6 +1317,14 @@ double hp_bench_comm_mpi(hp_bench_comm *b, hp_bench_coll coll, int64_t bytes, in
 /* Processes other than the measuring one wait here without spinning (an
  * MPI barrier the measuring process enters when done). */
 void hp_bench_comm_idle_wait(void);
+/* The MPI job that hp_bench_comm_mpi runs in. Started by mpirun
+ * (hp_world_launched_processes() > 0): MPI initialised with threads, *rank
+ * and *size this process's place in MPI_COMM_WORLD; otherwise nothing (rank
+ * 0 of 1). _end finalises MPI (after hp_world_free of any world over MPI);
+ * _abort ends the whole job with `code`, returning only when MPI is not running. */
+hp_status hp_bench_comm_mpi_start(int *rank, int *size);
+void hp_bench_comm_mpi_end(void);
+void hp_bench_comm_mpi_abort(int code);
 /* Seconds per memcpy of `bytes` on this thread (median of the repeats). */
 double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
 

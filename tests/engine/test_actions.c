@@ -8,30 +8,12 @@
  * backward are refused with an error, the program still usable. */
 #include <string.h>
 
+#include "feeder.h"
 #include "fixture.h"
 #include "parallel/compile.h"
 #include "runtime/program.h"
 
 enum { B = 2, T = 8, K = 2 };
-
-typedef struct {
-    hp_program *p;
-    int tokens, targets, micro;
-    const int32_t *tok, *tgt; /* K micro-batches of B x T */
-    int fed[8], nfed;
-} feeder;
-
-static hp_status feed(void *c_, int m) {
-    feeder *f = c_;
-    memcpy(hp_program_data(f->p, f->tokens), f->tok + m * B * T, sizeof(int32_t) * B * T);
-    memcpy(hp_program_data(f->p, f->targets), f->tgt + m * B * T, sizeof(int32_t) * B * T);
-    if (f->micro >= 0) {
-        int32_t *mi = hp_program_data(f->p, f->micro);
-        mi[0] = m, mi[1] = K;
-    }
-    if (f->nfed < 8) f->fed[f->nfed++] = m;
-    return HP_OK;
-}
 
 typedef struct {
     hp_param_store ps;
@@ -49,8 +31,9 @@ static void runner_make(runner *r, const hp_compiled *c, const hp_gpt2_config *m
     CHECK_OK(hp_gpt2_init(ptrs, (const char(*)[HP_NAME_LEN])r->ps.name, r->ps.shape, r->ps.n, mc, 11));
     CHECK_OK(hp_pool_create(&r->pool, 1));
     CHECK_OK(hp_program_create_ordered(&r->p, g, c->sched.order, c->sched.n, &c->mem, &r->ps, r->pool, NULL));
-    r->fd = (feeder){r->p, hp_graph_find(g, model->vals[io->tokens].name), hp_graph_find(g, model->vals[io->targets].name),
-                     c->micro, tok, tgt, {0}, 0};
+    r->fd = (feeder){.p = r->p, .tokens = hp_graph_find(g, model->vals[io->tokens].name),
+                     .targets = hp_graph_find(g, model->vals[io->targets].name), .micro = c->micro, .tok = tok,
+                     .tgt = tgt, .per = B * T, .count = K};
     CHECK(r->fd.tokens >= 0 && r->fd.targets >= 0);
     if (c->has_optim) {
         float lr[2] = {1e-3f, 1e-3f};
@@ -113,11 +96,11 @@ int main(void) {
     runner_make(&b, &c, &mc, &io, model, tok, tgt);
     float la = 0, lb = 0;
     double opt_s = 0;
-    hp_step_io sio = {feed, &a.fd, &opt_s};
+    hp_step_io sio = {feeder_feed, &a.fd, &opt_s};
     CHECK_OK(hp_program_run_actions(a.p, &la, s, &sio));
     CHECK(a.fd.nfed == K && a.fd.fed[0] == 0 && a.fd.fed[1] == 1); /* fed once per micro-batch, in order */
     for (int m = 0; m < K; m++) {
-        CHECK_OK(feed(&b.fd, m));
+        CHECK_OK(feeder_feed(&b.fd, m));
         CHECK_OK(hp_program_run(b.p, HP_PHASE_FWD));
         lb = m ? lb + loss_of(&b, &c) : loss_of(&b, &c);
         CHECK_OK(hp_program_run(b.p, HP_PHASE_BWD));
@@ -132,7 +115,7 @@ int main(void) {
     /* two micro-batches in flight, and a split backward: refused, nothing run */
     hp_action fb[] = {{HP_ACT_FWD, 0, 0}, {HP_ACT_FWD, 1, 0}, {HP_ACT_BWD, 0, 0}, {HP_ACT_BWD, 1, 0}};
     hp_action_list l2 = {fb, 4, K, c.rg.loss, 0};
-    hp_status st = hp_program_run_actions(a.p, NULL, &l2, &(hp_step_io){feed, &a.fd, NULL});
+    hp_status st = hp_program_run_actions(a.p, NULL, &l2, &(hp_step_io){feeder_feed, &a.fd, NULL});
     CHECK(st && strstr(hp_status_msg(st), "in flight"));
     hp_status_free(st);
     hp_action sp[] = {{HP_ACT_FWD, 0, 0}, {HP_ACT_BWD_INPUT, 0, 0}, {HP_ACT_BWD_WEIGHT, 0, 0}};
@@ -141,7 +124,7 @@ int main(void) {
     CHECK(st && strstr(hp_status_msg(st), "not built"));
     hp_status_free(st);
     /* still usable: the evaluation list's loss is the forward's */
-    CHECK_OK(hp_program_run_actions(a.p, &la, &c.sched.eval, &(hp_step_io){feed, &a.fd, NULL}));
+    CHECK_OK(hp_program_run_actions(a.p, &la, &c.sched.eval, &(hp_step_io){feeder_feed, &a.fd, NULL}));
     CHECK(la == loss_of(&a, &c));
     runner_free(&a);
     runner_free(&b);
@@ -152,10 +135,10 @@ int main(void) {
     CHECK_OK(hp_compile(&c, model, NULL, 0, &o));
     CHECK(c.sched.step.tree && c.sched.eval.tree && c.sched.eval.n == K && c.sched.eval.nmicro == K);
     runner_make(&a, &c, &mc, &io, model, tok, tgt);
-    CHECK_OK(hp_program_run_actions(a.p, &la, &c.sched.eval, &(hp_step_io){feed, &a.fd, NULL}));
+    CHECK_OK(hp_program_run_actions(a.p, &la, &c.sched.eval, &(hp_step_io){feeder_feed, &a.fd, NULL}));
     float l[K];
     for (int m = 0; m < K; m++) {
-        CHECK_OK(feed(&a.fd, m));
+        CHECK_OK(feeder_feed(&a.fd, m));
         CHECK_OK(hp_program_run(a.p, HP_PHASE_FWD));
         l[m] = loss_of(&a, &c);
     }

@@ -10,28 +10,12 @@
  * program allocates, and F0 B0 F1 B1's peak is lower than F0 F1 B0 B1's. */
 #include <string.h>
 
+#include "feeder.h"
 #include "fixture.h"
 #include "parallel/compile.h"
 #include "runtime/program.h"
 
 enum { B = 2, T = 8, K = 2 };
-
-typedef struct {
-    hp_program *p;
-    int tokens, targets, micro;
-    const int32_t *tok, *tgt;
-} feeder;
-
-static hp_status feed(void *c_, int m) {
-    feeder *f = c_;
-    memcpy(hp_program_data(f->p, f->tokens), f->tok + m * B * T, sizeof(int32_t) * B * T);
-    memcpy(hp_program_data(f->p, f->targets), f->tgt + m * B * T, sizeof(int32_t) * B * T);
-    if (f->micro >= 0) {
-        int32_t *mi = hp_program_data(f->p, f->micro);
-        mi[0] = m, mi[1] = K;
-    }
-    return HP_OK;
-}
 
 typedef struct {
     hp_param_store ps;
@@ -58,12 +42,13 @@ static void run(result *r, const hp_compiled *c, const hp_graph *g, const int *o
         CHECK_OK(hp_program_create_actions(&r->p, g, order, n, l, &r->ps, r->pool, NULL));
     else
         CHECK_OK(hp_program_create_ordered(&r->p, g, order, n, &c->mem, &r->ps, r->pool, NULL));
-    r->fd = (feeder){r->p, hp_graph_find(g, tokens), hp_graph_find(g, targets), c->micro, tok, tgt};
+    r->fd = (feeder){.p = r->p, .tokens = hp_graph_find(g, tokens), .targets = hp_graph_find(g, targets),
+                     .micro = c->micro, .tok = tok, .tgt = tgt, .per = B * T, .count = K};
     CHECK(r->fd.tokens >= 0 && r->fd.targets >= 0 && c->micro >= 0);
     float lr[2] = {1e-3f, 1e-3f};
     memcpy(hp_program_data(r->p, c->optim.lr), lr, sizeof lr);
     *(int32_t *)hp_program_data(r->p, c->optim.step) = 1;
-    CHECK_OK(hp_program_run_actions(r->p, &r->loss, l, &(hp_step_io){feed, &r->fd, NULL}));
+    CHECK_OK(hp_program_run_actions(r->p, &r->loss, l, &(hp_step_io){feeder_feed, &r->fd, NULL}));
     for (int v = 0; v < g->nvals; v++)
         if (g->vals[v].kind == HP_V_PARAM && g->vals[v].grad >= 0) r->ngrads += (size_t)hp_val_numel(g, g->vals[v].grad);
     r->grads = malloc(r->ngrads * sizeof(float));

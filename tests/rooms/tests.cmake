@@ -10,3 +10,6 @@ add_test(NAME rooms/check_op_compare COMMAND bash ${CMAKE_SOURCE_DIR}/tests/room
 # No FSDP/HSDP/ZeRO name in the code of src/runtime: it reads the table of who holds what (issue 23 item 2).
 add_test(NAME rooms/runtime_generic COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_runtime_generic.sh ${CMAKE_SOURCE_DIR})
 add_test(NAME rooms/check_runtime_generic COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_runtime_generic.sh ${CMAKE_SOURCE_DIR})
+# tools/ makes no MPI call and reads no environment (issue 23 item 7), and the check itself catches a violation.
+add_test(NAME rooms/tools_env COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/check_tools_env.sh ${CMAKE_SOURCE_DIR})
+add_test(NAME rooms/check_tools_env COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rooms/test_check_tools_env.sh ${CMAKE_SOURCE_DIR})

@@ -1,0 +1,26 @@
+/* api/bench_env: what the benchmark commands ask of the process they run in —
+ * the MPI job that Open MPI's own collectives run in (hp_bench_comm_mpi_*,
+ * over comm/mpi_job) and which kernels OpenBLAS runs (hp_kernels_openblas,
+ * over kernels/blas_core) — so that tools/ calls no MPI and reads no
+ * environment itself. */
+#include <string.h>
+
+#include "api/api.h"
+#include "comm/mpi_job.h"
+#include "kernels/blas_core.h"
+
+_Static_assert(sizeof(((hp_openblas_kernels *)0)->core) == sizeof(((hp_blas_core *)0)->core) &&
+                   sizeof(((hp_openblas_kernels *)0)->coretype) == sizeof(((hp_blas_core *)0)->coretype),
+               "hp_openblas_kernels and hp_blas_core have the same fields");
+
+void hp_kernels_openblas(hp_openblas_kernels *out) {
+    hp_blas_core b;
+    hp_blas_core_read(&b);
+    memcpy(out->core, b.core, sizeof out->core);
+    memcpy(out->coretype, b.coretype, sizeof out->coretype);
+    out->coretype_set = b.coretype_set;
+}
+
+hp_status hp_bench_comm_mpi_start(int *rank, int *size) { return hp_mpi_job_start(rank, size); }
+void hp_bench_comm_mpi_end(void) { hp_mpi_job_end(); }
+void hp_bench_comm_mpi_abort(int code) { hp_mpi_job_abort(code); }
