@@ -99,7 +99,8 @@ static int tally_kind(hp_coll_kind k) {
 }
 
 static const char *tally_name(int k) {
-    return k == K_SEND ? "send" : k == K_RECV ? "recv" : k == K_BROADCAST ? "broadcast" : hp_rd_kind_name((hp_rd_kind)k);
+    if (k >= NKINDS) return k == K_SEND ? "send" : k == K_RECV ? "recv" : "broadcast";
+    return hp_rd_kind_name((hp_rd_kind)k);
 }
 
 /* A described call over a mesh axis or the world that no branch of

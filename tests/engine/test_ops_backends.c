@@ -248,7 +248,10 @@ static float at(const hp_tensor *t, int64_t i) {
 /* Relative L2 distance of x[n] from ref[n]. */
 static double rel_l2(const float *x, const float *ref, int64_t n) {
     double d2 = 0, r2 = 0;
-    for (int64_t i = 0; i < n; i++) d2 += ((double)x[i] - ref[i]) * ((double)x[i] - ref[i]), r2 += (double)ref[i] * ref[i];
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)x[i] - ref[i];
+        d2 += d * d, r2 += (double)ref[i] * ref[i];
+    }
     return sqrt(d2) / (sqrt(r2) + 1e-30);
 }
 
