@@ -1,7 +1,9 @@
 /* api/plan_report_gather: one rank's part of an hp_plan_report, read off its
  * compile — the listed tensors (global shape, layout, local shape), every
- * redistribution and collective in its local graph with totals per phase and
- * kind, and the memory its program would use (runtime/program's layout: the
+ * redistribution and collective in its local graph (as its descriptor says,
+ * core/coll_desc.h) with totals per phase and kind (every kind a descriptor
+ * has: all-reduce, all-gather, reduce-scatter, all-to-all, send, recv,
+ * broadcast), and the memory its program would use (runtime/program's layout: the
  * activation arena from the compile's memory pass, the operators' and
  * redistributions' scratch); its FSDP units from plan_report_fsdp.c.
  * Nothing per tensor is allocated. */
@@ -14,7 +16,9 @@
 #include "parallel/redistribute.h"
 #include "runtime/params.h"
 
-enum { NKINDS = HP_RD_TO_PARTIAL + 1 };
+/* The tally's kinds: the redistribution steps' (layout/redist.h), then the
+ * descriptors' kinds that no step has. */
+enum { NKINDS = HP_RD_TO_PARTIAL + 1, K_SEND = NKINDS, K_RECV, K_BROADCAST, NTALLY };
 
 _Static_assert(HP_PLAN_NAME_LEN >= HP_NAME_LEN, "hp_plan_tensor names hold graph names");
 _Static_assert(HP_PLAN_MAX_DIMS >= HP_MAX_DIMS, "hp_plan_tensor shapes hold tensor shapes");
@@ -76,10 +80,54 @@ static hp_status gather_tensors(hp_plan_rank_report *r, const hp_compiled *cc, c
 /* ---- collectives ---- */
 
 typedef struct {
-    int count[HP_NPHASES][NKINDS];
-    double bytes[HP_NPHASES][NKINDS];
+    int count[HP_NPHASES][NTALLY];
+    double bytes[HP_NPHASES][NTALLY];
     int cap;
 } tally;
+
+/* The tally's kind of a described call. */
+static int tally_kind(hp_coll_kind k) {
+    switch (k) {
+    case HP_COLL_ALL_REDUCE: return HP_RD_ALL_REDUCE;
+    case HP_COLL_ALL_GATHER: return HP_RD_ALL_GATHER;
+    case HP_COLL_REDUCE_SCATTER: return HP_RD_REDUCE_SCATTER;
+    case HP_COLL_ALL_TO_ALL: return HP_RD_ALL_TO_ALL;
+    case HP_COLL_SEND: return K_SEND;
+    case HP_COLL_RECV: return K_RECV;
+    default: return K_BROADCAST; /* a redistribution is tallied by its steps */
+    }
+}
+
+static const char *tally_name(int k) {
+    if (k >= NKINDS) return k == K_SEND ? "send" : k == K_RECV ? "recv" : "broadcast";
+    return hp_rd_kind_name((hp_rd_kind)k);
+}
+
+/* A described call over a mesh axis or the world that no branch of
+ * gather_colls spells out (send, recv, the all-to-all with counts, a
+ * broadcast, ...): its descriptor's kind, group and bytes. 0: no transfer
+ * (a group of one rank). */
+static int described_coll(hp_plan_collective *c, tally *t, const hp_coll_desc *d, const hp_mesh *m, int rank,
+                          hp_phase ph) {
+    int k = tally_kind(d->kind);
+    char bb[32], peer[48] = "";
+    if (d->group == HP_COLL_GROUP_AXIS) {
+        if (m->size[d->axis] <= 1) return 0;
+        hp_plan_group_str(c->groups, sizeof c->groups, m, d->axis, rank);
+    } else {
+        if (hp_mesh_size(m) <= 1) return 0;
+        snprintf(c->groups, sizeof c->groups, "world[0..%d]", hp_mesh_size(m) - 1);
+    }
+    if (d->peer >= 0) snprintf(peer, sizeof peer, " %s member %d", d->kind == HP_COLL_RECV ? "from" : "to", d->peer);
+    c->bytes = d->bytes;
+    c->communicates = 1;
+    snprintf(c->steps, sizeof c->steps, "%s(%s) %s%s%s%s%s", tally_name(k),
+             d->group == HP_COLL_GROUP_AXIS ? m->name[d->axis] : "world", hp_api_bytes_str(bb, sizeof bb, c->bytes),
+             peer, d->purpose ? " (" : "", d->purpose ? d->purpose : "", d->purpose ? ")" : "");
+    t->count[ph][k]++;
+    t->bytes[ph][k] += c->bytes;
+    return 1;
+}
 
 static hp_status add_coll(hp_plan_rank_report *r, tally *t, const hp_plan_collective *c) {
     if (r->ncollectives == t->cap) {
@@ -167,12 +215,15 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             t->bytes[n->phase][kind] += c.bytes;
         } else if (d.kind == HP_COLL_ALL_GATHER && d.group == HP_COLL_GROUP_WORLD) {
             int w = hp_mesh_size(m);
+            if (w <= 1) continue; /* the deterministic mode's exact norm on one rank: nothing moves */
             c.bytes = d.bytes;
             c.communicates = 1;
             snprintf(c.steps, sizeof c.steps, "all-gather(world) %.0f B (%s)", c.bytes, d.purpose ? d.purpose : "");
             snprintf(c.groups, sizeof c.groups, "world[0..%d]", w - 1);
             t->count[n->phase][HP_RD_ALL_GATHER]++;
             t->bytes[n->phase][HP_RD_ALL_GATHER] += c.bytes;
+        } else if (d.group == HP_COLL_GROUP_AXIS || d.group == HP_COLL_GROUP_WORLD) {
+            if (!described_coll(&c, t, &d, m, r->rank, n->phase)) continue;
         } else {
             continue;
         }
@@ -182,14 +233,14 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
 }
 
 static hp_status gather_totals(hp_plan_rank_report *r, const tally *t) {
-    r->totals = calloc(HP_NPHASES * NKINDS, sizeof *r->totals);
+    r->totals = calloc(HP_NPHASES * NTALLY, sizeof *r->totals);
     if (!r->totals) return hp_errorf("hp_plan_report_create: out of memory");
     for (int ph = 0; ph < HP_NPHASES; ph++)
-        for (int k = 0; k < NKINDS; k++) {
+        for (int k = 0; k < NTALLY; k++) {
             if (!t->count[ph][k]) continue;
             hp_plan_total *o = &r->totals[r->ntotals++];
             o->phase = phase_name((hp_phase)ph);
-            o->kind = hp_rd_kind_name((hp_rd_kind)k);
+            o->kind = tally_name(k);
             o->communicates = k != HP_RD_SLICE && k != HP_RD_TO_PARTIAL;
             o->count = t->count[ph][k];
             o->bytes = t->bytes[ph][k];

@@ -54,6 +54,7 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .kb_add_pos_fwd = hp_kb_add_pos_fwd, \
     .kb_attention_bwd = hp_kb_attention_bwd, \
     .kb_attention_fwd = hp_kb_attention_fwd, \
+    .kb_att_mm_free = hp_kb_att_mm_free, \
     .kb_attention_mm_bwd = hp_kb_attention_mm_bwd, \
     .kb_attention_mm_fwd = hp_kb_attention_mm_fwd, \
     .kb_bf16_to_f32 = hp_kb_bf16_to_f32, \
@@ -78,6 +79,7 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .kb_xent_vp_stats = hp_kb_xent_vp_stats, \
     .gemm_f32_pick = hp_gemm_f32_pick, \
     .gemm_linear_bwd = hp_gemm_linear_bwd, \
+    .gemm_linear_free = hp_gemm_linear_free, \
     .gemm_linear_fwd = hp_gemm_linear_fwd,
 
 static const hp_kbackend cpu = {

@@ -6,9 +6,13 @@
  *
  * Each entry has the name of the function of kernels.h, vocab_parallel.h,
  * bf16.h or gemm.h it stands for, without the hp_ prefix, and that
- * function's arguments, shapes and meaning (see its comment there). Scratch
- * sizes (*_scratch) and the freeing of prepared products are plain functions
- * still: they launch nothing.
+ * function's arguments, shapes and meaning (see its comment there). A
+ * prepared product (gemm_prepare, kb_att_mm_prepare) is freed through the
+ * table that made it (gemm_linear_free, kb_att_mm_free). Scratch sizes
+ * (*_scratch) stay plain functions: they launch nothing, are needed before
+ * any program (and its table) exists (the memory plan, the plan report) and
+ * are the same for both tables; a backend whose kernels need other scratch
+ * would add a size entry of its own.
  *
  * Two tables today, both on this CPU and giving the same bits:
  *  - cpu: OpenBLAS, oneDNN and the hand-written kernels, each at the widest
@@ -71,6 +75,7 @@ typedef struct hp_kbackend {
     void (*kb_add_pos_bwd)(hp_pool *pool, float *dpos, const uint16_t *dout, long B, long T, long C, long rows);
     void (*kb_add_pos_fwd)(hp_pool *pool, uint16_t *out, const uint16_t *inp, const uint16_t *pos, long B, long T, long C);
     hp_status (*kb_att_mm_prepare)(hp_kb_att_mm **out, hp_gemm_ctx *ctx, long T, long hs);
+    void (*kb_att_mm_free)(hp_kb_att_mm *mm);
     void (*kb_attention_bwd)(hp_pool *pool, uint16_t *dqkv, const uint16_t *dout, const uint16_t *qkv, const float *att, float *scratch, long B, long T, long C, long NH);
     void (*kb_attention_fwd)(hp_pool *pool, uint16_t *out, float *att, const uint16_t *qkv, float *scratch, long B, long T, long C, long NH);
     hp_status (*kb_attention_mm_bwd)(const hp_kb_att_mm *mm, hp_pool *pool, uint16_t *dqkv, const uint16_t *dout, const uint16_t *qkv, const float *att, float *scratch, long B, long T, long C, long NH);
@@ -99,6 +104,7 @@ typedef struct hp_kbackend {
     /* ---- matrix products (gemm.h) ---- */
     hp_status (*gemm_f32_pick)(hp_gemm_backend *out, hp_gemm_ctx *ctx, hp_linear_product p, long N, long IC, long OC);
     hp_status (*gemm_linear_bwd)(const hp_gemm_linear *l, void *dinp, float *dweight, const void *dout, const void *inp, const void *weight);
+    void (*gemm_linear_free)(hp_gemm_linear *l);
     hp_status (*gemm_linear_fwd)(const hp_gemm_linear *l, void *out, const void *inp, const void *weight, const float *bias);
     hp_status (*gemm_prepare)(hp_gemm **out, hp_gemm_ctx *ctx, const hp_gemm_desc *d);
 } hp_kbackend;

@@ -5,6 +5,7 @@
  * kernel on C'/hs heads. bf16: qkv, y and their gradients bf16; scores,
  * softmax and att fp32. rope has no bf16 kernel (runs in fp32, cast around). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "kernels/bf16.h"
 #include "ops/ops.h"
@@ -42,6 +43,17 @@ static int att_uses_gemm(const hp_graph *g, const hp_node *n) {
     return in_bf16(g, n, qkv_in(n));
 }
 
+/* A node's prepared products and the backend table that made them (and frees them). */
+typedef struct {
+    hp_kb_att_mm *mm;
+    const hp_kbackend *kern;
+} att_state;
+
+static const hp_kb_att_mm *att_mm(const hp_kctx *k, const hp_node *n) {
+    const att_state *s = hp_kctx_state(k, n);
+    return s ? s->mm : NULL;
+}
+
 static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, const hp_tensor *in,
                              const hp_tensor *out) {
     (void)out;
@@ -52,15 +64,27 @@ static hp_status att_prepare(void **state, const hp_kctx *k, const hp_node *n, c
     hp_kb_att_mm *mm = NULL;
     hp_status st = kern_of(k)->kb_att_mm_prepare(&mm, k->gemm, s->d[1], n->a.i[0]);
     if (st) return hp_error_wrap(st, "attention '%s'", n->name);
-    *state = mm;
+    if (!mm) return HP_OK; /* no products: the hand-written kernels run */
+    att_state *made = malloc(sizeof *made);
+    if (!made) {
+        kern_of(k)->kb_att_mm_free(mm);
+        return hp_errorf("attention '%s': out of memory", n->name);
+    }
+    *made = (att_state){mm, kern_of(k)};
+    *state = made;
     return HP_OK;
 }
 
-static void att_release(void *state) { hp_kb_att_mm_free(state); }
+static void att_release(void *state) {
+    att_state *s = state;
+    if (!s) return;
+    s->kern->kb_att_mm_free(s->mm);
+    free(s);
+}
 
 static void att_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[0].shape;
-    const hp_kb_att_mm *mm = hp_kctx_state(k, n);
+    const hp_kb_att_mm *mm = att_mm(k, n);
     if (mm) {
         hp_status st = kern_of(k)->kb_attention_mm_fwd(mm, k->pool, BF(out[0]), F32(out[1]), CBF(in[0]), k->scratch, s->d[0],
                                               s->d[1], s->d[3], NHEADS(s, n));
@@ -113,7 +137,7 @@ const hp_opdef hp_op_attention = {
 /* backward: in (dy, qkv, att) -> dqkv */
 static void att_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_shape *s = &in[1].shape;
-    const hp_kb_att_mm *mm = hp_kctx_state(k, n);
+    const hp_kb_att_mm *mm = att_mm(k, n);
     if (mm) {
         hp_status st = kern_of(k)->kb_attention_mm_bwd(mm, k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), CF32(in[2]),
                                               k->scratch, s->d[0], s->d[1], s->d[3], NHEADS(s, n));

@@ -53,6 +53,13 @@ static hp_status on_onednn(int *yes, const hp_kctx *k, const hp_node *n, hp_dtyp
     return HP_OK;
 }
 
+/* A node's prepared products and the backend table that made them (and
+ * frees them); the products first, so the state reads as an hp_gemm_linear. */
+typedef struct {
+    hp_gemm_linear l;
+    const hp_kbackend *kern;
+} linear_state;
+
 /* The node's products on oneDNN (forward: fwd; backward: bwd_data and/or
  * bwd_weight, as the node has dx and dW outputs); a product left NULL runs on
  * OpenBLAS (fp32), and no state at all when none is on oneDNN. */
@@ -60,8 +67,10 @@ static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node 
                                   long OC, int fwd) {
     *state = NULL;
     if (!k->gemm) return hp_errorf("linear '%s': oneDNN products need the rank's matmul context", n->name);
-    hp_gemm_linear *l = calloc(1, sizeof *l);
-    if (!l) return hp_errorf("linear '%s': out of memory", n->name);
+    linear_state *ls = calloc(1, sizeof *ls);
+    if (!ls) return hp_errorf("linear '%s': out of memory", n->name);
+    hp_gemm_linear *l = &ls->l;
+    ls->kern = kern_of(k);
     hp_status st = HP_OK;
     int yes = 0;
     if (fwd) {
@@ -78,22 +87,23 @@ static hp_status prepare_products(void **state, const hp_kctx *k, const hp_node 
         if (!st && n->out[1] >= 0 && yes) st = kern_of(k)->gemm_prepare(&l->bwd_weight, k->gemm, &dw);
     }
     if (!st && !l->fwd && !l->bwd_data && !l->bwd_weight) { /* all on OpenBLAS */
-        free(l);
+        free(ls);
         return HP_OK;
     }
     if (st) {
-        hp_gemm_linear_free(l);
-        free(l);
+        ls->kern->gemm_linear_free(l);
+        free(ls);
         return hp_error_wrap(st, "linear '%s' (N=%ld IC=%ld OC=%ld)", n->name, N, IC, OC);
     }
-    *state = l;
+    *state = ls;
     return HP_OK;
 }
 
 static void release(void *state) {
-    if (!state) return;
-    hp_gemm_linear_free(state);
-    free(state);
+    linear_state *ls = state;
+    if (!ls) return;
+    ls->kern->gemm_linear_free(&ls->l);
+    free(ls);
 }
 
 /* bf16, or an fp32 node whose policy is not OpenBLAS */

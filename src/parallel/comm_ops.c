@@ -230,8 +230,15 @@ static double sumsq_combine_exact_bytes(const hp_graph *g, const hp_node *n) {
     return 8.0 * HP_SUMSQ_EXACT_WORDS * (double)(n->a.i[0] - 1);
 }
 
+/* i[0] ranks, each sending its accumulator's bytes to every other (none on one rank: no transfer) */
+static void sumsq_combine_exact_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    *d = desc_of(HP_COLL_ALL_GATHER, HP_COLL_GROUP_WORLD, sumsq_combine_exact_bytes(g, n));
+    d->purpose = "gradient norm, exact";
+}
+
 const hp_opdef hp_op_sumsq_combine_exact = {.name = "sumsq_combine_exact", .nout = 1, .communicates = 1,
-                                            .run = sumsq_combine_exact_run, .bytes = sumsq_combine_exact_bytes};
+                                            .run = sumsq_combine_exact_run, .bytes = sumsq_combine_exact_bytes,
+                                            .describe = sumsq_combine_exact_describe};
 
 /* ---- point to point and the all-to-all with counts: start / wait ---- */
 

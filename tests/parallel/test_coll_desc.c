@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "optim/sumsq_exact.h"
 #include "parallel/fsdp.h"
 #include "parallel/rank.h"
 #include "testutil.h"
@@ -61,6 +62,15 @@ int main(void) {
     d = desc(node(&hp_op_sumsq_combine, sq, HP_PHASE_OPT));
     CHECK(d.kind == HP_COLL_ALL_GATHER && d.group == HP_COLL_GROUP_WORLD && d.bytes == 24);
     CHECK(d.purpose && !strcmp(d.purpose, "gradient norm"));
+    /* the deterministic mode's: the exact accumulator's words to each other rank, nothing compared */
+    d = desc(node(&hp_op_sumsq_combine_exact, sq, HP_PHASE_OPT));
+    CHECK(d.kind == HP_COLL_ALL_GATHER && d.role == HP_COLL_BLOCKING && d.group == HP_COLL_GROUP_WORLD);
+    CHECK(d.bytes == 8.0 * HP_SUMSQ_EXACT_WORDS * 3 && d.pair == HP_COLL_PAIR_NONE && d.pair_key == -1);
+    CHECK(d.check == HP_COLL_CHECK_NONE && d.grad == 0 && d.axis == -1 && d.unit == -1 && d.peer == -1);
+    CHECK(d.purpose && !strncmp(d.purpose, "gradient norm", 13));
+    hp_attrs one = {{1}, {0}}; /* on one rank it merges its own accumulator: no bytes move */
+    d = desc(node(&hp_op_sumsq_combine_exact, one, HP_PHASE_OPT));
+    CHECK(d.kind == HP_COLL_ALL_GATHER && d.bytes == 0);
 
     /* FSDP: unit i[0] pairs each stage; the gather's wait checks the parameters, the reductions the shard */
     hp_attrs f = {{2}, {0}};
@@ -77,6 +87,19 @@ int main(void) {
     CHECK(d.check == HP_COLL_CHECK_SHARD && d.check_in == 1);
     d = desc(node(&hp_op_fsdp_allreduce_wait, f, HP_PHASE_BWD));
     CHECK(d.kind == HP_COLL_ALL_REDUCE && d.role == HP_COLL_WAIT && d.check == HP_COLL_CHECK_SHARD && d.check_in == 0);
+
+    /* every communicating operator of per-rank programs has a descriptor; the operator table's
+     * (computing) operators neither communicate nor describe */
+    const hp_opdef *const comm[] = {&hp_op_redistribute, &hp_op_mesh_all_gather, &hp_op_redistribute_start,
+                                    &hp_op_redistribute_wait, &hp_op_sumsq_combine, &hp_op_sumsq_combine_exact,
+                                    &hp_op_send_start, &hp_op_recv_start, &hp_op_all_to_all_v_start,
+                                    &hp_op_slot_wait, &hp_op_fsdp_gather_start, &hp_op_fsdp_gather_wait,
+                                    &hp_op_fsdp_reduce_start, &hp_op_fsdp_reduce_wait, &hp_op_fsdp_allreduce_wait};
+    for (size_t k = 0; k < sizeof comm / sizeof comm[0]; k++)
+        CHECKF(comm[k]->communicates && comm[k]->describe, "%s: communicates without a descriptor", comm[k]->name);
+    int nops;
+    const hp_opdef *const *all = hp_ops_all(&nops);
+    for (int k = 0; k < nops; k++) CHECKF(!all[k]->communicates && !all[k]->describe, "%s", all[k]->name);
 
     /* computing operators describe nothing; ops answers what passes ask of them */
     hp_coll_desc none;
