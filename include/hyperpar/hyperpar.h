@@ -249,22 +249,25 @@ void hp_graph_scope(hp_graph *g, const char *fmt, ...) __attribute__((format(pri
 /* An input fed each step; a model trained by hp_train has the i32 inputs
  * "tokens" and "targets" of shape [B, T]. */
 int hp_input(hp_graph *g, const char *name, hp_elem elem, hp_dims dims);
-/* A trainable fp32 parameter with a unique name. Parameters keep the order
- * they are written in (checkpoints, hp_train_param_name): write them as
- * statements of their own where it matters, since C leaves the order in
- * which a call's arguments are evaluated open. */
+/* A trainable fp32 parameter with a unique name, initialised by its name
+ * (HP_INIT_BY_NAME below; hp_param_init says another init). Parameters keep
+ * the order they are written in (checkpoints, hp_train_param_name, the
+ * init's random draws): write them as statements of their own where it
+ * matters, since C leaves the order in which a call's arguments are
+ * evaluated open. */
 int hp_param(hp_graph *g, const char *name, hp_dims dims);
 
 /* How a parameter starts, said where it is declared (hp_param_init). The
  * random kinds draw from one stream seeded with the run's seed
  * (hp_train_config.seed), shared by the parameters in the order they are
- * declared: a normal init takes two draws per element it fills, a uniform
- * one; zeros, ones and constants take none. So a parameter's values depend
+ * declared: a normal init (the by-name rule's N(0, 0.02) included) takes two
+ * draws per element it fills, a uniform one; zeros, ones and constants take
+ * none. So a parameter's values depend
  * on the seed and on the random parameters declared before it alone (not on
  * the plan, the rank count, or the constants around it), as a sequential
  * PyTorch init's do. */
 typedef enum {
-    HP_INIT_BY_NAME = 0, /* hp_param's rule: *.bias 0; *.weight with "ln" or "norm" in its name 1; the rest N(0, 0.02) */
+    HP_INIT_BY_NAME = 0, /* hp_param's: *.bias 0; *.weight holding "ln" or "norm" 1; the rest N(0, 0.02) */
     HP_INIT_ZEROS,
     HP_INIT_ONES,
     HP_INIT_CONSTANT, /* every element `value` */
@@ -335,8 +338,9 @@ void hp_set_loss(hp_graph *g, int loss, int per_position);
  * "targets" inputs give B and T, vocab the token ids the data may hold
  * (0 .. vocab-1). The model takes g (freed with it, or here on error).
  * Parameters start as their hp_init says (hp_param's: by name). hp_model_num_params
- * counts its parameters; GPT-2-only calls (llm.c import and export, run-directory
- * plan reports) refuse it or describe GPT-2. */
+ * counts its parameters; GPT-2-only calls (inference, llm.c import and export,
+ * run-directory plan reports) refuse it or its checkpoints in one line, or
+ * describe GPT-2. */
 hp_status hp_model_from_graph(hp_model **out, hp_graph *g, int vocab);
 
 /* ---- sharding plans ----------------------------------------------------- */
