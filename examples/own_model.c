@@ -1,6 +1,7 @@
 /* examples/own_model.c: a model of one's own, written here with the public
  * model-writing calls (not in the library): a 2-block decoder with RMSNorm,
- * rotary attention and a SwiGLU MLP on a byte-level vocabulary. It is trained
+ * rotary attention and a SwiGLU MLP on a byte-level vocabulary, each
+ * parameter's init said where it is declared. It is trained
  * twice on a text file: on one rank, then under a data x tensor parallel plan
  * written for its parameter names; it prints both runs' losses and exits 0
  * only if the loss fell and every step's loss of the parallel run is within
@@ -17,34 +18,48 @@
 enum { B = 4, T = 16, C = 32, HEADS = 4, HIDDEN = 64, VOCAB = 256, BLOCKS = 2 };
 
 /* The model: tokens -> embedding -> 2 x (attention block, MLP block) -> norm
- * -> head -> cross-entropy against targets. Written straight through; the
- * graph's first error (if any) is checked once, by hp_model_from_graph. */
+ * -> head -> cross-entropy against targets. Each parameter's init is said
+ * where it is declared: norm weights 1, weights N(0, 0.02), the projections
+ * into the residual stream scaled down by sqrt(2 x blocks) (as GPT-2 and
+ * torchtitan's Llama do). Written straight through; the graph's first error
+ * (if any) is checked once, by hp_model_from_graph. */
 static hp_status build(hp_model **out) {
     hp_graph *g;
     hp_status st = hp_graph_create(&g);
     if (st) return st;
+    hp_init ones = hp_init_ones(), normal = hp_init_normal(0.02);
+    hp_init resid = hp_init_normal(0.02 / sqrt(2.0 * BLOCKS));
     char nm[HP_NAME_MAX];
     int tokens = hp_input(g, "tokens", HP_ELEM_I32, hp_dims2(B, T));
     int targets = hp_input(g, "targets", HP_ELEM_I32, hp_dims2(B, T));
-    int x = hp_embedding(g, tokens, hp_param(g, "embed.weight", hp_dims2(VOCAB, C)));
+    int x = hp_embedding(g, tokens, hp_param_init(g, "embed.weight", hp_dims2(VOCAB, C), normal));
     for (int l = 0; l < BLOCKS; l++) {
-#define P(what, dims) (snprintf(nm, sizeof nm, "blocks.%d.%s", l, what), hp_param(g, nm, dims))
-        hp_graph_scope(g, "blocks.%d.attn", l);
-        int h = hp_rmsnorm(g, x, P("attn_norm.weight", hp_dims1(C)), 1e-5f);
-        h = hp_linear(g, h, P("attn.qkv.weight", hp_dims3(3, C, C)), -1); /* [B,T,3,C] */
-        h = hp_rope(g, h, HEADS, 10000.0f);
-        h = hp_attention(g, h, HEADS);                                    /* [B,T,C] */
-        x = hp_add(g, x, hp_linear(g, h, P("attn.proj.weight", hp_dims2(C, C)), -1));
-        hp_graph_scope(g, "blocks.%d.mlp", l);
-        h = hp_rmsnorm(g, x, P("mlp_norm.weight", hp_dims1(C)), 1e-5f);
-        h = hp_linear(g, h, P("mlp.fc.weight", hp_dims3(2, HIDDEN, C)), -1); /* [B,T,2,H]: gate, up */
-        h = hp_swiglu(g, h);                                                 /* [B,T,H] */
-        x = hp_add(g, x, hp_linear(g, h, P("mlp.proj.weight", hp_dims2(C, HIDDEN)), -1));
+        /* the parameters as statements of their own: they keep this order (checkpoints, the init's draws) */
+#define P(what, dims, init) (snprintf(nm, sizeof nm, "blocks.%d.%s", l, what), hp_param_init(g, nm, dims, init))
+        int attn_norm = P("attn_norm.weight", hp_dims1(C), ones);
+        int qkv = P("attn.qkv.weight", hp_dims3(3, C, C), normal);
+        int attn_proj = P("attn.proj.weight", hp_dims2(C, C), resid);
+        int mlp_norm = P("mlp_norm.weight", hp_dims1(C), ones);
+        int fc = P("mlp.fc.weight", hp_dims3(2, HIDDEN, C), normal);
+        int mlp_proj = P("mlp.proj.weight", hp_dims2(C, HIDDEN), resid);
 #undef P
+        hp_graph_scope(g, "blocks.%d.attn", l);
+        int h = hp_rmsnorm(g, x, attn_norm, 1e-5f);
+        h = hp_linear(g, h, qkv, -1); /* [B,T,3,C] */
+        h = hp_rope(g, h, HEADS, 10000.0f);
+        h = hp_attention(g, h, HEADS); /* [B,T,C] */
+        x = hp_add(g, x, hp_linear(g, h, attn_proj, -1));
+        hp_graph_scope(g, "blocks.%d.mlp", l);
+        h = hp_rmsnorm(g, x, mlp_norm, 1e-5f);
+        h = hp_linear(g, h, fc, -1); /* [B,T,2,H]: gate, up */
+        h = hp_swiglu(g, h);         /* [B,T,H] */
+        x = hp_add(g, x, hp_linear(g, h, mlp_proj, -1));
     }
+    int final_norm = hp_param_init(g, "final_norm.weight", hp_dims1(C), ones);
+    int head = hp_param_init(g, "head.weight", hp_dims2(VOCAB, C), normal);
     hp_graph_scope(g, "head");
-    x = hp_rmsnorm(g, x, hp_param(g, "final_norm.weight", hp_dims1(C)), 1e-5f);
-    int logits = hp_linear(g, x, hp_param(g, "head.weight", hp_dims2(VOCAB, C)), -1);
+    x = hp_rmsnorm(g, x, final_norm, 1e-5f);
+    int logits = hp_linear(g, x, head, -1);
     int per_position;
     int loss = hp_xent(g, logits, targets, VOCAB, &per_position);
     hp_set_loss(g, loss, per_position);

@@ -27,12 +27,18 @@
  *        int x = hp_embedding(g, tok, hp_param(g, "embed.weight", hp_dims2(256, 64)));
  *        int h = hp_rmsnorm(g, x, hp_param(g, "mlp_norm.weight", hp_dims1(64)), 1e-5f);
  *        h = hp_linear(g, h, hp_param(g, "mlp.fc.weight", hp_dims3(2, 128, 64)), -1);
- *        h = hp_linear(g, hp_swiglu(g, h), hp_param(g, "mlp.proj.weight", hp_dims2(64, 128)), -1);
+ *        int proj = hp_param_init(g, "mlp.proj.weight", hp_dims2(64, 128),
+ *                                 hp_init_normal(0.01));  // its init said here
+ *        h = hp_linear(g, hp_swiglu(g, h), proj, -1);
  *        x = hp_add(g, x, h);
  *        int logits = hp_linear(g, x, hp_param(g, "head.weight", hp_dims2(256, 64)), -1);
  *        int per_position, loss = hp_xent(g, logits, tgt, 256, &per_position);
  *        hp_set_loss(g, loss, per_position);
  *        st = hp_model_from_graph(&m, g, 256);           // takes g; its errors here
+ *
+ *    A parameter starts as hp_param_init says (zeros, ones, a constant,
+ *    normal, uniform), or, declared with hp_param, by its name: *.bias 0,
+ *    norm weights 1, the rest N(0, 0.02).
  *
  * 2. Write or load a sharding plan: a device mesh and the layouts of the
  *    parameters and inputs (everything else follows by propagation). Without
@@ -243,11 +249,63 @@ void hp_graph_scope(hp_graph *g, const char *fmt, ...) __attribute__((format(pri
 /* An input fed each step; a model trained by hp_train has the i32 inputs
  * "tokens" and "targets" of shape [B, T]. */
 int hp_input(hp_graph *g, const char *name, hp_elem elem, hp_dims dims);
-/* A trainable fp32 parameter with a unique name. Parameters keep the order
- * they are written in (checkpoints, hp_train_param_name): write them as
- * statements of their own where it matters, since C leaves the order in
- * which a call's arguments are evaluated open. */
+/* A trainable fp32 parameter with a unique name, initialised by its name
+ * (HP_INIT_BY_NAME below; hp_param_init says another init). Parameters keep
+ * the order they are written in (checkpoints, hp_train_param_name, the
+ * init's random draws): write them as statements of their own where it
+ * matters, since C leaves the order in which a call's arguments are
+ * evaluated open. */
 int hp_param(hp_graph *g, const char *name, hp_dims dims);
+
+/* How a parameter starts, said where it is declared (hp_param_init). The
+ * random kinds draw from one stream seeded with the run's seed
+ * (hp_train_config.seed), shared by the parameters in the order they are
+ * declared: a normal init (the by-name rule's N(0, 0.02) included) takes two
+ * draws per element it fills, a uniform one; zeros, ones and constants take
+ * none. So a parameter's values depend
+ * on the seed and on the random parameters declared before it alone (not on
+ * the plan, the rank count, or the constants around it), as a sequential
+ * PyTorch init's do. */
+typedef enum {
+    HP_INIT_BY_NAME = 0, /* hp_param's: *.bias 0; *.weight holding "ln" or "norm" 1; the rest N(0, 0.02) */
+    HP_INIT_ZEROS,
+    HP_INIT_ONES,
+    HP_INIT_CONSTANT, /* every element `value` */
+    HP_INIT_NORMAL,   /* N(0, std^2): std >= 0 (GPT-2's residual projections: 0.02 / sqrt(2 * layers)) */
+    HP_INIT_UNIFORM   /* uniform in [low, high] (low <= high), rounded to floats */
+} hp_init_kind;
+typedef struct {
+    hp_init_kind kind;
+    double std;       /* HP_INIT_NORMAL */
+    double low, high; /* HP_INIT_UNIFORM */
+    double value;     /* HP_INIT_CONSTANT */
+    int64_t rows;     /* > 0: only the first `rows` rows (along dimension 0) take the init, and draw, the rest
+                       * are 0 (a vocabulary padded for speed: GPT-2's wte); 0: all rows */
+} hp_init;
+static inline hp_init hp_init_zeros(void) {
+    hp_init r = {HP_INIT_ZEROS, 0, 0, 0, 0, 0};
+    return r;
+}
+static inline hp_init hp_init_ones(void) {
+    hp_init r = {HP_INIT_ONES, 0, 0, 0, 0, 0};
+    return r;
+}
+static inline hp_init hp_init_constant(double value) {
+    hp_init r = {HP_INIT_CONSTANT, 0, 0, 0, value, 0};
+    return r;
+}
+static inline hp_init hp_init_normal(double std) {
+    hp_init r = {HP_INIT_NORMAL, std, 0, 0, 0, 0};
+    return r;
+}
+static inline hp_init hp_init_uniform(double low, double high) {
+    hp_init r = {HP_INIT_UNIFORM, 0, low, high, 0, 0};
+    return r;
+}
+/* hp_param with its init: a bad init (unknown kind, negative or non-finite
+ * std, low > high, rows outside 0 .. dims.d[0]) is the graph's error, naming
+ * the parameter. */
+int hp_param_init(hp_graph *g, const char *name, hp_dims dims, hp_init init);
 
 /* Operators (global shapes; a plan shards them). */
 /* ids[...] (i32) -> table rows: out[..., C]; table[R, C]. */
@@ -279,9 +337,9 @@ void hp_set_loss(hp_graph *g, int loss, int per_position);
 /* A model for hp_train from a graph written as above: its "tokens" and
  * "targets" inputs give B and T, vocab the token ids the data may hold
  * (0 .. vocab-1). The model takes g (freed with it, or here on error).
- * Parameters start by name: *.bias 0, *.weight holding "ln" or "norm" 1, the
- * rest N(0, 0.02). hp_model_num_params counts its parameters; GPT-2-only
- * calls (llm.c import and export, run-directory plan reports) refuse it or
+ * Parameters start as their hp_init says (hp_param's: by name). hp_model_num_params
+ * counts its parameters; GPT-2-only calls (inference, llm.c import and export,
+ * run-directory plan reports) refuse it or its checkpoints in one line, or
  * describe GPT-2. */
 hp_status hp_model_from_graph(hp_model **out, hp_graph *g, int vocab);
 

@@ -211,8 +211,7 @@ static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)
     hp_train *t = ctx;
     const hp_gpt2_config *m = &t->m->cfg;
     if (t->m->custom && t->init_llmc) return hp_errorf("init from llm.c '%s': the model is not GPT-2", t->init_llmc);
-    if (t->m->custom) return hp_model_init_by_name(ptrs, names, shapes, n, t->cfg.seed);
-    if (!t->init_llmc) return hp_gpt2_init(ptrs, names, shapes, n, m, t->cfg.seed);
+    if (!t->init_llmc) return hp_model_init(ptrs, t->m->g, names, n, t->cfg.seed); /* the inits the model states */
     hp_llmc_header h;
     float *flat = NULL;
     HP_TRY(hp_api_llmc_load(&flat, &h, t->init_llmc, m));

@@ -85,6 +85,7 @@ int hp_graph_value(hp_graph *g, hp_vkind kind, hp_dtype dtype, hp_shape shape, c
     v->grad_of = -1;
     v->state_of = -1;
     v->init = -1;
+    v->param_init = -1;
     v->view_of = -1;
     v->mirror_of = -1;
     v->store_slot = -1;

@@ -40,6 +40,8 @@ typedef struct {
     int persistent;    /* kept for the whole step (params, their grads, inputs, loss) */
     int no_grad;       /* never differentiated (indices, saved statistics) */
     long init;         /* constants: blob offset of the initial bytes, or -1 (zeros) */
+    long param_init;   /* parameters: blob offset of the init stated where it was declared (written and read by
+                        * models/build), or -1: initialised by name */
     int requires_grad; /* set by autodiff: depends on a parameter */
     int view_of;       /* a view has no storage of its own: its elements are those of value view_of
                         * (not itself a view) from element view_offset on (-1: not a view) */

@@ -1,9 +1,10 @@
-/* models/gpt2: GPT-2's shape check, parameter count and forward graph, written
- * on the public model-writing calls of include/hyperpar/hyperpar.h alone (as
- * a model of one's own is); its initialisation and llm.c order are in
- * gpt2_params.c. */
+/* models/gpt2: GPT-2's shape check, parameter count and forward graph with
+ * each parameter's init, written on the public model-writing calls of
+ * include/hyperpar/hyperpar.h alone (as a model of one's own is); the init
+ * over a parameter list and the llm.c order are in gpt2_params.c. */
 #include "models/gpt2_model.h"
 
+#include <math.h>
 #include <stdio.h>
 
 hp_status hp_gpt2_config_check(hp_gpt2_config *c) {
@@ -45,20 +46,31 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
     char nm[HP_NAME_MAX];
     io->tokens = hp_input(g, "tokens", HP_ELEM_I32, hp_dims2(B, T));
     io->targets = hp_input(g, "targets", HP_ELEM_I32, hp_dims2(B, T));
-    int wte = hp_param(g, "wte", hp_dims2(c->Vp, C));
-    int wpe = hp_param(g, "wpe", hp_dims2(c->maxT, C));
+    /* GPT-2's init (as llm.c's and nanoGPT's): weights N(0, 0.02), the residual projections N(0, 0.02 / sqrt(2L)),
+     * biases 0, layernorm weights 1; wte's padded rows (V .. Vp-1) stay 0 and draw nothing */
+    hp_init normal = hp_init_normal(0.02), resid = hp_init_normal(0.02 / sqrt(2.0 * c->L));
+    hp_init zeros = hp_init_zeros(), ones = hp_init_ones(), embed = normal;
+    embed.rows = c->V;
+    int wte = hp_param_init(g, "wte", hp_dims2(c->Vp, C), embed);
+    int wpe = hp_param_init(g, "wpe", hp_dims2(c->maxT, C), normal);
     hp_graph_scope(g, "embed");
     int x = hp_embedding(g, io->tokens, wte);
     x = hp_add_pos(g, x, wpe);
     for (int l = 0; l < c->L; l++) {
-#define P(suffix, shape) (snprintf(nm, sizeof nm, "h.%d.%s", l, suffix), hp_param(g, nm, shape))
-        int ln1w = P("ln1.weight", hp_dims1(C)), ln1b = P("ln1.bias", hp_dims1(C));
+#define P(suffix, shape, init) (snprintf(nm, sizeof nm, "h.%d.%s", l, suffix), hp_param_init(g, nm, shape, init))
+        int ln1w = P("ln1.weight", hp_dims1(C), ones);
+        int ln1b = P("ln1.bias", hp_dims1(C), zeros);
         /* fused QKV as [3, C, C]: q, k, v each shardable by heads (dim 1) */
-        int qkvw = P("attn.qkv.weight", hp_dims3(3, C, C)), qkvb = P("attn.qkv.bias", hp_dims2(3, C));
-        int prw = P("attn.proj.weight", hp_dims2(C, C)), prb = P("attn.proj.bias", hp_dims1(C));
-        int ln2w = P("ln2.weight", hp_dims1(C)), ln2b = P("ln2.bias", hp_dims1(C));
-        int fcw = P("mlp.fc.weight", hp_dims2(4 * C, C)), fcb = P("mlp.fc.bias", hp_dims1(4 * C));
-        int fpw = P("mlp.proj.weight", hp_dims2(C, 4 * C)), fpb = P("mlp.proj.bias", hp_dims1(C));
+        int qkvw = P("attn.qkv.weight", hp_dims3(3, C, C), normal);
+        int qkvb = P("attn.qkv.bias", hp_dims2(3, C), zeros);
+        int prw = P("attn.proj.weight", hp_dims2(C, C), resid);
+        int prb = P("attn.proj.bias", hp_dims1(C), zeros);
+        int ln2w = P("ln2.weight", hp_dims1(C), ones);
+        int ln2b = P("ln2.bias", hp_dims1(C), zeros);
+        int fcw = P("mlp.fc.weight", hp_dims2(4 * C, C), normal);
+        int fcb = P("mlp.fc.bias", hp_dims1(4 * C), zeros);
+        int fpw = P("mlp.proj.weight", hp_dims2(C, 4 * C), resid);
+        int fpb = P("mlp.proj.bias", hp_dims1(C), zeros);
 #undef P
         hp_graph_scope(g, "h.%d.attn", l);
         int h = hp_layernorm(g, x, ln1w, ln1b, 1e-5f);
@@ -73,8 +85,8 @@ hp_status hp_gpt2_build(hp_graph *g, hp_gpt2_io *io, const hp_gpt2_config *c, in
         h = hp_linear(g, h, fpw, fpb);
         x = hp_add(g, x, h);
     }
-    int lnfw = hp_param(g, "lnf.weight", hp_dims1(C));
-    int lnfb = hp_param(g, "lnf.bias", hp_dims1(C));
+    int lnfw = hp_param_init(g, "lnf.weight", hp_dims1(C), ones);
+    int lnfb = hp_param_init(g, "lnf.bias", hp_dims1(C), zeros);
     hp_graph_scope(g, "head");
     x = hp_layernorm(g, x, lnfw, lnfb, 1e-5f);
     io->logits = hp_linear(g, x, wte, -1);

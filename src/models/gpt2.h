@@ -16,9 +16,11 @@
 #include "core/graph.h"
 #include "models/gpt2_model.h"
 
-/* GPT-2 initialisation into the tensors of the parameter list (names as above):
- * N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, norm
- * weights 1, padded wte rows 0. params[i] points at tensor i of shape shapes[i]. */
+/* GPT-2 initialisation into the tensors of the parameter list (names as above,
+ * in the model's order): N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+ * biases 0, norm weights 1, padded wte rows 0, as gpt2.c states them where it
+ * declares each parameter (hp_model_init of its graph). params[i] points at
+ * tensor i of shape shapes[i]. */
 hp_status hp_gpt2_init(float *const *params, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
                        int n, const hp_gpt2_config *c, uint64_t seed);
 

@@ -2,38 +2,23 @@
  * parameters (models/gpt2.h). */
 #include "models/gpt2.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/rng.h"
-
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
+#include "models/build.h"
 
 hp_status hp_gpt2_init(float *const *params, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
                        int n, const hp_gpt2_config *c, uint64_t seed) {
-    hp_rng rng;
-    hp_rng_seed(&rng, seed);
-    double resid_std = 0.02 / sqrt(2.0 * c->L);
-    for (int i = 0; i < n; i++) {
-        const char *nm = names[i];
-        size_t numel = (size_t)hp_shape_numel(&shapes[i]);
-        float *p = params[i];
-        if (ends_with(nm, ".bias")) {
-            memset(p, 0, numel * sizeof(float));
-        } else if (strstr(nm, "ln") && ends_with(nm, ".weight")) {
-            for (size_t k = 0; k < numel; k++) p[k] = 1.0f;
-        } else {
-            double std = (ends_with(nm, "attn.proj.weight") || ends_with(nm, "mlp.proj.weight")) ? resid_std : 0.02;
-            size_t real = numel;
-            if (strcmp(nm, "wte") == 0) real = (size_t)c->V * (size_t)c->C; /* padded rows stay 0 */
-            for (size_t k = 0; k < numel; k++) p[k] = k < real ? (float)(std * hp_rng_normal(&rng)) : 0.0f;
-        }
-    }
-    return HP_OK;
+    (void)shapes; /* the graph's: hp_model_init checks the names against it */
+    hp_gpt2_config cc = *c; /* Vp filled */
+    HP_TRY(hp_gpt2_config_check(&cc));
+    hp_graph *g;
+    hp_gpt2_io io;
+    HP_TRY(hp_graph_create(&g));
+    hp_status st = hp_gpt2_build(g, &io, &cc, 1, 1); /* the inits are stated where gpt2.c declares each parameter */
+    if (!st) st = hp_model_init(params, g, names, n, seed);
+    hp_graph_destroy(g);
+    return st;
 }
 
 /* The llm.c tensor order: name pattern (with %d for the layer), size per layer, stacked over L? */

@@ -3,8 +3,10 @@
  * hp_model_from_graph, naming what is wrong (bad dims, missing inputs, no
  * loss); a small model written by hand trains (finite losses), its
  * parameters are listed in the order written, start by name (norm weights 1,
- * biases 0) and count as declared, and a checkpoint of it resumes bit for
- * bit. One rank, one thread. */
+ * biases 0) or as the init stated where they are declared says
+ * (hp_param_init), and count as declared; a checkpoint of it resumes bit for
+ * bit, and inference and llm.c export refuse it in one line. One rank, one
+ * thread. */
 #include <hyperpar/hyperpar.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,6 +114,76 @@ static hp_status make(hp_train **t, const hp_model *m) {
     return hp_train_create(t, &tc);
 }
 
+/* GPT-2-only calls given a checkpoint of a model written by hand refuse it
+ * with a one-line error (no crash): inference (`hyperpar sample`) and llm.c
+ * export. */
+static void refused(const char *dir) {
+    hp_infer *inf = NULL;
+    ERR(hp_infer_create(&inf, dir, 0, 1), "no tensor 'wte'");
+    CHECK(inf == NULL);
+    char out[400];
+    snprintf(out, sizeof out, "%s/model.bin", dir);
+    ERR(hp_export_llmc(out, dir, HP_LLMC_FP32), "no tensor 'wte'");
+    FILE *f = fopen(out, "rb");
+    CHECK(f == NULL); /* nothing written */
+    if (f) fclose(f);
+}
+
+/* Inits stated where the parameters are declared, as the trainer starts
+ * them: a uniform embedding within its bounds, a constant head bias, ones
+ * and zeros for the norm; the same seed gives the same weights. */
+static hp_graph *stated_graph(void) {
+    hp_graph *g = NULL;
+    if (!OK(hp_graph_create(&g))) return NULL;
+    int tok = hp_input(g, "tokens", HP_ELEM_I32, hp_dims2(B, T));
+    int tgt = hp_input(g, "targets", HP_ELEM_I32, hp_dims2(B, T));
+    int emb = hp_param_init(g, "embed", hp_dims2(V, C), hp_init_uniform(-0.1, 0.1));
+    int lnw = hp_param_init(g, "scale", hp_dims1(C), hp_init_ones());
+    int lnb = hp_param_init(g, "shift", hp_dims1(C), hp_init_zeros());
+    int hw = hp_param_init(g, "head", hp_dims2(V, C), hp_init_normal(0.05));
+    int hb = hp_param_init(g, "head_bias", hp_dims1(V), hp_init_constant(0.25));
+    int x = hp_layernorm(g, hp_embedding(g, tok, emb), lnw, lnb, 1e-5f);
+    int per_position, loss = hp_xent(g, hp_linear(g, x, hw, hb), tgt, V, &per_position);
+    hp_set_loss(g, loss, per_position);
+    return g;
+}
+
+static void stated(void) {
+    hp_model *m = NULL;
+    hp_train *a = NULL, *b = NULL;
+    static float e1[V * C], e2[V * C], h[V * C];
+    float w[C], sh[C], hb[V];
+    if (OK(hp_model_from_graph(&m, stated_graph(), V)) && OK(make(&a, m)) && OK(make(&b, m))) {
+        if (OK(hp_train_get_weight(a, "embed", e1, V * C)) && OK(hp_train_get_weight(b, "embed", e2, V * C))) {
+            CHECK(!memcmp(e1, e2, sizeof e1));
+            float lo = 1, hi = -1;
+            for (int i = 0; i < V * C; i++) lo = fminf(lo, e1[i]), hi = fmaxf(hi, e1[i]);
+            CHECK(lo >= (float)-0.1 && hi <= (float)0.1 && lo < -0.09f && hi > 0.09f);
+        }
+        if (OK(hp_train_get_weight(a, "scale", w, C)) && OK(hp_train_get_weight(a, "shift", sh, C)))
+            for (int i = 0; i < C; i++) CHECK(w[i] == 1.0f && sh[i] == 0.0f);
+        if (OK(hp_train_get_weight(a, "head_bias", hb, V)))
+            for (int i = 0; i < V; i++) CHECK(hb[i] == 0.25f);
+        if (OK(hp_train_get_weight(a, "head", h, V * C))) {
+            double sq = 0;
+            for (int i = 0; i < V * C; i++) sq += (double)h[i] * h[i];
+            double sd = sqrt(sq / (V * C));
+            CHECK(sd > 0.045 && sd < 0.055); /* N(0, 0.05) on 4096 samples */
+        }
+        float loss = NAN;
+        if (OK(hp_train_step(a, &loss, NULL))) CHECK(isfinite(loss) && loss > 0);
+    }
+    hp_train_free(a);
+    hp_train_free(b);
+    hp_model_free(m);
+    /* a bad init: the graph's error, naming the parameter, from hp_model_from_graph */
+    hp_graph *g = NULL;
+    if (!OK(hp_graph_create(&g))) return;
+    CHECK(hp_param_init(g, "w.weight", hp_dims2(4, 4), hp_init_normal(-1)) == -1);
+    ERR(hp_model_from_graph(&m, g, V), "parameter 'w.weight': normal init's std -1");
+    CHECK(m == NULL);
+}
+
 /* A checkpoint of a model written by hand: a second trainer loading it
  * continues bit for bit (state.json's model shape is accepted back). */
 static void resumes(void) {
@@ -135,6 +207,7 @@ static void resumes(void) {
     hp_train_free(a);
     hp_train_free(b);
     hp_model_free(m);
+    refused(dir);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
@@ -143,6 +216,7 @@ static void resumes(void) {
 int main(void) {
     errors();
     trains();
+    stated();
     resumes();
     if (failures) {
         fprintf(stderr, "test_model_build: %d failure(s)\n", failures);
