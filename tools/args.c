@@ -9,53 +9,7 @@
 
 
 static hp_status set_value(const hp_opt *o, const char *val, const char *where) {
-    char *end = NULL;
-    errno = 0;
-    switch (o->type) {
-    case OPT_INT:
-    case OPT_LONG: {
-        long long v = strtoll(val, &end, 10);
-        if (!*val || *end || errno) return hp_errorf("%s: expected an integer, got '%s'", where, val);
-        if (o->type == OPT_INT) {
-            if (v < -2147483647LL || v > 2147483647LL) return hp_errorf("%s: %s is out of range", where, val);
-            *(int *)o->ptr = (int)v;
-        } else {
-            *(long *)o->ptr = (long)v;
-        }
-        return HP_OK;
-    }
-    case OPT_U64: {
-        unsigned long long v = strtoull(val, &end, 10);
-        if (!*val || *end || errno || val[0] == '-')
-            return hp_errorf("%s: expected a non-negative integer, got '%s'", where, val);
-        *(uint64_t *)o->ptr = (uint64_t)v;
-        return HP_OK;
-    }
-    case OPT_FLOAT: {
-        double v = strtod(val, &end);
-        if (!*val || *end || (errno && errno != ERANGE)) return hp_errorf("%s: expected a number, got '%s'", where, val);
-        float f = (float)v;
-        if (!isfinite(f) || (errno == ERANGE && v != 0)) /* nan, inf, or beyond a float's range */
-            return hp_errorf("%s: expected a finite number, got '%s'", where, val);
-        *(float *)o->ptr = f;
-        return HP_OK;
-    }
-    case OPT_STR:
-        if (strlen(val) >= o->cap) return hp_errorf("%s: value is longer than %zu characters", where, o->cap - 1);
-        snprintf((char *)o->ptr, o->cap, "%s", val);
-        return HP_OK;
-    case OPT_FLAG:
-        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "on")) {
-            *(int *)o->ptr = 1;
-            return HP_OK;
-        }
-        if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "off")) {
-            *(int *)o->ptr = 0;
-            return HP_OK;
-        }
-        return hp_errorf("%s: expected true or false, got '%s'", where, val);
-    }
-    return hp_errorf("%s: unknown option type", where);
+    return hp_opt_parse(o->ptr, o->type, o->cap, val, where);
 }
 
 static const hp_opt *find_opt(const hp_opt *opts, int n, const char *name, size_t len) {
@@ -77,7 +31,7 @@ static int asks_help(const hp_opt *opts, int nopts, int argc, char **argv, int f
         const hp_opt *o = find_opt(opts, nopts, name, len);
         int is_config = len == 6 && !strncmp(name, "config", 6);
         if (!o && !is_config) return 0;
-        if (!eq && (is_config || o->type != OPT_FLAG || (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0))) i++;
+        if (!eq && (is_config || o->type != HP_OPT_FLAG || (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0))) i++;
     }
     return 0;
 }
@@ -150,7 +104,7 @@ hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts,
         const char *val;
         if (eq) {
             val = eq + 1;
-        } else if (o->type == OPT_FLAG && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+        } else if (o->type == HP_OPT_FLAG && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             val = "1";
         } else {
             if (i + 1 >= argc) return hp_errorf("hyperpar %s: --%s needs a value", cmd, o->name);
@@ -166,7 +120,7 @@ hp_status hp_args_parse_sources(const char **src, int *help, const hp_opt *opts,
 
 /* The flag column of --help: "--name TYPE". */
 static int usage_left(char *buf, size_t n, const hp_opt *o) {
-    const char *t = o->type == OPT_STR ? " STR" : o->type == OPT_FLOAT ? " X" : o->type == OPT_FLAG ? "" : " N";
+    const char *t = o->type == HP_OPT_STR ? " STR" : o->type == HP_OPT_FLOAT ? " X" : o->type == HP_OPT_FLAG ? "" : " N";
     return snprintf(buf, n, "--%s%s", o->name, t);
 }
 
@@ -181,12 +135,12 @@ enum { USAGE_MAX_LEFT = 28 };
 static void usage_default(char *buf, size_t n, const hp_opt *o) {
     buf[0] = 0;
     if (strstr(o->help, "default") || strstr(o->help, "not given")) return;
-    if (o->type == OPT_STR && !((const char *)o->ptr)[0]) return;
-    if (o->type == OPT_FLAG) {
+    if (o->type == HP_OPT_STR && !((const char *)o->ptr)[0]) return;
+    if (o->type == HP_OPT_FLAG) {
         if (*(int *)o->ptr) snprintf(buf, n, " (default on)");
         return;
     }
-    if (o->type == OPT_INT && *(int *)o->ptr == INT_MIN) return;
+    if (o->type == HP_OPT_INT && *(int *)o->ptr == INT_MIN) return;
     char v[600];
     hp_args_format(v, sizeof v, o);
     snprintf(buf, n, " (default %s)", v);
@@ -216,26 +170,7 @@ hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const cha
     return set_value(o, value, where);
 }
 
-void hp_args_format_float(char *buf, size_t n, float v) {
-    char best[32] = "", t[32];
-    for (int p = 1; p <= 9; p++) { /* %.9g always reads back: a float has at most 9 significant digits */
-        snprintf(t, sizeof t, "%.*g", p, (double)v);
-        if (strtof(t, NULL) == v && (!best[0] || strlen(t) < strlen(best))) memcpy(best, t, sizeof t);
-    }
-    if (!best[0]) snprintf(best, sizeof best, "%.9g", (double)v); /* nan */
-    snprintf(buf, n, "%s", best);
-}
-
-void hp_args_format(char *buf, size_t n, const hp_opt *o) {
-    switch (o->type) {
-    case OPT_INT: snprintf(buf, n, "%d", *(int *)o->ptr); break;
-    case OPT_LONG: snprintf(buf, n, "%ld", *(long *)o->ptr); break;
-    case OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(uint64_t *)o->ptr); break;
-    case OPT_FLOAT: hp_args_format_float(buf, n, *(float *)o->ptr); break;
-    case OPT_STR: snprintf(buf, n, "%s", (const char *)o->ptr); break;
-    case OPT_FLAG: snprintf(buf, n, "%s", *(int *)o->ptr ? "true" : "false"); break;
-    }
-}
+void hp_args_format(char *buf, size_t n, const hp_opt *o) { hp_opt_format(buf, n, o->ptr, o->type); }
 
 void hp_cli_error(hp_status st) {
     const char *m = hp_status_msg(st);

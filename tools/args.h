@@ -10,13 +10,11 @@
 
 #include "hyperpar/hyperpar.h"
 
-typedef enum { OPT_INT, OPT_LONG, OPT_FLOAT, OPT_STR, OPT_FLAG, OPT_U64 } hp_opt_type;
-
 typedef struct {
     const char *name; /* without the leading "--" */
     hp_opt_type type;
     void *ptr;        /* int*, long*, float*, char[cap], int* (flag), uint64_t* */
-    size_t cap;       /* OPT_STR buffer size */
+    size_t cap;       /* HP_OPT_STR buffer size */
     const char *help;
 } hp_opt;
 
@@ -43,9 +41,6 @@ void hp_cli_error(hp_status st);
 
 /* Sets option `name` from text as a flag would (error names `where`). */
 hp_status hp_args_set(const hp_opt *opts, int nopts, const char *name, const char *value, const char *where);
-/* Writes option i's current value as text (floats by hp_args_format_float). */
+/* Writes option o's current value as text (hp_opt_format). */
 void hp_args_format(char *buf, size_t n, const hp_opt *o);
-/* The shortest of %.1g .. %.9g that strtof reads back to exactly v
- * (1e-3f: "0.001", not "0.00100000005"; 300: "300"). */
-void hp_args_format_float(char *buf, size_t n, float v);
 #endif

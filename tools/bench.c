@@ -143,13 +143,13 @@ int hp_cmd_bench(int argc, char **argv) {
     int gemm = 0;
     int threads = 2, steps = 0;
     hp_opt tab[] = {
-        {"model", OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
-        {"threads", OPT_INT, &threads, 0, "compute threads"},
-        {"steps", OPT_INT, &steps, 0, "timed steps (0 = the configuration's default; with --gemm: runs per product, 3)"},
-        {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
-        {"trace", OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
-        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak and adds a bf16 row per config"},
-        {"gemm", OPT_FLAG, &gemm, 0, "time the configurations' GEMMs (OpenBLAS, oneDNN fp32, oneDNN bf16) instead of training"},
+        {"model", HP_OPT_STR, which, sizeof which, "gpt2-124m | small | all"},
+        {"threads", HP_OPT_INT, &threads, 0, "compute threads"},
+        {"steps", HP_OPT_INT, &steps, 0, "timed steps (0 = the configuration's default; with --gemm: runs per product, 3)"},
+        {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array to this file"},
+        {"trace", HP_OPT_STR, trace, sizeof trace, "trace the timed steps: FILE.<config>.rank0.json (Chrome/Perfetto)"},
+        {"dtype", HP_OPT_STR, dtype, sizeof dtype, "fp32 | bf16: bf16 also measures the bf16 matmul peak and adds a bf16 row per config"},
+        {"gemm", HP_OPT_FLAG, &gemm, 0, "time the configurations' GEMMs (OpenBLAS, oneDNN fp32, oneDNN bf16) instead of training"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 2, "bench");

@@ -138,16 +138,16 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
     char model[32] = "small", json[512] = "", dtype[8] = "fp32";
     fopts o = {.threads = 2, .steps = 5, .ranks = 4, .supernodes = 2, .bw = 1.0f, .lat = 50.0f};
     hp_opt tab[] = {
-        {"model", OPT_STR, model, sizeof model, "small | gpt2-124m | all (both, one after the other)"},
-        {"layers", OPT_INT, &o.layers, 0, "transformer blocks instead of the model's (0: the model's)"},
-        {"ranks", OPT_INT, &o.ranks, 0, "ranks in all (rank threads)"},
-        {"supernodes", OPT_INT, &o.supernodes, 0, "emulated supernodes (contiguous ranks; HSDP replicas across them)"},
-        {"inter-bw", OPT_FLOAT, &o.bw, 0, "GB/s per rank between supernodes (0: unthrottled)"},
-        {"inter-latency", OPT_FLOAT, &o.lat, 0, "microseconds per message between supernodes"},
-        {"threads", OPT_INT, &o.threads, 0, "compute threads in all (shared out among the ranks)"},
-        {"steps", OPT_INT, &o.steps, 0, "timed steps (after 2 untimed)"},
-        {"dtype", OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
-        {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
+        {"model", HP_OPT_STR, model, sizeof model, "small | gpt2-124m | all (both, one after the other)"},
+        {"layers", HP_OPT_INT, &o.layers, 0, "transformer blocks instead of the model's (0: the model's)"},
+        {"ranks", HP_OPT_INT, &o.ranks, 0, "ranks in all (rank threads)"},
+        {"supernodes", HP_OPT_INT, &o.supernodes, 0, "emulated supernodes (contiguous ranks; HSDP replicas across them)"},
+        {"inter-bw", HP_OPT_FLOAT, &o.bw, 0, "GB/s per rank between supernodes (0: unthrottled)"},
+        {"inter-latency", HP_OPT_FLOAT, &o.lat, 0, "microseconds per message between supernodes"},
+        {"threads", HP_OPT_INT, &o.threads, 0, "compute threads in all (shared out among the ranks)"},
+        {"steps", HP_OPT_INT, &o.steps, 0, "timed steps (after 2 untimed)"},
+        {"dtype", HP_OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
+        {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 1, "bench fsdp");

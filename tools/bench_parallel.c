@@ -54,11 +54,11 @@ int hp_cmd_bench_parallel(int argc, char **argv) {
     char model[32] = "small", json[512] = "", overlap[8] = "on";
     int threads = 2, steps = 20;
     hp_opt tab[] = {
-        {"model", OPT_STR, model, sizeof model, "small | gpt2-124m"},
-        {"threads", OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
-        {"steps", OPT_INT, &steps, 0, "timed steps"},
-        {"json", OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
-        {"overlap", OPT_STR, overlap, sizeof overlap, "on | off: gradient all-reduces overlapped with the backward"},
+        {"model", HP_OPT_STR, model, sizeof model, "small | gpt2-124m"},
+        {"threads", HP_OPT_INT, &threads, 0, "compute threads in all (shared out among the ranks)"},
+        {"steps", HP_OPT_INT, &steps, 0, "timed steps"},
+        {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
+        {"overlap", HP_OPT_STR, overlap, sizeof overlap, "on | off: gradient all-reduces overlapped with the backward"},
     };
     int help = 0, ntab = 5;
     hp_status st = hp_args_parse(&help, tab, ntab, argc, argv, 1, "bench parallel");

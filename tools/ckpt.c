@@ -10,7 +10,7 @@
 
 static hp_status convert(int argc, char **argv) {
     char format[16] = "";
-    hp_opt tab[] = {{"format", OPT_STR, format, sizeof format,
+    hp_opt tab[] = {{"format", HP_OPT_STR, format, sizeof format,
                      "sharded | single (default: the other one than SRC's)"}};
     /* the two positional arguments come first: ckpt convert SRC DST [flags] */
     int npos = 0;

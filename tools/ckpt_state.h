@@ -1,6 +1,6 @@
 /* tools/ckpt_state: the settings `hyperpar train` keeps in each checkpoint —
  * the object "args" of its state.json (every setting not in the group
- * HP_TRAIN_OPT_UNSAVED of tools/train_opts, as flag values), written by the
+ * HP_TRAIN_OPT_UNSAVED of tools/hp_train_options, as flag values), written by the
  * library (hp_train_config.ckpt_arg_*) next to "format", "step", "model" and
  * "data", and read back (hp_ckpt_info) as the defaults of a resumed run. */
 #ifndef HP_TOOLS_CKPT_STATE_H

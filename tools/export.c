@@ -37,10 +37,10 @@ static hp_status export_llmc(const char *ckpt, const char *init, const char *out
 int hp_cmd_export(int argc, char **argv) {
     char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32";
     hp_opt tab[] = {
-        {"ckpt", OPT_STR, ckpt, sizeof ckpt, "checkpoint directory (or a run directory with 'latest')"},
-        {"init", OPT_STR, init, sizeof init, "read the weights from an llm.c checkpoint instead"},
-        {"llmc", OPT_STR, llmc, sizeof llmc, "write the weights as an llm.c checkpoint (.bin)"},
-        {"llmc-dtype", OPT_STR, dtype, sizeof dtype,
+        {"ckpt", HP_OPT_STR, ckpt, sizeof ckpt, "checkpoint directory (or a run directory with 'latest')"},
+        {"init", HP_OPT_STR, init, sizeof init, "read the weights from an llm.c checkpoint instead"},
+        {"llmc", HP_OPT_STR, llmc, sizeof llmc, "write the weights as an llm.c checkpoint (.bin)"},
+        {"llmc-dtype", HP_OPT_STR, dtype, sizeof dtype,
          "the parameters' type in the file: fp32 (llm.c version 3) or bf16 (version 5, rounded to nearest even)"},
     };
     int help = 0, n = 4;

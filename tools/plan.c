@@ -23,7 +23,7 @@ int hp_cmd_plan(int argc, char **argv) {
     planner *p = calloc(1, sizeof *p);
     if (!p) return 1;
     plan_opts *po = &p->po;
-    hp_train_defaults(&po->o);
+    hp_train_options_default(&po->o);
     hp_train_shape_unset(&po->o); /* to tell a shape flag given from its default (--init) */
     int nt = hp_train_opt_table(NULL, &po->o);
     hp_opt *tab = calloc((size_t)nt + 6, sizeof *tab);
@@ -31,14 +31,14 @@ int hp_cmd_plan(int argc, char **argv) {
     int help = 0;
     if (!st) {
         hp_train_opt_table(tab, &po->o);
-        tab[nt++] = (hp_opt){"rank", OPT_INT, &po->rank, sizeof po->rank, "the rank whose local shapes and program are shown"};
-        tab[nt++] = (hp_opt){"all-ranks", OPT_FLAG, &po->all_ranks, sizeof po->all_ranks, "show every rank"};
-        tab[nt++] = (hp_opt){"all", OPT_FLAG, &po->all, sizeof po->all,
+        tab[nt++] = (hp_opt){"rank", HP_OPT_INT, &po->rank, sizeof po->rank, "the rank whose local shapes and program are shown"};
+        tab[nt++] = (hp_opt){"all-ranks", HP_OPT_FLAG, &po->all_ranks, sizeof po->all_ranks, "show every rank"};
+        tab[nt++] = (hp_opt){"all", HP_OPT_FLAG, &po->all, sizeof po->all,
                              "also every activation and gradient, and the local conversions"};
-        tab[nt++] = (hp_opt){"json", OPT_STR, po->json, sizeof po->json, "write the report as JSON to this file"};
-        tab[nt++] = (hp_opt){"world", OPT_INT, &po->world, sizeof po->world,
+        tab[nt++] = (hp_opt){"json", HP_OPT_STR, po->json, sizeof po->json, "write the report as JSON to this file"};
+        tab[nt++] = (hp_opt){"world", HP_OPT_INT, &po->world, sizeof po->world,
                              "ranks the run will have (checked against the mesh; default: the mesh size)"};
-        tab[nt++] = (hp_opt){"processes", OPT_INT, &po->processes, sizeof po->processes,
+        tab[nt++] = (hp_opt){"processes", HP_OPT_INT, &po->processes, sizeof po->processes,
                              "MPI processes the run will have, one supernode each (default 1)"};
         st = hp_args_parse(&help, tab, nt, argc, argv, 2, "plan");
     }

@@ -20,7 +20,7 @@ char *hp_planner_bytes_str(char *buf, size_t n, double b) {
 const char *hp_planner_fit_source(const hp_plan_fit *f) { return strcmp(f->source, "given") ? f->source : "--memory"; }
 
 static hp_status check_opts(const plan_opts *po) {
-    const train_opts *o = &po->o;
+    const hp_train_options *o = &po->o;
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar plan: --dp and --tp must be >= 1");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar plan: give --plan or --dp/--tp, not both");
     if (o->batch < 1 || o->seq < 1) return hp_errorf("hyperpar plan: --batch and --seq must be >= 1");
@@ -51,7 +51,7 @@ static hp_status check_mesh(plan_opts *po, const hp_shard_plan *plan) {
 /* The options that change the program, as the library's report config
  * (the model's batch: one micro-batch, as `hyperpar train` runs it). */
 static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, const hp_shard_plan *plan) {
-    const train_opts *o = &po->o;
+    const hp_train_options *o = &po->o;
     hp_plan_report_config_default(c);
     c->model = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
     c->init_llmc = o->init[0] ? o->init : NULL;
@@ -76,7 +76,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
 
 hp_status hp_planner_build(planner *p) {
     plan_opts *po = &p->po;
-    const train_opts *o = &po->o;
+    const hp_train_options *o = &po->o;
     if (o->init[0]) {
         hp_model_config m;
         HP_TRY(hp_model_config_llmc(&m, o->init));
@@ -85,7 +85,7 @@ hp_status hp_planner_build(planner *p) {
         HP_TRY(hp_train_shape_resolve(&po->o, NULL, NULL, "plan"));
     }
     HP_TRY(check_opts(po));
-    HP_TRY(hp_train_plan(&p->plan, o, "hyperpar plan"));
+    HP_TRY(hp_train_options_plan(&p->plan, o, "hyperpar plan"));
     HP_TRY(check_mesh(po, p->plan));
     hp_plan_report_config c;
     HP_TRY(report_config(&c, po, p->plan));

@@ -12,7 +12,7 @@
 #include "train_opts.h"
 
 typedef struct {
-    train_opts o;
+    hp_train_options o;
     int rank, all_ranks, all, world, processes;
     char json[512];
 } plan_opts;

@@ -176,7 +176,7 @@ static void print_fit(const hp_plan_fit *f) {
 void hp_planner_print_text(const planner *p) {
     const hp_plan_report *rep = p->rep;
     const hp_plan_rank_report *r0 = &rep->ranks[0];
-    const train_opts *o = &p->po.o;
+    const hp_train_options *o = &p->po.o;
     printf("mesh %s: %d ranks (world %d)\n", rep->mesh, rep->nranks, rep->world);
     for (int a = 0; a < rep->naxes; a++)
         printf("  axis %-8s size %-3d rank %d's group %s\n", rep->axis_name[a], rep->axis_size[a], r0->rank,

@@ -146,14 +146,14 @@ static hp_status sample(const sample_opts *o) {
 int hp_cmd_sample(int argc, char **argv) {
     sample_opts o = {.tokens = 200, .threads = 2, .temperature = 0.8f, .seed = 42};
     hp_opt tab[] = {
-        {"ckpt", OPT_STR, o.ckpt, sizeof o.ckpt, "checkpoint directory (or a run directory with 'latest')"},
-        {"tokenizer", OPT_STR, o.tokenizer, sizeof o.tokenizer,
+        {"ckpt", HP_OPT_STR, o.ckpt, sizeof o.ckpt, "checkpoint directory (or a run directory with 'latest')"},
+        {"tokenizer", HP_OPT_STR, o.tokenizer, sizeof o.tokenizer,
          "GPT-2 tokenizer: DIR with vocab.json + merges.txt or tokenizer.json"},
-        {"prompt", OPT_STR, o.prompt, sizeof o.prompt, "text to continue (none: start from <|endoftext|>)"},
-        {"tokens", OPT_INT, &o.tokens, 0, "tokens to generate"},
-        {"temperature", OPT_FLOAT, &o.temperature, 0, "sampling temperature (0 = greedy)"},
-        {"seed", OPT_U64, &o.seed, 0, "sampling seed"},
-        {"threads", OPT_INT, &o.threads, 0, "compute threads (1..256)"},
+        {"prompt", HP_OPT_STR, o.prompt, sizeof o.prompt, "text to continue (none: start from <|endoftext|>)"},
+        {"tokens", HP_OPT_INT, &o.tokens, 0, "tokens to generate"},
+        {"temperature", HP_OPT_FLOAT, &o.temperature, 0, "sampling temperature (0 = greedy)"},
+        {"seed", HP_OPT_U64, &o.seed, 0, "sampling seed"},
+        {"threads", HP_OPT_INT, &o.threads, 0, "compute threads (1..256)"},
     };
     int help = 0, n = (int)(sizeof tab / sizeof tab[0]);
     hp_status st = hp_args_parse(&help, tab, n, argc, argv, 2, "sample");

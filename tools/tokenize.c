@@ -135,7 +135,7 @@ static hp_status split_args(char **flags, int *nflags, const char **pos, int *np
         if (strchr(a, '=') || !strcmp(a, "--help") || !strcmp(a, "-h")) continue;
         int takes_value = !strcmp(a, "--config");
         for (int k = 0; k < ntab; k++)
-            if (!strcmp(a + 2, tab[k].name)) takes_value = tab[k].type != OPT_FLAG;
+            if (!strcmp(a + 2, tab[k].name)) takes_value = tab[k].type != HP_OPT_FLAG;
         if (takes_value && i + 1 < argc) flags[(*nflags)++] = argv[++i];
     }
     return HP_OK;
@@ -146,17 +146,17 @@ int hp_cmd_tokenize(int argc, char **argv) {
     snprintf(o.out_dir, sizeof o.out_dir, ".");
     snprintf(o.prefix, sizeof o.prefix, "tok");
     hp_opt tab[] = {
-        {"tokenizer", OPT_STR, o.tokenizer, sizeof o.tokenizer,
+        {"tokenizer", HP_OPT_STR, o.tokenizer, sizeof o.tokenizer,
          "GPT-2 tokenizer: DIR with vocab.json + merges.txt or tokenizer.json, or such a file"},
-        {"input", OPT_STR, o.input, sizeof o.input, "a text file or a glob pattern (also: FILE... as arguments)"},
-        {"out-dir", OPT_STR, o.out_dir, sizeof o.out_dir, "where the shards go (made if missing)"},
-        {"prefix", OPT_STR, o.prefix, sizeof o.prefix, "shard names: PREFIX_val_000000.bin, PREFIX_train_000000.bin"},
-        {"val-fraction", OPT_FLOAT, &o.val_fraction, 0,
+        {"input", HP_OPT_STR, o.input, sizeof o.input, "a text file or a glob pattern (also: FILE... as arguments)"},
+        {"out-dir", HP_OPT_STR, o.out_dir, sizeof o.out_dir, "where the shards go (made if missing)"},
+        {"prefix", HP_OPT_STR, o.prefix, sizeof o.prefix, "shard names: PREFIX_val_000000.bin, PREFIX_train_000000.bin"},
+        {"val-fraction", HP_OPT_FLOAT, &o.val_fraction, 0,
          "the first share of the text (by bytes) for the val shards"},
-        {"shard-tokens", OPT_LONG, &o.shard_tokens, 0, "tokens per shard at most"},
-        {"overwrite", OPT_FLAG, &o.overwrite, 0, "replace shards of the same prefix already in --out-dir"},
-        {"print-ids", OPT_FLAG, &o.print_ids, 0, "print each file's token ids (one line per file), write no shards"},
-        {"decode", OPT_FLAG, &o.decode, 0, "print the text of the token ids given as arguments"},
+        {"shard-tokens", HP_OPT_LONG, &o.shard_tokens, 0, "tokens per shard at most"},
+        {"overwrite", HP_OPT_FLAG, &o.overwrite, 0, "replace shards of the same prefix already in --out-dir"},
+        {"print-ids", HP_OPT_FLAG, &o.print_ids, 0, "print each file's token ids (one line per file), write no shards"},
+        {"decode", HP_OPT_FLAG, &o.decode, 0, "print the text of the token ids given as arguments"},
     };
     int help = 0, n = (int)(sizeof tab / sizeof tab[0]), nflags, npos;
     static char *flags[MAX_ARGS + 2];

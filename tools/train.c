@@ -14,7 +14,7 @@
 #include "train_opts.h"
 
 typedef struct {
-    train_opts o;
+    hp_train_options o;
     hp_opt tab[HP_TRAIN_MAX_OPTS];
     int ntab;
     hp_model_config m;
@@ -71,7 +71,7 @@ static hp_status resumed_from_dir(char *out, size_t n, const char *ckpt) {
 /* The run directory (--run-dir; by default runs/<time> unless --metrics is
  * given; "none": none) and --trace on (the run directory's trace prefix). */
 static hp_status resolve_run_dir(trainer *t) {
-    const train_opts *o = &t->o;
+    const hp_train_options *o = &t->o;
     if (!strcmp(o->run_dir, "none")) t->run_dir[0] = 0;
     else if (o->run_dir[0]) snprintf(t->run_dir, sizeof t->run_dir, "%s", o->run_dir);
     else if (!o->metrics[0]) HP_TRY(hp_run_dir_default(t->run_dir, (int)sizeof t->run_dir, "runs"));
@@ -93,7 +93,7 @@ static int opt_index(const trainer *t, const char *name) {
 /* A fresh run's warmup, when not given: a tenth of --steps, at most 20 (a
  * short run is not all warmup). A warmup covering every step is said once. */
 static void default_warmup(trainer *t) {
-    train_opts *o = &t->o;
+    hp_train_options *o = &t->o;
     int i = opt_index(t, "warmup");
     if (!t->ck && i >= 0 && !strcmp(t->src[i], "default")) o->warmup = o->steps / 10 < 20 ? o->steps / 10 : 20;
     if (o->warmup >= o->steps && o->steps > 1 && strcmp(o->schedule, "constant"))
@@ -105,7 +105,7 @@ static void default_warmup(trainer *t) {
  * keeps its checkpoints (by default only the last) in RUN_DIR/ckpt, so that
  * `hyperpar sample --ckpt RUN_DIR` works on any run. */
 static hp_status default_ckpt_dir(trainer *t) {
-    train_opts *o = &t->o;
+    hp_train_options *o = &t->o;
     if (!strcmp(o->ckpt_dir, "none")) {
         o->ckpt_dir[0] = 0;
     } else if (!o->ckpt_dir[0] && t->run_dir[0]) {
@@ -142,8 +142,8 @@ static hp_status record_settings(trainer *t, int argc, char **argv) {
 }
 
 static hp_status setup(trainer *t, int argc, char **argv) {
-    train_opts *o = &t->o;
-    hp_train_defaults(o);
+    hp_train_options *o = &t->o;
+    hp_train_options_default(o);
     hp_train_shape_unset(o); /* to tell a shape flag given from its default (--init) */
     if (hp_train_opt_table(NULL, o) > HP_TRAIN_MAX_OPTS)
         return hp_errorf("hyperpar train: %d options, room for %d (HP_TRAIN_MAX_OPTS)", hp_train_opt_table(NULL, o),
@@ -155,7 +155,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     int given[HP_TRAIN_MAX_OPTS]; /* set now, by a flag or the config file */
     for (int i = 0; i < t->ntab; i++) given[i] = strcmp(t->src[i], "default") != 0;
     if (help) {
-        hp_train_defaults(o); /* the real defaults in place of the shape markers (the table points into o) */
+        hp_train_options_default(o); /* the real defaults in place of the shape markers (the table points into o) */
         hp_args_usage(t->tab, t->ntab, "train", "Trains a GPT-2 style model (with no flags: a small GPT on text every Debian machine has).");
         t->finished = 1;
         return HP_OK;
@@ -168,7 +168,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         if (nargs < 0) return hp_errorf("%s/state.json: missing object 'args'", dir);
         char where[1200];
         snprintf(where, sizeof where, "%s/state.json: args", dir);
-        hp_train_defaults(o);
+        hp_train_options_default(o);
         for (int i = 0; i < nargs; i++) {
             const char *key, *value;
             hp_ckpt_info_arg(t->ck, i, &key, &value);
@@ -211,10 +211,10 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     HP_TRY(resolve_run_dir(t));
     HP_TRY(default_ckpt_dir(t));
     default_warmup(t);
-    HP_TRY(hp_train_check(o));
+    HP_TRY(hp_train_options_check(o));
     t->m = m;
     if (hp_train_is_distributed(o)) {
-        HP_TRY(hp_train_plan(&t->plan, o, "hyperpar train"));
+        HP_TRY(hp_train_options_plan(&t->plan, o, "hyperpar train"));
     } else if (o->validate) {
         printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }
@@ -249,7 +249,7 @@ static void print_kernels(hp_progress *pg, int bf16) {
 
 static void on_event(void *ctx, const hp_event *e) {
     trainer *t = ctx;
-    const train_opts *o = &t->o;
+    const hp_train_options *o = &t->o;
     const hp_model_config *m = &t->m;
     hp_progress *pg = &t->pg;
     switch (e->kind) {
@@ -311,47 +311,18 @@ static void on_event(void *ctx, const hp_event *e) {
 }
 
 static hp_status run(trainer *t) {
-    const train_opts *o = &t->o;
+    const hp_train_options *o = &t->o;
     hp_train_config c;
     hp_train_config_default(&c, t->model);
     c.plan = t->plan;
-    c.threads = o->threads;
-    c.comm_timeout_s = o->comm_timeout;
-    c.overlap = strcmp(o->overlap, "off") != 0;
+    HP_TRY(hp_train_options_config(&c, o)); /* every option's field; then what this command resolved itself */
     c.validate = o->validate && t->plan;
-    c.bf16 = !strcmp(o->dtype, "bf16");
-    c.bf16_params_all = !strcmp(o->bf16_params, "all");
-    c.fp32_gemm = !strcmp(o->fp32_gemm, "onednn") ? 1 : !strcmp(o->fp32_gemm, "auto") ? 2 : 0;
-    c.dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");
-    c.memory_limit_bytes = (double)o->memory * 1e9;
-    HP_TRY(hp_optimizer_parse(&c.optimizer, o->optimizer));
-    c.lr = o->lr, c.beta1 = o->beta1, c.beta2 = o->beta2, c.eps = o->eps, c.weight_decay = o->weight_decay;
-    c.muon_lr = o->muon_lr, c.muon_beta = o->muon_beta, c.muon_weight_decay = o->muon_weight_decay;
-    c.muon_momentum = o->muon_momentum, c.muon_scale = o->muon_scale, c.newton_schulz = o->ns;
-    c.muon_params = o->muon_params, c.adamw_params = o->adamw_params;
-    HP_TRY(hp_schedule_parse(&c.schedule, o->schedule));
-    c.warmup_steps = o->warmup, c.min_lr_frac = o->min_lr_frac;
-    c.grad_clip = o->grad_clip;
     c.grad_accum = t->grad_accum;
-    c.deterministic = o->deterministic || o->det_slices;
-    c.grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
-    c.on_nan = strcmp(o->on_nan, "skip-step") ? HP_ON_NAN_STOP : HP_ON_NAN_SKIP;
-    c.max_skipped_steps = o->max_skipped_steps;
-    c.steps = o->steps, c.stop_at = o->stop_at;
-    c.seed = o->seed;
-    c.init_llmc = t->ck ? NULL : o->init;
-    c.data = o->data, c.val_data = o->val_data;
-    HP_TRY(hp_data_kind_parse(&c.data_kind, o->data_kind));
-    c.val_fraction = o->val_fraction, c.shuffle = o->shuffle;
-    c.val_every = o->val_every, c.val_steps = o->val_steps;
-    c.metrics = o->metrics;
-    c.ckpt_dir = o->ckpt_dir, c.ckpt_every = o->ckpt_every, c.keep_last = o->keep_last, c.overwrite = o->overwrite;
-    c.on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
-    c.ckpt_sharded = !strcmp(o->ckpt_format, "sharded");
+    c.init_llmc = t->ck ? NULL : c.init_llmc;
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;
-    c.trace = t->trace, c.trace_steps = o->trace_steps;
-    c.run_dir = t->run_dir[0] ? t->run_dir : NULL, c.run_refresh_s = o->run_refresh;
+    c.trace = t->trace;
+    c.run_dir = t->run_dir[0] ? t->run_dir : NULL;
     c.run_nsettings = t->ntab, c.run_settings = t->settings, c.run_command = t->command;
     c.on_event = on_event, c.event_ctx = t;
     hp_progress_init(&t->pg, stdout, o->steps, (int)(o->log_every > 0 ? o->log_every : 1));

@@ -140,9 +140,9 @@
  * Build: cc prog.c $(pkg-config --cflags --libs hyperpar) -o prog
  *
  * Contents: version; status; model; writing a model; sharding plans; plan
- * reports; the comm world; training; inference; tokenizers; run directories
- * and reports; for programs (errors, clocks, settings files); checkpoints;
- * benchmarks (last: for tools). */
+ * reports; the comm world; training; training options by name; inference;
+ * tokenizers; run directories and reports; for programs (errors, clocks,
+ * settings files); checkpoints; benchmarks (last: for tools). */
 #ifndef HYPERPAR_HYPERPAR_H
 #define HYPERPAR_HYPERPAR_H
 
@@ -452,7 +452,8 @@ typedef struct { /* an inserted redistribution or collective */
 
 typedef struct { /* the steps of one kind in one phase */
     const char *phase;
-    const char *kind;  /* "all-reduce", "all-gather", ..., "slice", "to-partial" */
+    const char *kind;  /* "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send", "recv",
+                        * "broadcast" (what communicates), "slice", "to-partial" (local) */
     int communicates;  /* 0 for the local kinds (slice, to-partial) */
     int count;
     double bytes;
@@ -814,10 +815,12 @@ typedef struct {
     void *event_ctx;
 } hp_train_config;
 
-/* The defaults (those of `hyperpar train`): 1 thread, overlap on, AdamW lr
- * 1e-3, betas 0.9/0.95, eps 1e-8, no weight decay; Muon lr 0.02, beta 0.95;
- * cosine with 20 warmup steps down to 0.1 lr; grad clip 1; 300 steps; seed
- * 1337; val_fraction 0.1, val_every 100, val_steps 10; no outputs. */
+/* The defaults: those of the options table ("training options by name"),
+ * which `hyperpar train` has too (2 threads, overlap on, AdamW lr 1e-3,
+ * betas 0.9/0.95, eps 1e-8, no weight decay; Muon lr 0.02, beta 0.95; cosine
+ * with 20 warmup steps down to 0.1 lr; grad clip 1; 300 steps; seed 1337;
+ * val_fraction 0.1, val_every 100, val_steps 10); every string NULL (no data:
+ * give it), no plan, no outputs. */
 void hp_train_config_default(hp_train_config *c, const hp_model *model);
 
 /* run.json is rewritten at least this often while steps go by (seconds): the
@@ -892,6 +895,125 @@ hp_status hp_train_get_weight(hp_train *t, const char *name, float *out, size_t 
  * tensor: an unknown name, a count that is not its size, a value that is not
  * finite. */
 hp_status hp_train_set_weight(hp_train *t, const char *name, const float *in, size_t n);
+
+/* ---- training options by name ------------------------------------------ */
+
+/* Every setting of a training run is defined once, in one table: its name
+ * (the flag without "--" and the settings-file key), type, field of
+ * hp_train_options, default, range, groups and help. `hyperpar train`'s flags,
+ * --help and --config keys, a checkpoint's state.json args and the resume
+ * rules are made from it; hp_train_config_default takes its defaults from it,
+ * and hp_train_options_config turns a set of options into an
+ * hp_train_config. A new option is a row here and the field it sets. */
+
+/* A value's type, and text read into a field of that type as a flag would be
+ * (an int, long, float — finite —, string of at most cap - 1 bytes, flag —
+ * true/false/1/0/yes/no/on/off — or uint64); errors begin with `where`. */
+typedef enum { HP_OPT_INT, HP_OPT_LONG, HP_OPT_FLOAT, HP_OPT_STR, HP_OPT_FLAG, HP_OPT_U64 } hp_opt_type;
+hp_status hp_opt_parse(void *field, hp_opt_type type, size_t cap, const char *text, const char *where);
+/* A field's value as text that hp_opt_parse reads back to the same value
+ * (floats: the shortest of %.1g .. %.9g that does, 1e-3f as "0.001"). */
+void hp_opt_format(char *buf, size_t n, const void *field, hp_opt_type type);
+void hp_opt_format_float(char *buf, size_t n, float v);
+
+/* The training data when none is given: text files every Debian system has. */
+#define HP_DEFAULT_DATA "/usr/share/common-licenses/*"
+
+/* The options' values, as text and numbers (the table's fields). */
+typedef struct {
+    int layers, heads, channels, vocab, max_seq;
+    char init[512];
+    char data[512], val_data[512], data_kind[16];
+    float val_fraction;
+    int shuffle;
+    int batch, seq;
+    long steps;
+    float lr, beta1, beta2, eps, weight_decay, grad_clip, min_lr_frac;
+    int grad_accum;
+    char grad_accum_comm[8];
+    int deterministic, det_slices; /* the deterministic mode: --batch in det_slices micro-slices (0: 8) */
+    char schedule[16];
+    long warmup;
+    char optimizer[16];
+    float muon_lr, muon_beta, muon_weight_decay;
+    char muon_momentum[16], muon_scale[16], ns[16], muon_params[256], adamw_params[256];
+    uint64_t seed;
+    int threads;
+    char metrics[512];
+    long val_every, val_steps, ckpt_every, log_every, stop_at;
+    char ckpt_dir[512], resume[512];
+    int keep_last, overwrite;
+    char on_write_error[16];
+    char ckpt_format[16];
+    /* parallelism */
+    char plan[512];
+    int dp, tp;
+    int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
+    char hsdp[32];              /* "R,S": R replicas x S shards */
+    char fsdp_style[16], reshard[8];
+    char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
+    char fsdp_gather[8];        /* fp32 | bf16: FSDP's parameter all-gathers */
+    char bf16_params[8];        /* gemm | all: which parameters reach compute in bf16 */
+    char dp_reduce[8];          /* fp32 | bf16: the data-parallel gradient all-reduces */
+    int validate;
+    char dtype[8];              /* fp32 | bf16 */
+    char fp32_gemm[12];         /* openblas | onednn | auto */
+    float comm_timeout;
+    float memory;               /* GB this process may use (0: detect; < 0: no check) */
+    char overlap[8];
+    char on_nan[16];
+    int max_skipped_steps;
+    /* tracing */
+    char trace[512];
+    /* the run directory ("" : runs/<timestamp> unless --metrics is given; "none": none) */
+    char run_dir[512];
+    float run_refresh;  /* seconds between rewrites of run.json while steps go by */
+    long trace_steps;
+} hp_train_options;
+
+/* The groups an option belongs to (hp_train_optdef.groups). */
+#define HP_TRAIN_OPT_FROZEN 1u     /* must not change on resume */
+#define HP_TRAIN_OPT_PLAN 2u       /* a plan setting: one given on resume replaces the checkpoint's plan as a whole */
+#define HP_TRAIN_OPT_INVOCATION 4u /* an output of one invocation: a resumed run does not inherit it */
+#define HP_TRAIN_OPT_UNSAVED 8u    /* not kept in a checkpoint's state.json args */
+
+/* One option, defined once: the flag and config-file key, `hyperpar train
+ * --help`, state.json's args and the checks are all made from these. */
+typedef struct {
+    const char *name;  /* without "--" */
+    hp_opt_type type;
+    size_t offset;     /* of its field in train_opts */
+    size_t size;       /* of that field (a string's buffer) */
+    const char *def;   /* the default, as a flag would give it */
+    const char *range; /* NULL: none (or a check of its own in hp_train_check); "a|b": one of the choices; ">= X",
+                        * "> X" (text after X goes into the error), "[A, B)", "[A, B]" or "A..B" */
+    unsigned groups;   /* HP_TRAIN_OPT_* */
+    const char *help;
+} hp_train_optdef;
+
+/* The definitions, in table order; returns their count. */
+int hp_train_optdefs(const hp_train_optdef **out);
+/* The definition of option `name`, or NULL. */
+const hp_train_optdef *hp_train_optdef_find(const char *name);
+/* 1 when option `name` belongs to one of the groups in `group`. */
+int hp_train_opt_in(const char *name, unsigned group);
+/* Every option at its default. */
+void hp_train_options_default(hp_train_options *o);
+/* Each option's range (its definition), then the checks across options;
+ * errors name the flag ("hyperpar train: --lr must be > 0, got 0"). */
+hp_status hp_train_options_check(const hp_train_options *o);
+/* The model's batch and the micro-batches per step: batch and grad_accum,
+ * or in the deterministic mode the split of batch into its slices. */
+hp_status hp_train_micro_batch(int *batch, int *grad_accum, const hp_train_options *o);
+/* The run's plan: the plan file, else GPT-2's over dp/tp, with FSDP from
+ * fsdp/hsdp/zero and their settings (prog names the command in errors);
+ * NULL for one rank. */
+hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, const char *prog);
+/* The hp_train_config fields the options set (every one but model, plan,
+ * world, resume, trace, run_dir, the run's settings and command, the saved
+ * args and the event callback, which are left as they are); strings point
+ * into o, which must outlive c's use. */
+hp_status hp_train_options_config(hp_train_config *c, const hp_train_options *o);
 
 /* ---- inference ---------------------------------------------------------- */
 

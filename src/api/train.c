@@ -48,22 +48,6 @@ hp_status hp_data_kind_parse(hp_train_data_kind *out, const char *name) {
 
 int hp_model_padded_vocab(const hp_model *m) { return m->cfg.Vp; }
 
-void hp_train_config_default(hp_train_config *c, const hp_model *model) {
-    memset(c, 0, sizeof *c);
-    c->model = model;
-    c->threads = 1, c->overlap = 1;
-    c->optimizer = HP_OPTIMIZER_ADAMW;
-    c->lr = 1e-3f, c->beta1 = 0.9f, c->beta2 = 0.95f, c->eps = 1e-8f, c->weight_decay = 0;
-    c->muon_lr = 0.02f, c->muon_beta = 0.95f, c->muon_weight_decay = 0;
-    c->schedule = HP_SCHEDULE_COSINE, c->warmup_steps = 20, c->min_lr_frac = 0.1f;
-    c->grad_clip = 1.0f;
-    c->steps = 300;
-    c->seed = 1337;
-    c->val_fraction = 0.1f, c->val_every = 100, c->val_steps = 10;
-    c->trace_steps = 1;
-    c->run_refresh_s = HP_RUN_REFRESH_S;
-}
-
 static const char *opt_name(hp_optimizer_type k) { return k == HP_OPTIMIZER_MUON ? "muon" : "adamw"; }
 const char *hp_api_train_optimizer(const hp_train *t) { return opt_name(t->cfg.optimizer); }
 static int set(const char *s) { return s && s[0]; }

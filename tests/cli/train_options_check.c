@@ -1,5 +1,5 @@
 /* tests/cli/train_options_check (ctest cli/test_train_options): walks the one
- * table of `hyperpar train`'s options (tools/train_opts) and checks that every
+ * table of `hyperpar train`'s options (tools/hp_train_options) and checks that every
  * option, set to a value other than its default, parses the same from a flag
  * and from a config file, round-trips through a checkpoint's state.json args
  * (the form tools/ckpt_state and the library write, read back as a resume
@@ -20,9 +20,9 @@
 /* A value of option d other than its default, as a flag gives it. */
 static void other_value(char *buf, size_t n, const hp_train_optdef *d) {
     switch (d->type) {
-    case OPT_FLAG: snprintf(buf, n, "true"); break;
-    case OPT_FLOAT: snprintf(buf, n, "%s", strcmp(d->def, "0.5") ? "0.5" : "0.25"); break;
-    case OPT_STR:
+    case HP_OPT_FLAG: snprintf(buf, n, "true"); break;
+    case HP_OPT_FLOAT: snprintf(buf, n, "%s", strcmp(d->def, "0.5") ? "0.5" : "0.25"); break;
+    case HP_OPT_STR:
         if (d->range) { /* the first choice that is not the default */
             const char *s = d->range;
             for (;;) {
@@ -47,7 +47,7 @@ static void other_value(char *buf, size_t n, const hp_train_optdef *d) {
 /* A value outside d's range (ranges of numbers: one past the bound). */
 static void bad_value(char *buf, size_t n, const hp_train_optdef *d) {
     const char *r = d->range;
-    if (d->type == OPT_STR) snprintf(buf, n, "bogus");
+    if (d->type == HP_OPT_STR) snprintf(buf, n, "bogus");
     else if (r[0] == '>') snprintf(buf, n, "%g", strtod(r + (r[1] == '=' ? 2 : 1), NULL) - (r[1] == '=' ? 1 : 0));
     else if (r[0] == '[') {
         char *end;
@@ -61,21 +61,21 @@ static void bad_value(char *buf, size_t n, const hp_train_optdef *d) {
     }
 }
 
-static int same_field(const train_opts *a, const train_opts *b, const hp_train_optdef *d) {
+static int same_field(const hp_train_options *a, const hp_train_options *b, const hp_train_optdef *d) {
     return !memcmp((const char *)a + d->offset, (const char *)b + d->offset, d->size);
 }
 
 /* Every field of got equals want's (naming the first that differs). */
-static void check_all(const train_opts *got, const train_opts *want, const char *how, const char *name) {
+static void check_all(const hp_train_options *got, const hp_train_options *want, const char *how, const char *name) {
     const hp_train_optdef *defs;
     int n = hp_train_optdefs(&defs);
     for (int i = 0; i < n; i++)
         CHECKF(same_field(got, want, &defs[i]), "%s of --%s: --%s differs\n", how, name, defs[i].name);
 }
 
-static hp_status parse(train_opts *o, int argc, char **argv) {
+static hp_status parse(hp_train_options *o, int argc, char **argv) {
     hp_opt tab[HP_TRAIN_MAX_OPTS];
-    hp_train_defaults(o);
+    hp_train_options_default(o);
     int n = hp_train_opt_table(tab, o), help;
     return hp_args_parse(&help, tab, n, argc, argv, 2, "train");
 }
@@ -84,9 +84,9 @@ int main(void) {
     const hp_train_optdef *defs;
     int n = hp_train_optdefs(&defs);
     CHECK(n <= HP_TRAIN_MAX_OPTS);
-    train_opts dflt;
-    hp_train_defaults(&dflt);
-    CHECK_OK(hp_train_check(&dflt)); /* the defaults pass every check */
+    hp_train_options dflt;
+    hp_train_options_default(&dflt);
+    CHECK_OK(hp_train_options_check(&dflt)); /* the defaults pass every check */
     hp_model_config mc = {.layers = 1, .heads = 1, .channels = 8, .vocab = 16, .max_seq = 4};
     hp_model *m = NULL;
     CHECK_OK(hp_model_gpt2(&m, &mc, 1, 4));
@@ -100,16 +100,16 @@ int main(void) {
         char value[128], flag[160];
         other_value(value, sizeof value, d);
         /* what the value should give: the defaults with this one option set */
-        train_opts want = dflt;
+        hp_train_options want = dflt;
         hp_opt wtab[HP_TRAIN_MAX_OPTS];
         int nt = hp_train_opt_table(wtab, &want);
         CHECK_OK(hp_args_set(wtab, nt, d->name, value, "test"));
         CHECKF(!same_field(&want, &dflt, d), "--%s %s is its default\n", d->name, value);
         /* a flag (a boolean one alone) */
-        train_opts got;
+        hp_train_options got;
         snprintf(flag, sizeof flag, "--%s", d->name);
         char *argv1[] = {"hyperpar", "train", flag, value};
-        CHECK_OK(parse(&got, d->type == OPT_FLAG ? 3 : 4, argv1));
+        CHECK_OK(parse(&got, d->type == HP_OPT_FLAG ? 3 : 4, argv1));
         check_all(&got, &want, "the flag", d->name);
         /* a config file */
         FILE *f = fopen(cfg, "w");
@@ -119,7 +119,7 @@ int main(void) {
             fclose(f);
         }
         char *argv2[] = {"hyperpar", "train", "--config", cfg};
-        train_opts got2;
+        hp_train_options got2;
         CHECK_OK(parse(&got2, 4, argv2));
         check_all(&got2, &want, "the config file", d->name);
         /* state.json's args: written as a checkpoint writes them, read back as a resume reads them */
@@ -134,8 +134,8 @@ int main(void) {
         if (json) CHECK_OK(hp_json_parse(&js, json, strlen(json)));
         const hp_json *args = js ? hp_json_get(js, "args") : NULL;
         CHECK(args && args->type == HP_JSON_OBJECT);
-        train_opts back;
-        hp_train_defaults(&back);
+        hp_train_options back;
+        hp_train_options_default(&back);
         hp_opt btab[HP_TRAIN_MAX_OPTS];
         nt = hp_train_opt_table(btab, &back);
         int saved = 0;
@@ -152,12 +152,12 @@ int main(void) {
         if (d->range) {
             char bad[64], needle[96];
             bad_value(bad, sizeof bad, d);
-            train_opts o = dflt;
+            hp_train_options o = dflt;
             hp_opt otab[HP_TRAIN_MAX_OPTS];
             nt = hp_train_opt_table(otab, &o);
             CHECK_OK(hp_args_set(otab, nt, d->name, bad, "test"));
             snprintf(needle, sizeof needle, "--%s must be ", d->name);
-            CHECK_ERR(hp_train_check(&o), needle);
+            CHECK_ERR(hp_train_options_check(&o), needle);
         }
     }
     /* the groups the resume rules read */
