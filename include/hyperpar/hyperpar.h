@@ -338,9 +338,10 @@ void hp_set_loss(hp_graph *g, int loss, int per_position);
  * "targets" inputs give B and T, vocab the token ids the data may hold
  * (0 .. vocab-1). The model takes g (freed with it, or here on error).
  * Parameters start as their hp_init says (hp_param's: by name). hp_model_num_params
- * counts its parameters; GPT-2-only calls (inference, llm.c import and export,
- * run-directory plan reports) refuse it or its checkpoints in one line, or
- * describe GPT-2. */
+ * counts its parameters; its checkpoints' state.json say model_kind
+ * "written". GPT-2-only calls (inference, llm.c import and export, a GPT-2
+ * trainer's resume or load, run-directory plan reports) refuse it or its
+ * checkpoints in one line naming the kind, or describe GPT-2. */
 hp_status hp_model_from_graph(hp_model **out, hp_graph *g, int vocab);
 
 /* ---- sharding plans ----------------------------------------------------- */

@@ -23,6 +23,7 @@ hp_status hp_api_state_json(char **out, long step, const hp_model *m, const hp_d
     hp_jw_key(&w, "format"), hp_jw_string(&w, "hyperpar-train-1");
     hp_jw_key(&w, "step"), hp_jw_int(&w, step);
     hp_jw_key(&w, "model"), hp_gpt2_config_to_json(&w, c);
+    if (m->custom) hp_jw_key(&w, "model_kind"), hp_jw_string(&w, "written"); /* absent: GPT-2 */
     hp_jw_key(&w, "data"), hp_data_state_to_json(&w, ds);
     if (nargs > 0) {
         hp_jw_key(&w, "args");
@@ -118,6 +119,10 @@ static hp_status check_state(const hp_json *st) {
     hp_gpt2_config c;
     hp_status e = hp_gpt2_config_from_json(&c, m);
     if (e) return hp_error_wrap(e, "model");
+    const hp_json *mk = hp_json_get(st, "model_kind");
+    if (mk && (mk->type != HP_JSON_STRING || (strcmp(mk->str, "gpt2") && strcmp(mk->str, "written"))))
+        return hp_errorf("key 'model_kind': expected \"gpt2\" or \"written\", got %s",
+                         mk->type == HP_JSON_STRING ? mk->str : hp_json_type_name(mk->type));
     const hp_json *dj = hp_json_get(st, "data");
     if (!dj) return hp_errorf("missing key 'data'");
     if (dj->type != HP_JSON_OBJECT) return hp_errorf("key 'data': expected an object, got %s", hp_json_type_name(dj->type));
@@ -159,6 +164,19 @@ hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path, int with_o
     return st;
 }
 
+/* 1 when the checkpoint's model was written with the model-building API
+ * (state.json's model_kind "written"; absent or "gpt2": GPT-2). */
+static int written_model(const hp_ckpt *ck) {
+    const hp_json *mk = hp_json_get(ck->state, "model_kind");
+    return mk && mk->type == HP_JSON_STRING && !strcmp(mk->str, "written");
+}
+
+hp_status hp_api_ckpt_gpt2(const hp_ckpt *ck, const char *dir, const char *what) {
+    if (!written_model(ck)) return HP_OK;
+    return hp_errorf("%s/state.json: the model was written with the model-building API (model_kind \"written\"), "
+                     "not GPT-2: %s reads GPT-2 checkpoints only", dir, what);
+}
+
 /* Optional integer key `key` must equal `want` when present. */
 static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, long want) {
     if (!hp_json_get(ck->state, key)) return HP_OK;
@@ -172,6 +190,10 @@ static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, 
 
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
                              long steps, hp_data *train) {
+    if (written_model(ck) != (m->custom != 0))
+        return hp_errorf("%s/state.json: the checkpoint's model is %s, the run's %s", dir,
+                         written_model(ck) ? "one written with the model-building API" : "GPT-2",
+                         m->custom ? "one written with the model-building API" : "GPT-2");
     hp_gpt2_config c;
     HP_TRY(hp_ckpt_model_config(&c, ck, dir));
     const hp_gpt2_config *r = &m->cfg;

@@ -30,6 +30,9 @@ hp_status hp_api_ckpt_dir(char **dir, const char *path);
  * export read only the weights; ck->optim stays NULL). Its model shape:
  * hp_ckpt_model_config (models/gpt2_config). */
 hp_status hp_api_ckpt_open(hp_ckpt *ck, char **dir, const char *path, int with_optim);
+/* An error naming `what` (a GPT-2-only reader: inference, llm.c export) when
+ * the opened checkpoint's model was written with the model-building API. */
+hp_status hp_api_ckpt_gpt2(const hp_ckpt *ck, const char *dir, const char *what);
 /* The largest step a checkpoint may record. */
 #define HP_API_MAX_STEP ((int64_t)1 << 40)
 /* Checks an opened checkpoint against the run (model, batch, seq,

@@ -50,7 +50,8 @@ hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dt
     HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir, 0));
     hp_gpt2_config c;
     float *flat = NULL;
-    hp_status st = hp_ckpt_model_config(&c, &ck, dir);
+    hp_status st = hp_api_ckpt_gpt2(&ck, dir, "llm.c export");
+    if (!st) st = hp_ckpt_model_config(&c, &ck, dir);
     if (!st) {
         flat = malloc(hp_gpt2_num_params(&c) * sizeof(float));
         if (!flat) st = hp_errorf("%s: out of memory", llmc_path);

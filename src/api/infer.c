@@ -21,7 +21,8 @@ hp_status hp_infer_create(hp_infer **out, const char *ckpt, int T, int threads) 
     HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt, 0));
     hp_gpt2_config m;
     hp_infer *inf = calloc(1, sizeof *inf);
-    hp_status st = inf ? hp_ckpt_model_config(&m, &ck, dir) : hp_errorf("hp_infer_create: out of memory");
+    hp_status st = hp_api_ckpt_gpt2(&ck, dir, "inference");
+    if (!st) st = inf ? hp_ckpt_model_config(&m, &ck, dir) : hp_errorf("hp_infer_create: out of memory");
     if (!st && T == 0) T = m.maxT;
     if (!st && (T < 1 || T > m.maxT))
         st = hp_errorf("hp_infer_create: T must be in 1..%d (the model's max_seq), got %d", m.maxT, T);

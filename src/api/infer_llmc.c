@@ -21,7 +21,8 @@ hp_status hp_ckpt_llmc_shape(hp_llmc_shape *out, const char *ckpt_dir) {
     hp_ckpt ck;
     HP_TRY(hp_api_ckpt_open(&ck, &dir, ckpt_dir, 0));
     hp_gpt2_config c;
-    hp_status st = hp_ckpt_model_config(&c, &ck, dir);
+    hp_status st = hp_api_ckpt_gpt2(&ck, dir, "the llm.c shape");
+    if (!st) st = hp_ckpt_model_config(&c, &ck, dir);
     if (!st) *out = shape_of(&c);
     hp_ckpt_close(&ck);
     free(dir);

@@ -115,18 +115,26 @@ static hp_status make(hp_train **t, const hp_model *m) {
 }
 
 /* GPT-2-only calls given a checkpoint of a model written by hand refuse it
- * with a one-line error (no crash): inference (`hyperpar sample`) and llm.c
- * export. */
+ * with a one-line error naming the kind (no crash): inference (`hyperpar
+ * sample`), llm.c export, and a GPT-2 trainer's load. */
 static void refused(const char *dir) {
     hp_infer *inf = NULL;
-    ERR(hp_infer_create(&inf, dir, 0, 1), "no tensor 'wte'");
+    ERR(hp_infer_create(&inf, dir, 0, 1), "not GPT-2: inference reads GPT-2 checkpoints only");
     CHECK(inf == NULL);
     char out[400];
     snprintf(out, sizeof out, "%s/model.bin", dir);
-    ERR(hp_export_llmc(out, dir, HP_LLMC_FP32), "no tensor 'wte'");
+    ERR(hp_export_llmc(out, dir, HP_LLMC_FP32), "not GPT-2: llm.c export reads GPT-2 checkpoints only");
     FILE *f = fopen(out, "rb");
     CHECK(f == NULL); /* nothing written */
     if (f) fclose(f);
+    /* a GPT-2 run does not load it either (the kind is told before any shape) */
+    hp_model_config mc = {.layers = 1, .heads = 2, .channels = 32, .vocab = V, .max_seq = T};
+    hp_model *g2 = NULL;
+    hp_train *t = NULL;
+    if (OK(hp_model_gpt2(&g2, &mc, B, T)) && OK(make(&t, g2)))
+        ERR(hp_train_load(t, dir), "the checkpoint's model is one written with the model-building API, the run's GPT-2");
+    hp_train_free(t);
+    hp_model_free(g2);
 }
 
 /* Inits stated where the parameters are declared, as the trainer starts
