@@ -317,7 +317,6 @@ static hp_status run(trainer *t) {
     c.plan = t->plan;
     HP_TRY(hp_train_options_config(&c, o)); /* every option's field; then what this command resolved itself */
     c.validate = o->validate && t->plan;
-    c.grad_accum = t->grad_accum;
     c.init_llmc = t->ck ? NULL : c.init_llmc;
     c.ckpt_nargs = t->args.n, c.ckpt_arg_keys = t->args.keys, c.ckpt_arg_values = t->args.values;
     c.resume = t->ck ? hp_ckpt_info_dir(t->ck) : NULL;

@@ -190,10 +190,9 @@ static hp_status check_int(const hp_ckpt *ck, const char *dir, const char *key, 
 
 hp_status hp_api_ckpt_resume(long *step, const hp_ckpt *ck, const char *dir, const hp_model *m, const char *optimizer,
                              long steps, hp_data *train) {
-    if (written_model(ck) != (m->custom != 0))
-        return hp_errorf("%s/state.json: the checkpoint's model is %s, the run's %s", dir,
-                         written_model(ck) ? "one written with the model-building API" : "GPT-2",
-                         m->custom ? "one written with the model-building API" : "GPT-2");
+    if (written_model(ck) && !m->custom) /* (one without the key, older, is read as before) */
+        return hp_errorf("%s/state.json: the checkpoint's model is one written with the model-building API, the "
+                         "run's GPT-2", dir);
     hp_gpt2_config c;
     HP_TRY(hp_ckpt_model_config(&c, ck, dir));
     const hp_gpt2_config *r = &m->cfg;

@@ -404,9 +404,9 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
 }
 
 
-/* The options that become an hp_train_config's fields, each as `hyperpar
- * train` has always turned it into one (strings point into o). */
-static hp_status to_config(hp_train_config *c, const hp_train_options *o) {
+/* The options that become an hp_train_config's numbers and choices, each as
+ * `hyperpar train` has always turned it into one. */
+static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     c->threads = o->threads;
     c->comm_timeout_s = o->comm_timeout;
     c->overlap = strcmp(o->overlap, "off") != 0;
@@ -419,8 +419,6 @@ static hp_status to_config(hp_train_config *c, const hp_train_options *o) {
     HP_TRY(hp_optimizer_parse(&c->optimizer, o->optimizer));
     c->lr = o->lr, c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->weight_decay = o->weight_decay;
     c->muon_lr = o->muon_lr, c->muon_beta = o->muon_beta, c->muon_weight_decay = o->muon_weight_decay;
-    c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
-    c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     HP_TRY(hp_schedule_parse(&c->schedule, o->schedule));
     c->warmup_steps = o->warmup, c->min_lr_frac = o->min_lr_frac;
     c->grad_clip = o->grad_clip;
@@ -432,13 +430,10 @@ static hp_status to_config(hp_train_config *c, const hp_train_options *o) {
     c->max_skipped_steps = o->max_skipped_steps;
     c->steps = o->steps, c->stop_at = o->stop_at;
     c->seed = o->seed;
-    c->init_llmc = o->init[0] ? o->init : NULL;
-    c->data = o->data, c->val_data = o->val_data;
     HP_TRY(hp_data_kind_parse(&c->data_kind, o->data_kind));
     c->val_fraction = o->val_fraction, c->shuffle = o->shuffle;
     c->val_every = o->val_every, c->val_steps = o->val_steps;
-    c->metrics = o->metrics;
-    c->ckpt_dir = o->ckpt_dir, c->ckpt_every = o->ckpt_every, c->keep_last = o->keep_last, c->overwrite = o->overwrite;
+    c->ckpt_every = o->ckpt_every, c->keep_last = o->keep_last, c->overwrite = o->overwrite;
     c->on_write_error = strcmp(o->on_write_error, "warn") ? HP_ON_WRITE_ERROR_FAIL : HP_ON_WRITE_ERROR_WARN;
     c->ckpt_sharded = !strcmp(o->ckpt_format, "sharded");
     c->trace_steps = o->trace_steps;
@@ -446,18 +441,26 @@ static hp_status to_config(hp_train_config *c, const hp_train_options *o) {
     return HP_OK;
 }
 
+/* The options that become an hp_train_config's strings: pointers into o. */
+static void set_strings(hp_train_config *c, const hp_train_options *o) {
+    c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
+    c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
+    c->init_llmc = o->init[0] ? o->init : NULL;
+    c->data = o->data, c->val_data = o->val_data;
+    c->metrics = o->metrics;
+    c->ckpt_dir = o->ckpt_dir;
+}
+
 hp_status hp_train_options_config(hp_train_config *c, const hp_train_options *o) {
-    hp_status st = to_config(c, o);
-    return st ? hp_error_wrap(st, "hyperpar train") : HP_OK;
+    HP_TRY(set_values(c, o));
+    set_strings(c, o);
+    return HP_OK;
 }
 
 void hp_train_config_default(hp_train_config *c, const hp_model *model) {
     hp_train_options o;
     hp_train_options_default(&o);
-    memset(c, 0, sizeof *c);
-    if (to_config(c, &o)) abort(); /* the table's defaults always convert: a bug otherwise */
-    /* the strings pointed into o: NULL, which every string field reads as its default (data: none given) */
-    c->muon_momentum = c->muon_scale = c->newton_schulz = c->muon_params = c->adamw_params = NULL;
-    c->init_llmc = c->data = c->val_data = c->metrics = c->ckpt_dir = NULL;
+    memset(c, 0, sizeof *c); /* every string NULL: its default (data: none given) */
+    if (set_values(c, &o)) abort(); /* the table's defaults always convert: a bug otherwise */
     c->model = model;
 }
