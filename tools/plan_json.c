@@ -104,6 +104,8 @@ static void json_fsdp(FILE *f, const hp_plan_fsdp *x) {
         kv_num(f, ",", "shard", (double)y->shard);
         kv_num(f, ",", "begin", (double)y->begin);
         kv_num(f, ",", "end", (double)y->end);
+        kv_num(f, ",", "reduce_step", y->reduce_step);
+        kv_num(f, ",", "bwd_steps", y->bwd_steps);
         fputc('}', f);
     }
     fputs(x->nunits ? "]}" : "[]}", f);

@@ -73,12 +73,17 @@ static void print_fsdp(const hp_plan_rank_report *r) {
            f->level == 3 ? "" : "; parameters whole on every rank");
     int wn = 4;
     for (int u = 0; u < f->nunits; u++) wn = (int)strlen(f->units[u].name) > wn ? (int)strlen(f->units[u].name) : wn;
-    printf("  %-4s %-*s %6s %12s %12s %12s  rank %d's shard (floats of the unit)\n", "unit", wn, "name", "params",
-           "store at", "floats", "shard", r->rank);
+    printf("  %-4s %-*s %6s %12s %12s %12s  %-22s %s\n", "unit", wn, "name", "params", "store at", "floats", "shard",
+           "rank's shard", "reduction starts (backward step)");
     for (int u = 0; u < f->nunits; u++) {
         const hp_plan_fsdp_unit *x = &f->units[u];
-        printf("  %-4d %-*s %6d %12lld %12lld %12lld  [%lld:%lld)\n", u, wn, x->name, x->nparams, (long long)x->offset,
-               (long long)x->size, (long long)x->shard, (long long)x->begin, (long long)x->end);
+        char sh[48], at[48] = "none";
+        snprintf(sh, sizeof sh, "[%lld:%lld)", (long long)x->begin, (long long)x->end);
+        if (x->reduce_step >= 0)
+            snprintf(at, sizeof at, "%d of %d (%.0f%%)", x->reduce_step, x->bwd_steps,
+                     x->bwd_steps ? 100.0 * x->reduce_step / x->bwd_steps : 0.0);
+        printf("  %-4d %-*s %6d %12lld %12lld %12lld  %-22s %s\n", u, wn, x->name, x->nparams, (long long)x->offset,
+               (long long)x->size, (long long)x->shard, sh, at);
     }
 }
 

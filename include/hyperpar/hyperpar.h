@@ -377,6 +377,8 @@ typedef struct {
     int reduce_bf16;       /* 1: gradients reduce-scattered in bf16 */
     int gather_bf16;       /* 1: parameters all-gathered in bf16 */
     int style_fsdp2;       /* 1: the PyTorch FSDP2-like baseline */
+    long long unit_bytes;  /* > 0: units by bytes (runs of parameters in forward order up to this size); 0: one
+                            * per block plus the root */
 } hp_fsdp_settings;
 /* Defaults as the text form's: level 3, prefetch 1, reshard on, fp32, hyperpar, shard "dp". */
 void hp_fsdp_settings_default(hp_fsdp_settings *s);
@@ -476,6 +478,9 @@ typedef struct { /* an FSDP unit: one flat buffer of its parameters, padded to s
     int64_t size;       /* floats, padded: members x shard */
     int64_t shard;      /* floats per member */
     int64_t begin, end; /* this rank's shard: floats [begin, end) of the unit */
+    int reduce_step;    /* where its gradient reduction starts: after this many of the backward's
+                         * bwd_steps steps (-1: the unit has no reduction) */
+    int bwd_steps;
 } hp_plan_fsdp_unit;
 
 typedef struct {
@@ -954,6 +959,7 @@ typedef struct {
     char fsdp_style[16], reshard[8];
     char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
     char fsdp_gather[8];        /* fp32 | bf16: FSDP's parameter all-gathers */
+    char fsdp_unit_bytes[24];   /* FSDP units by bytes ("8M"); empty: one per block plus the root */
     char bf16_params[8];        /* gemm | all: which parameters reach compute in bf16 */
     char dp_reduce[8];          /* fp32 | bf16: the data-parallel gradient all-reduces */
     int validate;

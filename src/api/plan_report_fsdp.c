@@ -38,6 +38,16 @@ static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *l
     free(ids);
 }
 
+/* Where node `start` (a unit's reduction start) runs among the backward's steps. */
+static void reduce_at(hp_plan_fsdp_unit *o, const hp_compiled *cc, int start) {
+    const hp_schedule *s = &cc->sched;
+    int a = s->begin[HP_PHASE_BWD], b = s->begin[HP_PHASE_BWD + 1];
+    o->reduce_step = -1;
+    o->bwd_steps = b - a;
+    for (int i = a; start >= 0 && i < b; i++)
+        if (s->order[i] == start) o->reduce_step = i - a;
+}
+
 hp_status hp_plan_gather_fsdp(hp_plan_fsdp *out, hp_plan_tensor *t, const hp_compiled *cc, const int *listed,
                               int nlisted) {
     const hp_fsdp_plan *f = &cc->fsdp;
@@ -67,6 +77,7 @@ hp_status hp_plan_gather_fsdp(hp_plan_fsdp *out, hp_plan_tensor *t, const hp_com
         o->nparams = un->nparams;
         o->offset = (int64_t)un->offset, o->size = (int64_t)un->size, o->shard = (int64_t)un->shard;
         o->begin = o->shard * f->me, o->end = o->begin + o->shard;
+        reduce_at(o, cc, un->reduce_node[0]);
     }
     gather_params(t, cc, listed, nlisted);
     hp_api_fsdp_finish(out, NULL);

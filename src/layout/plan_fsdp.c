@@ -46,6 +46,13 @@ static hp_status small_int(int *out, const char *v, int lo, int hi, const char *
     return HP_OK;
 }
 
+static hp_status byte_size(int64_t *out, const char *v, const char *key, const char *where) {
+    if (hp_text_bytes(out, v))
+        return hp_errorf("%s: fsdp %s=%s: expected a byte count >= 1 (e.g. 8M, 65536; K, M, G: 2^10, 2^20, 2^30)",
+                         where, key, v);
+    return HP_OK;
+}
+
 void hp_fsdp_request_default(hp_fsdp_request *r) {
     memset(r, 0, sizeof *r);
     r->level = 3;
@@ -76,13 +83,15 @@ static hp_status set_key(hp_fsdp_request *r, char *shard, char *replicate, const
         r->gather_bf16 = !strcmp(v, "bf16");
         return HP_OK;
     }
+    if (!strcmp(key, "unit_bytes")) return byte_size(&r->unit_bytes, v, key, where);
     if (!strcmp(key, "style")) {
         if (!strcmp(v, "hyperpar")) r->style = HP_FSDP_STYLE_HYPERPAR;
         else if (!strcmp(v, "fsdp2")) r->style = HP_FSDP_STYLE_FSDP2;
         else return hp_errorf("%s: fsdp style=%s: expected hyperpar or fsdp2", where, v);
         return HP_OK;
     }
-    return hp_errorf("%s: fsdp: unknown setting '%s' (shard, replicate, level, reshard, prefetch, reduce, gather, style)", where,
+    return hp_errorf("%s: fsdp: unknown setting '%s' (shard, replicate, level, reshard, prefetch, reduce, gather, "
+                     "unit_bytes, style)", where,
                      key);
 }
 
@@ -107,6 +116,12 @@ hp_status hp_plan_set_fsdp_request(hp_plan *p, const hp_fsdp_request *r, const c
     if (!st && f->replicate_axis == f->shard_axis) st = hp_errorf("%s: fsdp: the replicate axis is the shard axis", where);
     f->level = r->level, f->prefetch = r->prefetch, f->reshard_after_forward = r->reshard_after_forward ? 1 : 0;
     f->reduce_bf16 = r->reduce_bf16 ? 1 : 0, f->gather_bf16 = r->gather_bf16 ? 1 : 0, f->style = r->style;
+    f->unit_bytes = r->unit_bytes;
+    if (!st && r->unit_bytes < 0) st = hp_errorf("%s: fsdp unit_bytes=%lld: expected a byte count >= 1", where,
+                                                 (long long)r->unit_bytes);
+    if (!st && r->unit_bytes > 0 && f->nunits)
+        st = hp_errorf("%s: fsdp unit_bytes=%lld: the plan names its units (%s: unit %s); give one or the other",
+                       where, (long long)r->unit_bytes, f->units[0].where, f->units[0].name);
     if (!st) {
         f->where = strdup(where);
         if (!f->where) st = hp_errorf("plan: out of memory");
@@ -150,6 +165,9 @@ hp_status hp_plan_set_fsdp(hp_plan *p, const char *settings, const char *where) 
 hp_status hp_plan_add_fsdp_unit(hp_plan *p, const char *name, const char *globs, const char *where) {
     if (!where) where = "api";
     hp_fsdp_spec *f = &p->fsdp;
+    if (f->unit_bytes > 0)
+        return hp_errorf("%s: unit '%s': the fsdp line (%s) sizes its units by bytes (unit_bytes=%lld); give one or "
+                         "the other", where, name, f->where ? f->where : "api", (long long)f->unit_bytes);
     for (int i = 0; i < f->nunits; i++)
         if (!strcmp(f->units[i].name, name))
             return hp_errorf("%s: unit '%s' given twice (first at %s)", where, name, f->units[i].where);
@@ -192,9 +210,11 @@ void hp_fsdp_spec_print(char *buf, size_t n, size_t *used, const hp_fsdp_spec *f
     if (f->level > 0) {
         hp_text_appendf(buf, n, used, "fsdp: shard=%s", m->name[f->shard_axis]);
         if (f->replicate_axis >= 0) hp_text_appendf(buf, n, used, " replicate=%s", m->name[f->replicate_axis]);
-        hp_text_appendf(buf, n, used, " level=%d reshard=%s prefetch=%d reduce=%s gather=%s style=%s\n", f->level,
+        hp_text_appendf(buf, n, used, " level=%d reshard=%s prefetch=%d reduce=%s gather=%s style=%s", f->level,
             f->reshard_after_forward ? "on" : "off", f->prefetch, f->reduce_bf16 ? "bf16" : "fp32",
             f->gather_bf16 ? "bf16" : "fp32", f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
+        if (f->unit_bytes > 0) hp_text_appendf(buf, n, used, " unit_bytes=%lld", (long long)f->unit_bytes);
+        hp_text_appendf(buf, n, used, "\n");
     }
     for (int i = 0; i < f->nunits; i++) {
         hp_text_appendf(buf, n, used, "unit %s:", f->units[i].name);

@@ -93,6 +93,61 @@ int hp_fsdp_store_spans(size_t (*out)[2], int cap, const hp_fsdp_plan *f) {
     return l.n;
 }
 
+/* unit_bytes: the managed parameters (unit_of[k] >= 0 on entry) in the
+ * forward's first-use order (those the forward does not read after them, in
+ * graph order), cut into units of at most `budget` bytes of the rank's local
+ * pieces: a parameter that would pass the budget starts a new unit unless it
+ * is small (at most budget / 16: a bias or a norm joins its neighbour), so a
+ * parameter larger than the budget is a unit of its own with its small
+ * neighbours. A unit is named after its first parameter ("wte", or
+ * "h.0.attn.qkv.weight+1" with one more). */
+static hp_status byte_units(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                            int rank, const int *ids, int64_t budget) {
+    int np = out->nparams;
+    int *kof = malloc(sizeof(int) * (size_t)(g->nvals ? g->nvals : 1)), *ord = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    unsigned char *seen = calloc((size_t)(np ? np : 1), 1);
+    if (!kof || !ord || !seen) {
+        free(kof), free(ord), free(seen);
+        return hp_errorf("fsdp: out of memory");
+    }
+    for (int v = 0; v < g->nvals; v++) kof[v] = -1;
+    for (int k = 0; k < np; k++)
+        if (out->unit_of[k] >= 0) kof[ids[k]] = k;
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *nd = &g->nodes[i];
+        if (nd->phase != HP_PHASE_FWD) continue;
+        for (int q = 0; q < hp_node_nin_all(nd); q++) {
+            int v = hp_node_input(g, nd, q), k = v >= 0 ? kof[v] : -1;
+            if (k >= 0 && !seen[k]) seen[k] = 1, ord[n++] = k;
+        }
+    }
+    for (int k = 0; k < np; k++)
+        if (out->unit_of[k] >= 0 && !seen[k]) ord[n++] = k;
+    int cur = -1, first = -1;
+    size_t sum = 0;
+    for (int q = 0; q < n; q++) {
+        int k = ord[q];
+        hp_shape local;
+        hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
+        size_t b = align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN) * sizeof(float);
+        if (cur < 0 || (sum + b > (size_t)budget && b > (size_t)budget / 16)) {
+            cur = out->nunits++, first = k, sum = 0;
+            snprintf(out->units[cur].name, HP_NAME_LEN, "%s", g->vals[ids[k]].name);
+        }
+        sum += b;
+        out->unit_of[k] = cur;
+        out->units[cur].nparams++;
+        if (k != first) {
+            char nm[HP_NAME_LEN];
+            snprintf(nm, sizeof nm, "%.*s+%d", HP_NAME_LEN - 8, g->vals[ids[first]].name, out->units[cur].nparams - 1);
+            memcpy(out->units[cur].name, nm, sizeof nm);
+        }
+    }
+    free(kof), free(ord), free(seen);
+    return HP_OK;
+}
+
 /* Which members of the shard group share this rank's supernode (contiguous
  * global ranks, supernode_ranks each), and whether the gathered units are
  * transient (see the header). */
@@ -149,7 +204,10 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         out->unit_of[k] = -1;
         if (v->grad < 0 || !managed(&prop->val[ids[k]], s)) continue;
         int u = -1;
-        if (s->nunits) {
+        if (s->unit_bytes > 0) {
+            out->unit_of[k] = 0; /* managed: byte_units below */
+            continue;
+        } else if (s->nunits) {
             for (int r = 0; r < s->nunits && u < 0; r++)
                 for (int q = 0; q < s->units[r].nglobs && u < 0; q++)
                     if (fnmatch(s->units[r].globs[q], v->name, 0) == 0) u = r;
@@ -167,6 +225,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         out->unit_of[k] = u;
         if (u >= 0) out->units[u].nparams++;
     }
+    if (!st && s->unit_bytes > 0) st = byte_units(out, g, prop, m, rank, ids, s->unit_bytes);
     for (int u = 0; !st && u < s->nunits; u++)
         if (!out->units[u].nparams)
             st = hp_errorf("%s: unit '%s' matches no parameter FSDP manages", s->units[u].where, s->units[u].name);

@@ -177,6 +177,59 @@ int main(void) {
     hp_plan_free(&back);
     hp_plan_free(&plan);
 
+    /* ---- units by bytes: runs in the forward's first-use order up to 16 KiB, small neighbours joined ---- */
+    CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
+    CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp unit_bytes=16K", "test"));
+    hp_plan_str(text, sizeof text, &plan);
+    CHECK(strstr(text, " style=hyperpar unit_bytes=16384\n") != NULL);
+    CHECK_OK(hp_plan_parse(&back, text, "round"));
+    hp_plan_str(text2, sizeof text2, &back);
+    CHECK(!strcmp(text, text2) && back.fsdp.unit_bytes == 16384);
+    hp_plan_free(&back);
+    {
+        static const char *const want[] = {"wte", "wpe+4", "h.0.attn.proj.weight+3", "h.0.mlp.fc.weight+1",
+                                           "h.0.mlp.proj.weight+3", "h.1.attn.qkv.weight+1", "h.1.attn.proj.weight+3",
+                                           "h.1.mlp.fc.weight+1", "h.1.mlp.proj.weight+3"};
+        hp_compiled cb;
+        CHECK_OK(hp_compile(&cb, model, &plan, 1, &o));
+        const hp_fsdp_plan *f = &cb.fsdp;
+        CHECK(f->nunits == 9);
+        for (int u = 0; u < f->nunits && u < 9; u++) CHECK(!strcmp(f->units[u].name, want[u]));
+        /* every unit within the budget but for one parameter larger than it, small ones (<= 1 KiB) aside */
+        int ids[256], np = hp_graph_params(model, ids, 256);
+        CHECK(np == f->nparams);
+        for (int u = 0; u < f->nunits; u++) {
+            size_t sum = 0;
+            int nbig = 0;
+            for (int k = 0; k < np; k++) {
+                if (f->unit_of[k] != u) continue;
+                size_t b = (size_t)hp_val_numel(model, ids[k]) * 4;
+                sum += b;
+                nbig += b > 1024;
+            }
+            CHECK(sum <= 16384 || nbig == 1);
+        }
+        check_layout(&cb);
+        check_places(&cb);
+        hp_compiled_free(&cb);
+    }
+    /* units by bytes and named units exclude each other; a byte count must be one */
+    hp_status bad = hp_plan_add_fsdp_unit(&plan, "blocks", "h.*", "test:9");
+    CHECK(bad && strstr(hp_status_msg(bad), "test:9: unit 'blocks': the fsdp line (test) sizes its units by bytes"));
+    hp_status_free(bad);
+    hp_plan_free(&plan);
+    CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
+    bad = hp_plan_set_fsdp(&plan, "shard=dp unit_bytes=8X", "p:1");
+    CHECK(bad && strstr(hp_status_msg(bad), "p:1: fsdp unit_bytes=8X: expected a byte count >= 1"));
+    hp_status_free(bad);
+    bad = hp_plan_set_fsdp(&plan, "shard=dp unit_bytes=0", "p:1");
+    CHECK(bad && strstr(hp_status_msg(bad), "p:1: fsdp unit_bytes=0: expected a byte count"));
+    hp_status_free(bad);
+    hp_plan_free(&plan);
+    bad = hp_plan_parse(&back, "mesh: dp=2\nunit a: h.*\nfsdp: shard=dp unit_bytes=1M\n", "u.plan");
+    CHECK(bad && strstr(hp_status_msg(bad), "u.plan:3: fsdp unit_bytes=1048576: the plan names its units (u.plan:2: unit a)"));
+    hp_status_free(bad);
+
     /* ---- HSDP 2 x 2 x TP 2: replicas' all-reduce waits, pieces per shard group ---- */
     CHECK_OK(hp_plan_gpt2(&plan, 2, 2, 2));
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp replicate=rep", "test"));
