@@ -60,6 +60,7 @@ typedef struct {
     int threads, steps, ranks, supernodes, layers, bf16;
     float bw, lat;
     const char *dtype;
+    const char *unit_bytes; /* hyperpar's rows: units by bytes ("" : one per block plus the root) */
     hp_world *world; /* under mpirun: the processes' world (rows run in this process), else NULL */
     int lead;        /* 1: this process prints (rank 0's) */
 } fopts;
@@ -89,6 +90,7 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
                model, m.layers, o->dtype, B, T, o->ranks, o->supernodes, o->world ? " = MPI processes" : "", (double)o->bw,
                (double)o->lat, o->threads, o->world ? "per process" : "in all", o->steps,
                o->bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
+        if (o->unit_bytes[0]) printf("hyperpar's units: by bytes, unit_bytes=%s (fsdp2 style: one per block plus the root)\n", o->unit_bytes);
         printf("%-18s %9s %7s %9s %10s %10s %8s %9s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms",
                "exposed ms", "exposed%", "commstep", "hidden%", "memory MB");
     }
@@ -97,7 +99,11 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
     for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
         const fconfig *fc = &fconfigs[i];
         if (fc->bf16_only && !o->bf16) continue;
-        hp_bench_fsdp_config cfg = {m, B, T, o->ranks, fc->hsdp ? o->supernodes : 1, fc->fsdp, o->supernodes, o->bw,
+        char set[160];
+        const char *fs = fc->fsdp;
+        if (fs && o->unit_bytes[0] && !strstr(fs, "fsdp2")) /* hyperpar's rows: units by bytes */
+            snprintf(set, sizeof set, "%s unit_bytes=%s", fs, o->unit_bytes), fs = set;
+        hp_bench_fsdp_config cfg = {m, B, T, o->ranks, fc->hsdp ? o->supernodes : 1, fs, o->supernodes, o->bw,
                                     o->lat, o->threads, o->steps, o->bf16, o->world};
         if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
         if (fc->one && o->world) cfg.threads = o->threads * o->supernodes; /* the cores of all the processes */
@@ -125,17 +131,17 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
         if (jf)
             fprintf(jf,
                     "%s  {\"config\": \"%s\", \"model\": \"%s\", \"layers\": %d, \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
-                    "\"inter_latency_us\": %g, \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
+                    "\"inter_latency_us\": %g, \"unit_bytes\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_steps_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
                     (*nrows)++ ? ",\n" : "", fc->name, model, m.layers, o->dtype, cfg.ranks, cfg.supernodes, (double)o->bw,
-                    (double)o->lat, cfg.threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+                    (double)o->lat, fs && !strstr(fs, "fsdp2") ? o->unit_bytes : "", cfg.threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
                     r.r.comm_steps_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     return rc;
 }
 
 int hp_cmd_bench_fsdp(int argc, char **argv) {
-    char model[32] = "small", json[512] = "", dtype[8] = "fp32";
+    char model[32] = "small", json[512] = "", dtype[8] = "fp32", unit_bytes[24] = "";
     fopts o = {.threads = 2, .steps = 5, .ranks = 4, .supernodes = 2, .bw = 1.0f, .lat = 50.0f};
     hp_opt tab[] = {
         {"model", HP_OPT_STR, model, sizeof model, "small | gpt2-124m | all (both, one after the other)"},
@@ -147,6 +153,8 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         {"threads", HP_OPT_INT, &o.threads, 0, "compute threads in all (shared out among the ranks)"},
         {"steps", HP_OPT_INT, &o.steps, 0, "timed steps (after 2 untimed)"},
         {"dtype", HP_OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
+        {"unit-bytes", HP_OPT_STR, unit_bytes, sizeof unit_bytes,
+         "hyperpar's rows: FSDP units by bytes (e.g. 8M; the plan's unit_bytes=); empty: one per block plus the root"},
         {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -169,6 +177,7 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         st = hp_errorf("hyperpar bench fsdp: --dtype must be fp32 or bf16, got '%s'", dtype);
     o.bf16 = !strcmp(dtype, "bf16");
     o.dtype = dtype;
+    o.unit_bytes = unit_bytes;
     if (!st && (!(o.bw >= 0) || !(o.lat >= 0))) st = hp_errorf("hyperpar bench fsdp: --inter-bw and --inter-latency must be >= 0");
     if (st) {
         hp_cli_error(st);

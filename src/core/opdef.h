@@ -77,6 +77,13 @@ typedef struct hp_opdef {
     /* What a communicating operator does (core/coll_desc.h); NULL: not
      * described (a computing operator, or one no pass needs to read). */
     void (*describe)(hp_coll_desc *out, const hp_graph *g, const hp_node *n);
+    /* A gradient accumulated by rows (NULL: not one): 1 when node n's output
+     * is input *sofar (the gradient summed so far, -1: none) plus the rows of
+     * input *rows ([..., C]) added at the row indices input *ids ([...], i32)
+     * — e.g. a tied embedding's table gradient, whose rows come last in the
+     * backward. The rows pass (parallel/grad_rows) may then reduce the two
+     * parts apart. */
+    int (*grad_rows)(const hp_node *n, int *rows, int *ids, int *sofar);
 } hp_opdef;
 
 /* Fills *out from node n's operator; 0 when the operator describes no collective. */

@@ -91,9 +91,34 @@ static void emb_run_bwd_acc(const hp_kctx *k, const hp_node *n, const hp_tensor 
 
 static double emb_flops_bwd_acc(const hp_graph *g, const hp_node *n) { return (double)in_numel(g, n, 0); }
 
+static int emb_grad_rows(const hp_node *n, int *rows, int *ids, int *sofar) {
+    *rows = n->in[0], *ids = n->in[1], *sofar = n->in[2];
+    return 1;
+}
+
 const hp_opdef hp_op_embedding_bwd_acc = {
     .name = "embedding_bwd_acc", .nout = 1, .run = emb_run_bwd_acc, .flops = emb_flops_bwd_acc,
-    .bytes = hp_ops_io_bytes,
+    .bytes = hp_ops_io_bytes, .grad_rows = emb_grad_rows,
+};
+
+/* grad_rows: in (dy[..., C], ids[...], grad[R, C]), no output: the rows of dy
+ * added into grad at ids, in place (what embedding_bwd_acc adds, by the same
+ * kernel); a.i[0] the parameter. Its local form (parallel/lower_rules) has
+ * the first two inputs only and does nothing: the rows pass adds the rows
+ * after the gradient's reduction. */
+static void rows_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)out;
+    if (n->nin < 3) return;
+    long C = in[2].shape.d[1], N = (long)hp_shape_numel(&in[1].shape);
+    if (is_bf16(&in[0])) {
+        kern_of(k)->kb_embedding_bwd_acc(k->pool, F32(in[2]), CBF(in[0]), I32(in[1]), N, C);
+        return;
+    }
+    kern_of(k)->k_embedding_bwd_acc(k->pool, F32(in[2]), CF32(in[0]), I32(in[1]), N, C);
+}
+
+const hp_opdef hp_op_grad_rows = {
+    .name = "grad_rows", .nout = 0, .run = rows_run, .flops = emb_flops_bwd_acc, .bytes = hp_ops_io_bytes,
 };
 
 /* ---- add_pos: in (x[B,T,C], pos[P,C]) -> x + pos[t] ---- */

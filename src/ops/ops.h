@@ -33,6 +33,11 @@ int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
 
 /* ---- operator records (forward and backward) ---- */
 extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_acc;
+/* grad_rows: in (rows[..., C], ids[...] i32, grad[R, C] fp32), no output: the
+ * rows added into grad at ids in place (a gradient split by the rows pass,
+ * parallel/grad_rows: a.i[0] names the parameter); with the first two inputs
+ * only (its local form) it does nothing. */
+extern const hp_opdef hp_op_grad_rows;
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
 /* Splits every linear_bwd node of order[0..*norder) that computes both the

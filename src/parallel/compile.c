@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "parallel/accum.h"
 #include "parallel/gemm_policy.h"
+#include "parallel/grad_rows.h"
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
 #include "parallel/reduce_dtype.h"
@@ -107,6 +108,28 @@ static hp_status pass_propagate(hp_compiled *c, const hp_plan *plan) {
     char mb[128];
     note(c, "propagate", "mesh %s: %d values laid out, %d operators without a rule",
          hp_mesh_str(mb, sizeof mb, &c->mesh), g->nvals, c->prop.nnotes);
+    return HP_OK;
+}
+
+/* rows split: a gradient summed from a dense part and rows reduced in two parts. */
+static hp_status pass_rows_split(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->train) return HP_OK;
+    int n = 0;
+    HP_TRY(hp_pass_rows_split(&n, c->global, &c->prop, &c->mesh, o->deterministic));
+    if (n)
+        note(c, "rows split", "%d parameter gradient%s reduced in two parts: the dense part where complete, the rows "
+             "at the end", n, n == 1 ? "" : "s");
+    return HP_OK;
+}
+
+/* rows: the split gradients' rows kept, gathered and added after the reduction. */
+static hp_status pass_rows(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->train) return HP_OK;
+    int n = 0;
+    HP_TRY(hp_pass_rows(&n, &c->rg, c->global, &c->prop, &c->mesh, c->fsdp.level ? &c->fsdp : NULL, c->micro,
+                        o->grad_accum > 1 ? o->grad_accum : 1));
+    if (n) note(c, "rows", "%d parameter%s: rows kept per micro-batch, gathered and added at the end of the backward",
+                n, n == 1 ? "" : "s");
     return HP_OK;
 }
 
@@ -245,6 +268,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_precision(out, o, plan);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
+    if (!st) st = pass_rows_split(out, o);
     if (!st) st = pass_fsdp(out, plan, o);
     if (!st) st = pass_lower(out);
     if (!st) st = pass_gemm_policy(out, o);
@@ -252,6 +276,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_reduce_dtype(out, o);
     if (!st) st = pass_accumulate(out, o);
+    if (!st) st = pass_rows(out, o);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);

@@ -5,6 +5,8 @@
  *   precision     parallel/precision  bf16 compute (--dtype bf16): casts, dtypes per operator
  *   autodiff      core/autodiff       backward nodes, on a copy of the model graph
  *   propagate     layout/propagate    a layout for every value (the plan's mesh)
+ *   rows split    parallel/grad_rows  a gradient of a dense part and rows (a tied embedding's)
+ *                                     reduced in two parts: the dense part is the parameter's gradient
  *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
  *                                     managed gradients stay Partial)
  *   [transforms]  pipeline stages, remat, expert parallel go here
@@ -13,6 +15,7 @@
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
  *   dp reduce     parallel/reduce_dtype gradient all-reduces in bf16 (--dp-reduce bf16): casts around them
  *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
+ *   rows          parallel/grad_rows  the split gradients' rows kept, gathered, added after the reduction
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order

@@ -57,6 +57,15 @@ static int lower_embedding_bwd_acc(hp_lower_ctx *c) {
     return lower_embedding_as(c, &c->prop->val[gn->out[0]], gn->out[0], &hp_op_embedding_vp_bwd_acc);
 }
 
+/* ---- grad_rows: the rank keeps the rows; the rows pass (parallel/grad_rows)
+ * adds them after the gradient's reduction, so the local node reads only the
+ * rows and their indices, not the gradient ---- */
+static int lower_grad_rows(hp_lower_ctx *c) {
+    const hp_node *gn = &c->g->nodes[c->node];
+    hp_lower_emit(c, gn->op, c->in, 2, NULL, 0, &gn->a);
+    return 1;
+}
+
 /* ---- cross-entropy over vocabulary-sharded logits: local statistics, one
  * all-gather of them along the vocabulary axis, the local finish ---- */
 
@@ -115,6 +124,7 @@ static const struct {
     {&hp_op_embedding, lower_embedding},
     {&hp_op_embedding_bwd, lower_embedding_bwd},
     {&hp_op_embedding_bwd_acc, lower_embedding_bwd_acc},
+    {&hp_op_grad_rows, lower_grad_rows},
     {&hp_op_xent, lower_xent},
     {&hp_op_xent_bwd, lower_xent_bwd},
 };

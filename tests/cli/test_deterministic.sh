@@ -1,4 +1,5 @@
-# Deterministic mode (issue 9 item 7): with --deterministic the losses, the
+# Deterministic mode (issue 9 item 7; issue 24's split reduction and byte-sized
+# units included): with --deterministic the losses, the
 # gradient norms (clipping on) and the validation losses are the same bits at
 # 1, 2, 4 and 8 rank-threads under FSDP, under DP and ZeRO-1/2, with another
 # per-rank thread count, and across 2 MPI processes (1, 2 and 4 rank-threads
@@ -33,7 +34,11 @@ run one_t3 --threads 3
 run dp4 --threads 2 --dp 4
 run zero1 --threads 2 --zero 1 --dp 2
 run zero2 --threads 2 --zero 2 --dp 4
-for r in fsdp2 fsdp4 fsdp8 fsdp2t3 one_t1 one_t3 dp4 zero1 zero2; do same "$r"; done
+# issue 24: the tied embedding's gradient reduced in two parts (the LM head's first, the rows at the end, on one
+# rank too) and FSDP units by bytes: the same bits
+run fsdp4u --threads 2 --fsdp 4 --fsdp-unit-bytes 64K
+run fsdp2u --threads 2 --fsdp 2 --fsdp-unit-bytes 16K
+for r in fsdp2 fsdp4 fsdp8 fsdp2t3 one_t1 one_t3 dp4 zero1 zero2 fsdp4u fsdp2u; do same "$r"; done
 # across 2 MPI processes: 1, 2 and 4 rank-threads each (the two-tier reductions)
 for n in 2 4 8; do
   timeout 600 "${MPIRUN[@]}" "$HP" train $small --threads 2 --fsdp $n --metrics mpi$n.jsonl >mpi$n.log 2>&1 ||
@@ -46,6 +51,12 @@ done
 "$HP" train $small --threads 2 --fsdp 2 --resume ck --metrics resumed.jsonl >resume.log 2>&1 ||
   fail "the resumed run failed: $(tail -2 resume.log)"
 same resumed
+# stopped on 4 ranks with units by bytes, resumed on 2 with one unit per block: the same bits
+"$HP" train $small --threads 2 --fsdp 4 --fsdp-unit-bytes 64K --stop-at 15 --ckpt-dir cku --metrics resumed_u.jsonl \
+  >stop_u.log 2>&1 || fail "the stopped run (units by bytes) failed: $(tail -2 stop_u.log)"
+"$HP" train $small --threads 2 --fsdp 2 --resume cku --metrics resumed_u.jsonl >resume_u.log 2>&1 ||
+  fail "the resumed run (one unit per block) failed: $(tail -2 resume_u.log)"
+same resumed_u
 # the clip was on (norms above 0.5) and the loss fell
 awk '/grad_norm/ { if ($0 ~ /"grad_norm": 0\./) small++; n++ } END { exit !(n == 30 && small < 30) }' one.jsonl ||
   fail "the gradient norm never exceeded the clip"

@@ -1,4 +1,5 @@
-# FSDP / ZeRO (issue 9): losses against 1 rank over 200 steps from the same
+# FSDP / ZeRO (issue 9; issue 24: units by bytes, the tied table's gradient
+# reduced in two parts): losses against 1 rank over 200 steps from the same
 # seed and global batch (max |delta loss| <= 1e-5) for FSDP 2, 4 and 8, HSDP
 # 2x2, ZeRO-1 and ZeRO-2 over DP 2, FSDP 2 x TP 2, on rank threads and across
 # 2 MPI processes (FSDP 2 and 4, HSDP 2x2, ZeRO-1/2, FSDP 2 x TP 2); prefetch depths, reshard on/off and the fsdp2 style
@@ -28,14 +29,19 @@ run hsdp --hsdp 2,2
 run zero1 --zero 1 --dp 2
 run zero2 --zero 2 --dp 2
 run fsdp_tp --fsdp 2 --tp 2
-for r in fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp_tp; do check_close "$r" "$r.jsonl"; done
+# issue 24: units by bytes (the tied table a unit of its own, its gradient reduced in two parts)
+run fsdp4u --fsdp 4 --fsdp-unit-bytes 64K
+run hsdpu --hsdp 2,2 --fsdp-unit-bytes 64K
+for r in fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp_tp fsdp4u hsdpu; do check_close "$r" "$r.jsonl"; done
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --metrics mpi2.jsonl >mpi2.log 2>&1 || fail "2-process FSDP 2 failed: $(tail -3 mpi2.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 4 --metrics mpi4.jsonl >mpi4.log 2>&1 || fail "2-process FSDP 4 failed: $(tail -3 mpi4.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --hsdp 2,2 --metrics mpih.jsonl >mpih.log 2>&1 || fail "2-process HSDP 2x2 failed: $(tail -3 mpih.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --zero 1 --dp 2 --metrics mpiz1.jsonl >mpiz1.log 2>&1 || fail "2-process ZeRO-1 failed: $(tail -3 mpiz1.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --zero 2 --dp 2 --metrics mpiz2.jsonl >mpiz2.log 2>&1 || fail "2-process ZeRO-2 failed: $(tail -3 mpiz2.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --tp 2 --metrics mpitp.jsonl >mpitp.log 2>&1 || fail "2-process FSDP 2 x TP 2 failed: $(tail -3 mpitp.log)"
-for r in mpi2 mpi4 mpih mpiz1 mpiz2 mpitp; do check_close "$r" "$r.jsonl"; done
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --fsdp-unit-bytes 64K --metrics mpi2u.jsonl >mpi2u.log 2>&1 ||
+  fail "2-process FSDP 2 (units by bytes) failed: $(tail -3 mpi2u.log)"
+for r in mpi2 mpi4 mpih mpiz1 mpiz2 mpitp mpi2u; do check_close "$r" "$r.jsonl"; done
 # the schedule's choices (and the fsdp2 baseline's copies) change when and how
 # collectives run, never the numbers
 run pf0 --fsdp 4 --prefetch 0

@@ -71,7 +71,7 @@ static void clean(const model *m, int reps, int dp, int tp, int sn) {
     /* a shard group across supernodes gathers into transient slots (parallel/fsdp_slots) */
     CHECK(hp_dist_rank_at(s.d, 0)->c.fsdp.transient == (sn > 1 && reps == 1));
     hp_validator *v = NULL;
-    hp_validate_config vc = {.g = m->g, .d = s.d};
+    hp_validate_config vc = {.g = hp_dist_global(s.d), .d = s.d};
     CHECK_OK(hp_validate_create(&v, &vc));
     hp_validate_report rep = {0};
     if (v) {
@@ -155,7 +155,7 @@ static void faulty(const model *m, hp_validate_hook hook, const hp_opdef *op, co
     setup s;
     if (!setup_create(&s, m, 1, dp, 1, fsdp, dt, sn)) return;
     hp_validator *v = NULL;
-    hp_validate_config vc = {.g = dt == HP_F32 ? m->g : hp_dist_global(s.d), .d = s.d};
+    hp_validate_config vc = {.g = hp_dist_global(s.d), .d = s.d};
     CHECK_OK(hp_validate_create(&v, &vc));
     static fault f;
     memset(&f, 0, sizeof f);
