@@ -379,6 +379,8 @@ typedef struct {
     int style_fsdp2;       /* 1: the PyTorch FSDP2-like baseline */
     long long unit_bytes;  /* > 0: units by bytes (runs of parameters in forward order up to this size); 0: one
                             * per block plus the root */
+    long long keep_bytes;  /* a shard group across supernodes: bytes of gathered units kept from the forward for
+                            * the backward (no second gather); 0: the slots' own */
 } hp_fsdp_settings;
 /* Defaults as the text form's: level 3, prefetch 1, reshard on, fp32, hyperpar, shard "dp". */
 void hp_fsdp_settings_default(hp_fsdp_settings *s);
@@ -960,6 +962,7 @@ typedef struct {
     char fsdp_reduce[8];        /* fp32 | bf16: FSDP's gradient reduce-scatters */
     char fsdp_gather[8];        /* fp32 | bf16: FSDP's parameter all-gathers */
     char fsdp_unit_bytes[24];   /* FSDP units by bytes ("8M"); empty: one per block plus the root */
+    char fsdp_keep_bytes[24];   /* FSDP across supernodes: gathered units kept for the backward ("64M"); empty: none */
     char bf16_params[8];        /* gemm | all: which parameters reach compute in bf16 */
     char dp_reduce[8];          /* fp32 | bf16: the data-parallel gradient all-reduces */
     int validate;

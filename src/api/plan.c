@@ -82,6 +82,7 @@ hp_status hp_shard_plan_set_fsdp_settings(hp_shard_plan *p, const hp_fsdp_settin
     r.reshard_after_forward = s->reshard, r.reduce_bf16 = s->reduce_bf16, r.gather_bf16 = s->gather_bf16;
     r.style = s->style_fsdp2 ? HP_FSDP_STYLE_FSDP2 : HP_FSDP_STYLE_HYPERPAR;
     r.unit_bytes = s->unit_bytes;
+    r.keep_bytes = s->keep_bytes;
     HP_TRY(hp_plan_set_fsdp_request(&p->plan, &r, "fsdp"));
     return retext(p);
 }

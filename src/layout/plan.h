@@ -21,6 +21,7 @@
  *     fsdp: shard=dp level=3 reshard=on prefetch=1 reduce=fp32 gather=fp32 style=hyperpar
  *     fsdp: shard=dp replicate=rep             <- HSDP: replicas over `rep`
  *     fsdp: shard=dp unit_bytes=8M             <- units by bytes (K, M, G: 2^10, 2^20, 2^30)
+ *     fsdp: shard=dp keep_bytes=64M            <- across supernodes: units kept from forward to backward
  *     unit block0: h.0.*                       <- a unit: name, then globs
  *     unit root: wte wpe lnf.*                 <- (none given: one unit per
  *                                                 block "h.N", plus "root") */
@@ -59,6 +60,8 @@ typedef struct {
     int gather_bf16;           /* parameters gathered in bf16 (narrowed from the fp32 shards; every
                                 * parameter then reaches compute rounded to bf16: needs bf16 compute) */
     hp_fsdp_style style;
+    int64_t keep_bytes;        /* transient gathered units: bytes of units kept whole from their forward to
+                                * their backward (no second gather), the backward's first ones first */
     int64_t unit_bytes;        /* > 0: automatic units by bytes (parallel/fsdp: runs of parameters in the
                                 * forward's first-use order up to this many bytes); 0: one per block + root */
     hp_fsdp_unit_rule *units;  /* [nunits]: first matching unit wins; none: the default units */
@@ -112,6 +115,7 @@ typedef struct {
     int level, reshard_after_forward, prefetch, reduce_bf16, gather_bf16;
     hp_fsdp_style style;
     int64_t unit_bytes; /* 0: the default units */
+    int64_t keep_bytes; /* 0: none kept beyond the slots' own */
 } hp_fsdp_request;
 /* Level 3, reshard on, prefetch 1, fp32, style hyperpar, no axes. */
 void hp_fsdp_request_default(hp_fsdp_request *r);

@@ -47,7 +47,11 @@
  * copies each unit's gradient into a staging buffer before its
  * reduce-scatter, runs HSDP's all-reduce after the reduce-scatter as a
  * separate blocking call, and keeps at most one reduction in flight, waited
- * before the next unit's starts. The numbers are the default style's.
+ * before the next unit's starts. reshard=on (FSDP2's default
+ * reshard_after_forward=True): every rank keeps only its own shard and copies
+ * each gathered unit out to a transient slot of its own (below; local[]
+ * marks only the rank itself), `prefetch` units ahead in both passes. The
+ * numbers are the default style's.
  *
  * gather=bf16 (bf16 compute; the precision pass then sends every parameter
  * through its bf16 copy): the store has a bf16 mirror with its layout
@@ -72,8 +76,11 @@
  * chosen so that a unit's gather starts only after the slot's previous unit's
  * last reader (units in the forward's first-use order, the lowest free slot;
  * prefetch 1 on GPT-2: the root, which the head reads again at the end, and
- * two for the blocks). The backward gathers a unit again, `prefetch` units
- * ahead, unless it still holds its slot from the forward. A gather copies the
+ * two for the blocks). The backward gathers a unit again unless it still
+ * holds its slot from the forward, starting as soon as the slot is free (the
+ * hyperpar style; fsdp2: `prefetch` units ahead); keep_bytes keeps the
+ * backward's first units whole from their forward (a slot of their own, no
+ * second gather) up to that many bytes of units. A gather copies the
  * rank's shard from the store into the slot and all-gathers the slot in place
  * (inside the supernode that only synchronises; across supernodes it
  * receives the others' shards), fenced: no member writes the slot before all
@@ -109,6 +116,8 @@ typedef struct {
                          * parallel/accum rewires them */
     int slot;           /* transient: the compute slot its gathers fill (-1: nothing reads the unit) */
     int bwd_gather;     /* transient: 1 when the backward gathers it again (another unit took its slot) */
+    int keep;           /* transient: 1 when kept whole from its forward to its backward (keep_bytes): its slot
+                         * is its own */
 } hp_fsdp_unit;
 
 typedef struct {
@@ -122,6 +131,7 @@ typedef struct {
                          * group's lane (hp_comm_start_then), the all-reduce starting as the reduce-scatter
                          * ends, waited at the replicas' wait */
     int prefetch;
+    int64_t keep_bytes; /* transient: units kept from the forward for the backward, up to these bytes */
     int reduce_bf16;    /* gradients reduce-scattered in bf16 (narrowed, summed in fp32, widened into the shard) */
     int gather_bf16;    /* parameters gathered in bf16 into the store's bf16 mirror (see above) */
     int transient;      /* gathered units in transient slots (see above): the shard group spans supernodes */
@@ -130,7 +140,8 @@ typedef struct {
     size_t *slot_at;    /* [nslots + 1] */
     size_t slot_floats;
     int sn_members;     /* members of the shard group in this rank's supernode */
-    unsigned char *local; /* [members]: 1 for the members in this rank's supernode */
+    unsigned char *local; /* [members]: 1 for the members whose shards this rank's store holds: its supernode's
+                           * (the fsdp2 style's transient slots: the rank's own only) */
     int nunits;
     hp_fsdp_unit *units;
     int nparams;        /* the graph's parameters, in graph order */

@@ -52,7 +52,7 @@ static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
     int u = (int)n->a.i[0];
     const hp_fsdp_unit *un = &rt->plan->units[u];
     float *base = rt->params + un->offset, *mine = base + un->shard * (size_t)rt->plan->me;
-    if (rt->slots) { /* transient: the rank's shard from the store into the unit's slot, the slot gathered in place,
+    if (rt->slots && !rt->staging) { /* transient: the rank's shard from the store into the unit's slot, the slot gathered in place,
                       * fenced: a peer of the supernode may still read the slot's previous unit */
         float *slot = rt->slots + rt->plan->slot_at[n->a.i[3]];
         start_dt(k, 3 * u, rt->shard_group, HP_COMM_ALL_GATHER, slot, mine, (int64_t)un->shard, HP_F32, 1);
@@ -84,6 +84,7 @@ static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     const hp_fsdp_unit *un = &rt->plan->units[u];
     size_t es = rt->params16 ? sizeof(uint16_t) : sizeof(float);
     void *to = rt->params16 ? (void *)(rt->params16 + un->offset) : (void *)(rt->params + un->offset);
+    if (rt->slots) to = rt->slots + rt->plan->slot_at[n->a.i[3]]; /* fsdp2, resharded: copied out to the slot */
     memcpy(to, rt->staging[un->fwd_pos % rt->nstaging], un->size * es);
     rt->copied += (int64_t)(un->size * es);
 }

@@ -163,8 +163,14 @@ static hp_status supernode_members(hp_fsdp_plan *out, const hp_mesh *m, const hp
         out->local[j] = supernode_ranks <= 0 || r / supernode_ranks == rank / supernode_ranks;
         out->sn_members += out->local[j];
     }
-    out->transient = out->level == 3 && out->style == HP_FSDP_STYLE_HYPERPAR && s->reshard_after_forward &&
-                     !out->gather_bf16 && out->sn_members < out->members;
+    /* hyperpar: a supernode keeps its members' shards and shares the slots; fsdp2 (PyTorch FSDP2's default
+     * reshard_after_forward): every rank keeps its own shard and gathers into slots of its own */
+    out->transient = out->level == 3 && s->reshard_after_forward && !out->gather_bf16 &&
+                     (out->style == HP_FSDP_STYLE_HYPERPAR ? out->sn_members < out->members : out->members > 1);
+    if (out->transient && out->style == HP_FSDP_STYLE_FSDP2) {
+        for (int j = 0; j < out->members; j++) out->local[j] = j == out->me;
+        out->sn_members = 1;
+    }
     return HP_OK;
 }
 
@@ -186,6 +192,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->gather_bf16 = s->gather_bf16;
     out->replicas = s->replicate_axis >= 0 ? m->size[s->replicate_axis] : 1;
     out->prefetch = s->prefetch;
+    out->keep_bytes = s->keep_bytes;
     int np = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
     out->nparams = np;
@@ -388,9 +395,14 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         int ahead = q - f->prefetch < fa ? fa : q - f->prefetch;
         st = emit_gather(rg, f, u, xp, nx, HP_PHASE_FWD, "gather", first[2 * ahead], first[2 * q]);
     }
-    /* transient: the backward gathers again the units that gave up their slot */
-    for (int u = 0; !st && f->transient && u < nu; u++) {
-        if (sl.bwd_start[u] < 0) continue;
+    /* transient: the backward gathers again the units that gave up their slot, in the order it needs them (so
+     * gathers started before one node queue in that order) */
+    int nb = 0;
+    for (int u = 0; !st && f->transient && u < nu; u++)
+        if (sl.bwd_start[u] >= 0) first[2 * nb] = sl.bwd_wait[u], first[2 * nb + 1] = u, nb++; /* (first: done with) */
+    if (nb) qsort(first, (size_t)nb, 2 * sizeof(int), by_key);
+    for (int q = 0; !st && q < nb; q++) {
+        int u = first[2 * q + 1];
         int nx = 0;
         for (int k = 0; k < f->nparams; k++)
             if (f->unit_of[k] == u && sl.pc[k] >= 0) xp[nx++] = sl.pc[k];

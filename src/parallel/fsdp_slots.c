@@ -1,6 +1,7 @@
 /* parallel/fsdp_slots: see the header. */
 #include "parallel/fsdp_slots.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,30 @@ static int check_slot(hp_fsdp_plan *f, const unit_use *use, interval *iv, int s,
     return -1;
 }
 
+/* hyperpar: each backward gather starts as soon as its slot is free — right
+ * after the last reader of the interval before it in the slot, at the
+ * backward's first node at the earliest — so the backward's gathers run as
+ * far ahead as the slots allow (the fsdp2 style keeps its `prefetch`). */
+static void early_starts(hp_fsdp_slots *out, const hp_fsdp_plan *f, const unit_use *use, const hp_graph *g, int n0) {
+    for (int u = 0; u < f->nunits; u++) {
+        if (out->bwd_start[u] < 0) continue;
+        long a = when(use[u].start[1], 1, n0), prev = -1;
+        for (int v = 0; v < f->nunits; v++) {
+            if (f->units[v].slot != f->units[u].slot) continue;
+            for (int ph = 0; ph < 2; ph++) {
+                if (use[v].first[ph] < 0 || (v == u && ph == 1)) continue;
+                long b = when(use[v].last[ph], ph, n0);
+                if (b < a && b > prev) prev = b;
+            }
+        }
+        for (int i = 0; i < n0; i++) { /* the first backward node after prev */
+            if (g->nodes[i].phase != HP_PHASE_BWD || when(i, 1, n0) <= prev) continue;
+            if (i < out->bwd_start[u]) out->bwd_start[u] = i;
+            break;
+        }
+    }
+}
+
 hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, const int *ids, int n0) {
     memset(out, 0, sizeof *out);
     int nu = f->nunits, np = f->nparams;
@@ -92,6 +117,7 @@ hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, c
         use[u] = (unit_use){{-1, -1}, {-1, -1}, {-1, -1}};
         f->units[u].slot = -1;
         f->units[u].bwd_gather = 0;
+        f->units[u].keep = 0;
         out->bwd_start[u] = out->bwd_wait[u] = -1;
     }
     /* the readers of each unit, per phase */
@@ -112,7 +138,17 @@ hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, c
         int n = order_of(ord, use, nu, ph);
         for (int q = 0; q < n; q++) use[ord[q]].start[ph] = use[ord[q - f->prefetch < 0 ? 0 : q - f->prefetch]].first[ph];
     }
-    /* slots in forward order: the lowest one free when the unit's gather starts */
+    /* keep_bytes: units kept from the forward to the backward, the backward's first ones first */
+    int nbk = order_of(ord, use, nu, 1);
+    int64_t kept = 0;
+    for (int q = 0; q < nbk && f->keep_bytes > 0; q++) {
+        int u = ord[q];
+        int64_t b = (int64_t)f->units[u].size * (int64_t)sizeof(float);
+        if (use[u].first[0] < 0 || kept + b > f->keep_bytes) break;
+        kept += b;
+        f->units[u].keep = 1;
+    }
+    /* slots in forward order: the lowest one free when the unit's gather starts (a kept unit's: never again) */
     int nf = order_of(ord, use, nu, 0);
     f->nslots = 0;
     for (int q = 0; q < nf; q++) {
@@ -120,7 +156,7 @@ hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, c
         long a = when(use[u].start[0], 0, n0);
         while (s < f->nslots && slot_end[s] >= a) s++;
         if (s == f->nslots) f->nslots++;
-        slot_end[s] = when(use[u].last[0], 0, n0);
+        slot_end[s] = f->units[u].keep ? LONG_MAX : when(use[u].last[0], 0, n0);
         f->units[u].slot = s;
     }
     for (int u = 0; u < nu; u++) /* read in the backward only: a slot of its own */
@@ -138,6 +174,7 @@ hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, c
     }
     for (int u = 0; u < nu; u++)
         if (f->units[u].bwd_gather) out->bwd_start[u] = use[u].start[1], out->bwd_wait[u] = use[u].first[1];
+    if (f->style == HP_FSDP_STYLE_HYPERPAR) early_starts(out, f, use, g, n0);
     /* each slot the size of the largest unit it holds, one after the other */
     f->slot_at = calloc((size_t)f->nslots + 1, sizeof *f->slot_at);
     if (!f->slot_at) {

@@ -11,7 +11,10 @@
  * given in forward order, the lowest whose occupant's interval has ended; a
  * unit whose backward interval follows its own forward one in its slot keeps
  * the slot (no second gather); one whose backward interval would overlap
- * another's gets a slot of its own. */
+ * another's gets a slot of its own. keep_bytes: the backward's first units,
+ * up to that many bytes, keep their slot from the forward (no one else's).
+ * The hyperpar style then moves each backward gather's start back to the
+ * first backward node after the slot's previous occupant's last reader. */
 #ifndef HP_PARALLEL_FSDP_SLOTS_H
 #define HP_PARALLEL_FSDP_SLOTS_H
 

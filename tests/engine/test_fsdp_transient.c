@@ -10,7 +10,12 @@
  * the other supernode's arrive over the link). The losses are bit for bit
  * those of the persistent copies (reshard off) and of other prefetch depths,
  * within 1e-5 of one supernode (another summation order) and, in
- * deterministic mode, bit for bit those of one supernode. */
+ * deterministic mode, bit for bit those of one supernode. Issue 24: the
+ * backward's gathers start as soon as their slot is free (no later than
+ * prefetch 1, one earlier); the fsdp2 style resharded (FSDP2's default) keeps
+ * only each rank's own shard and gathers into slots of its own, in one
+ * supernode too; keep_bytes keeps every unit for the backward (a slot each,
+ * no second gather); all with the same bits. */
 #include <math.h>
 #include <string.h>
 
@@ -25,14 +30,17 @@ typedef struct {
     int64_t copied[4], expect_copied;
     size_t committed, expect_committed;
     int shared01, shared23, shared12;
+    int bwd_start[8]; /* per unit: its backward gather's start among the backward's steps (-1: none) */
+    int nunits;
 } result;
 
-static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch, int det, result *res) {
+static void run_with(const gpt2_fixture *f, int supernodes, int reshard, int prefetch, int det, const char *extra,
+                     result *res) {
     memset(res, 0, sizeof *res);
     hp_plan plan;
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 4, 1));
     char set[96];
-    snprintf(set, sizeof set, "shard=dp level=3 reshard=%s prefetch=%d", reshard ? "on" : "off", prefetch);
+    snprintf(set, sizeof set, "shard=dp level=3 reshard=%s prefetch=%d %s", reshard ? "on" : "off", prefetch, extra);
     CHECK_OK(hp_plan_set_fsdp(&plan, set, "test"));
     hp_comm_opts co;
     hp_comm_opts_default(&co);
@@ -63,7 +71,17 @@ static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch
         const hp_param_store *ps = &hp_dist_rank_at(d, 0)->ps;
         for (int i = 0; i < ps->nspans; i++) res->committed += ps->span[i][1] - ps->span[i][0];
         res->expect_committed = fp->nunits ? fp->units[0].offset : fp->total;
-        for (int u = 0; u < fp->nunits; u++) res->expect_committed += 2 * fp->units[u].shard;
+        for (int u = 0; u < fp->nunits; u++) res->expect_committed += (size_t)fp->sn_members * fp->units[u].shard;
+        const hp_compiled *c0 = &hp_dist_rank_at(d, 0)->c;
+        res->nunits = fp->nunits;
+        for (int u = 0; u < fp->nunits && u < 8; u++) {
+            res->bwd_start[u] = -1;
+            char nm[HP_NAME_LEN];
+            snprintf(nm, sizeof nm, "fsdp.%.60s.bwd_gather", fp->units[u].name);
+            for (int i = c0->sched.begin[HP_PHASE_BWD]; i < c0->sched.begin[HP_PHASE_BWD + 1]; i++)
+                if (!strcmp(c0->rg.g->nodes[c0->sched.order[i]].name, nm))
+                    res->bwd_start[u] = i - c0->sched.begin[HP_PHASE_BWD];
+        }
         float *p[4];
         for (int i = 0; i < 4; i++) p[i] = hp_dist_rank_at(d, i)->ps.data;
         res->shared01 = p[0] == p[1], res->shared23 = p[2] == p[3], res->shared12 = p[1] == p[2];
@@ -71,6 +89,10 @@ static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch
     hp_trainer_destroy(t);
     hp_comm_world_destroy(w);
     hp_plan_free(&plan);
+}
+
+static void run(const gpt2_fixture *f, int supernodes, int reshard, int prefetch, int det, result *res) {
+    run_with(f, supernodes, reshard, prefetch, det, "", res);
 }
 
 int main(void) {
@@ -103,6 +125,36 @@ int main(void) {
     CHECK(!memcmp(tr.loss, pf0.loss, sizeof tr.loss));
     CHECK(!memcmp(tr.loss, pf2.loss, sizeof tr.loss));
     CHECK(tr.loss[STEPS - 1] < tr.loss[0]);
+    /* issue 24: the hyperpar style starts each backward gather as soon as its slot is free — no later than
+     * prefetch 1 would (the fsdp2 style's), one of them earlier */
+    result f2, f2one, f2off, keep;
+    run_with(&f, 2, 1, 1, 0, "style=fsdp2", &f2);
+    int earlier = 0;
+    for (int u = 0; u < tr.nunits; u++) {
+        CHECK((tr.bwd_start[u] < 0) == (f2.bwd_start[u] < 0));
+        CHECK(tr.bwd_start[u] <= f2.bwd_start[u]);
+        earlier += tr.bwd_start[u] < f2.bwd_start[u];
+    }
+    CHECK(earlier >= 1);
+    /* the fsdp2 style resharded (FSDP2's default): every rank its own store holding only its own shard, its own
+     * slots, the backward gathering h.1 and h.0 again; in one supernode too (members > 1); reshard off: the
+     * whole parameters per rank. The same bits. */
+    run_with(&f, 1, 1, 1, 0, "style=fsdp2", &f2one);
+    run_with(&f, 2, 0, 1, 0, "style=fsdp2", &f2off);
+    printf("fsdp2 resharded: %d slots, %d backward gathers, %lld bytes copied per rank, %zu floats committed\n",
+           f2.nslots, f2.bwd_gathers, (long long)f2.copied[0], f2.committed);
+    CHECK(f2.transient && f2one.transient && !f2off.transient);
+    CHECK(f2.nslots == 3 && f2.bwd_gathers == 2 && f2one.bwd_gathers == 2);
+    CHECK(f2.committed == f2.expect_committed && f2.committed < tr.committed);
+    CHECK(!f2.shared01 && !f2.shared23 && !f2one.shared01);
+    CHECK(f2.copied[0] > tr.copied[0]);
+    CHECK(!memcmp(f2.loss, tr.loss, sizeof tr.loss) && !memcmp(f2off.loss, tr.loss, sizeof tr.loss));
+    CHECK(!memcmp(f2one.loss, one.loss, sizeof tr.loss));
+    /* keep_bytes: every unit kept from its forward for its backward — a slot each, no backward gather */
+    run_with(&f, 2, 1, 1, 0, "keep_bytes=1G", &keep);
+    CHECK(keep.transient && keep.bwd_gathers == 0 && keep.nslots == keep.nunits);
+    for (int i = 0; i < 4; i++) CHECK(keep.copied[i] < tr.copied[i]);
+    CHECK(!memcmp(keep.loss, tr.loss, sizeof tr.loss));
     fixture_free(&f);
     return hp_test_finish("test_fsdp_transient");
 }

@@ -19,7 +19,8 @@ static int same_fsdp(const hp_fsdp_spec *a, const hp_fsdp_spec *b) {
     if (a->level > 0 &&
         (a->shard_axis != b->shard_axis || a->replicate_axis != b->replicate_axis ||
          a->reshard_after_forward != b->reshard_after_forward || a->prefetch != b->prefetch ||
-         a->reduce_bf16 != b->reduce_bf16 || a->gather_bf16 != b->gather_bf16 || a->style != b->style || a->unit_bytes != b->unit_bytes))
+         a->reduce_bf16 != b->reduce_bf16 || a->gather_bf16 != b->gather_bf16 || a->style != b->style || a->unit_bytes != b->unit_bytes ||
+         a->keep_bytes != b->keep_bytes))
         return 0;
     for (int i = 0; i < a->nunits; i++) {
         const hp_fsdp_unit_rule *u = &a->units[i], *v = &b->units[i];
