@@ -28,6 +28,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    const char *key;  /* --rows */
     const char *fsdp; /* NULL: DP */
     int hsdp;         /* 1: replicas = supernodes */
     int one;          /* 1: one rank, the same threads (the reference for tokens/s) */
@@ -35,14 +36,14 @@ typedef struct {
 } fconfig;
 
 static const fconfig fconfigs[] = {
-    {"1 rank", NULL, 0, 1, 0},
-    {"dp", NULL, 0, 0, 0},
-    {"fsdp2-style fsdp", "level=3 style=fsdp2", 0, 0, 0},
-    {"hyperpar fsdp", "level=3", 0, 0, 0},
-    {"fsdp2-style hsdp", "level=3 style=fsdp2", 1, 0, 0},
-    {"hyperpar hsdp", "level=3", 1, 0, 0},
-    {"hyperpar fsdp b16c", "level=3 gather=bf16 reduce=bf16", 0, 0, 1}, /* bf16 gathers and reductions */
-    {"hyperpar hsdp b16c", "level=3 gather=bf16 reduce=bf16", 1, 0, 1},
+    {"1 rank", "one", NULL, 0, 1, 0},
+    {"dp", "dp", NULL, 0, 0, 0},
+    {"fsdp2-style fsdp", "fsdp2-fsdp", "level=3 style=fsdp2", 0, 0, 0},
+    {"hyperpar fsdp", "fsdp", "level=3", 0, 0, 0},
+    {"fsdp2-style hsdp", "fsdp2-hsdp", "level=3 style=fsdp2", 1, 0, 0},
+    {"hyperpar hsdp", "hsdp", "level=3", 1, 0, 0},
+    {"hyperpar fsdp b16c", "fsdp-b16c", "level=3 gather=bf16 reduce=bf16", 0, 0, 1}, /* bf16 gathers and reductions */
+    {"hyperpar hsdp b16c", "hsdp-b16c", "level=3 gather=bf16 reduce=bf16", 1, 0, 1},
 };
 
 static void child_row(void *result, void *ctx) {
@@ -61,6 +62,9 @@ typedef struct {
     float bw, lat;
     const char *dtype;
     const char *unit_bytes; /* hyperpar's rows: units by bytes ("" : one per block plus the root) */
+    const char *keep_bytes; /* hyperpar's rows across supernodes: units kept for the backward ("": none) */
+    const char *fsdp2_reshard; /* the fsdp2 style's reshard: "on" (FSDP2's default) or "off" */
+    const char *rows;       /* comma-separated row keys to run ("": all) */
     hp_world *world; /* under mpirun: the processes' world (rows run in this process), else NULL */
     int lead;        /* 1: this process prints (rank 0's) */
 } fopts;
@@ -90,7 +94,10 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
                model, m.layers, o->dtype, B, T, o->ranks, o->supernodes, o->world ? " = MPI processes" : "", (double)o->bw,
                (double)o->lat, o->threads, o->world ? "per process" : "in all", o->steps,
                o->bf16 ? " (b16c: parameters gathered and gradients reduced in bf16)" : "");
-        if (o->unit_bytes[0]) printf("hyperpar's units: by bytes, unit_bytes=%s (fsdp2 style: one per block plus the root)\n", o->unit_bytes);
+        printf("hyperpar's units: %s%s%s%s; the fsdp2 style: one unit per block plus the root, reshard %s%s\n",
+               o->unit_bytes[0] ? "by bytes, unit_bytes=" : "one per block plus the root", o->unit_bytes,
+               o->keep_bytes[0] ? ", keep_bytes=" : "", o->keep_bytes, o->fsdp2_reshard,
+               !strcmp(o->fsdp2_reshard, "on") ? " (FSDP2's default reshard_after_forward=True)" : "");
         printf("%-18s %9s %7s %9s %10s %10s %8s %9s %9s %10s\n", "config", "tok/s", "vs 1", "step ms", "compute ms",
                "exposed ms", "exposed%", "commstep", "hidden%", "memory MB");
     }
@@ -99,10 +106,23 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
     for (size_t i = 0; i < sizeof fconfigs / sizeof fconfigs[0]; i++) {
         const fconfig *fc = &fconfigs[i];
         if (fc->bf16_only && !o->bf16) continue;
-        char set[160];
+        if (o->rows[0]) { /* only the rows named */
+            char want[96];
+            snprintf(want, sizeof want, ",%s,", fc->key);
+            char have[160];
+            snprintf(have, sizeof have, ",%s,", o->rows);
+            if (!strstr(have, want)) continue;
+        }
+        char set[200];
         const char *fs = fc->fsdp;
-        if (fs && o->unit_bytes[0] && !strstr(fs, "fsdp2")) /* hyperpar's rows: units by bytes */
-            snprintf(set, sizeof set, "%s unit_bytes=%s", fs, o->unit_bytes), fs = set;
+        if (fs && !strstr(fs, "fsdp2")) { /* hyperpar's rows: units by bytes, units kept */
+            snprintf(set, sizeof set, "%s%s%s%s%s", fs, o->unit_bytes[0] ? " unit_bytes=" : "", o->unit_bytes,
+                     o->keep_bytes[0] ? " keep_bytes=" : "", o->keep_bytes);
+            fs = set;
+        } else if (fs) { /* the fsdp2 style's reshard */
+            snprintf(set, sizeof set, "%s reshard=%s", fs, o->fsdp2_reshard);
+            fs = set;
+        }
         hp_bench_fsdp_config cfg = {m, B, T, o->ranks, fc->hsdp ? o->supernodes : 1, fs, o->supernodes, o->bw,
                                     o->lat, o->threads, o->steps, o->bf16, o->world};
         if (fc->one) cfg.ranks = 1, cfg.supernodes = 1;
@@ -131,17 +151,19 @@ static int run_model(const char *model, const fopts *o, FILE *jf, int *nrows) {
         if (jf)
             fprintf(jf,
                     "%s  {\"config\": \"%s\", \"model\": \"%s\", \"layers\": %d, \"dtype\": \"%s\", \"ranks\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %g, "
-                    "\"inter_latency_us\": %g, \"unit_bytes\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
+                    "\"inter_latency_us\": %g, \"unit_bytes\": \"%s\", \"keep_bytes\": \"%s\", \"fsdp2_reshard\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.2f, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"comm_steps_ms\": %.3f, \"comm_busy_ms\": %.3f, \"hidden_pct\": %.2f, \"memory_mb\": %.3f}",
                     (*nrows)++ ? ",\n" : "", fc->name, model, m.layers, o->dtype, cfg.ranks, cfg.supernodes, (double)o->bw,
-                    (double)o->lat, fs && !strstr(fs, "fsdp2") ? o->unit_bytes : "", cfg.threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
+                    (double)o->lat, fs && !strstr(fs, "fsdp2") ? o->unit_bytes : "",
+                    fs && !strstr(fs, "fsdp2") ? o->keep_bytes : "", fs && strstr(fs, "fsdp2") ? o->fsdp2_reshard : "", cfg.threads, r.r.tokens_per_s, r.r.step_ms, r.r.compute_ms, r.r.exposed_comm_ms,
                     r.r.comm_steps_ms, r.r.comm_busy_ms, r.r.hidden_pct, r.r.memory_mb);
     }
     return rc;
 }
 
 int hp_cmd_bench_fsdp(int argc, char **argv) {
-    char model[32] = "small", json[512] = "", dtype[8] = "fp32", unit_bytes[24] = "";
+    char model[32] = "small", json[512] = "", dtype[8] = "fp32", unit_bytes[24] = "", keep_bytes[24] = "",
+         reshard[8] = "on", rows[128] = "";
     fopts o = {.threads = 2, .steps = 5, .ranks = 4, .supernodes = 2, .bw = 1.0f, .lat = 50.0f};
     hp_opt tab[] = {
         {"model", HP_OPT_STR, model, sizeof model, "small | gpt2-124m | all (both, one after the other)"},
@@ -155,6 +177,13 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         {"dtype", HP_OPT_STR, dtype, sizeof dtype, "fp32 | bf16: the compute dtype (bf16 adds rows that gather and reduce in bf16)"},
         {"unit-bytes", HP_OPT_STR, unit_bytes, sizeof unit_bytes,
          "hyperpar's rows: FSDP units by bytes (e.g. 8M; the plan's unit_bytes=); empty: one per block plus the root"},
+        {"keep-bytes", HP_OPT_STR, keep_bytes, sizeof keep_bytes,
+         "hyperpar's rows across supernodes: gathered units kept for the backward, up to this size (the plan's "
+         "keep_bytes=); empty: none"},
+        {"fsdp2-reshard", HP_OPT_STR, reshard, sizeof reshard,
+         "on | off: the fsdp2 style's reshard after forward (on: FSDP2's default)"},
+        {"rows", HP_OPT_STR, rows, sizeof rows,
+         "only these rows, comma-separated: one, dp, fsdp2-fsdp, fsdp, fsdp2-hsdp, hsdp, fsdp-b16c, hsdp-b16c"},
         {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -177,7 +206,9 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         st = hp_errorf("hyperpar bench fsdp: --dtype must be fp32 or bf16, got '%s'", dtype);
     o.bf16 = !strcmp(dtype, "bf16");
     o.dtype = dtype;
-    o.unit_bytes = unit_bytes;
+    o.unit_bytes = unit_bytes, o.keep_bytes = keep_bytes, o.fsdp2_reshard = reshard, o.rows = rows;
+    if (!st && strcmp(reshard, "on") && strcmp(reshard, "off"))
+        st = hp_errorf("hyperpar bench fsdp: --fsdp2-reshard must be on or off, got '%s'", reshard);
     if (!st && (!(o.bw >= 0) || !(o.lat >= 0))) st = hp_errorf("hyperpar bench fsdp: --inter-bw and --inter-latency must be >= 0");
     if (st) {
         hp_cli_error(st);
