@@ -38,6 +38,7 @@ extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_
  * parallel/grad_rows: a.i[0] names the parameter); with the first two inputs
  * only (its local form) it does nothing. */
 extern const hp_opdef hp_op_grad_rows;
+int hp_op_is_grad_rows(const hp_opdef *op); /* 1: op is grad_rows */
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
 /* Splits every linear_bwd node of order[0..*norder) that computes both the

@@ -262,7 +262,7 @@ hp_status hp_pass_rows(int *nrows, hp_rank_graph *rg, const hp_graph *global, co
     hp_graph_params(g, ids, np);
     hp_status st = HP_OK;
     for (int i = 0; !st && i < n0; i++) {
-        if (g->nodes[i].op != &hp_op_grad_rows) continue;
+        if (!hp_op_is_grad_rows(g->nodes[i].op)) continue;
         st = split_rows(rg, i, global, prop, m, fsdp, micro, K < 1 ? 1 : K, ids, np);
         (*nrows)++;
     }
