@@ -184,13 +184,15 @@ hp_status hp_comm_run(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
  * the buffers and the arrays in *a must stay valid until hp_comm_wait (a
  * itself is copied). Calls on one group run in the order they were started. */
 hp_status hp_comm_start(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a);
-/* The same, then (once it succeeded) a second collective a2 on group g2, on
- * g's lane as one call: a fused two-step reduction (FSDP's reduce-scatter
- * inside the shard group, then the all-reduce across the replicas) whose
- * second step starts the moment the first ends, driven by the lane and not
- * by the rank. g2's calls then run in g's lane order: every call a rank makes
- * on g2 must be one of these, or be ordered against them by the caller
- * (waited before the next starts). */
+/* The same, then (once it succeeded) a second collective a2 on group g2, as
+ * one request: a fused two-step reduction (FSDP's reduce-scatter inside the
+ * shard group, then the all-reduce across the replicas) whose second step is
+ * queued on g2's lane the moment the first ends, driven by the lanes and not
+ * by the rank; g's lane goes on with its next call meanwhile (a reduce-scatter
+ * never waits behind an all-reduce across supernodes). g2's calls then run in
+ * the order their first steps finished, which is g's lane order: every call a
+ * rank makes on g2 must be one of these, or be ordered against them by the
+ * caller (waited before the next starts). */
 hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a,
                              hp_comm_group *g2, const hp_comm_args *a2);
 /* Waits until the first call of a hp_comm_start_then request has finished

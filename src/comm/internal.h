@@ -95,9 +95,10 @@ struct hp_comm_req {
     hp_comm_rank *r;
     hp_comm_group *g;
     hp_comm_args a;
-    hp_comm_group *g2; /* hp_comm_start_then: the second call, run after a on the same lane (NULL: none) */
+    hp_comm_group *g2; /* hp_comm_start_then: the second call, run after a on g2's lane (NULL: none) */
     hp_comm_args a2;
     int done1;         /* the first call has finished (hp_comm_wait_first) */
+    int stage2;        /* queued on g2's lane for its second call */
     int lane;
     hp_status st;
     int done;

@@ -49,6 +49,31 @@ static int lane_of(const hp_comm_rank *r, const hp_comm_group *g) {
     return m < 0 ? 0 : g->lane[m];
 }
 
+static void *lane_main(void *arg);
+
+/* Queues q on lane li, starting the lane's thread on its first call (under r->mu). */
+static hp_status enqueue(hp_comm_rank *r, hp_comm_req *q, int li) {
+    hp_comm_lane *l = &r->lanes[li];
+    q->lane = li;
+    q->next = NULL;
+    if (l->qtail) l->qtail->next = q;
+    else l->qhead = q;
+    l->qtail = q;
+    l->pending++;
+    if (!l->has_thread) {
+        if (pthread_create(&l->thread, NULL, lane_main, l)) {
+            /* q is the lane's only call (no thread ever ran there): take it back out */
+            l->qhead = l->qtail = NULL;
+            l->pending--;
+            return hp_errorf("comm: rank %d: cannot start a communication thread for group '%s'", r->rank,
+                             (q->stage2 ? q->g2 : q->g)->name);
+        }
+        l->has_thread = 1;
+    }
+    pthread_cond_signal(&l->cv);
+    return HP_OK;
+}
+
 static void *lane_main(void *arg) {
     hp_comm_lane *l = arg;
     hp_comm_rank *r = l->r;
@@ -61,16 +86,24 @@ static void *lane_main(void *arg) {
         if (!l->qhead) l->qtail = NULL;
         pthread_mutex_unlock(&r->mu);
         int64_t t0 = hp_comm_now_ns();
-        hp_status st = hp_comm_exec(r, &l->s, q->g, &q->a);
-        if (!st && q->g2) {
-            pthread_mutex_lock(&r->mu);
-            q->done1 = 1;
-            pthread_cond_broadcast(&r->done_cv);
-            pthread_mutex_unlock(&r->mu);
-            st = hp_comm_exec(r, &l->s, q->g2, &q->a2);
-        }
+        hp_status st = q->stage2 ? hp_comm_exec(r, &l->s, q->g2, &q->a2) : hp_comm_exec(r, &l->s, q->g, &q->a);
         atomic_fetch_add_explicit(&r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
         pthread_mutex_lock(&r->mu);
+        if (!st && q->g2 && !q->stage2) {
+            /* the first call is done: the second goes to its own group's lane, so this lane's next first call
+             * (a reduce-scatter inside the supernode) does not wait behind it (an all-reduce across them) */
+            q->done1 = 1;
+            q->stage2 = 1;
+            q->next = NULL;
+            l->pending--;
+            hp_status e = enqueue(r, q, lane_of(r, q->g2));
+            pthread_cond_broadcast(&r->done_cv);
+            if (!e) continue;
+            q->st = e;
+            q->done = 1;
+            pthread_cond_broadcast(&r->done_cv);
+            continue;
+        }
         q->st = st;
         q->done = 1;
         l->pending--;
@@ -88,7 +121,6 @@ hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *
                              hp_comm_group *g2, const hp_comm_args *a2) {
     *req = NULL;
     int li = lane_of(r, g);
-    hp_comm_lane *l = &r->lanes[li];
     pthread_mutex_lock(&r->mu);
     hp_comm_req *q = r->spare; /* a finished handle if there is one */
     if (q) r->spare = q->next;
@@ -103,23 +135,13 @@ hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *
     q->a = *a;
     q->g2 = a2 ? g2 : NULL;
     if (q->g2) q->a2 = *a2;
-    q->lane = li;
-    if (l->qtail) l->qtail->next = q;
-    else l->qhead = q;
-    l->qtail = q;
-    l->pending++;
-    if (!l->has_thread) {
-        if (pthread_create(&l->thread, NULL, lane_main, l)) {
-            l->qhead = l->qtail = NULL; /* nothing else was queued: no thread ran there */
-            l->pending--;
-            q->next = r->spare;
-            r->spare = q;
-            pthread_mutex_unlock(&r->mu);
-            return hp_errorf("comm: rank %d: cannot start a communication thread for group '%s'", r->rank, g->name);
-        }
-        l->has_thread = 1;
+    hp_status st = enqueue(r, q, li);
+    if (st) {
+        q->next = r->spare;
+        r->spare = q;
+        pthread_mutex_unlock(&r->mu);
+        return st;
     }
-    pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&r->mu);
     *req = q;
     return HP_OK;

@@ -3,8 +3,10 @@
  *
  * Layout. Every parameter the plan's `fsdp:` line manages (trainable, and
  * Replicate on the shard and replicate axes) belongs to one unit (the plan's
- * `unit` globs, first match wins; without units: one per block "<a>.<N>" of
- * its name, plus "root" for the rest). The rank's parameter store is laid out
+ * `unit` globs, first match wins; unit_bytes: runs of parameters in the
+ * forward's first-use order up to that many bytes, a small parameter (at most
+ * a sixteenth of it) joining its neighbour; otherwise one per block "<a>.<N>"
+ * of its name, plus "root" for the rest). The rank's parameter store is laid out
  * unit by unit: a unit's parameters in graph order, each starting on a
  * 16-float (64-byte) boundary, the unit padded with zeros to a multiple of
  * 16 x members floats, so that it splits into `members` equal shards of
