@@ -197,7 +197,8 @@ static hp_status split_rows(hp_rank_graph *rg, int i, const hp_graph *global, co
     if (k == np) return hp_errorf("rows: '%s' is not a parameter of the rank's graph", global->vals[pg].name);
     int rows = g->nodes[i].in[0], idv = g->nodes[i].in[1], gid = global->nodes[gi].in[1];
     int64_t N = hp_val_numel(g, idv), C = g->vals[rows].shape.d[g->vals[rows].shape.ndim - 1];
-    const char *pn = g->vals[p].name;
+    char pn[HP_NAME_LEN]; /* a copy: adding values may move g->vals */
+    memcpy(pn, g->vals[p].name, HP_NAME_LEN);
     char nm[HP_NAME_LEN];
     snprintf(nm, sizeof nm, "%.80s.rows", pn);
     int rec = persistent(g, g->vals[rows].dtype, (hp_shape){2, {(int64_t)K * N, C}}, nm);
