@@ -9,9 +9,6 @@
 
 #include "api/plan_report.h"
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* The listed parameters' units and parts: t[k] for global value listed[k]. */
 static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *listed, int nlisted) {
     const hp_fsdp_plan *f = &cc->fsdp;
@@ -28,12 +25,9 @@ static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *l
         const hp_fsdp_unit *un = &f->units[f->unit_of[p]];
         int64_t numel = 1;
         for (int d = 0; d < t[k].ndim; d++) numel *= t[k].local_shape[d];
-        int64_t o = (int64_t)(f->offset[p] - un->offset), lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
-        int64_t a = max64(o, lo), b = min64(o + numel, hi);
         t[k].fsdp_unit = f->unit_of[p];
-        t[k].fsdp_offset = o;
-        t[k].fsdp_begin = a < b ? a - o : 0;
-        t[k].fsdp_end = a < b ? b - o : 0;
+        t[k].fsdp_offset = (int64_t)(f->offset[p] - un->offset);
+        hp_fsdp_shard_part(&t[k].fsdp_begin, &t[k].fsdp_end, f, p, numel);
     }
     free(ids);
 }

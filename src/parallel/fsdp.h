@@ -165,6 +165,10 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
  * out (0 or 1), or -1 on error (the graph's). */
 int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_rank_graph *rg, int p, int k,
                          int replicas);
+/* Parameter k's part in this rank's shard of its unit (k managed; numel the
+ * elements of its local piece): its flat elements [*begin, *end); returns 0
+ * (and an empty range) when the shard holds none of it. */
+int hp_fsdp_shard_part(int64_t *begin, int64_t *end, const hp_fsdp_plan *f, int k, int64_t numel);
 void hp_fsdp_plan_free(hp_fsdp_plan *f);
 /* Floats of the plan's largest unit (0 without units). */
 size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f);

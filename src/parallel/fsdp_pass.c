@@ -466,26 +466,33 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     return st;
 }
 
+int hp_fsdp_shard_part(int64_t *begin, int64_t *end, const hp_fsdp_plan *f, int k, int64_t numel) {
+    const hp_fsdp_unit *un = &f->units[f->unit_of[k]];
+    int64_t o = (int64_t)(f->offset[k] - un->offset), lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
+    int64_t a = o > lo ? o : lo, b = o + numel < hi ? o + numel : hi;
+    *begin = a < b ? a - o : 0, *end = a < b ? b - o : 0;
+    return a < b;
+}
+
 int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_rank_graph *rg, int p, int k,
                          int replicas) {
     int u = f->unit_of[k];
     hp_graph *g = rg->g;
     const hp_fsdp_unit *un = &f->units[u];
-    int64_t o = (int64_t)(f->offset[k] - un->offset), n = hp_val_numel(g, p);
-    int64_t lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
-    int64_t a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
-    if (a >= b) return 0;
+    int64_t o = (int64_t)(f->offset[k] - un->offset), lo = (int64_t)un->shard * f->me, pa, pb;
+    if (!hp_fsdp_shard_part(&pa, &pb, f, k, hp_val_numel(g, p))) return 0;
+    int64_t a = o + pa; /* the part's start in the unit's floats */
     char nm[HP_NAME_LEN];
-    snprintf(nm, sizeof nm, "%.70s[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
-    int pv = hp_graph_view(g, p, a - o, hp_shape1(b - a), nm);
-    snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)(a - o), (long long)(b - o));
+    snprintf(nm, sizeof nm, "%.70s[%lld:%lld]", g->vals[p].name, (long long)pa, (long long)pb);
+    int pv = hp_graph_view(g, p, pa, hp_shape1(pb - pa), nm);
+    snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)pa, (long long)pb);
     int gv = -1;
     if (pv >= 0 && un->grad_acc >= 0) /* accumulated: the shard's accumulator */
-        gv = hp_graph_view(g, un->grad_acc, a - lo, hp_shape1(b - a), nm);
+        gv = hp_graph_view(g, un->grad_acc, a - lo, hp_shape1(pb - pa), nm);
     else if (pv >= 0 && g->vals[un->grad_shard].view_of >= 0) /* level 1: the shard is a view of the unit's gradient */
-        gv = hp_graph_view(g, un->grad, a, hp_shape1(b - a), nm);
+        gv = hp_graph_view(g, un->grad, a, hp_shape1(pb - pa), nm);
     else if (pv >= 0)
-        gv = hp_graph_view(g, un->grad_shard, a - lo, hp_shape1(b - a), nm);
+        gv = hp_graph_view(g, un->grad_shard, a - lo, hp_shape1(pb - pa), nm);
     if (gv < 0) return -1;
     *out = (hp_optim_phase_param){pv, gv, replicas, 1, p};
     return 1;

@@ -68,19 +68,20 @@ hp_status hp_pass_rows_split(int *nsplit, hp_graph *g, hp_propagation *prop, con
 
 /* ---- the rows, on the rank's graph ---- */
 
-static int micro_of(const hp_node *n, const hp_tensor *in, int has, int at, int *m, int *K) {
-    *m = 0, *K = 1;
+/* The micro-batch input in[at] when there is one (has): *m its index; 1 at
+ * the last micro-batch (or without the input). */
+static int micro_of(const hp_tensor *in, int has, int at, int *m) {
+    *m = 0;
     if (!has) return 1;
     const int32_t *mb = in[at].data;
-    *m = mb[0], *K = mb[1];
-    (void)n;
-    return mb[0] == mb[1] - 1; /* the last micro-batch */
+    *m = mb[0];
+    return mb[0] == mb[1] - 1;
 }
 
 static void keep_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out, (void)k;
-    int m, K;
-    micro_of(n, in, (int)n->a.i[0], 2, &m, &K);
+    int m;
+    micro_of(in, (int)n->a.i[0], 2, &m);
     size_t rb = (size_t)hp_shape_numel(&in[0].shape) * hp_dtype_size(in[0].dtype);
     size_t ib = (size_t)hp_shape_numel(&in[1].shape) * sizeof(int32_t);
     memcpy((char *)in[n->nin].data + rb * (size_t)m, in[0].data, rb);
@@ -90,8 +91,8 @@ static void keep_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
 const hp_opdef hp_op_grad_rows_keep = {.name = "grad_rows_keep", .run = keep_run, .bytes = hp_ops_io_bytes};
 
 static void gather_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    int m, K;
-    if (!micro_of(n, in, (int)n->a.i[1], 1, &m, &K)) return;
+    int m;
+    if (!micro_of(in, (int)n->a.i[1], 1, &m)) return;
     hp_rank_ctx *c = k->rank;
     hp_comm_group *grp = hp_mesh_comm_group(c->mc, (int)n->a.i[0], c->rank);
     /* ids move as 4-byte words (a gather copies, it sums nothing) */
@@ -118,8 +119,8 @@ const hp_opdef hp_op_grad_rows_gather = {.name = "grad_rows_gather", .nout = 1, 
  * adds nothing. */
 static void apply_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out, (void)k;
-    int m, K;
-    if (!micro_of(n, in, (int)n->a.i[0], 2, &m, &K)) return;
+    int m;
+    if (!micro_of(in, (int)n->a.i[0], 2, &m)) return;
     int64_t pa = n->a.i[1], pb = n->a.i[2], off = n->a.i[3], rows = n->a.i[5], N = n->a.i[6];
     int KK = (int)n->a.i[4];
     const hp_tensor *rec = &in[0];
@@ -174,11 +175,9 @@ static int target_of(int *tv, int64_t *pa, int64_t *pb, int64_t *off, const hp_r
         return *tv >= 0;
     }
     const hp_fsdp_unit *un = &f->units[f->unit_of[k]];
-    int64_t o = (int64_t)(f->offset[k] - un->offset), lo = (int64_t)un->shard * f->me, hi = lo + (int64_t)un->shard;
-    int64_t a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
-    if (a >= b) return 0;
+    if (!hp_fsdp_shard_part(pa, pb, f, k, n)) return 0;
     *tv = un->grad_acc >= 0 ? un->grad_acc : un->grad_shard;
-    *pa = a - o, *pb = b - o, *off = a - lo;
+    *off = (int64_t)(f->offset[k] - un->offset) + *pa - (int64_t)un->shard * f->me; /* in the rank's shard */
     return 1;
 }
 

@@ -20,9 +20,6 @@
 #include "ops/ops.h"
 #include "parallel/compile.h"
 #include "parallel/grad_rows.h"
-#include "runtime/dist.h"
-#include "runtime/program.h"
-#include "runtime/validate.h"
 #include "testutil.h"
 #include "validate_model.h"
 
@@ -155,26 +152,12 @@ static void validated(const model *m, int reps, int dp, const char *fsdp, int ze
         CHECK(!zero_dp || f->level == 1);
         if (fsdp && strstr(fsdp, "unit_bytes")) /* the table's unit's shard boundary cuts one of its rows */
             CHECK(f->unit_of[0] == 0 && f->units[0].shard < 256 * 32 && f->units[0].shard % 32 != 0);
-        CHECK_OK(hp_dist_scatter_params(d, &m->ps));
-        for (int i = 0; i < hp_dist_nranks(d); i++) {
-            hp_dist_rank *r = hp_dist_rank_at(d, i);
-            hp_dist_scatter_value(d, r, m->io.tokens, hp_program_data(r->prog, r->c.rg.map[m->io.tokens]), m->tokens);
-            hp_dist_scatter_value(d, r, m->io.targets, hp_program_data(r->prog, r->c.rg.map[m->io.targets]),
-                                  m->targets);
-        }
-        hp_validator *v = NULL;
-        hp_validate_config vc = {.g = hp_dist_global(d), .d = d};
-        CHECK_OK(hp_validate_create(&v, &vc));
+        model_scatter(d, m);
         hp_validate_report rep = {0};
-        if (v) {
-            CHECK_OK(hp_validate_step(v, &rep));
-            CHECK_OK(hp_validate_gradients(v, &rep));
-            CHECK(rep.ngrads == m->ps.n && rep.worst <= 1e-5 && rep.worst > 0);
+        if (model_validate_clean(d, m, &rep))
             printf("%s %dx%d: worst gradient error %.3g (%s)\n", fsdp ? fsdp : "dp", reps, dp, rep.worst,
                    rep.worst_index >= 0 ? rep.grads[rep.worst_index].name : "-");
-        }
         hp_validate_report_free(&rep);
-        hp_validate_destroy(v);
         hp_dist_destroy(d);
     }
     hp_comm_world_destroy(w);

@@ -50,12 +50,7 @@ static int setup_create(setup *s, const model *m, int reps, int dp, int tp, cons
                          .compile = {.train = 1, .optim = &oc, .max_norm = 1.0f, .dtype = dt}};
     CHECK_OK(hp_dist_create(&s->d, &dc));
     if (!s->d) return 0;
-    CHECK_OK(hp_dist_scatter_params(s->d, &m->ps));
-    for (int i = 0; i < hp_dist_nranks(s->d); i++) {
-        hp_dist_rank *r = hp_dist_rank_at(s->d, i);
-        hp_dist_scatter_value(s->d, r, m->io.tokens, hp_program_data(r->prog, r->c.rg.map[m->io.tokens]), m->tokens);
-        hp_dist_scatter_value(s->d, r, m->io.targets, hp_program_data(r->prog, r->c.rg.map[m->io.targets]), m->targets);
-    }
+    model_scatter(s->d, m);
     return 1;
 }
 
@@ -70,14 +65,8 @@ static void clean(const model *m, int reps, int dp, int tp, int sn) {
     if (!setup_create(&s, m, reps, dp, tp, NULL, HP_F32, sn)) return;
     /* a shard group across supernodes gathers into transient slots (parallel/fsdp_slots) */
     CHECK(hp_dist_rank_at(s.d, 0)->c.fsdp.transient == (sn > 1 && reps == 1));
-    hp_validator *v = NULL;
-    hp_validate_config vc = {.g = hp_dist_global(s.d), .d = s.d};
-    CHECK_OK(hp_validate_create(&v, &vc));
     hp_validate_report rep = {0};
-    if (v) {
-        CHECK_OK(hp_validate_step(v, &rep));
-        CHECK_OK(hp_validate_gradients(v, &rep));
-        CHECK(rep.ngrads == m->ps.n && rep.worst <= 1e-5 && rep.worst > 0);
+    if (model_validate_clean(s.d, m, &rep)) {
         int shards = 0;
         for (int i = 0; i < rep.ngrads; i++) shards += !strcmp(rep.grads[i].layout, "fsdp shards");
         CHECK(shards == m->ps.n); /* every GPT-2 parameter is managed */
@@ -85,7 +74,6 @@ static void clean(const model *m, int reps, int dp, int tp, int sn) {
                dp, tp, sn, rep.nops, rep.worst);
     }
     hp_validate_report_free(&rep);
-    hp_validate_destroy(v);
     setup_free(&s);
 }
 

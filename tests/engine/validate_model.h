@@ -10,7 +10,10 @@
 #include "core/rng.h"
 #include "models/gpt2.h"
 #include "ops/ops.h"
+#include "runtime/dist.h"
 #include "runtime/params.h"
+#include "runtime/program.h"
+#include "runtime/validate.h"
 #include "testutil.h"
 
 typedef struct {
@@ -41,6 +44,32 @@ static inline void model_build_graph(model *m, int B, int T, int differentiate) 
 }
 
 static inline void model_build(model *m, int B, int T) { model_build_graph(m, B, T, 1); }
+
+/* The model's parameters, tokens and targets into every rank of d. */
+static inline void model_scatter(hp_dist *d, const model *m) {
+    CHECK_OK(hp_dist_scatter_params(d, &m->ps));
+    for (int i = 0; i < hp_dist_nranks(d); i++) {
+        hp_dist_rank *r = hp_dist_rank_at(d, i);
+        hp_dist_scatter_value(d, r, m->io.tokens, hp_program_data(r->prog, r->c.rg.map[m->io.tokens]), m->tokens);
+        hp_dist_scatter_value(d, r, m->io.targets, hp_program_data(r->prog, r->c.rg.map[m->io.targets]), m->targets);
+    }
+}
+
+/* One validated step of d against its global graph, then the gradient check:
+ * clean, every parameter's gradient within 1e-5 of the reference's and some
+ * differing (another summation order). *rep is the caller's to free; returns
+ * 1 when the step ran. */
+static inline int model_validate_clean(hp_dist *d, const model *m, hp_validate_report *rep) {
+    hp_validator *v = NULL;
+    hp_validate_config vc = {.g = hp_dist_global(d), .d = d};
+    CHECK_OK(hp_validate_create(&v, &vc));
+    if (!v) return 0;
+    CHECK_OK(hp_validate_step(v, rep));
+    CHECK_OK(hp_validate_gradients(v, rep));
+    CHECK(rep->ngrads == m->ps.n && rep->worst <= 1e-5 && rep->worst > 0);
+    hp_validate_destroy(v);
+    return 1;
+}
 
 static inline void model_free(model *m) {
     free(m->tokens), free(m->targets);
