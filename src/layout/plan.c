@@ -117,11 +117,16 @@ hp_status hp_plan_add_input_str(hp_plan *p, const char *pattern, const char *lay
 }
 
 
-#define LINE_MAX_LEN 1024
+/* A rule's name pattern, and a unit's name, are at most this long (a line
+ * itself has no limit: what the plan prints parses back). */
+#define PATTERN_MAX_LEN 1024
 
-/* One non-empty, comment-free line; ix: the rules' indexes (params, inputs). */
+/* One non-empty, comment-free line; ix: the rules' indexes (params, inputs);
+ * buf: scratch of 3 * (strlen(line) + 1) bytes. */
 static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const char *name, int lineno,
-                            hp_strindex ix[2]) {
+                            hp_strindex ix[2], char *buf) {
+    size_t cap = strlen(line) + 1;
+    char *rest = buf, *head = buf + cap, *pattern = buf + 2 * cap;
     const char *colon = strchr(line, ':');
     const char *kw_end = line;
     while (*kw_end && !isspace((unsigned char)*kw_end) && *kw_end != ':') kw_end++;
@@ -133,45 +138,45 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
         return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param', 'input', 'fsdp:' or 'unit')", name,
                          lineno, line);
     if (!colon) return hp_errorf("%s:%d: '%s' entry has no ':'", name, lineno, kw);
-    char rest[LINE_MAX_LEN];
-    hp_text_trimmed(rest, sizeof rest, strrchr(line, ':') + 1, line + strlen(line));
+    hp_text_trimmed(rest, cap, strrchr(line, ':') + 1, line + strlen(line));
+    char where[4096 + 32];
+    snprintf(where, sizeof where, "%s:%d", name, lineno);
     if (is_mesh) {
-        char between[LINE_MAX_LEN];
-        hp_text_trimmed(between, sizeof between, kw_end, colon);
-        if (between[0]) return hp_errorf("%s:%d: unexpected '%s' between 'mesh' and ':'", name, lineno, between);
-        if (*have_mesh) return hp_errorf("%s:%d: mesh given twice", name, lineno);
+        hp_text_trimmed(head, cap, kw_end, colon);
+        if (head[0]) return hp_errorf("%s: unexpected '%.80s' between 'mesh' and ':'", where, head);
+        if (*have_mesh) return hp_errorf("%s: mesh given twice", where);
         hp_mesh m;
         hp_status st = hp_mesh_parse(&m, rest);
-        if (st) return hp_error_wrap(st, "%s:%d", name, lineno);
+        if (st) return hp_error_wrap(st, "%s", where);
         p->mesh = m;
         *have_mesh = 1;
         return HP_OK;
     }
-    if (!*have_mesh) return hp_errorf("%s:%d: '%s' before the 'mesh:' line (the mesh comes first)", name, lineno, kw);
+    if (!*have_mesh) return hp_errorf("%s: '%s' before the 'mesh:' line (the mesh comes first)", where, kw);
     if (is_fsdp || is_unit) {
-        char where[LINE_MAX_LEN + 32], head[LINE_MAX_LEN];
-        snprintf(where, sizeof where, "%s:%d", name, lineno);
-        hp_text_trimmed(head, sizeof head, kw_end, colon);
-        hp_text_trimmed(rest, sizeof rest, colon + 1, line + strlen(line));
-        if (is_fsdp && head[0]) return hp_errorf("%s: unexpected '%s' between 'fsdp' and ':'", where, head);
+        hp_text_trimmed(head, cap, kw_end, colon);
+        hp_text_trimmed(rest, cap, colon + 1, line + strlen(line));
+        if (is_fsdp && head[0]) return hp_errorf("%s: unexpected '%.80s' between 'fsdp' and ':'", where, head);
         if (is_unit && !head[0]) return hp_errorf("%s: 'unit' entry has no unit name before ':'", where);
+        if (is_unit && strlen(head) >= PATTERN_MAX_LEN)
+            return hp_errorf("%s: unit name '%.40s...' is longer than %d characters", where, head, PATTERN_MAX_LEN - 1);
         return is_fsdp ? hp_plan_set_fsdp(p, rest, where) : hp_plan_add_fsdp_unit(p, head, rest, where);
     }
     const char *last = strrchr(line, ':');
-    char pattern[LINE_MAX_LEN];
-    hp_text_trimmed(pattern, sizeof pattern, kw_end, last);
-    if (!pattern[0]) return hp_errorf("%s:%d: '%s' entry has no name pattern before ':'", name, lineno, kw);
-    if (!rest[0]) return hp_errorf("%s:%d: %s '%s' has no layout after ':'", name, lineno, kw, pattern);
+    hp_text_trimmed(pattern, cap, kw_end, last);
+    if (!pattern[0]) return hp_errorf("%s: '%s' entry has no name pattern before ':'", where, kw);
+    if (strlen(pattern) >= PATTERN_MAX_LEN)
+        return hp_errorf("%s: %s pattern '%.40s...' is longer than %d characters", where, kw, pattern,
+                         PATTERN_MAX_LEN - 1);
+    if (!rest[0]) return hp_errorf("%s: %s '%s' has no layout after ':'", where, kw, pattern);
     hp_layout l;
     hp_status st = hp_layout_parse(&l, rest, &p->mesh);
-    if (st) return hp_error_wrap(st, "%s:%d: %s '%s'", name, lineno, kw, pattern);
-    char where[LINE_MAX_LEN + 32];
-    snprintf(where, sizeof where, "%s:%d", name, lineno);
+    if (st) return hp_error_wrap(st, "%s: %s '%s'", where, kw, pattern);
     st = add_rule(p, is_input, pattern, &l, where, &ix[is_input]);
     if (st) {
         /* drop add_rule's "plan: " prefix: the location says it */
         const char *msg = hp_status_msg(st);
-        hp_status e = hp_errorf("%s:%d: %s", name, lineno, strncmp(msg, "plan: ", 6) ? msg : msg + 6);
+        hp_status e = hp_errorf("%s: %s", where, strncmp(msg, "plan: ", 6) ? msg : msg + 6);
         hp_status_free(st);
         return e;
     }
@@ -198,12 +203,15 @@ hp_status hp_plan_parse(hp_plan *out, const char *text, const char *name) {
         const char *end = nl ? nl : p + strlen(p);
         const char *hash = memchr(p, '#', (size_t)(end - p));
         const char *stop = hash ? hash : end;
-        char line[LINE_MAX_LEN];
-        if (hp_text_trimmed(line, sizeof line, p, stop) < 0) {
-            st = hp_errorf("%s:%d: line is longer than %d characters", name, lineno, LINE_MAX_LEN - 1);
+        size_t cap = (size_t)(stop - p) + 1;
+        char *line = malloc(4 * cap);
+        if (!line) {
+            st = hp_errorf("%s:%d: out of memory", name, lineno);
             break;
         }
-        if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno, ix);
+        hp_text_trimmed(line, cap, p, stop);
+        if (line[0]) st = parse_line(out, &have_mesh, line, name, lineno, ix, line + cap);
+        free(line);
         p = nl ? nl + 1 : end;
     }
     hp_strindex_free(&ix[0]), hp_strindex_free(&ix[1]);

@@ -62,8 +62,14 @@ done
 if [[ ${#failed[@]} -gt 0 ]]; then
     for t in "${failed[@]}"; do
         echo "== fuzz_$t: the report in build-fuzz/logs/$t.log"
-        grep -m1 -A30 -E '==ERROR|runtime error|fuzz property failed|ALARM|out-of-memory|deadly signal' \
-            "build-fuzz/logs/$t.log" | head -40 || true
+        grep -m1 -B12 -A30 -E '==ERROR|runtime error|fuzz property failed|ALARM|out-of-memory|deadly signal' \
+            "build-fuzz/logs/$t.log" | head -52 || true
+        # The input itself, so that a finding on another machine can be replayed here.
+        for f in build-fuzz/artifacts/"$t"/*; do
+            [[ -f $f ]] || continue
+            echo "== the input $(basename "$f") ($(wc -c <"$f") bytes; od -c, first 1 KiB):"
+            head -c 1024 "$f" | od -An -c -w32
+        done
         echo "== ... and its end"
         tail -12 "build-fuzz/logs/$t.log"
     done

@@ -131,6 +131,24 @@ static void test_errors(void) {
     CHECK_ERR(hp_plan_parse(&p, "mesh: dp=2\nparam wte: R\nparam wte: S(0)@dp\n", "t.plan"),
               "t.plan:3: param 'wte' repeats the rule at t.plan:2");
     CHECK_ERR(hp_plan_load(&p, "/nonexistent/dir/x.plan"), "/nonexistent/dir/x.plan: cannot open");
+    /* a line has no length limit (a plan printed with every axis named parses back); a pattern has one */
+    {
+        char text[4200], pat[1100];
+        memset(pat, 'x', 1020), pat[1020] = 0;
+        snprintf(text, sizeof text, "mesh: dp=2,tp=2,pp=2\nparam %s:R\n", pat);
+        CHECK_OK(hp_plan_parse(&p, text, "t.plan"));
+        char printed[4200];
+        hp_plan_str(printed, sizeof printed, &p);
+        CHECK(strlen(printed) > strlen(text)); /* "R@dp,R@tp,R@pp" */
+        hp_plan q;
+        CHECK_OK(hp_plan_parse(&q, printed, "printed"));
+        CHECK(q.nparams == 1 && !strcmp(q.params[0].pattern, pat));
+        hp_plan_free(&q), hp_plan_free(&p);
+        memset(pat, 'x', 1024), pat[1024] = 0;
+        snprintf(text, sizeof text, "mesh: dp=2\nparam %s: R\n", pat);
+        CHECK_ERR(hp_plan_parse(&p, text, "t.plan"), "t.plan:2: param pattern 'xxxxxxxx");
+        CHECK_ERR(hp_plan_parse(&p, text, "t.plan"), "...' is longer than 1023 characters");
+    }
     /* the C API */
     hp_mesh m;
     CHECK_OK(hp_mesh_parse(&m, "dp=2"));
