@@ -28,6 +28,8 @@ void hp_graph_destroy(hp_graph *g) {
 
 hp_status hp_graph_status(const hp_graph *g) { return g->err; }
 
+hp_status hp_graph_error(const hp_graph *g) { return g->err ? hp_errorf("%s", hp_status_msg(g->err)) : HP_OK; }
+
 void hp_graph_fail(hp_graph *g, hp_status err) {
     if (!err) return;
     if (g->err)

@@ -93,6 +93,9 @@ hp_status hp_graph_create(hp_graph **out);
 void hp_graph_destroy(hp_graph *g);
 /* The first builder error, or HP_OK. The graph keeps ownership. */
 hp_status hp_graph_status(const hp_graph *g);
+/* The graph's error as a status of the caller's own (a copy: the graph keeps and frees its
+ * own), HP_OK when there is none: what a pass returns. */
+hp_status hp_graph_error(const hp_graph *g);
 /* Records err as the graph's error unless one is already recorded (then frees it). */
 void hp_graph_fail(hp_graph *g, hp_status err);
 

@@ -214,7 +214,7 @@ hp_status hp_linear_bwd_split(int *nsplit, hp_graph *g, int *order, int *norder,
         char name[HP_NAME_LEN];
         snprintf(name, sizeof name, "%.88s.wgrad", n->name);
         int w = hp_graph_node_into(g, &hp_op_linear_bwd, in, 3, out, 3, &a, n->phase, n->fwd_node);
-        HP_TRY(hp_graph_status(g));
+        HP_TRY(hp_graph_error(g));
         memcpy(g->nodes[w].name, name, HP_NAME_LEN);
         g->nodes[node].out[1] = g->nodes[node].out[2] = -1;
         memmove(order + i + 2, order + i + 1, sizeof(int) * (size_t)(*norder - i - 1));

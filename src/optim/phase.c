@@ -167,7 +167,7 @@ hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim
     free(w), free(grads);
     if (io->sumsq_local >= 0) g->vals[io->sumsq_local].persistent = 1; /* read after the step (the norm) */
     io->sumsq = io->sumsq_local;
-    return hp_graph_status(g);
+    return hp_graph_error(g);
 }
 
 void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr) {
@@ -256,7 +256,7 @@ static hp_status emit_muon(hp_optim_phase_io *io, hp_graph *g, const hp_optim_co
         a = b;
     }
     free(keys), free(xin);
-    return hp_graph_status(g);
+    return hp_graph_error(g);
 }
 
 /* text += s (a growing malloc'd string; on failure *text is freed and NULL). */
@@ -399,7 +399,7 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
         int in[3] = {io->sumsq, io->lr, io->step};
         int node = hp_graph_node_list(g, &hp_op_adamw_update, in, 3, xin, nx, NULL, 0, &at, HP_PHASE_OPT);
         if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "adamw_update[%d tensors]", io->nadamw);
-        st = hp_graph_status(g);
+        st = hp_graph_error(g);
     }
     if (!st) st = emit_muon(io, g, cfg, max_norm, params, kinds, n);
     free(op), free(kinds), free(xin), free(decays);

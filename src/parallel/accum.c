@@ -46,7 +46,7 @@ static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro
         memset(&at, 0, sizeof at);
         int node = a >= 0 ? hp_graph_node_list(g, &hp_op_grad_accumulate, &micro, 1, xin, 2, NULL, 0, &at, HP_PHASE_BWD)
                           : -1;
-        HP_TRY(hp_graph_status(g));
+        HP_TRY(hp_graph_error(g));
         snprintf(g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.grad_accumulate", un->name);
         HP_TRY(hp_rank_graph_sync_nodes(rg));
         rg->hint[node] = HP_HINT_BEFORE(un->reduce_node[0]);
@@ -114,7 +114,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
     }
     if (nx <= 0) { /* nothing else to accumulate (or out of memory: the graph's status says) */
         free(ids), free(xin);
-        return hp_graph_status(g);
+        return hp_graph_error(g);
     }
     hp_attrs at;
     memset(&at, 0, sizeof at);
@@ -123,7 +123,7 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
     if (node >= 0)
         snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors%s]", nx / per, L > 1 ? ", tree" : "");
     free(ids), free(xin);
-    HP_TRY(hp_graph_status(g));
+    HP_TRY(hp_graph_error(g));
     HP_TRY(hp_rank_graph_sync_nodes(rg));
     rg->hint[node] = HP_HINT_END;
     return HP_OK;

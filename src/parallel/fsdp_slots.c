@@ -205,7 +205,7 @@ hp_status hp_fsdp_slots_make(hp_fsdp_slots *out, hp_fsdp_plan *f, hp_graph *g, c
                                    g->vals[ids[k]].shape, nm);
         if (out->pc[k] >= 0) g->vals[out->pc[k]].no_grad = 1;
     }
-    st = hp_graph_status(g);
+    st = hp_graph_error(g);
     /* the readers read the copies */
     for (int i = 0; !st && i < n0; i++) {
         hp_node *n = &g->nodes[i];

@@ -212,7 +212,7 @@ hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagat
     }
     free(c.conv);
     out->g->loss = out->loss;
-    hp_status st = hp_graph_status(out->g);
+    hp_status st = hp_graph_error(out->g);
     if (!st) {
         st = build_global_of(out, g);
         out->nnode_of = out->g->nnodes;
@@ -221,10 +221,11 @@ hp_status hp_lower_rank(hp_rank_graph *out, const hp_graph *g, const hp_propagat
         for (int i = 0; out->hint && i < out->g->nnodes; i++) out->hint[i] = -1;
         out->nglobal_of = out->g->nvals;
         if (st) hp_graph_fail(out->g, st);
-        st = hp_graph_status(out->g);
+        st = hp_graph_error(out->g);
     }
     if (st) {
         hp_status e = hp_errorf("lower (rank %d): %s", rank, hp_status_msg(st));
+        hp_status_free(st);
         hp_rank_graph_free(out);
         return e;
     }

@@ -55,7 +55,7 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         }
         if (fsdp_managed) {
             int got = hp_fsdp_optim_pieces(&pp[n], fsdp, rg, p, k, replicas);
-            if (got < 0) st = hp_graph_status(g);
+            if (got < 0) st = hp_graph_error(g);
             else n += got;
             continue;
         }
@@ -73,7 +73,7 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
             g->vals[sum].persistent = 1;
             io->sumsq = sum;
         }
-        st = hp_graph_status(g);
+        st = hp_graph_error(g);
     }
     if (!st) st = hp_optim_phase_updates(io, g, cfg, max_norm, pp, n);
     if (!st) st = hp_rank_graph_sync_nodes(rg);

@@ -75,7 +75,7 @@ hp_status hp_pass_reduce_dtype(hp_reduce_dtype_result *out, hp_rank_graph *rg, h
         out->bytes_after += rg->ctx.plans[g->nodes[i].a.i[0]].bytes;
         anchor[n] = i, narrow[n] = c, n++;
     }
-    hp_status st = hp_graph_status(g);
+    hp_status st = hp_graph_error(g);
     if (!st) st = hp_rank_graph_sync_nodes(rg);
     for (int k = 0; !st && k < n; k++) {
         rg->hint[narrow[k]] = HP_HINT_BEFORE(anchor[k]);

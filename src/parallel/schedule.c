@@ -126,7 +126,7 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     int window = o->max_inflight > 0 ? o->max_inflight : 4;
     int n0 = g->nnodes;
     out->nsplit = o->overlap ? split_reductions(rg, window) : 0;
-    HP_TRY(hp_graph_status(g));
+    HP_TRY(hp_graph_error(g));
     HP_TRY(hp_rank_graph_sync_nodes(rg));
     rg->ctx.nslots = out->nsplit < window ? out->nsplit : window;
     int nn = g->nnodes;
