@@ -14,6 +14,7 @@
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
 #include "parallel/reduce_dtype.h"
+#include "parallel/wgrad_first.h"
 
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void note(hp_compiled *c, const char *name, const char *fmt, ...) {
@@ -219,6 +220,17 @@ static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* wgrad first: a linear's weight gradient before its input gradient where a reduction starts on it. */
+static hp_status pass_wgrad_first(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->train) return HP_OK;
+    int n = 0;
+    HP_TRY(hp_pass_wgrad_first(&n, &c->rg, o->schedule.overlap));
+    if (n)
+        note(c, "wgrad first", "%d linear backward%s split: the input gradient after the weight gradient's "
+             "reduction starts", n, n == 1 ? "" : "s");
+    return HP_OK;
+}
+
 /* schedule: the step order. */
 static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
     hp_schedule_opts so = o->schedule;
@@ -278,6 +290,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_accumulate(out, o);
     if (!st) st = pass_rows(out, o);
     if (!st) st = pass_optimizer(out, o);
+    if (!st) st = pass_wgrad_first(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
     if (!st) st = pass_holdings(out);

@@ -124,14 +124,30 @@ static hp_status byte_units(hp_fsdp_plan *out, const hp_graph *g, const hp_propa
     }
     for (int k = 0; k < np; k++)
         if (out->unit_of[k] >= 0 && !seen[k]) ord[n++] = k;
-    int cur = -1, first = -1;
+    /* where each gradient is complete in the backward (a gradient's rows added at the end, parallel/grad_rows,
+     * do not count: its reduction starts before them) */
+    int *done = kof; /* reused: kof is not read below */
+    for (int k = 0; k < np; k++) done[k] = -1;
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *nd = &g->nodes[i];
+        if (nd->phase != HP_PHASE_BWD || hp_op_is_grad_rows(nd->op)) continue;
+        for (int q = 0; q < nd->nout; q++)
+            for (int k = 0; k < np && nd->out[q] >= 0; k++)
+                if (g->vals[ids[k]].grad == nd->out[q]) done[k] = i;
+    }
+    int cur = -1, first = -1, prev = -1;
     size_t sum = 0;
     for (int q = 0; q < n; q++) {
         int k = ord[q];
         hp_shape local;
         hp_local_shape(&local, NULL, &g->vals[ids[k]].shape, &prop->val[ids[k]], m, rank);
         size_t b = align_up((size_t)hp_shape_numel(&local), HP_FSDP_ALIGN) * sizeof(float);
-        if (cur < 0 || (sum + b > (size_t)budget && b > (size_t)budget / 16)) {
+        /* a parameter whose gradient is complete later in the backward than that of the one before it in the
+         * forward (GPT-2's position table after the tied embedding, whose LM-head part is complete first)
+         * starts a unit: it would hold the unit's reduction back */
+        int late = prev >= 0 && done[k] > done[prev];
+        prev = k;
+        if (cur < 0 || late || (sum + b > (size_t)budget && b > (size_t)budget / 16)) {
             cur = out->nunits++, first = k, sum = 0;
             snprintf(out->units[cur].name, HP_NAME_LEN, "%s", g->vals[ids[k]].name);
         }
@@ -310,7 +326,7 @@ static hp_status emit_gather(hp_rank_graph *rg, const hp_fsdp_plan *f, int u, co
     int s = emit(rg, &hp_op_fsdp_gather_start, NULL, 0, xp, nx, NULL, 0, u, ph, f->units[u].name, what);
     int w = emit(rg, &hp_op_fsdp_gather_wait, NULL, 0, xp, nx, NULL, 0, u, ph, f->units[u].name, wn);
     HP_TRY(hp_rank_graph_sync_nodes(rg));
-    HP_TRY(hp_graph_status(rg->g));
+    HP_TRY(hp_graph_error(rg->g));
     hp_node *ns = &rg->g->nodes[s], *nw = &rg->g->nodes[w];
     ns->a.i[2] = nw->a.i[2] = f->gather_bf16;
     ns->a.i[3] = nw->a.i[3] = f->transient ? f->units[u].slot : -1;
@@ -433,7 +449,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
             g->vals[gv].persistent = f->level == 1;
         }
     }
-    if (!st) st = hp_graph_status(g);
+    if (!st) st = hp_graph_error(g);
     /* backward: each unit's reduction after its last node, waited after the next one's start */
     int prev = -1, la = 0;
     while (la < nu && last[2 * la] < 0) la++;
@@ -448,7 +464,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
                     ? emit(rg, &hp_op_fsdp_allreduce_wait, &io[1], 1, NULL, 0, NULL, 0, u, HP_PHASE_BWD, nm, "replicas_wait")
                     : -1;
         st = hp_rank_graph_sync_nodes(rg);
-        if (!st) st = hp_graph_status(g);
+        if (!st) st = hp_graph_error(g);
         if (st) break;
         f->units[u].reduce_node[0] = s, f->units[u].reduce_node[1] = w, f->units[u].reduce_node[2] = a;
         /* reduce=bf16: a.i[2] set, a.i[3] the buffer pair (reductions alternate in backward order) */

@@ -67,9 +67,11 @@ static void test_dp_tp(void) {
         CHECK(r->naxes == 2 && !strcmp(r->axis_name[0], "dp") && r->axis_size[1] == 2);
         CHECK(r->model.layers == 2 && r->vocab_padded == 256 && r->nparams == 124672 && r->batch == 4);
         CHECK(!strcmp(r->optimizer, "adamw") && !strncmp(r->plan_text, "mesh: dp=2,tp=2", 15));
-        const char *passes[] = {"autodiff", "propagate", "fsdp", "lower", "optimizer", "schedule", "memory"};
-        CHECK(r->npasses == 7);
-        for (int i = 0; i < 7 && i < r->npasses; i++) CHECK(!strcmp(r->passes[i].name, passes[i]) && r->passes[i].note[0]);
+        /* (wgrad first: each linear's input gradient after its weight gradient's all-reduce starts) */
+        const char *passes[] = {"autodiff", "propagate", "fsdp", "lower", "optimizer", "wgrad first", "schedule", "memory"};
+        CHECK(r->npasses == 8);
+        for (int i = 0; i < 8 && i < r->npasses; i++) CHECK(!strcmp(r->passes[i].name, passes[i]) && r->passes[i].note[0]);
+        CHECK(r->npasses > 5 && strstr(r->passes[5].note, "split"));
         CHECK(r->nreported == 1 && r->nnotes == 0);
         const hp_plan_rank_report *r0 = &r->ranks[0];
         CHECK(r0->rank == 0 && !strcmp(r0->axis_group[0], "dp[0,2]") && !strcmp(r0->axis_group[1], "tp[0,1]"));

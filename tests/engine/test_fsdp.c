@@ -38,7 +38,9 @@ static int touches_unit(const hp_compiled *c, const hp_node *n, int u, int grads
     return 0;
 }
 
-/* Schedule positions of the FSDP nodes against the unit's readers. */
+/* Schedule positions of the FSDP nodes against the unit's readers: gathered before its first reader, reduced
+ * after the last node that writes its gradients (readers of its parameters may follow: the reduction does not
+ * touch them, parallel/wgrad_first). */
 static void check_places(const hp_compiled *c) {
     const hp_graph *g = c->rg.g;
     const hp_schedule *s = &c->sched;
@@ -52,7 +54,7 @@ static void check_places(const hp_compiled *c) {
             else if (n->op == &hp_op_fsdp_reduce_start && mine) rs = k;
             else if (n->op->communicates && strncmp(n->op->name, "fsdp", 4) == 0) continue;
             else if (n->phase == HP_PHASE_FWD && first_read < 0 && touches_unit(c, n, u, 0)) first_read = k;
-            else if (n->phase == HP_PHASE_BWD && (touches_unit(c, n, u, 0) || touches_unit(c, n, u, 1))) last_touch = k;
+            else if (n->phase == HP_PHASE_BWD && touches_unit(c, n, u, 1)) last_touch = k; /* its gradients */
         }
         CHECK(gs >= 0 && gw > gs && first_read > gw);
         CHECK(rs > last_touch && last_touch >= 0);

@@ -80,6 +80,15 @@ static void structure(const model *m) {
         CHECK(!strcmp(c.fsdp.units[0].name, "wte") && c.fsdp.units[0].nparams == 1);
         int red = first_step(&c, &hp_op_fsdp_reduce_start, "fsdp.wte."), blk = first_block_bwd(&c);
         CHECK(red >= 0 && blk >= 0 && red < blk);
+        /* wgrad first: the LM head's weight gradient, then the reduction, then its input gradient */
+        int wg = first_step(&c, &hp_op_linear_bwd, "head."), dg = -1;
+        for (int i = 0; i < c.sched.n; i++)
+            if (strstr(c.rg.g->nodes[c.sched.order[i]].name, "head.") &&
+                strstr(c.rg.g->nodes[c.sched.order[i]].name, ".dgrad"))
+                dg = i;
+        CHECK(wg >= 0 && wg + 1 == red && dg > red && dg < blk);
+        CHECK(c.rg.g->nodes[c.sched.order[wg]].out[0] < 0 && c.rg.g->nodes[c.sched.order[wg]].out[1] >= 0);
+        CHECK(dg >= 0 && c.rg.g->nodes[c.sched.order[dg]].out[0] >= 0 && c.rg.g->nodes[c.sched.order[dg]].out[1] < 0);
         /* the end moves the rows: 2 members x (B/2 x T positions) x (C floats + 1 id) */
         double rows;
         int ng;
@@ -126,12 +135,16 @@ static void structure(const model *m) {
     }
 }
 
-/* One step of plan (reps x dp, fsdp settings or NULL) under validation mode:
+/* One step of plan (reps x dp, fsdp settings or NULL; units: the plan names its units) under validation mode:
  * clean, every gradient within 1e-5 of the reference's. */
-static void validated(const model *m, int reps, int dp, const char *fsdp, int zero_dp) {
+static void validated(const model *m, int reps, int dp, const char *fsdp, int zero_dp, int units) {
     hp_plan plan;
     CHECK_OK(hp_plan_gpt2(&plan, reps, dp, 1));
     if (fsdp) CHECK_OK(hp_plan_set_fsdp(&plan, fsdp, "test"));
+    if (units) { /* the table, the position table and the first block's qkv in one unit */
+        CHECK_OK(hp_plan_add_fsdp_unit(&plan, "a", "wte wpe h.0.ln1.* h.0.attn.qkv.*", "test"));
+        CHECK_OK(hp_plan_add_fsdp_unit(&plan, "rest", "*", "test"));
+    }
     hp_comm_opts co;
     hp_comm_opts_default(&co);
     co.mpi = 0;
@@ -150,7 +163,7 @@ static void validated(const model *m, int reps, int dp, const char *fsdp, int ze
         CHECK(count_op(hp_dist_global(d), &hp_op_grad_rows) == 1);
         const hp_fsdp_plan *f = &hp_dist_rank_at(d, 0)->c.fsdp;
         CHECK(!zero_dp || f->level == 1);
-        if (fsdp && strstr(fsdp, "unit_bytes")) /* the table's unit's shard boundary cuts one of its rows */
+        if (units) /* the table's unit's shard boundary cuts one of its rows */
             CHECK(f->unit_of[0] == 0 && f->units[0].shard < 256 * 32 && f->units[0].shard % 32 != 0);
         model_scatter(d, m);
         hp_validate_report rep = {0};
@@ -169,12 +182,13 @@ int main(void) {
     model m;
     model_build(&m, B, T);
     structure(&m);
-    /* 48 KiB units: the table, the position table and the first block's qkv in one unit, whose shard boundary
-     * cuts a row of the table */
-    validated(&m, 1, 2, "shard=dp unit_bytes=48K", 0);
-    validated(&m, 2, 2, "shard=dp replicate=rep unit_bytes=48K", 0);
-    validated(&m, 1, 2, "shard=dp level=1", 1);
-    validated(&m, 1, 2, NULL, 0);
+    /* "units": the table, the position table and the first block's qkv in one unit, whose shard boundary cuts
+     * a row of the table (units by bytes keep the table alone: the position table's gradient is complete last) */
+    validated(&m, 1, 2, "shard=dp", 0, 1);
+    validated(&m, 2, 2, "shard=dp replicate=rep", 0, 1);
+    validated(&m, 1, 2, "shard=dp unit_bytes=48K", 0, 0);
+    validated(&m, 1, 2, "shard=dp level=1", 1, 0);
+    validated(&m, 1, 2, NULL, 0, 0);
     model_free(&m);
     return hp_test_finish("test_grad_rows");
 }
