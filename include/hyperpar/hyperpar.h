@@ -380,7 +380,8 @@ typedef struct {
     long long unit_bytes;  /* > 0: units by bytes (runs of parameters in forward order up to this size); 0: one
                             * per block plus the root */
     long long keep_bytes;  /* a shard group across supernodes: bytes of gathered units kept from the forward for
-                            * the backward (no second gather); 0: the slots' own */
+                            * the backward (no second gather); 0: the slots' own; -1: as many as the memory
+                            * budget allows (training: --memory, or the memory available; "keep_bytes=auto") */
 } hp_fsdp_settings;
 /* Defaults as the text form's: level 3, prefetch 1, reshard on, fp32, hyperpar, shard "dp". */
 void hp_fsdp_settings_default(hp_fsdp_settings *s);

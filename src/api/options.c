@@ -178,7 +178,8 @@ static const hp_train_optdef defs[] = {
       "2^30); empty: one unit per block plus the root"),
     D("fsdp-keep-bytes", HP_OPT_STR, fsdp_keep_bytes, "", NULL, PLAN,
       "FSDP across supernodes (reshard on): gathered units kept from the forward for the backward, up to this many "
-      "bytes, the backward's first ones first (e.g. 64M); empty: only what the slots still hold"),
+      "bytes, the backward's first ones first (e.g. 64M); auto: as many as --memory (or the memory available) "
+      "allows; empty: only what the slots still hold"),
     D("reshard", HP_OPT_STR, reshard, "on", "on|off", PLAN, "on | off: FSDP reshard after forward (across supernodes)"),
     D("fsdp-reduce", HP_OPT_STR, fsdp_reduce, "fp32", "fp32|bf16", PLAN,
       "fp32 | bf16: FSDP reduce-scatters the gradients in this dtype (bf16: half the bytes, summed in fp32; shards "
@@ -363,8 +364,8 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->fsdp_unit_bytes[0] && hp_text_bytes(&ub, o->fsdp_unit_bytes))
         BAD("--fsdp-unit-bytes must be a byte count >= 1 (e.g. 8M, 65536; K, M, G: 2^10, 2^20, 2^30), got '%s'",
             o->fsdp_unit_bytes);
-    if (o->fsdp_keep_bytes[0] && hp_text_bytes(&ub, o->fsdp_keep_bytes))
-        BAD("--fsdp-keep-bytes must be a byte count >= 1 (e.g. 64M; K, M, G: 2^10, 2^20, 2^30), got '%s'",
+    if (o->fsdp_keep_bytes[0] && strcmp(o->fsdp_keep_bytes, "auto") && hp_text_bytes(&ub, o->fsdp_keep_bytes))
+        BAD("--fsdp-keep-bytes must be a byte count >= 1 (e.g. 64M; K, M, G: 2^10, 2^20, 2^30) or auto, got '%s'",
             o->fsdp_keep_bytes);
     if (o->fsdp_keep_bytes[0] && !(o->fsdp > 1 || o->hsdp[0] || o->zero))
         BAD("--fsdp-keep-bytes applies to --fsdp, --hsdp and --zero (a plan file says keep_bytes= on its fsdp line)");
@@ -408,7 +409,8 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
     int64_t ub = 0, kb = 0;
     if (o->fsdp_unit_bytes[0] && hp_text_bytes(&ub, o->fsdp_unit_bytes))
         return hp_errorf("%s: --fsdp-unit-bytes '%s' is not a byte count", prog, o->fsdp_unit_bytes);
-    if (o->fsdp_keep_bytes[0] && hp_text_bytes(&kb, o->fsdp_keep_bytes))
+    if (!strcmp(o->fsdp_keep_bytes, "auto")) kb = HP_FSDP_KEEP_AUTO;
+    else if (o->fsdp_keep_bytes[0] && hp_text_bytes(&kb, o->fsdp_keep_bytes))
         return hp_errorf("%s: --fsdp-keep-bytes '%s' is not a byte count", prog, o->fsdp_keep_bytes);
     HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;

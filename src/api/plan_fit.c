@@ -295,29 +295,74 @@ hp_status hp_plan_fit_check(hp_plan_fit *out, const hp_plan_report_config *c, do
     return st;
 }
 
-hp_status hp_api_train_fit(void *ctx, hp_comm_world *world, const hp_compile_opts *co, int threads_per_rank) {
+hp_status hp_api_hosted_need(double *need, int *transient, const hp_graph *g, const hp_plan *plan,
+                             const hp_compile_opts *c, int first, int count, int threads_per_rank) {
+    *need = 0, *transient = 0;
+    for (int r = first; r < first + count; r++) {
+        hp_compiled cc;
+        HP_TRY(hp_compile(&cc, g, plan, r, c));
+        hp_plan_memory m;
+        hp_plan_gather_memory(&m, &cc, threads_per_rank);
+        *need += m.total;
+        *transient |= cc.fsdp.transient;
+        hp_compiled_free(&cc);
+    }
+    return HP_OK;
+}
+
+hp_status hp_api_fsdp_keep_auto(int64_t *out, const hp_graph *g, const hp_plan *plan, const hp_compile_opts *co,
+                                int first, int count, int threads_per_rank, double budget) {
+    hp_compile_opts c = *co;
+    *out = 0;
+    double need;
+    int transient;
+    c.fsdp_keep_auto = 0;
+    HP_TRY(hp_api_hosted_need(&need, &transient, g, plan, &c, first, count, threads_per_rank));
+    if (!transient || budget <= 0 || need >= budget) return HP_OK;
+    int64_t lo = 0, hi = 0; /* fits at lo; hi: every parameter's bytes (all units kept) */
+    for (int k = 0; k < g->nvals; k++)
+        if (g->vals[k].kind == HP_V_PARAM) hi += hp_shape_numel(&g->vals[k].shape) * (int64_t)sizeof(float);
+    c.fsdp_keep_auto = hi;
+    HP_TRY(hp_api_hosted_need(&need, &transient, g, plan, &c, first, count, threads_per_rank));
+    if (need <= budget) {
+        *out = hi;
+        return HP_OK;
+    }
+    int64_t step = hi / 256 > 65536 ? hi / 256 : 65536; /* the resolution: 1/256 of the model or 64 KiB */
+    for (int it = 0; it < 12 && hi - lo > step; it++) {
+        int64_t mid = lo + (hi - lo) / 2;
+        c.fsdp_keep_auto = mid;
+        HP_TRY(hp_api_hosted_need(&need, &transient, g, plan, &c, first, count, threads_per_rank));
+        if (need <= budget) lo = mid;
+        else hi = mid;
+    }
+    *out = lo;
+    return HP_OK;
+}
+
+hp_status hp_api_train_fit(void *ctx, hp_comm_world *world, hp_compile_opts *co, int threads_per_rank) {
     hp_train *t = ctx;
     double limit = t->cfg.memory_limit_bytes;
     const hp_plan *plan = t->cfg.plan ? &t->cfg.plan->plan : NULL;
     /* a world that does not fit the mesh: runtime/dist's error says so */
-    if (limit < 0 || hp_comm_world_size(world) != (plan ? hp_mesh_size(&plan->mesh) : 1)) return HP_OK;
-    hp_plan_fit *f = calloc(1, sizeof *f);
-    if (!f) return hp_errorf("hp_train_create: out of memory");
+    if (hp_comm_world_size(world) != (plan ? hp_mesh_size(&plan->mesh) : 1)) return HP_OK;
     int first, count;
     hp_comm_hosted_ranks(world, &first, &count);
-    f->first_rank = first, f->ranks_here = count;
     hp_compile_opts c = *co;
     c.supernode_ranks = hp_comm_supernodes(world) > 1 ? hp_comm_ranks_per_supernode(world) : 0; /* as dist sets it */
-    hp_status st = HP_OK;
-    for (int r = first; !st && r < first + count; r++) {
-        hp_compiled cc;
-        st = hp_compile(&cc, t->m->g, plan, r, &c);
-        if (st) break;
-        hp_plan_memory m;
-        hp_plan_gather_memory(&m, &cc, threads_per_rank);
-        f->needed += m.total;
-        hp_compiled_free(&cc);
+    if (plan && plan->fsdp.level > 0 && plan->fsdp.keep_bytes == HP_FSDP_KEEP_AUTO) {
+        double budget = limit > 0 ? limit : 0;
+        char src[64];
+        if (!(budget > 0)) hp_memory_available(&budget, src, sizeof src), budget *= 0.9;
+        HP_TRY(hp_api_fsdp_keep_auto(&co->fsdp_keep_auto, t->m->g, plan, &c, first, count, threads_per_rank, budget));
+        c.fsdp_keep_auto = co->fsdp_keep_auto;
     }
+    if (limit < 0) return HP_OK;
+    hp_plan_fit *f = calloc(1, sizeof *f);
+    if (!f) return hp_errorf("hp_train_create: out of memory");
+    f->first_rank = first, f->ranks_here = count;
+    int transient;
+    hp_status st = hp_api_hosted_need(&f->needed, &transient, t->m->g, plan, &c, first, count, threads_per_rank);
     if (!st) verdict(f, limit);
     if (!st && !f->fits) {
         int n = plan ? hp_mesh_size(&plan->mesh) : 1;

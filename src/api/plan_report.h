@@ -46,8 +46,24 @@ void hp_api_fsdp_finish(hp_plan_fsdp *f, const hp_plan *plan);
 
 /* api/plan_fit: hp_trainer_config.before_alloc of hp_train (ctx: the
  * hp_train): the programs of the process's ranks against the memory
- * available, an error saying what would fit when they do not. */
-hp_status hp_api_train_fit(void *ctx, hp_comm_world *world, const hp_compile_opts *co, int threads_per_rank);
+ * available, an error saying what would fit when they do not. An FSDP plan
+ * with keep_bytes=auto first gets the most bytes of units kept from the
+ * forward for the backward that fit the budget (--memory, or 90% of the
+ * memory available), in co->fsdp_keep_auto. */
+hp_status hp_api_train_fit(void *ctx, hp_comm_world *world, hp_compile_opts *co, int threads_per_rank);
+/* The bytes the programs of ranks first..first+count-1 of model g under plan
+ * need (compiled with c, nothing allocated, counted as the plan report
+ * counts them); *transient: whether FSDP gathers into transient slots there
+ * (where keep_bytes matters). */
+hp_status hp_api_hosted_need(double *need, int *transient, const hp_graph *g, const hp_plan *plan,
+                             const hp_compile_opts *c, int first, int count, int threads_per_rank);
+/* keep_bytes=auto: the most bytes of units kept from the forward for the
+ * backward (co->fsdp_keep_auto tried by bisection over the bytes, to 1/256
+ * of the parameters' or 64 KiB)
+ * whose programs fit in budget bytes; 0 when none fit or no unit is gathered
+ * twice; every parameter's bytes when all fit. */
+hp_status hp_api_fsdp_keep_auto(int64_t *out, const hp_graph *g, const hp_plan *plan, const hp_compile_opts *co,
+                                int first, int count, int threads_per_rank, double budget);
 
 /* The ranks of rank's group along a mesh axis: "tp[0,1]". */
 void hp_plan_group_str(char *buf, size_t n, const hp_mesh *m, int axis, int rank);

@@ -470,6 +470,20 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
         if (t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, &e);
         if (t->run) hp_api_run_oversubscribed(t->run, over[0], over[1], over[2]);
     }
+    const hp_fsdp_plan *fp = hp_dist_nranks(d) > 0 ? &hp_dist_rank_at(d, 0)->c.fsdp : NULL;
+    if (fp && fp->level > 0 && c->plan && c->plan->plan.fsdp.keep_bytes == HP_FSDP_KEEP_AUTO && hp_dist_lead(d)) {
+        int nk = 0;
+        double kb = 0;
+        for (int u = 0; u < fp->nunits; u++)
+            if (fp->units[u].keep) nk++, kb += (double)fp->units[u].size * 4;
+        char msg[300], b1[32], b2[32];
+        snprintf(msg, sizeof msg, "fsdp keep_bytes=auto: %d of %d units (%s) kept from the forward for the backward "
+                 "(the memory budget allows %s)%s", nk, fp->nunits, hp_api_bytes_str(b1, sizeof b1, kb),
+                 hp_api_bytes_str(b2, sizeof b2, (double)fp->keep_bytes),
+                 fp->transient ? "" : "; nothing is gathered twice here (no shard group across supernodes)");
+        hp_event e = {.kind = HP_EVENT_NOTE, .message = msg};
+        if (t->cfg.on_event) t->cfg.on_event(t->cfg.event_ctx, &e);
+    }
     if (t->run && hp_dist_lead(d)) {
         char mesh[128];
         hp_mesh_str(mesh, sizeof mesh, hp_dist_mesh(d));

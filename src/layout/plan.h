@@ -41,6 +41,7 @@ typedef struct {
 
 /* FSDP levels (ZeRO): 1 = optimizer state sharded, 2 = + gradients, 3 = +
  * parameters (one copy per supernode, shared by its ranks). */
+#define HP_FSDP_KEEP_AUTO (-1) /* hp_fsdp_spec.keep_bytes: chosen by the memory budget */
 typedef enum { HP_FSDP_STYLE_HYPERPAR = 0, HP_FSDP_STYLE_FSDP2 = 1 } hp_fsdp_style;
 
 typedef struct {
@@ -61,7 +62,9 @@ typedef struct {
                                 * parameter then reaches compute rounded to bf16: needs bf16 compute) */
     hp_fsdp_style style;
     int64_t keep_bytes;        /* transient gathered units: bytes of units kept whole from their forward to
-                                * their backward (no second gather), the backward's first ones first */
+                                * their backward (no second gather), the backward's first ones first;
+                                * HP_FSDP_KEEP_AUTO ("keep_bytes=auto"): as many as the memory budget allows
+                                * (hp_compile_opts.fsdp_keep_auto, which the trainer settles) */
     int64_t unit_bytes;        /* > 0: automatic units by bytes (parallel/fsdp: runs of parameters in the
                                 * forward's first-use order up to this many bytes); 0: one per block + root */
     hp_fsdp_unit_rule *units;  /* [nunits]: first matching unit wins; none: the default units */

@@ -84,7 +84,16 @@ static hp_status set_key(hp_fsdp_request *r, char *shard, char *replicate, const
         return HP_OK;
     }
     if (!strcmp(key, "unit_bytes")) return byte_size(&r->unit_bytes, v, key, where);
-    if (!strcmp(key, "keep_bytes")) return byte_size(&r->keep_bytes, v, key, where);
+    if (!strcmp(key, "keep_bytes")) {
+        if (!strcmp(v, "auto")) {
+            r->keep_bytes = HP_FSDP_KEEP_AUTO;
+            return HP_OK;
+        }
+        if (hp_text_bytes(&r->keep_bytes, v))
+            return hp_errorf("%s: fsdp keep_bytes=%s: expected a byte count >= 1 (e.g. 64M; K, M, G: 2^10, 2^20, "
+                             "2^30) or auto (as many units as the memory budget allows)", where, v);
+        return HP_OK;
+    }
     if (!strcmp(key, "style")) {
         if (!strcmp(v, "hyperpar")) r->style = HP_FSDP_STYLE_HYPERPAR;
         else if (!strcmp(v, "fsdp2")) r->style = HP_FSDP_STYLE_FSDP2;
@@ -119,7 +128,8 @@ hp_status hp_plan_set_fsdp_request(hp_plan *p, const hp_fsdp_request *r, const c
     f->reduce_bf16 = r->reduce_bf16 ? 1 : 0, f->gather_bf16 = r->gather_bf16 ? 1 : 0, f->style = r->style;
     f->unit_bytes = r->unit_bytes;
     f->keep_bytes = r->keep_bytes;
-    if (!st && r->keep_bytes < 0) st = hp_errorf("%s: fsdp keep_bytes=%lld: expected a byte count >= 1", where,
+    if (!st && r->keep_bytes < 0 && r->keep_bytes != HP_FSDP_KEEP_AUTO)
+        st = hp_errorf("%s: fsdp keep_bytes=%lld: expected a byte count >= 1 or auto (HP_FSDP_KEEP_AUTO)", where,
                                                  (long long)r->keep_bytes);
     if (!st && r->unit_bytes < 0) st = hp_errorf("%s: fsdp unit_bytes=%lld: expected a byte count >= 1", where,
                                                  (long long)r->unit_bytes);
@@ -219,6 +229,7 @@ void hp_fsdp_spec_print(char *buf, size_t n, size_t *used, const hp_fsdp_spec *f
             f->gather_bf16 ? "bf16" : "fp32", f->style == HP_FSDP_STYLE_FSDP2 ? "fsdp2" : "hyperpar");
         if (f->unit_bytes > 0) hp_text_appendf(buf, n, used, " unit_bytes=%lld", (long long)f->unit_bytes);
         if (f->keep_bytes > 0) hp_text_appendf(buf, n, used, " keep_bytes=%lld", (long long)f->keep_bytes);
+        if (f->keep_bytes == HP_FSDP_KEEP_AUTO) hp_text_appendf(buf, n, used, " keep_bytes=auto");
         hp_text_appendf(buf, n, used, "\n");
     }
     for (int i = 0; i < f->nunits; i++) {

@@ -136,7 +136,8 @@ static hp_status pass_rows(hp_compiled *c, const hp_compile_opts *o) {
 
 /* fsdp: units, the store layout, the gradients it reduces itself. */
 static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
-    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks));
+    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks,
+                           o->fsdp_keep_auto));
     if (!c->fsdp.level) {
         note(c, "fsdp", "off");
         return HP_OK;
@@ -156,9 +157,15 @@ static hp_status pass_fsdp_nodes(hp_compiled *c) {
     if (!c->fsdp.level) return HP_OK;
     int n0 = c->rg.g->nnodes;
     HP_TRY(hp_fsdp_emit(&c->fsdp, &c->rg));
+    int nkept = 0;
+    double kept = 0;
+    for (int u = 0; u < c->fsdp.nunits; u++)
+        if (c->fsdp.units[u].keep) nkept++, kept += (double)c->fsdp.units[u].size * 4e-6;
     if (c->fsdp.transient)
-        note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d; units gathered into %d transient slots, %.2f MB",
-             c->rg.g->nnodes - n0, c->fsdp.prefetch, c->fsdp.nslots, (double)c->fsdp.slot_floats * 4e-6);
+        note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d; units gathered into %d transient slots, "
+             "%.2f MB; %d kept from the forward for the backward (%.2f MB, keep_bytes %.2f MB)",
+             c->rg.g->nnodes - n0, c->fsdp.prefetch, c->fsdp.nslots, (double)c->fsdp.slot_floats * 4e-6, nkept, kept,
+             (double)c->fsdp.keep_bytes * 1e-6);
     else
         note(c, "fsdp nodes", "%d gather and reduction nodes, prefetch %d", c->rg.g->nnodes - n0, c->fsdp.prefetch);
     return HP_OK;

@@ -60,6 +60,8 @@ typedef struct {
                                    * biases too; the plan's fsdp gather=bf16 implies it) */
     hp_dtype dp_reduce;           /* parameter gradients' all-reduces: HP_F32 (default, 0) or HP_BF16
                                    * (parallel/reduce_dtype: narrowed, summed in fp32, widened) */
+    int64_t fsdp_keep_auto;       /* the bytes an FSDP plan's keep_bytes=auto keeps (hp_api_train_fit settles
+                                   * them from the memory budget); 0: none */
     int supernode_ranks;          /* ranks per supernode (contiguous global ranks) where the program will run;
                                    * 0: all in one. FSDP's shard groups that span supernodes gather their
                                    * units into transient slots (parallel/fsdp) */

@@ -155,9 +155,10 @@ typedef struct {
 
 /* Before lowering: units, the store layout, and the layouts the managed
  * parameters' gradients are brought to (Partial on the shard and replicate
- * axes: the reduction is this pass's). plan->fsdp.level == 0: nothing. */
+ * axes: the reduction is this pass's). plan->fsdp.level == 0: nothing.
+ * keep_auto: the bytes kept where the plan says keep_bytes=auto. */
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank, int supernode_ranks);
+                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto);
 /* After lowering: the gather and reduce nodes of every unit. */
 hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
 /* The optimizer's pieces of local parameter `p` (its index k in graph order):

@@ -191,7 +191,7 @@ static hp_status supernode_members(hp_fsdp_plan *out, const hp_mesh *m, const hp
 }
 
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank, int supernode_ranks) {
+                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto) {
     memset(out, 0, sizeof *out);
     const hp_fsdp_spec *s = &plan->fsdp;
     if (s->level <= 0) return HP_OK;
@@ -208,7 +208,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->gather_bf16 = s->gather_bf16;
     out->replicas = s->replicate_axis >= 0 ? m->size[s->replicate_axis] : 1;
     out->prefetch = s->prefetch;
-    out->keep_bytes = s->keep_bytes;
+    out->keep_bytes = s->keep_bytes == HP_FSDP_KEEP_AUTO ? keep_auto : s->keep_bytes;
     int np = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
     out->nparams = np;

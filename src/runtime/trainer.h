@@ -118,8 +118,9 @@ typedef struct {
     void *event_ctx;
     /* Called once the world exists, before any rank's program is compiled or allocated, with the
      * compile options every hosted rank's program will use and each rank's threads; an error ends
-     * hp_trainer_create there (the caller's memory check). NULL: none. */
-    hp_status (*before_alloc)(void *ctx, hp_comm_world *world, const hp_compile_opts *co, int threads_per_rank);
+     * hp_trainer_create there (the caller's memory check). It may settle what the memory budget chooses
+     * (co->fsdp_keep_auto). NULL: none. */
+    hp_status (*before_alloc)(void *ctx, hp_comm_world *world, hp_compile_opts *co, int threads_per_rank);
     void *before_alloc_ctx;
     const char *trace;      /* "" or NULL: no trace; else PREFIX for PREFIX.rankN.json */
     long trace_steps;       /* steps traced (from the first); 0 = 1 */

@@ -5,7 +5,8 @@
 # 2 MPI processes (FSDP 2 and 4, HSDP 2x2, ZeRO-1/2, FSDP 2 x TP 2); prefetch depths, reshard on/off and the fsdp2 style
 # bit-identical to each other; the plan's fsdp pass; validation mode; bench
 # fsdp's rows; plan-file FSDP errors before any step. 2 processes x FSDP 4
-# gather their units into transient slots (a shard group across supernodes).
+# gather their units into transient slots (a shard group across supernodes),
+# and keep_bytes=auto keeps some of them for the backward, same losses.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2"
@@ -42,6 +43,12 @@ timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --tp 2 --metrics mpitp.js
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --fsdp-unit-bytes 64K --metrics mpi2u.jsonl >mpi2u.log 2>&1 ||
   fail "2-process FSDP 2 (units by bytes) failed: $(tail -3 mpi2u.log)"
 for r in mpi2 mpi4 mpih mpiz1 mpiz2 mpitp mpi2u; do check_close "$r" "$r.jsonl"; done
+# keep_bytes=auto: the memory budget (here the memory available) keeps units from the forward for the
+# backward; the numbers do not change
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --stop-at 20 --fsdp 4 --fsdp-keep-bytes auto --metrics mpi4k.jsonl \
+  >mpi4k.log 2>&1 || fail "2-process FSDP 4, keep_bytes=auto failed: $(tail -3 mpi4k.log)"
+grep -q "fsdp keep_bytes=auto: [1-9][0-9]* of [0-9]* units" mpi4k.log || fail "keep_bytes=auto kept nothing: $(grep -i keep mpi4k.log)"
+cmp -s <(losses mpi4k.jsonl) <(losses mpi4.jsonl | head -20) || fail "keep_bytes=auto: losses differ from FSDP 4's"
 # the schedule's choices (and the fsdp2 baseline's copies) change when and how
 # collectives run, never the numbers
 run pf0 --fsdp 4 --prefetch 0

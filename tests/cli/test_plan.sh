@@ -10,7 +10,7 @@ small="--layers 2 --heads 4 --channels 64 --vocab 256 --batch 4 --seq 32"
 grep -q '^mesh dp=2,tp=2: 4 ranks (world 4)' out.txt || fail "mesh line: $(head -1 out.txt)"
 # the passes of hp_compile, in order, with what each did
 [ "$(sed -n '/^passes (hp_compile, rank 0)/,/^$/p' out.txt | awk 'NR > 1 && NF { print $1 }' | tr '\n' ' ')" = \
-  "autodiff propagate fsdp lower optimizer schedule memory " ] || fail "passes: $(sed -n '/^passes/,/^$/p' out.txt)"
+  "autodiff propagate fsdp lower optimizer wgrad schedule memory " ] || fail "passes: $(sed -n '/^passes/,/^$/p' out.txt)"
 grep -Eq '^  optimizer +adamw: 28 adamw tensors, 0 muon shape groups, 56 state tensors; clip 1; norm summed over ranks' out.txt ||
   fail "optimizer pass: $(grep '^  optimizer' out.txt)"
 grep -Eq '^  schedule +[0-9]+ steps .*; 28 gradient reductions overlapped' out.txt || fail "schedule pass: $(grep '^  schedule' out.txt)"
@@ -69,7 +69,7 @@ m = r["memory"]
 assert m["grads"] == m["params"] and m["optimizer"] == 2 * m["params"] and m["activations"] > 0
 assert abs(m["total"] - sum(m[k] for k in ("params", "grads", "optimizer", "activations", "scratch", "inputs"))) < 1
 assert d["notes"] == []
-assert [p["name"] for p in d["passes"]] == ["autodiff", "propagate", "fsdp", "lower", "optimizer", "schedule", "memory"], d["passes"]
+assert [p["name"] for p in d["passes"]] == ["autodiff", "propagate", "fsdp", "lower", "optimizer", "wgrad first", "schedule", "memory"], d["passes"]
 assert all(p["note"] for p in d["passes"])
 EOF
 

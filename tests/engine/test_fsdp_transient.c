@@ -34,6 +34,8 @@ typedef struct {
     int nunits;
 } result;
 
+static int64_t run_auto; /* hp_compile_opts.fsdp_keep_auto of the next run_with */
+
 static void run_with(const gpt2_fixture *f, int supernodes, int reshard, int prefetch, int det, const char *extra,
                      result *res) {
     memset(res, 0, sizeof *res);
@@ -53,6 +55,7 @@ static void run_with(const gpt2_fixture *f, int supernodes, int reshard, int pre
     trainer_init ti;
     trainer_fixture_config(&c, &ti, f, 7, &plan, w, 4, STEPS);
     c.compile.deterministic = det;
+    c.compile.fsdp_keep_auto = run_auto;
     hp_trainer *t = NULL;
     CHECK_OK(hp_trainer_create(&t, &c));
     if (t) {
@@ -127,7 +130,7 @@ int main(void) {
     CHECK(tr.loss[STEPS - 1] < tr.loss[0]);
     /* issue 24: the hyperpar style starts each backward gather as soon as its slot is free — no later than
      * prefetch 1 would (the fsdp2 style's), one of them earlier */
-    result f2, f2one, f2off, keep;
+    result f2, f2one, f2off, keep, autok;
     run_with(&f, 2, 1, 1, 0, "style=fsdp2", &f2);
     int earlier = 0;
     for (int u = 0; u < tr.nunits; u++) {
@@ -155,6 +158,16 @@ int main(void) {
     CHECK(keep.transient && keep.bwd_gathers == 0 && keep.nslots == keep.nunits);
     for (int i = 0; i < 4; i++) CHECK(keep.copied[i] < tr.copied[i]);
     CHECK(!memcmp(keep.loss, tr.loss, sizeof tr.loss));
+    /* keep_bytes=auto: the bytes the memory budget settled (hp_compile_opts.fsdp_keep_auto; hp_train's memory
+     * check sets them): 1 GiB keeps every unit as above, none keeps none */
+    run_auto = 1 << 30;
+    run_with(&f, 2, 1, 1, 0, "keep_bytes=auto", &autok);
+    CHECK(autok.transient && autok.bwd_gathers == 0 && autok.nslots == keep.nslots);
+    CHECK(!memcmp(autok.copied, keep.copied, sizeof keep.copied) && !memcmp(autok.loss, tr.loss, sizeof tr.loss));
+    run_auto = 0;
+    run_with(&f, 2, 1, 1, 0, "keep_bytes=auto", &autok);
+    CHECK(autok.transient && autok.bwd_gathers == tr.bwd_gathers && autok.nslots == tr.nslots);
+    CHECK(!memcmp(autok.copied, tr.copied, sizeof tr.copied) && !memcmp(autok.loss, tr.loss, sizeof tr.loss));
     fixture_free(&f);
     return hp_test_finish("test_fsdp_transient");
 }
