@@ -1,0 +1,236 @@
+/* parallel/muon_plan: layout-driven distributed Muon's plan (see the header). */
+#include "parallel/muon_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t hp_muon_held(const hp_graph *g, const hp_propagation *prop, const hp_mesh *m, const hp_fsdp_plan *fsdp,
+                     int v, int k, int r) {
+    hp_shape local;
+    hp_local_shape(&local, NULL, &g->vals[v].shape, &prop->val[v], m, r);
+    int64_t n = hp_shape_numel(&local);
+    if (!fsdp || fsdp->level <= 0 || k < 0 || fsdp->unit_of[k] < 0) return n;
+    const hp_fsdp_unit *un = &fsdp->units[fsdp->unit_of[k]];
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, r);
+    int64_t o = (int64_t)(fsdp->offset[k] - un->offset), lo = (int64_t)un->shard * coord[fsdp->shard_axis];
+    int64_t hi = lo + (int64_t)un->shard, a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
+    return a < b ? b - a : 0;
+}
+
+/* What mesh axis a does to parameter v (FSDP index k). */
+static hp_muon_axis axis_kind(const hp_propagation *prop, const hp_mesh *m, const hp_fsdp_plan *fsdp, int v, int k,
+                              int ndim, int a) {
+    if (m->size[a] <= 1) return HP_MUON_AX_NONE;
+    if (fsdp && fsdp->level > 0 && k >= 0 && fsdp->unit_of[k] >= 0 && a == fsdp->shard_axis) return HP_MUON_AX_F;
+    const hp_placement *p = &prop->val[v].p[a];
+    if (p->kind != HP_SHARD) return HP_MUON_AX_R;
+    if (p->dim == ndim - 2) return HP_MUON_AX_SR;
+    if (p->dim == ndim - 1) return HP_MUON_AX_SC;
+    return HP_MUON_AX_B;
+}
+
+static double ns_flops(int64_t rows, int64_t cols, int steps) {
+    double mm = (double)(rows < cols ? rows : cols), nn = (double)(rows < cols ? cols : rows);
+    return (double)steps * (4.0 * mm * mm * nn + 2.0 * mm * mm * mm);
+}
+
+/* The group with this key and these B coordinates (made when new); -1 when out of memory. */
+static int group_of(hp_muon_plan *p, int *cap, const hp_muon_axis *ax, const int *bcoord, const hp_mesh *m) {
+    for (int i = 0; i < p->ngrp; i++)
+        if (!memcmp(p->grp[i].ax, ax, sizeof p->grp[i].ax) && !memcmp(p->grp[i].bcoord, bcoord, sizeof p->grp[i].bcoord))
+            return i;
+    if (p->ngrp == *cap) {
+        int c = *cap ? 2 * *cap : 8;
+        hp_muon_group *q = realloc(p->grp, sizeof *q * (size_t)c);
+        if (!q) return -1;
+        p->grp = q, *cap = c;
+    }
+    hp_muon_group *gr = &p->grp[p->ngrp];
+    memset(gr, 0, sizeof *gr);
+    memcpy(gr->ax, ax, sizeof gr->ax);
+    memcpy(gr->bcoord, bcoord, sizeof gr->bcoord);
+    static const char *const kname[] = {"", "R", "F", "Sr", "Sc", "B"};
+    size_t used = 0;
+    int any = 0;
+    for (int a = 0; a < m->ndim; a++) {
+        if (ax[a] == HP_MUON_AX_NONE) continue;
+        int k = snprintf(gr->key + used, sizeof gr->key - used, "%s%s=%s", any++ ? " " : "", m->name[a], kname[ax[a]]);
+        if (k > 0 && used + (size_t)k < sizeof gr->key) used += (size_t)k;
+        if (ax[a] == HP_MUON_AX_B) {
+            k = snprintf(gr->key + used, sizeof gr->key - used, "%d", bcoord[a]);
+            if (k > 0 && used + (size_t)k < sizeof gr->key) used += (size_t)k;
+        }
+    }
+    if (!any) snprintf(gr->key, sizeof gr->key, "local");
+    /* its ranks: those with its B coordinates */
+    int coord[HP_MESH_MAX_DIMS];
+    for (int r = 0; r < hp_mesh_size(m); r++) {
+        hp_mesh_coords(coord, m, r);
+        int in = 1;
+        for (int a = 0; a < m->ndim && in; a++) in = ax[a] != HP_MUON_AX_B || coord[a] == bcoord[a];
+        gr->nranks += in;
+    }
+    return p->ngrp++;
+}
+
+/* 1 if rank r is in group gr. */
+static int in_group(const hp_muon_group *gr, const hp_mesh *m, int r) {
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, r);
+    for (int a = 0; a < m->ndim; a++)
+        if (gr->ax[a] == HP_MUON_AX_B && coord[a] != gr->bcoord[a]) return 0;
+    return 1;
+}
+
+/* 1 if rank r shares rank o's coordinates on every R axis (its replica slice). */
+static int same_slice(const hp_muon_group *gr, const hp_mesh *m, int r, int o) {
+    int cr[HP_MESH_MAX_DIMS], co[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(cr, m, r);
+    hp_mesh_coords(co, m, o);
+    for (int a = 0; a < m->ndim; a++)
+        if (gr->ax[a] == HP_MUON_AX_R && cr[a] != co[a]) return 0;
+    return 1;
+}
+
+/* A matrix to give an owner: its cost, name and group, and its index in the plan. */
+typedef struct {
+    double flops;
+    const char *name;
+    int group, i;
+} pending;
+
+static int by_cost(const void *a, const void *b) {
+    const pending *x = a, *y = b;
+    if (x->flops != y->flops) return x->flops > y->flops ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->group - y->group;
+}
+
+/* 1 if no axis cuts or replicates the group's matrices (B axes only): orthogonalised where they live. */
+static int is_local(const hp_muon_group *gr, const hp_mesh *m) {
+    for (int a = 0; a < m->ndim; a++)
+        if (gr->ax[a] != HP_MUON_AX_NONE && gr->ax[a] != HP_MUON_AX_B) return 0;
+    return 1;
+}
+
+hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                             const hp_fsdp_plan *fsdp, const hp_optim_config *cfg) {
+    memset(out, 0, sizeof *out);
+    int nr = hp_mesh_size(m);
+    out->nranks = nr;
+    out->load = calloc((size_t)nr, sizeof *out->load);
+    out->sent = calloc((size_t)nr, sizeof *out->sent);
+    out->recv = calloc((size_t)nr, sizeof *out->recv);
+    int np = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    pending *order = NULL;
+    hp_opt_param *op = calloc((size_t)(np ? np : 1), sizeof *op);
+    hp_opt_kind *kinds = calloc((size_t)(np ? np : 1), sizeof *kinds);
+    hp_status st = out->load && out->sent && out->recv && ids && op && kinds ? HP_OK : hp_errorf("muon plan: out of memory");
+    if (st || cfg->kind != HP_OPT_MUON) goto done;
+    hp_graph_params(g, ids, np);
+    for (int k = 0; k < np; k++) {
+        const hp_value *v = &g->vals[ids[k]];
+        op[k] = (hp_opt_param){v->name, NULL, NULL, v->shape, hp_optim_hidden_matrix(v->name, &v->shape)};
+    }
+    st = hp_optim_route(kinds, cfg->kind, cfg->muon_params, cfg->adamw_params, op, np);
+    if (st) goto done;
+    int nmuon = 0, cap = 0;
+    for (int k = 0; k < np; k++) nmuon += kinds[k] == HP_OPT_MUON;
+    /* a matrix entry per parameter and coordinate of its B axes (one, without B axes) */
+    out->mat = calloc((size_t)(nmuon ? nmuon : 1) * (size_t)nr, sizeof *out->mat);
+    if (!out->mat) {
+        st = hp_errorf("muon plan: out of memory");
+        goto done;
+    }
+    int steps = cfg->ns.steps > 0 ? cfg->ns.steps : 5;
+    for (int k = 0; k < np && !st; k++) {
+        if (kinds[k] != HP_OPT_MUON) continue;
+        int v = ids[k], nd = g->vals[v].shape.ndim;
+        int fk = fsdp && fsdp->level > 0 ? k : -1;
+        hp_muon_axis ax[HP_MESH_MAX_DIMS] = {0};
+        for (int a = 0; a < m->ndim; a++) ax[a] = axis_kind(prop, m, fsdp, v, fk, nd, a);
+        /* one entry per distinct B coordinate: walk the ranks, first rank of each coordinate */
+        int coord[HP_MESH_MAX_DIMS];
+        for (int r = 0; r < nr && !st; r++) {
+            hp_mesh_coords(coord, m, r);
+            int bc[HP_MESH_MAX_DIMS], first = 1;
+            for (int a = 0; a < HP_MESH_MAX_DIMS; a++) bc[a] = a < m->ndim && ax[a] == HP_MUON_AX_B ? coord[a] : -1;
+            for (int a = 0; a < m->ndim && first; a++) /* the first rank of its coordinate: all others' at 0 */
+                if (ax[a] != HP_MUON_AX_B && coord[a] != 0) first = 0;
+            if (!first) continue;
+            int gi = group_of(out, &cap, ax, bc, m);
+            if (gi < 0) {
+                st = hp_errorf("muon plan: out of memory");
+                break;
+            }
+            hp_shape local;
+            hp_local_shape(&local, NULL, &g->vals[v].shape, &prop->val[v], m, r);
+            hp_muon_matrix *x = &out->mat[out->nmat++];
+            x->v = v, x->group = gi, x->owner = -1;
+            x->rows = g->vals[v].shape.d[nd - 2], x->cols = g->vals[v].shape.d[nd - 1];
+            x->count = nd == 3 ? (int)local.d[0] : 1;
+            x->flops = ns_flops(x->rows, x->cols, steps) * x->count;
+            out->grp[gi].nmatrices++;
+            out->grp[gi].flops += x->flops;
+        }
+    }
+    if (st) goto done;
+    /* local matrices: every holder runs its own */
+    for (int i = 0; i < out->nmat; i++) {
+        const hp_muon_group *gr = &out->grp[out->mat[i].group];
+        if (!is_local(gr, m)) continue;
+        for (int r = 0; r < nr; r++)
+            if (in_group(gr, m, r)) out->load[r] += out->mat[i].flops;
+    }
+    /* owners by decreasing cost, each to the least-loaded rank of its group */
+    order = malloc(sizeof *order * (size_t)(out->nmat ? out->nmat : 1));
+    if (!order) {
+        st = hp_errorf("muon plan: out of memory");
+        goto done;
+    }
+    int n = 0;
+    for (int i = 0; i < out->nmat; i++)
+        if (!is_local(&out->grp[out->mat[i].group], m))
+            order[n++] = (pending){out->mat[i].flops, g->vals[out->mat[i].v].name, out->mat[i].group, i};
+    qsort(order, (size_t)n, sizeof *order, by_cost);
+    for (int q = 0; q < n; q++) {
+        hp_muon_matrix *x = &out->mat[order[q].i];
+        const hp_muon_group *gr = &out->grp[x->group];
+        int best = -1;
+        for (int r = 0; r < nr; r++)
+            if (in_group(gr, m, r) && (best < 0 || out->load[r] < out->load[best])) best = r;
+        x->owner = best;
+        out->load[best] += x->flops;
+        /* bytes: the owner's slice sends its pieces in, every holder gets its piece of the update back */
+        int fk = -1;
+        for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
+            if (ids[j] == x->v) fk = j;
+        for (int r = 0; r < nr; r++) {
+            if (r == best || !in_group(gr, m, r)) continue;
+            double h = 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r);
+            if (same_slice(gr, m, r, best)) out->sent[r] += h, out->recv[best] += h;
+            out->recv[r] += h, out->sent[best] += h;
+        }
+    }
+done:
+    free(ids), free(op), free(kinds), free(order);
+    if (st) hp_muon_plan_free(out);
+    return st;
+}
+
+void hp_muon_plan_free(hp_muon_plan *p) {
+    free(p->mat), free(p->grp), free(p->load), free(p->sent), free(p->recv);
+    memset(p, 0, sizeof *p);
+}
+
+double hp_muon_plan_imbalance(const hp_muon_plan *p) {
+    double mx = 0, sum = 0;
+    for (int r = 0; r < p->nranks; r++) {
+        sum += p->load[r];
+        if (p->load[r] > mx) mx = p->load[r];
+    }
+    return sum > 0 ? mx / (sum / p->nranks) : 1.0;
+}

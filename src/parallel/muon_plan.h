@@ -1,0 +1,88 @@
+/* parallel/muon_plan: layout-driven distributed Muon's plan (issue 25) — for
+ * every parameter the optimizer routes to Muon, the communication group its
+ * layout (and FSDP's units) put it in, and the one rank that orthogonalises
+ * it, chosen greedily by Newton–Schulz cost. Every rank computes the same
+ * plan from the same compile inputs; nothing here runs.
+ *
+ * The key. Per mesh axis of size > 1, what the axis does to the matrices:
+ *   R   the ranks along it hold the same piece (data parallel, HSDP's
+ *       replicas, a tensor-parallel axis the parameter is not split on);
+ *   F   FSDP's flat shards cut it (the unit's equal ranges, at any offset:
+ *       uneven and empty pieces);
+ *   Sr, Sc  a Shard of the matrices' rows / columns (tensor parallel);
+ *   B   a Shard of a 3-D stack's first dimension: each rank along it holds
+ *       whole matrices of its own (experts), so the axis separates groups.
+ * A group is a key and a coordinate on the B axes; its ranks are the ranks
+ * with that coordinate. A matrix no R, F or S axis touches is orthogonalised
+ * where it lives, by every rank holding it (no communication). Shape is not
+ * in the key: one group holds every shape its layout gives.
+ *
+ * Owners: over every group's matrices together, by decreasing cost (ties by
+ * name, then group), each to the least-loaded rank of its group (ties: the
+ * lowest rank), the load being the rank's Newton–Schulz FLOPs so far, local
+ * matrices counted first — the longest-processing-time rule, deterministic.
+ * A 3-D stack is its matrices of one shape, one owner (their Newton–Schulz
+ * runs batched). Cost of one matrix: steps x (4 m^2 n + 2 m^3) FLOPs, m the
+ * smaller of its dims and n the larger (the iteration on the smaller Gram
+ * matrix).
+ *
+ * Bytes per rank per step (fp32): a holder sends its piece of the momentum-
+ * updated gradient to the owner — only the holders in the owner's replica
+ * slice (the ranks sharing its coordinates on the R axes: the pieces are the
+ * same on every replica) — and every holder but the owner receives its piece
+ * of the update back. */
+#ifndef HP_PARALLEL_MUON_PLAN_H
+#define HP_PARALLEL_MUON_PLAN_H
+
+#include "core/graph.h"
+#include "layout/propagate.h"
+#include "optim/optimizer.h"
+#include "parallel/fsdp.h"
+
+typedef enum { HP_MUON_AX_NONE = 0, HP_MUON_AX_R, HP_MUON_AX_F, HP_MUON_AX_SR, HP_MUON_AX_SC, HP_MUON_AX_B } hp_muon_axis;
+
+typedef struct {
+    int v;                   /* the global parameter value */
+    int count;               /* matrices: the rank's part of a 3-D stack's first dimension, else 1 */
+    int64_t rows, cols;      /* each matrix */
+    double flops;            /* Newton–Schulz FLOPs of the count matrices */
+    int group;               /* groups[group] */
+    int owner;               /* the global rank that orthogonalises it; -1: local (every holder) */
+} hp_muon_matrix;
+
+typedef struct {
+    char key[96];            /* per mesh axis of size > 1, "axis=R|F|Sr|Sc|B": "dp=F tp=Sc"; "local" */
+    hp_muon_axis ax[HP_MESH_MAX_DIMS];
+    int bcoord[HP_MESH_MAX_DIMS]; /* the coordinate on each B axis (else -1) */
+    int nmatrices;
+    int nranks;              /* ranks of the group */
+    double flops;            /* its matrices' */
+} hp_muon_group;
+
+typedef struct {
+    hp_muon_matrix *mat;     /* [nmat]: in the model's parameter order */
+    int nmat;
+    hp_muon_group *grp;      /* [ngrp] */
+    int ngrp;
+    int nranks;              /* the mesh's */
+    double *load;            /* [nranks]: Newton–Schulz FLOPs per rank */
+    double *sent, *recv;     /* [nranks]: bytes per step */
+} hp_muon_plan;
+
+/* The plan for the Muon parameters of global graph g (routed by cfg over the
+ * whole model: optim/route) laid out by prop on mesh m; fsdp: FSDP's plan
+ * (any rank's: units and offsets are the same on every rank; NULL or level
+ * 0: none). A non-Muon configuration gives an empty plan. */
+hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                             const hp_fsdp_plan *fsdp, const hp_optim_config *cfg);
+void hp_muon_plan_free(hp_muon_plan *p);
+
+/* The elements of global parameter v (its FSDP index k, -1 if FSDP does not
+ * manage it) rank r holds: its layout box, or FSDP's part of it. */
+int64_t hp_muon_held(const hp_graph *g, const hp_propagation *prop, const hp_mesh *m, const hp_fsdp_plan *fsdp,
+                     int v, int k, int r);
+
+/* max / mean of the ranks' loads (1 when there is no load). */
+double hp_muon_plan_imbalance(const hp_muon_plan *p);
+
+#endif
