@@ -51,6 +51,7 @@ hp_status hp_linear_bwd_split(int *nsplit, hp_graph *g, int *order, int *norder,
 /* linear's attribute a.i[HP_LINEAR_GEMM]: how its fp32 products pick a GEMM
  * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
 #define HP_LINEAR_GEMM 7
+int hp_op_is_linear_bwd(const hp_opdef *op); /* 1: op is linear_bwd (dy, x, W) -> (dx, dW, db) */
 /* Which input of a linear node (forward or backward) is its fp32 GEMM's
  * operand whose dtype decides the policy: 0 or 1; -1: not a linear operator. */
 int hp_op_linear_gemm_input(const hp_opdef *op);

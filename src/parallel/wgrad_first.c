@@ -6,7 +6,6 @@
 
 #include "core/coll_desc.h"
 #include "ops/ops.h"
-#include "parallel/fsdp.h"
 
 static int reads(const hp_graph *g, const hp_node *n, int v) {
     for (int k = 0; k < hp_node_nin_all(n); k++)
@@ -23,14 +22,16 @@ static int reduces_after(const hp_rank_graph *rg, int r, int i, int dp_async) {
     const hp_graph *g = rg->g;
     const hp_node *n = &g->nodes[r], *lin = &g->nodes[i];
     if (n->phase != HP_PHASE_BWD) return 0;
-    if (n->op == &hp_op_fsdp_reduce_start) { /* the unit's gradient, which the weight gradient is a view of */
+    hp_coll_desc d;
+    int described = hp_coll_describe(&d, g, n);
+    if (described && d.kind == HP_COLL_REDUCE_SCATTER && d.role == HP_COLL_START && d.group == HP_COLL_GROUP_FSDP_SHARD) {
+        /* an FSDP unit's reduction: the unit's gradient, which the weight gradient is a view of */
         if (rg->hint[r] != HP_HINT_AFTER(i)) return 0;
         for (int k = 1; k <= 2; k++)
             if (lin->out[k] >= 0 && base_of(g, lin->out[k]) == base_of(g, n->in[0])) return 1;
         return 0;
     }
-    hp_coll_desc d;
-    if (!dp_async || r <= i || rg->hint[r] != -1 || !hp_coll_describe(&d, g, n) || d.kind != HP_COLL_REDISTRIBUTE || !d.grad)
+    if (!dp_async || r <= i || rg->hint[r] != -1 || !described || d.kind != HP_COLL_REDISTRIBUTE || !d.grad)
         return 0;
     for (int k = 1; k <= 2; k++)
         if (lin->out[k] >= 0 && n->in[0] == lin->out[k]) return 1;
@@ -56,7 +57,7 @@ hp_status hp_pass_wgrad_first(int *nsplit, hp_rank_graph *rg, int dp_async) {
     int n0 = g->nnodes;
     for (int i = 0; i < n0; i++) {
         const hp_node *n = &g->nodes[i];
-        if (n->op != &hp_op_linear_bwd || n->phase != HP_PHASE_BWD || n->out[0] < 0 ||
+        if (!hp_op_is_linear_bwd(n->op) || n->phase != HP_PHASE_BWD || n->out[0] < 0 || n->nout != 3 ||
             (n->out[1] < 0 && n->out[2] < 0))
             continue;
         int r = -1;
@@ -67,7 +68,7 @@ hp_status hp_pass_wgrad_first(int *nsplit, hp_rank_graph *rg, int dp_async) {
         hp_attrs a = n->a;
         char name[HP_NAME_LEN];
         snprintf(name, sizeof name, "%.88s.dgrad", n->name);
-        int w = hp_graph_node_into(g, &hp_op_linear_bwd, in, 3, out, 3, &a, HP_PHASE_BWD, n->fwd_node);
+        int w = hp_graph_node_into(g, n->op, in, 3, out, 3, &a, HP_PHASE_BWD, n->fwd_node);
         HP_TRY(hp_graph_error(g));
         HP_TRY(hp_rank_graph_sync_nodes(rg));
         memcpy(g->nodes[w].name, name, HP_NAME_LEN);
