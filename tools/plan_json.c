@@ -182,6 +182,49 @@ static void json_rank(FILE *f, const hp_plan_rank_report *r, int all) {
     fputc('}', f);
 }
 
+static void json_muon(FILE *f, const hp_plan_muon *m) {
+    if (!m->nmatrices) {
+        fputs("null", f);
+        return;
+    }
+    kv_num(f, "{", "matrices", m->nmatrices);
+    kv_num(f, ",", "imbalance", m->imbalance);
+    kv_num(f, ",", "refused", m->refused);
+    kv_str(f, ",", "status", m->status);
+    key(f, ",", "groups");
+    for (int i = 0; i < m->ngroups; i++) {
+        kv_str(f, i ? ",{" : "[{", "key", m->groups[i].key);
+        kv_num(f, ",", "matrices", m->groups[i].nmatrices);
+        kv_num(f, ",", "ranks", m->groups[i].nranks);
+        kv_num(f, ",", "gflops", m->groups[i].gflops);
+        fputc('}', f);
+    }
+    fputs(m->ngroups ? "]" : "[]", f);
+    key(f, ",", "ranks");
+    for (int r = 0; r < m->nranks; r++) {
+        kv_num(f, r ? ",{" : "[{", "rank", r);
+        kv_num(f, ",", "gflops", m->gflops[r]);
+        kv_num(f, ",", "sent", m->sent[r]);
+        kv_num(f, ",", "received", m->recv[r]);
+        fputc('}', f);
+    }
+    fputs(m->nranks ? "]" : "[]", f);
+    key(f, ",", "owners");
+    for (int i = 0; i < m->nmatrices; i++) {
+        const hp_plan_muon_matrix *x = &m->matrices[i];
+        kv_str(f, i ? ",{" : "[{", "name", x->name);
+        kv_str(f, ",", "group", m->groups[x->group].key);
+        kv_num(f, ",", "owner", x->owner);
+        kv_num(f, ",", "count", x->count);
+        kv_num(f, ",", "rows", (double)x->rows);
+        kv_num(f, ",", "cols", (double)x->cols);
+        kv_num(f, ",", "gflops", x->gflops);
+        fputc('}', f);
+    }
+    fputs(m->nmatrices ? "]" : "[]", f);
+    fputc('}', f);
+}
+
 static void json_report(FILE *f, const planner *p) {
     const hp_plan_report *rep = p->rep;
     int all = p->po.all;
@@ -220,6 +263,8 @@ static void json_report(FILE *f, const planner *p) {
     key(f, ",", "notes");
     for (int i = 0; i < rep->nnotes; i++) fputs(i ? "," : "[", f), put_str(f, rep->notes[i]);
     fputs(rep->nnotes ? "]" : "[]", f);
+    key(f, ",", "muon");
+    json_muon(f, &rep->muon);
     key(f, ",", "fit");
     if (p->have_fit) json_fit(f, &p->fit);
     else fputs("null", f);

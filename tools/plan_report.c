@@ -91,6 +91,7 @@ hp_status hp_planner_build(planner *p) {
     HP_TRY(report_config(&c, po, p->plan));
     HP_TRY(hp_plan_report_create(&p->rep, &c));
     if (o->memory < 0) return HP_OK; /* --memory < 0: no check */
+    if (p->rep->muon.refused) c.optimizer = "adamw"; /* the report's programs: AdamW's (its muon section says why) */
     p->have_fit = 1;
     return hp_plan_fit_check(&p->fit, &c, (double)o->memory * 1e9);
 }

@@ -178,6 +178,33 @@ static void print_fit(const hp_plan_fit *f) {
     }
 }
 
+/* Distributed Muon's groups, the ranks' Newton-Schulz work and bytes, and (up to 64) the owners. */
+static void print_muon(const hp_plan_muon *m) {
+    if (!m->nmatrices) return;
+    printf("\ndistributed muon (layout-driven): %d matri%s in %d group%s, one owner each; Newton-Schulz per rank "
+           "max / mean %.3f\n", m->nmatrices, m->nmatrices == 1 ? "x" : "ces", m->ngroups, m->ngroups == 1 ? "" : "s",
+           m->imbalance);
+    if (m->status[0]) printf("  today: %s\n", m->status);
+    printf("  %-24s %8s %6s %12s\n", "group", "matrices", "ranks", "GFLOP/step");
+    for (int i = 0; i < m->ngroups; i++)
+        printf("  %-24s %8d %6d %12.3f\n", m->groups[i].key, m->groups[i].nmatrices, m->groups[i].nranks,
+               m->groups[i].gflops);
+    printf("  %-6s %12s %12s %12s\n", "rank", "GFLOP/step", "sent MB", "received MB");
+    for (int r = 0; r < m->nranks; r++)
+        printf("  %-6d %12.3f %12.2f %12.2f\n", r, m->gflops[r], m->sent[r] * 1e-6, m->recv[r] * 1e-6);
+    if (m->nmatrices > 64) return;
+    printf("  %-32s %-20s %6s %10s\n", "matrix", "shape", "owner", "GFLOP");
+    for (int i = 0; i < m->nmatrices; i++) {
+        const hp_plan_muon_matrix *x = &m->matrices[i];
+        char shape[48], owner[16];
+        if (x->count > 1) snprintf(shape, sizeof shape, "%d x [%lld, %lld]", x->count, (long long)x->rows, (long long)x->cols);
+        else snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)x->rows, (long long)x->cols);
+        if (x->owner < 0) snprintf(owner, sizeof owner, "local");
+        else snprintf(owner, sizeof owner, "%d", x->owner);
+        printf("  %-32s %-20s %6s %10.3f\n", x->name, shape, owner, x->gflops);
+    }
+}
+
 void hp_planner_print_text(const planner *p) {
     const hp_plan_report *rep = p->rep;
     const hp_plan_rank_report *r0 = &rep->ranks[0];
@@ -208,6 +235,7 @@ void hp_planner_print_text(const planner *p) {
         print_colls(&rep->ranks[i], p->po.all);
     }
     print_memory(rep);
+    print_muon(&rep->muon);
     if (p->have_fit) print_fit(&p->fit);
     printf("\nnotes\n");
     if (!rep->nnotes) printf("  (none: every operator has a sharding rule)\n");

@@ -505,6 +505,35 @@ typedef struct {
                              * style hyperpar" */
 } hp_plan_fsdp;
 
+typedef struct { /* distributed Muon: matrices the plan's layouts cut and replicate alike */
+    char key[96];         /* per mesh axis of size > 1 what it does to them: R (replicas), F (FSDP's flat
+                           * shards), Sr / Sc (a tensor-parallel cut of rows / columns), B (a stack's first
+                           * dimension): "dp=F", "dp=R tp=Sc"; "local": none (orthogonalised where they live) */
+    int nmatrices, nranks;
+    double gflops;        /* their Newton-Schulz GFLOP per step */
+} hp_plan_muon_group;
+
+typedef struct {
+    char name[HP_PLAN_NAME_LEN];
+    int group;            /* index into groups */
+    int owner;            /* the rank that orthogonalises it; -1: local (every holder) */
+    int count;            /* matrices (a 3-D stack's) */
+    int64_t rows, cols;
+    double gflops;
+} hp_plan_muon_matrix;
+
+typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatrices 0 otherwise) */
+    int nmatrices, ngroups, nranks;
+    hp_plan_muon_matrix *matrices; /* the model's order */
+    hp_plan_muon_group *groups;
+    double *gflops;       /* [nranks]: Newton-Schulz GFLOP per rank per step (its owned matrices and local ones) */
+    double *sent, *recv;  /* [nranks]: bytes per step: pieces to the owners, updates back */
+    double imbalance;     /* max / mean of gflops */
+    int refused;          /* 1: training refuses Muon on these layouts (sharded matrices) until distributed
+                           * Muon's update is built; the report's programs then use AdamW */
+    char status[200];     /* what training does with this plan today ("": runs it) */
+} hp_plan_muon;
+
 typedef struct {
     int rank;
     char axis_group[HP_PLAN_MAX_AXES][200]; /* the rank's group along each axis: "tp[0,1]" */
@@ -536,6 +565,7 @@ typedef struct {
     int nreported;
     const char **notes; /* propagation notes: operators without a sharding rule */
     int nnotes;
+    hp_plan_muon muon;  /* optimizer muon: the groups, owners and bytes of its distributed update */
 } hp_plan_report;
 
 /* Defaults: world 0, rank 0, adamw, grad clip 1, overlap on, 1 thread. */

@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "api/plan_report.h"
+#include "parallel/muon_plan.h"
 #include "models/gpt2_config.h"
 
 _Static_assert(HP_PLAN_MAX_AXES >= HP_MESH_MAX_DIMS, "hp_plan_report holds every mesh axis");
@@ -117,6 +118,57 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
     return HP_OK;
 }
 
+/* Distributed Muon's plan (parallel/muon_plan) from the compile of rank 0 (made with AdamW: the plan only
+ * routes, and holds where training refuses Muon on a sharded matrix). */
+static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_plan *plan, const hp_api_plan_setup *s) {
+    if (s->oc.kind != HP_OPT_MUON) return HP_OK;
+    hp_optim_config adamw = s->oc;
+    adamw.kind = HP_OPT_ADAMW;
+    hp_compile_opts co = s->co;
+    co.optim = &adamw;
+    hp_compiled cc;
+    HP_TRY(hp_compile(&cc, model, plan, 0, &co));
+    hp_muon_plan p;
+    hp_status st = hp_muon_plan_build(&p, cc.global, &cc.prop, &cc.mesh, cc.fsdp.level ? &cc.fsdp : NULL, &s->oc);
+    if (!st) {
+        out->nmatrices = p.nmat, out->ngroups = p.ngrp, out->nranks = p.nranks;
+        out->matrices = calloc((size_t)(p.nmat ? p.nmat : 1), sizeof *out->matrices);
+        out->groups = calloc((size_t)(p.ngrp ? p.ngrp : 1), sizeof *out->groups);
+        out->gflops = calloc((size_t)p.nranks, sizeof *out->gflops);
+        out->sent = calloc((size_t)p.nranks, sizeof *out->sent);
+        out->recv = calloc((size_t)p.nranks, sizeof *out->recv);
+        if (!out->matrices || !out->groups || !out->gflops || !out->sent || !out->recv)
+            st = hp_errorf("hp_plan_report_create: out of memory");
+    }
+    for (int i = 0; !st && i < p.nmat; i++) {
+        const hp_muon_matrix *x = &p.mat[i];
+        hp_plan_muon_matrix *y = &out->matrices[i];
+        snprintf(y->name, sizeof y->name, "%s", cc.global->vals[x->v].name);
+        y->group = x->group, y->owner = x->owner, y->count = x->count, y->rows = x->rows, y->cols = x->cols;
+        y->gflops = x->flops * 1e-9;
+    }
+    for (int i = 0; !st && i < p.ngrp; i++) {
+        hp_plan_muon_group *y = &out->groups[i];
+        snprintf(y->key, sizeof y->key, "%s", p.grp[i].key);
+        y->nmatrices = p.grp[i].nmatrices, y->nranks = p.grp[i].nranks, y->gflops = p.grp[i].flops * 1e-9;
+    }
+    for (int r = 0; !st && r < p.nranks; r++)
+        out->gflops[r] = p.load[r] * 1e-9, out->sent[r] = p.sent[r], out->recv[r] = p.recv[r];
+    if (!st) out->imbalance = hp_muon_plan_imbalance(&p);
+    for (int i = 0; !st && i < p.ngrp && !out->status[0]; i++)
+        if (strcmp(p.grp[i].key, "local"))
+            snprintf(out->status, sizeof out->status, "until distributed Muon's update is built, training "
+                     "orthogonalises each replicated matrix on every replica, not once by its owner");
+    if (!st) hp_muon_plan_free(&p);
+    hp_compiled_free(&cc);
+    return st;
+}
+
+static void free_muon(hp_plan_muon *m) {
+    free(m->matrices), free(m->groups), free(m->gflops), free(m->sent), free(m->recv);
+    memset(m, 0, sizeof *m);
+}
+
 static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     hp_api_plan_setup s;
     HP_TRY(hp_api_plan_setup_init(&s, c));
@@ -140,9 +192,21 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     /* the process's threads shared out among its ranks, as runtime/dist does */
     int here = c->processes > 1 ? n / c->processes : n, *list = NULL, nlist = 0;
     int threads = c->threads / here > 0 ? c->threads / here : 1;
+    if (!st) st = gather_muon(&r->muon, model, plan, &s);
+    hp_optim_config adamw = s.oc;
+    adamw.kind = HP_OPT_ADAMW;
     for (int i = 0; !st && i < r->nreported; i++) {
         hp_compiled cc;
         st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &s.co);
+        if (st && s.oc.kind == HP_OPT_MUON && s.co.optim != &adamw && strstr(hp_status_msg(st), "distributed Muon")) {
+            /* training refuses Muon on these layouts (yet): the report shows the plan, its programs use AdamW */
+            r->muon.refused = 1;
+            snprintf(r->muon.status, sizeof r->muon.status, "training refuses Muon on sharded matrices until "
+                     "distributed Muon's update is built; the programs above use AdamW");
+            hp_status_free(st);
+            s.co.optim = &adamw;
+            st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &s.co);
+        }
         if (st) break;
         if (i == 0) st = gather_shared(r, &list, &nlist, &cc, c->all_values);
         if (!st) st = hp_plan_gather_rank(&r->ranks[i], &cc, list, nlist, threads);
@@ -174,5 +238,6 @@ void hp_plan_report_free(hp_plan_report *r) {
     free(r->ranks);
     free((char *)r->plan_text);
     free(r->notes);
+    free_muon(&r->muon);
     free(r);
 }
