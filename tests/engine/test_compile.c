@@ -204,7 +204,11 @@ int main(void) {
             int inserted = n->op == &hp_op_redistribute || n->op == &hp_op_redistribute_start ||
                            n->op == &hp_op_redistribute_wait || n->phase == HP_PHASE_OPT;
             CHECK(c.rg.node_of[i] >= 0 || inserted);
-            if (c.rg.node_of[i] >= 0) CHECK(!strcmp(c.global->nodes[c.rg.node_of[i]].name, n->name));
+            if (c.rg.node_of[i] >= 0) { /* its global node's name (wgrad first's input-gradient half: + ".dgrad") */
+                const char *gn = c.global->nodes[c.rg.node_of[i]].name;
+                size_t gl = strlen(gn);
+                CHECK(!strncmp(gn, n->name, gl) && (!n->name[gl] || !strcmp(n->name + gl, ".dgrad")));
+            }
         }
         ss = find_op(lg, &hp_op_grad_sumsq);
         if (ss) { /* replicated pieces count 1 / replicas: 1/2 over tp for a tp-replicated tensor */
