@@ -200,6 +200,16 @@ static void json_muon(FILE *f, const hp_plan_muon *m) {
         fputc('}', f);
     }
     fputs(m->ngroups ? "]" : "[]", f);
+    key(f, ",", "strategies");
+    for (int i = 0; i < m->nstrategies; i++) {
+        kv_str(f, i ? ",{" : "[{", "name", m->strategies[i].name);
+        kv_num(f, ",", "max_gflops", m->strategies[i].max_gflops);
+        kv_num(f, ",", "total_gflops", m->strategies[i].total_gflops);
+        kv_num(f, ",", "imbalance", m->strategies[i].imbalance);
+        kv_num(f, ",", "received_mean", m->strategies[i].recv_mean);
+        fputc('}', f);
+    }
+    fputs(m->nstrategies ? "]" : "[]", f);
     key(f, ",", "ranks");
     for (int r = 0; r < m->nranks; r++) {
         kv_num(f, r ? ",{" : "[{", "rank", r);

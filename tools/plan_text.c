@@ -189,6 +189,11 @@ static void print_muon(const hp_plan_muon *m) {
     for (int i = 0; i < m->ngroups; i++)
         printf("  %-24s %8d %6d %12.3f\n", m->groups[i].key, m->groups[i].nmatrices, m->groups[i].nranks,
                m->groups[i].gflops);
+    printf("  %-14s %14s %14s %9s %16s   (the same layouts, every strategy)\n", "strategy", "busiest GFLOP",
+           "all ranks", "max/mean", "received MB/rank");
+    for (int i = 0; i < m->nstrategies; i++)
+        printf("  %-14s %14.3f %14.3f %9.3f %16.2f\n", m->strategies[i].name, m->strategies[i].max_gflops,
+               m->strategies[i].total_gflops, m->strategies[i].imbalance, m->strategies[i].recv_mean * 1e-6);
     printf("  %-6s %12s %12s %12s\n", "rank", "GFLOP/step", "sent MB", "received MB");
     for (int r = 0; r < m->nranks; r++)
         printf("  %-6d %12.3f %12.2f %12.2f\n", r, m->gflops[r], m->sent[r] * 1e-6, m->recv[r] * 1e-6);

@@ -522,6 +522,14 @@ typedef struct {
     double gflops;
 } hp_plan_muon_matrix;
 
+typedef struct { /* a strategy's plan on the same layouts (parallel/muon_plan.h says how each is built) */
+    char name[16];        /* "layout", "round-robin", "zero1-gather", "all-to-all", "gather-all" */
+    double max_gflops;    /* Newton-Schulz GFLOP per step on the busiest rank */
+    double total_gflops;  /* over all ranks (more than the model's when ranks repeat work) */
+    double imbalance;     /* max / mean */
+    double recv_mean;     /* bytes received per rank per step, mean over the ranks */
+} hp_plan_muon_strategy;
+
 typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatrices 0 otherwise) */
     int nmatrices, ngroups, nranks;
     hp_plan_muon_matrix *matrices; /* the model's order */
@@ -532,6 +540,8 @@ typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatr
     int refused;          /* 1: training refuses Muon on these layouts (sharded matrices) until distributed
                            * Muon's update is built; the report's programs then use AdamW */
     char status[200];     /* what training does with this plan today ("": runs it) */
+    hp_plan_muon_strategy strategies[5]; /* layout first, then the competing ones */
+    int nstrategies;
 } hp_plan_muon;
 
 typedef struct {

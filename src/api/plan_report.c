@@ -155,6 +155,20 @@ static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_
     for (int r = 0; !st && r < p.nranks; r++)
         out->gflops[r] = p.load[r] * 1e-9, out->sent[r] = p.sent[r], out->recv[r] = p.recv[r];
     if (!st) out->imbalance = hp_muon_plan_imbalance(&p);
+    for (int d = 0; !st && d < HP_MUON_DIST_COUNT && d < 5; d++) { /* every strategy on the same layouts */
+        hp_muon_plan q;
+        st = hp_muon_plan_build_as(&q, cc.global, &cc.prop, &cc.mesh, cc.fsdp.level ? &cc.fsdp : NULL, &s->oc,
+                                   (hp_muon_dist)d);
+        if (st) break;
+        hp_plan_muon_strategy *y = &out->strategies[out->nstrategies++];
+        snprintf(y->name, sizeof y->name, "%s", hp_muon_dist_name((hp_muon_dist)d));
+        for (int r = 0; r < q.nranks; r++) {
+            if (q.load[r] * 1e-9 > y->max_gflops) y->max_gflops = q.load[r] * 1e-9;
+            y->total_gflops += q.load[r] * 1e-9, y->recv_mean += q.recv[r] / q.nranks;
+        }
+        y->imbalance = hp_muon_plan_imbalance(&q);
+        hp_muon_plan_free(&q);
+    }
     for (int i = 0; !st && i < p.ngrp && !out->status[0]; i++)
         if (strcmp(p.grp[i].key, "local"))
             snprintf(out->status, sizeof out->status, "until distributed Muon's update is built, training "

@@ -115,8 +115,36 @@ static int is_local(const hp_muon_group *gr, const hp_mesh *m) {
     return 1;
 }
 
+const char *hp_muon_dist_name(hp_muon_dist d) {
+    static const char *const names[] = {"layout", "round-robin", "zero1-gather", "all-to-all", "gather-all"};
+    return d >= 0 && d < HP_MUON_DIST_COUNT ? names[d] : "?";
+}
+
 hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
                              const hp_fsdp_plan *fsdp, const hp_optim_config *cfg) {
+    return hp_muon_plan_build_as(out, g, prop, m, fsdp, cfg, HP_MUON_DIST_LAYOUT);
+}
+
+/* The owner strategies' choice for a matrix: i its place in the order (ROUND_ROBIN), shape_i the group's
+ * matrices of its shape before it (ALL_TO_ALL), held[r] the bytes of it rank r holds (LAYOUT's tie-break). */
+static int choose_owner(const hp_muon_plan *p, const hp_muon_group *gr, const hp_mesh *m, hp_muon_dist d, int i,
+                        int shape_i, const double *held) {
+    int nr = p->nranks, best = -1, seen = 0;
+    int want = d == HP_MUON_DIST_ROUND_ROBIN ? i % gr->nranks : shape_i % gr->nranks;
+    for (int r = 0; r < nr; r++) {
+        if (!in_group(gr, m, r)) continue;
+        if (d == HP_MUON_DIST_LAYOUT) {
+            /* the least loaded; between equals, the one holding most of the matrix (fewer bytes to move) */
+            if (best < 0 || p->load[r] < p->load[best] || (p->load[r] == p->load[best] && held[r] > held[best])) best = r;
+        } else if (seen++ == want) {
+            best = r;
+        }
+    }
+    return best;
+}
+
+hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                                const hp_fsdp_plan *fsdp, const hp_optim_config *cfg, hp_muon_dist dist) {
     memset(out, 0, sizeof *out);
     int nr = hp_mesh_size(m);
     out->nranks = nr;
@@ -195,24 +223,48 @@ hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_prop
     for (int i = 0; i < out->nmat; i++)
         if (!is_local(&out->grp[out->mat[i].group], m))
             order[n++] = (pending){out->mat[i].flops, g->vals[out->mat[i].v].name, out->mat[i].group, i};
-    qsort(order, (size_t)n, sizeof *order, by_cost);
+    if (dist == HP_MUON_DIST_LAYOUT) qsort(order, (size_t)n, sizeof *order, by_cost); /* the others: model order */
     for (int q = 0; q < n; q++) {
         hp_muon_matrix *x = &out->mat[order[q].i];
         const hp_muon_group *gr = &out->grp[x->group];
-        int best = -1;
-        for (int r = 0; r < nr; r++)
-            if (in_group(gr, m, r) && (best < 0 || out->load[r] < out->load[best])) best = r;
-        x->owner = best;
-        out->load[best] += x->flops;
-        /* bytes: the owner's slice sends its pieces in, every holder gets its piece of the update back */
         int fk = -1;
         for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
             if (ids[j] == x->v) fk = j;
+        double h[1024];
+        int many = nr > 1024;
+        for (int r = 0; r < nr && !many; r++)
+            h[r] = in_group(gr, m, r) ? 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r) : 0;
+        if (many) {
+            st = hp_errorf("muon plan: more than 1024 ranks");
+            goto done;
+        }
+        double whole = 4.0 * (double)hp_shape_numel(&g->vals[x->v].shape);
+        if (dist == HP_MUON_DIST_ZERO1_GATHER || dist == HP_MUON_DIST_GATHER_ALL) {
+            /* several ranks orthogonalise it: each toucher (or every rank of the group) gathers what it lacks
+             * from its replica slice */
+            x->owner = -2;
+            for (int r = 0; r < nr; r++) {
+                if (!in_group(gr, m, r) || (dist == HP_MUON_DIST_ZERO1_GATHER && h[r] <= 0)) continue;
+                out->load[r] += x->flops;
+                out->recv[r] += whole - h[r] > 0 ? whole - h[r] : 0; /* (a TP box: its slice's pieces) */
+                for (int j = 0; j < nr; j++)
+                    if (j != r && in_group(gr, m, j) && same_slice(gr, m, j, r) && h[j] > 0) out->sent[j] += h[j];
+            }
+            continue;
+        }
+        int shape_i = 0; /* ALL_TO_ALL: matrices of its shape before it in its group */
+        for (int p2 = 0; p2 < q; p2++) {
+            const hp_muon_matrix *y = &out->mat[order[p2].i];
+            shape_i += y->group == x->group && y->rows == x->rows && y->cols == x->cols;
+        }
+        int best = choose_owner(out, gr, m, dist, q, shape_i, h);
+        x->owner = best;
+        out->load[best] += x->flops;
+        /* bytes: the owner's slice sends its pieces in, every holder gets its piece of the update back */
         for (int r = 0; r < nr; r++) {
             if (r == best || !in_group(gr, m, r)) continue;
-            double h = 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r);
-            if (same_slice(gr, m, r, best)) out->sent[r] += h, out->recv[best] += h;
-            out->recv[r] += h, out->sent[best] += h;
+            if (same_slice(gr, m, r, best)) out->sent[r] += h[r], out->recv[best] += h[r];
+            out->recv[r] += h[r], out->sent[best] += h[r];
         }
     }
 done:

@@ -19,7 +19,7 @@
  *
  * Owners: over every group's matrices together, by decreasing cost (ties by
  * name, then group), each to the least-loaded rank of its group (ties: the
- * lowest rank), the load being the rank's Newton–Schulz FLOPs so far, local
+ * rank holding most of the matrix, then the lowest rank), the load being the rank's Newton–Schulz FLOPs so far, local
  * matrices counted first — the longest-processing-time rule, deterministic.
  * A 3-D stack is its matrices of one shape, one owner (their Newton–Schulz
  * runs batched). Cost of one matrix: steps x (4 m^2 n + 2 m^3) FLOPs, m the
@@ -39,6 +39,32 @@
 #include "optim/optimizer.h"
 #include "parallel/fsdp.h"
 
+/* Who orthogonalises what (issue 25's competing strategies, as plans: the
+ * Newton–Schulz work and bytes each would give on the same layouts):
+ *   LAYOUT       one owner per matrix by the longest-processing-time rule (above);
+ *   ROUND_ROBIN  Keller Jordan's: the Muon matrices in the model's order, matrix i
+ *                to rank i mod (the group's ranks), then the updates returned;
+ *   ZERO1_GATHER Moonlight's ZeRO-1 form: every rank whose piece touches a matrix
+ *                gathers it whole and orthogonalises it itself (no return);
+ *   ALL_TO_ALL   Dion-style: matrices grouped by shape, each shape's dealt round
+ *                robin over the group's ranks, pieces in and updates out by two
+ *                all-to-alls (the same bytes as an owner's);
+ *   GATHER_ALL   every rank gathers every matrix and orthogonalises all of them.
+ * Bytes for the owner strategies follow the rule in the header above; for
+ * ZERO1_GATHER each toucher receives what it lacks of the matrix and sends its
+ * piece to the other touchers; for GATHER_ALL every rank receives what it
+ * lacks and sends its piece to every other rank of its replica slice's group. */
+typedef enum {
+    HP_MUON_DIST_LAYOUT = 0,
+    HP_MUON_DIST_ROUND_ROBIN,
+    HP_MUON_DIST_ZERO1_GATHER,
+    HP_MUON_DIST_ALL_TO_ALL,
+    HP_MUON_DIST_GATHER_ALL,
+    HP_MUON_DIST_COUNT
+} hp_muon_dist;
+/* "layout", "round-robin", "zero1-gather", "all-to-all", "gather-all". */
+const char *hp_muon_dist_name(hp_muon_dist d);
+
 typedef enum { HP_MUON_AX_NONE = 0, HP_MUON_AX_R, HP_MUON_AX_F, HP_MUON_AX_SR, HP_MUON_AX_SC, HP_MUON_AX_B } hp_muon_axis;
 
 typedef struct {
@@ -47,7 +73,8 @@ typedef struct {
     int64_t rows, cols;      /* each matrix */
     double flops;            /* Newton–Schulz FLOPs of the count matrices */
     int group;               /* groups[group] */
-    int owner;               /* the global rank that orthogonalises it; -1: local (every holder) */
+    int owner;               /* the global rank that orthogonalises it; -1: local (every holder); -2: several
+                              * ranks (ZERO1_GATHER: every toucher; GATHER_ALL: every rank of the group) */
 } hp_muon_matrix;
 
 typedef struct {
@@ -75,6 +102,9 @@ typedef struct {
  * 0: none). A non-Muon configuration gives an empty plan. */
 hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
                              const hp_fsdp_plan *fsdp, const hp_optim_config *cfg);
+/* The same under strategy d. */
+hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                                const hp_fsdp_plan *fsdp, const hp_optim_config *cfg, hp_muon_dist d);
 void hp_muon_plan_free(hp_muon_plan *p);
 
 /* The elements of global parameter v (its FSDP index k, -1 if FSDP does not

@@ -138,6 +138,10 @@ assert sorted({o["owner"] for o in d["owners"]}) == [0, 1, 2, 3], d["owners"]
 ranks = d["ranks"]
 assert abs(sum(r["gflops"] for r in ranks) - d["groups"][0]["gflops"]) < 1e-9, ranks
 assert all(r["sent"] > 0 and r["received"] > 0 for r in ranks), ranks
+st = {x["name"]: x for x in d["strategies"]}
+assert list(st) == ["layout", "round-robin", "zero1-gather", "all-to-all", "gather-all"], d["strategies"]
+assert all(x["max_gflops"] >= st["layout"]["max_gflops"] - 1e-9 for x in st.values()), st
+assert abs(st["gather-all"]["total_gflops"] - 4 * st["layout"]["total_gflops"]) < 1e-6, st
 t = json.load(open("muon_tp.json"))["muon"]
 assert sorted(g["key"] for g in t["groups"]) == ["dp=R tp=Sc", "dp=R tp=Sr"] and t["refused"] == 1, t["groups"]
 p = json.load(open("muon_dp.json"))

@@ -8,6 +8,9 @@
  *  - every Muon matrix has one owner in its group; the plan is the same
  *    from every rank's compile (FSDP's `me` differs) and from a second
  *    build (deterministic);
+ *  - the competing strategies as plans (round robin, Moonlight's ZeRO-1
+ *    gather, Dion-style all-to-all, gather-all): none leaves its busiest
+ *    rank less Newton–Schulz work than the layout-driven owners;
  *  - balance: the owners' Newton–Schulz FLOPs, max / mean over the ranks,
  *    at most 1.10 for 124M at 4 and 8 ranks (the issue's bound; reported
  *    for 64, where 48 matrices cannot cover 64 ranks evenly);
@@ -139,6 +142,38 @@ int main(void) {
     model_build(&big, &(hp_gpt2_config){.L = 12, .NH = 12, .C = 768, .V = 50257, .Vp = 50304, .maxT = 1024}, 1, 64);
     model_build(&small, &(hp_gpt2_config){.L = 2, .NH = 4, .C = 32, .V = 200, .Vp = 256, .maxT = 16}, 8, 8);
 
+    /* the competing strategies as plans on the same layouts (FSDP 4, 124M): none has less Newton-Schulz work on
+     * its busiest rank than the layout-driven owners; gather-all does all of it on every rank */
+    {
+        hp_plan plan;
+        CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 4, 1));
+        CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp unit_bytes=8M", "test"));
+        hp_compiled c;
+        CHECK_OK(hp_compile(&c, big.g, &plan, 0, &big.o));
+        double best = 0, total = 0;
+        for (int d = 0; d < HP_MUON_DIST_COUNT; d++) {
+            hp_muon_plan p;
+            CHECK_OK(hp_muon_plan_build_as(&p, c.global, &c.prop, &c.mesh, &c.fsdp, &big.muon, (hp_muon_dist)d));
+            double mx = 0, sum = 0, bytes = 0;
+            for (int r = 0; r < p.nranks; r++) {
+                sum += p.load[r], bytes += p.recv[r];
+                if (p.load[r] > mx) mx = p.load[r];
+            }
+            printf("%-13s busiest rank %7.1f GFLOP, all ranks %7.1f, max/mean %.3f, received %.1f MB per rank\n",
+                   hp_muon_dist_name((hp_muon_dist)d), mx * 1e-9, sum * 1e-9, hp_muon_plan_imbalance(&p),
+                   bytes * 1e-6 / p.nranks);
+            if (d == HP_MUON_DIST_LAYOUT) best = mx, total = sum;
+            CHECK(mx >= best * (1 - 1e-12));
+            /* round robin in the model's order: rank 0 every qkv, 1 every proj, 2 every fc, 3 every mlp proj */
+            if (d == HP_MUON_DIST_ROUND_ROBIN) CHECK(hp_muon_plan_imbalance(&p) > 1.19);
+            if (d == HP_MUON_DIST_GATHER_ALL) CHECK(sum == 4 * total && hp_muon_plan_imbalance(&p) == 1.0);
+            /* every 124M matrix is a unit of its own or spans a unit's four ranges: every rank touches it */
+            if (d == HP_MUON_DIST_ZERO1_GATHER) CHECK(sum >= total && sum <= 4 * total);
+            hp_muon_plan_free(&p);
+        }
+        hp_compiled_free(&c);
+        hp_plan_free(&plan);
+    }
     /* balance at 4 and 8 ranks (the bound), reported at 64 */
     double i4 = fsdp_124m(&big, 4, 1), i8 = fsdp_124m(&big, 8, 0), i64 = fsdp_124m(&big, 64, 0);
     CHECK(i4 >= 1.0 && i4 <= 1.10);
