@@ -20,5 +20,7 @@ int hp_cmd_bench_comm(int argc, char **argv);
 int hp_cmd_bench_parallel(int argc, char **argv);
 /* `hyperpar bench fsdp ...` (argv[0] = "fsdp"), in tools/bench_fsdp.c */
 int hp_cmd_bench_fsdp(int argc, char **argv);
+/* `hyperpar bench muon ...` (argv[0] = "muon"), in tools/bench_muon.c */
+int hp_cmd_bench_muon(int argc, char **argv);
 
 #endif

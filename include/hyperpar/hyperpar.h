@@ -537,8 +537,8 @@ typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatr
     double *gflops;       /* [nranks]: Newton-Schulz GFLOP per rank per step (its owned matrices and local ones) */
     double *sent, *recv;  /* [nranks]: bytes per step: pieces to the owners, updates back */
     double imbalance;     /* max / mean of gflops */
-    int refused;          /* 1: training refuses Muon on these layouts (sharded matrices) until distributed
-                           * Muon's update is built; the report's programs then use AdamW */
+    int refused;          /* 1: training refuses Muon on these layouts (matrices cut by tensor parallelism:
+                           * distributed Muon does not handle them yet); the report's programs then use AdamW */
     char status[200];     /* what training does with this plan today ("": runs it) */
     hp_plan_muon_strategy strategies[5]; /* layout first, then the competing ones */
     int nstrategies;
@@ -789,6 +789,9 @@ typedef struct {
     float muon_lr, muon_beta, muon_weight_decay;
     const char *muon_momentum;  /* NULL: "ema"; or "sum" */
     const char *muon_scale;     /* NULL: "keller"; or "moonlight" */
+    const char *muon_dist;      /* NULL: "layout" (one owner per matrix, chosen by work); or a competing
+                                 * strategy, built in the same code: "round-robin" | "zero1-gather" |
+                                 * "all-to-all" | "gather-all" (docs/architecture.md, distributed Muon) */
     const char *newton_schulz;  /* NULL: "quintic"; or "perstep" | "polar" (the coefficients) */
     const char *muon_params;    /* NULL: none; extra parameters for Muon (comma-separated globs) */
     const char *adamw_params;   /* NULL: none; parameters kept on AdamW (comma-separated globs) */
@@ -985,7 +988,7 @@ typedef struct {
     long warmup;
     char optimizer[16];
     float muon_lr, muon_beta, muon_weight_decay;
-    char muon_momentum[16], muon_scale[16], ns[16], muon_params[256], adamw_params[256];
+    char muon_momentum[16], muon_scale[16], muon_dist[16], ns[16], muon_params[256], adamw_params[256];
     uint64_t seed;
     int threads;
     char metrics[512];
@@ -1515,6 +1518,32 @@ typedef struct {
 } hp_bench_fsdp_result;
 
 hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_config *cfg);
+
+/* Distributed Muon side by side (`hyperpar bench muon`): GPT-2's step on
+ * hp_bench_fsdp_row's plans and emulated supernodes, with Muon under one
+ * strategy of its distributed update (muon_dist: "layout", "round-robin",
+ * "zero1-gather", "all-to-all", "gather-all"; parallel/muon_plan.h says how
+ * each is built) or with AdamW (muon_dist NULL), at their defaults. */
+typedef struct {
+    hp_bench_fsdp_config run;
+    const char *muon_dist;
+} hp_bench_muon_config;
+
+typedef struct {
+    double step_ms;          /* the whole training step, optimizer included */
+    double compute_ms;       /* the forward's and backward's kernels */
+    double exposed_comm_ms;  /* rank 0 blocked on collectives in the forward and backward */
+    double optimizer_ms;     /* the optimizer phase, split below (rank 0's nodes) */
+    double gather_ms;        /* momentum, packing and the collectives to the owners */
+    double ns_ms;            /* Newton-Schulz (muon_orth) */
+    double return_ms;        /* the collectives that bring the updates back */
+    double update_ms;        /* the updates written into the parameters (muon_apply) */
+    double rest_ms;          /* everything else: AdamW's updates, norms, clipping */
+    double opt_comm_ms;      /* every communicating node of the optimizer (exposed: the phase follows the backward) */
+    double memory_mb;        /* rank 0's program */
+} hp_bench_muon_result;
+
+hp_status hp_bench_muon_row(hp_bench_muon_result *res, const hp_bench_muon_config *cfg);
 
 /* Collectives (`hyperpar bench comm`), sizes as nccl-tests count them
  * (all-reduce buffer, reduce-scatter input, all-gather output). */

@@ -12,6 +12,7 @@
 #include "io/llmc.h"
 #include "layout/plan.h"
 #include "models/gpt2.h"
+#include "optim/optimizer.h"
 #include "runtime/params.h"
 
 struct hp_model {
@@ -76,8 +77,20 @@ typedef struct {
     double step_s, compute_s, comm_s, optimizer_s, other_s, busy_s, memory_bytes;
     double wait_s; /* rank 0's thread blocked on collectives in the forward and backward (hp_comm_rank_wait_ns):
                     * comm_s less the starts and copies its communicating steps do */
+    /* rank 0's optimizer phase by node (medians): distributed Muon's packing and
+     * collectives to the owners (gather_s: muon_pack, muon_spread and the
+     * collectives before a group's muon_orth), Newton-Schulz (ns_s: muon_orth),
+     * the collectives after it (return_s), muon_apply (update_s), and the rest
+     * (opt_rest_s: AdamW's updates, the norms, whole-matrix Muon); opt_comm_s:
+     * every communicating node of the phase (gather's and return's
+     * collectives, the norm's all-reduce) */
+    double gather_s, ns_s, return_s, update_s, opt_rest_s, opt_comm_s;
 } hp_api_bench_out;
+/* oc: the optimizer (NULL: AdamW's defaults). hp_api_bench_fsdp: the same
+ * on hp_bench_fsdp_row's plan, mesh and emulated supernodes (api/bench_fsdp). */
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc, int B, int T, const hp_plan *plan,
-                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype);
+                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype,
+                            const hp_optim_config *oc);
+hp_status hp_api_bench_fsdp(hp_api_bench_out *o, const hp_bench_fsdp_config *cfg, const hp_optim_config *oc);
 
 #endif

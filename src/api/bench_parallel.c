@@ -23,7 +23,33 @@ typedef struct {
     double prof[64][2];
     double opt_s[64];
     double wait_s[64]; /* forward and backward: the rank's thread blocked on collectives */
+    double split[6];   /* rank 0's optimizer phase: gather, ns, return, update, rest, comm (this step) */
+    int in_group;      /* the split's state: a muon_pack ran and its group's muon_apply has not */
+    int after_orth;    /* a muon_orth ran since the last muon_pack */
 } pstep;
+
+/* Rank 0's optimizer nodes, each to its column of the split. */
+static void opt_hook(void *ctx, const hp_node *n, double t0, double t1) {
+    pstep *c = ctx;
+    const char *op = n->op->name;
+    double dt = t1 - t0;
+    if (n->op->communicates) c->split[5] += dt;
+    if (!strcmp(op, "muon_pack") || !strcmp(op, "muon_spread")) {
+        if (!strcmp(op, "muon_pack")) c->after_orth = 0;
+        c->in_group = 1;
+        c->split[0] += dt;
+    } else if (!strcmp(op, "muon_orth")) {
+        c->after_orth = 1;
+        c->split[1] += dt;
+    } else if (!strcmp(op, "muon_apply")) {
+        c->in_group = 0;
+        c->split[3] += dt;
+    } else if (n->op->communicates && c->in_group) {
+        c->split[c->after_orth ? 2 : 0] += dt;
+    } else {
+        c->split[4] += dt;
+    }
+}
 
 /* One training step on a rank; the optimizer phase is timed apart. */
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
@@ -38,9 +64,12 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
     c->wait_s[r->local_index] = cr ? (double)(hp_comm_rank_wait_ns(cr) - w0) * 1e-9 : 0;
     double *prof = c->prof[r->local_index], saved[2] = {prof[0], prof[1]};
+    if (r->local_index == 0) hp_program_set_hook(r->prog, opt_hook, c);
     double t0 = hp_now();
-    HP_TRY(hp_program_run(r->prog, HP_PHASE_OPT));
+    hp_status st = hp_program_run(r->prog, HP_PHASE_OPT);
     c->opt_s[r->local_index] += hp_now() - t0;
+    if (r->local_index == 0) hp_program_set_hook(r->prog, NULL, NULL);
+    HP_TRY(st);
     prof[0] = saved[0], prof[1] = saved[1]; /* the optimizer is its own column */
     return HP_OK;
 }
@@ -69,10 +98,11 @@ static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config
  * communicating steps, optimizer, other, the time rank 0's collectives ran,
  * and the time its thread was blocked on them. */
 static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *k, double *cm, double *o, double *ot,
-                            double *busy, double *wt) {
+                            double *busy, double *wt, double *split) {
     hp_comm_rank *r0 = hp_dist_rank_at(d, 0)->c.rg.ctx.comm;
     for (int i = -2; i < steps; i++) {
         c->prof[0][0] = c->prof[0][1] = c->opt_s[0] = 0;
+        memset(c->split, 0, sizeof c->split);
         c->step = i + 2;
         int64_t b0 = hp_comm_rank_busy_ns(r0);
         double t0 = hp_now();
@@ -83,22 +113,25 @@ static hp_status time_steps(hp_dist *d, pstep *c, int steps, double *t, double *
             ot[i] = dt - k[i] - cm[i] - o[i];
             busy[i] = (double)(hp_comm_rank_busy_ns(r0) - b0) * 1e-9;
             wt[i] = c->wait_s[0];
+            for (int j = 0; j < 6; j++) split[j * steps + i] = c->split[j];
         }
     }
     return HP_OK;
 }
 
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, int B, int T, const hp_plan *plan,
-                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype) {
+                            hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype,
+                            const hp_optim_config *oc_in) {
     memset(out, 0, sizeof *out);
     hp_gpt2_config mc = *mc_in;
     hp_graph *g = NULL;
     hp_dist *d = NULL;
     hp_optim_config oc;
-    hp_optim_config_default(&oc);
+    if (oc_in) oc = *oc_in;
+    else hp_optim_config_default(&oc);
     pstep *c = calloc(1, sizeof *c);
     int32_t *tok = calloc((size_t)(B * T), sizeof *tok), *tgt = calloc((size_t)(B * T), sizeof *tgt);
-    double *t = calloc((size_t)steps * 7, sizeof *t);
+    double *t = calloc((size_t)steps * 13, sizeof *t);
     hp_status st = c && tok && tgt && t ? hp_gpt2_config_check(&mc) : hp_errorf("benchmark: out of memory");
     if (!st && plan && hp_mesh_size(&plan->mesh) > 64) st = hp_errorf("benchmark: at most 64 ranks");
     if (!st) st = hp_graph_create(&g);
@@ -115,7 +148,7 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
         c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;
         for (int i = 0; i < hp_dist_nranks(d); i++) hp_program_profile(hp_dist_rank_at(d, i)->prog, c->prof[i]);
         st = time_steps(d, c, steps, t, t + steps, t + 2 * steps, t + 3 * steps, t + 4 * steps, t + 5 * steps,
-                        t + 6 * steps);
+                        t + 6 * steps, t + 7 * steps);
     }
     if (!st) {
         out->step_s = hp_median(t, steps);
@@ -125,6 +158,10 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
         out->other_s = hp_median(t + 4 * steps, steps);
         out->busy_s = hp_median(t + 5 * steps, steps);
         out->wait_s = hp_median(t + 6 * steps, steps);
+        double *sp = t + 7 * steps;
+        out->gather_s = hp_median(sp, steps), out->ns_s = hp_median(sp + steps, steps);
+        out->return_s = hp_median(sp + 2 * steps, steps), out->update_s = hp_median(sp + 3 * steps, steps);
+        out->opt_rest_s = hp_median(sp + 4 * steps, steps), out->opt_comm_s = hp_median(sp + 5 * steps, steps);
         hp_plan_rank_report rr;
         memset(&rr, 0, sizeof rr);
         st = hp_plan_gather_rank(&rr, &hp_dist_rank_at(d, 0)->c, NULL, 0, hp_dist_threads_per_rank(w, threads));
@@ -153,7 +190,7 @@ hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_pa
     hp_comm_world *w = NULL;
     hp_status st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
     hp_api_bench_out o;
-    if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap, HP_F32);
+    if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap, HP_F32, NULL);
     if (!st)
         *res = (hp_bench_parallel_result){B * T / o.step_s, o.step_s * 1e3, o.compute_s * 1e3, o.comm_s * 1e3,
                                           o.optimizer_s * 1e3, o.other_s * 1e3};

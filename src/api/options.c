@@ -136,6 +136,8 @@ static const hp_train_optdef defs[] = {
     D("muon-weight-decay", HP_OPT_FLOAT, muon_weight_decay, "0", ">= 0", 0, "Muon weight decay"),
     D("muon-momentum", HP_OPT_STR, muon_momentum, "ema", NULL, 0, "ema | sum"),
     D("muon-scale", HP_OPT_STR, muon_scale, "keller", NULL, 0, "keller | moonlight"),
+    D("muon-dist", HP_OPT_STR, muon_dist, "layout", NULL, 0,
+      "distributed Muon: layout (one owner per matrix, by work) | round-robin | zero1-gather | all-to-all | gather-all"),
     D("ns", HP_OPT_STR, ns, "quintic", NULL, 0, "Newton-Schulz coefficients: quintic | perstep | polar"),
     D("muon-params", HP_OPT_STR, muon_params, "", NULL, 0, "extra parameters for Muon (comma-separated globs)"),
     D("adamw-params", HP_OPT_STR, adamw_params, "", NULL, 0, "parameters kept on AdamW (comma-separated globs)"),
@@ -470,6 +472,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
 /* The options that become an hp_train_config's strings: pointers into o. */
 static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
+    c->muon_dist = o->muon_dist;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->data = o->data, c->val_data = o->val_data;

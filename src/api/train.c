@@ -11,6 +11,7 @@
 #include "api/plan_report.h"
 #include "api/run_dir.h"
 #include "api/train.h"
+#include "parallel/muon_plan.h"
 #include "comm/launch.h"
 #include "core/timing.h"
 #include "io/fsutil.h"
@@ -152,6 +153,11 @@ static hp_status optim_config(hp_optim_config *o, const hp_train_config *c) {
     o->muon_lr = c->muon_lr, o->muon_beta = c->muon_beta, o->muon_weight_decay = c->muon_weight_decay;
     if (c->muon_momentum) HP_TRY(hp_muon_momentum_parse(&o->muon_momentum, c->muon_momentum));
     if (c->muon_scale) HP_TRY(hp_muon_scale_parse(&o->muon_scale, c->muon_scale));
+    if (c->muon_dist) {
+        hp_muon_dist d;
+        HP_TRY(hp_muon_dist_parse(&d, c->muon_dist));
+        o->muon_dist = (int)d;
+    }
     if (c->newton_schulz) HP_TRY(hp_ns_config_named(&o->ns, c->newton_schulz));
     o->muon_params = c->muon_params, o->adamw_params = c->adamw_params;
     hp_status st = hp_optim_config_check(o);
@@ -281,10 +287,12 @@ static hp_status copy_strings(hp_train *t) {
     c->trace = t->trace, c->init_llmc = t->init_llmc;
     HP_TRY(hp_api_strdup(&t->muon_momentum, c->muon_momentum));
     HP_TRY(hp_api_strdup(&t->muon_scale, c->muon_scale));
+    HP_TRY(hp_api_strdup(&t->muon_dist, c->muon_dist));
     HP_TRY(hp_api_strdup(&t->newton_schulz, c->newton_schulz));
     HP_TRY(hp_api_strdup(&t->muon_params, set(c->muon_params) ? c->muon_params : NULL));
     HP_TRY(hp_api_strdup(&t->adamw_params, set(c->adamw_params) ? c->adamw_params : NULL));
     c->muon_momentum = t->muon_momentum, c->muon_scale = t->muon_scale, c->newton_schulz = t->newton_schulz;
+    c->muon_dist = t->muon_dist;
     c->muon_params = t->muon_params, c->adamw_params = t->adamw_params;
     int n = c->ckpt_nargs;
     if (n > 0) {
@@ -554,7 +562,7 @@ void hp_train_free(hp_train *t) {
     hp_data_close(t->val);
     free(t->tokens), free(t->targets);
     free(t->data), free(t->val_data), free(t->metrics), free(t->ckpt_dir), free(t->trace), free(t->init_llmc);
-    free(t->muon_momentum), free(t->muon_scale), free(t->newton_schulz), free(t->muon_params), free(t->adamw_params);
+    free(t->muon_momentum), free(t->muon_scale), free(t->muon_dist), free(t->newton_schulz), free(t->muon_params), free(t->adamw_params);
     for (int i = 0; t->arg_keys && i < t->cfg.ckpt_nargs; i++) free(t->arg_keys[i]);
     for (int i = 0; t->arg_values && i < t->cfg.ckpt_nargs; i++) free(t->arg_values[i]);
     free(t->arg_keys), free(t->arg_values);

@@ -54,6 +54,7 @@ hp_status hp_optim_config_check(const hp_optim_config *c) {
             return hp_errorf("muon_batch_floats: must be >= 0, got %ld", c->muon_batch_floats);
         if (c->muon_scale != HP_MUON_SCALE_KELLER && c->muon_scale != HP_MUON_SCALE_MOONLIGHT)
             return hp_errorf("muon_scale: unknown scale %d", (int)c->muon_scale);
+        if (c->muon_dist < 0 || c->muon_dist > 4) return hp_errorf("muon_dist: unknown strategy %d", c->muon_dist);
         HP_TRY(hp_ns_config_check(&c->ns));
     }
     return HP_OK;

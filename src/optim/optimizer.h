@@ -40,6 +40,8 @@ typedef struct {
     long muon_batch_floats;   /* Muon orthogonalises up to this many floats of
                                  same-shape matrices per batch (at least one
                                  matrix); 0 = 4M. Memory only: results are the same. */
+    int muon_dist;            /* distributed Muon's strategy (parallel/muon_plan.h hp_muon_dist): 0 the
+                                 layout-driven owners; the others are the competing strategies */
     const char *muon_params;  /* comma-separated globs, or NULL */
     const char *adamw_params; /* comma-separated globs, or NULL */
 } hp_optim_config;

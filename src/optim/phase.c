@@ -178,8 +178,7 @@ void hp_optim_phase_lrs(float *out, const hp_optim_config *cfg, float lr) {
 
 static int owner_of(const hp_optim_phase_param *p) { return p->owner >= 0 ? p->owner : p->param; }
 
-/* A state of piece p (its shape), named after and belonging to its owner. */
-static int state_value(hp_graph *g, const hp_optim_phase_param *p, const char *prefix) {
+int hp_optim_state_value(hp_graph *g, const hp_optim_phase_param *p, const char *prefix) {
     int own = owner_of(p);
     char nm[HP_NAME_LEN];
     snprintf(nm, sizeof nm, "%s%.*s", prefix, (int)(HP_NAME_LEN - 1 - strlen(prefix)), g->vals[own].name);
@@ -231,7 +230,7 @@ static hp_status emit_muon(hp_optim_phase_io *io, hp_graph *g, const hp_optim_co
             c.nmats += mats_of(s);
             xin[nx++] = params[k].param;
             xin[nx++] = params[k].grad;
-            xin[nx++] = state_value(g, &params[k], "muon.m.");
+            xin[nx++] = hp_optim_state_value(g, &params[k], "muon.m.");
             io->nstates++;
         }
         long cap = cfg->muon_batch_floats > 0 ? cfg->muon_batch_floats : MUON_CHUNK_FLOATS;
@@ -315,9 +314,9 @@ static hp_status refuse_muon(const char *const *names, int n) {
     }
     hp_status st = HP_OK;
     if (count && (!list || !pats))
-        st = hp_errorf("optimizer: Muon on sharded matrices needs distributed Muon (not built yet); use --optimizer adamw");
+        st = hp_errorf("optimizer: distributed Muon does not handle tensor-parallel cuts yet; use --optimizer adamw");
     else if (count)
-        st = hp_errorf("optimizer: Muon on sharded matrices needs distributed Muon (not built yet): %d matri%s sharded "
+        st = hp_errorf("optimizer: distributed Muon does not handle tensor-parallel cuts yet: %d matri%s cut "
                        "(%s); use --optimizer adamw, or keep them on AdamW with --adamw-params '%s'",
                        count, count == 1 ? "x is" : "ces are", list, pats);
     free(list);
@@ -385,8 +384,8 @@ hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_op
         decays[nx / 4] = cfg->decay_vectors || g->vals[owner_of(&params[k])].shape.ndim >= 2;
         xin[nx++] = params[k].param;
         xin[nx++] = params[k].grad;
-        xin[nx++] = state_value(g, &params[k], "adamw.m.");
-        xin[nx++] = state_value(g, &params[k], "adamw.v.");
+        xin[nx++] = hp_optim_state_value(g, &params[k], "adamw.m.");
+        xin[nx++] = hp_optim_state_value(g, &params[k], "adamw.v.");
         io->nadamw++;
         io->nstates += 2;
     }

@@ -58,18 +58,23 @@ typedef struct {
  * one rank; every replica count must be a power of two. */
 hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n,
                               int exact);
-/* Routes every parameter (optim/route.h, by name and shape), emits the state
- * values and the update nodes reading io->sumsq. Errors: the configuration's,
- * the routing's, and Muon on a sharded matrix (distributed Muon is not built). */
-/* Muon on a sharded matrix (distributed Muon is not built): routes the whole
- * parameters params[0..n) (value ids of g; all of the model's, so the
- * patterns are checked as well) and refuses, in one error naming every one
- * and an --adamw-params value that keeps them all on AdamW, those routed to
- * Muon whose sharded[k] is set (a Shard placement, or FSDP/ZeRO managing it). */
+/* Muon on a matrix distributed Muon does not handle (a tensor-parallel cut,
+ * parallel/muon_dist): routes the whole parameters params[0..n) (value ids of
+ * g; all of the model's, so the patterns are checked as well) and refuses, in
+ * one error naming every one and an --adamw-params value that keeps them all
+ * on AdamW, those routed to Muon whose sharded[k] is set. */
 hp_status hp_optim_check_sharded_muon(const hp_graph *g, const hp_optim_config *cfg, const int *params,
                                       const int *sharded, int n);
+/* Routes every parameter (optim/route.h, by name and shape), emits the state
+ * values and the update nodes reading io->sumsq. Errors: the configuration's,
+ * the routing's, and Muon on a piece marked sharded (the caller's distributed
+ * Muon takes those it handles out of params first). */
 hp_status hp_optim_phase_updates(hp_optim_phase_io *io, hp_graph *g, const hp_optim_config *cfg, float max_norm,
                                  const hp_optim_phase_param *params, int n);
+
+/* The state value of piece p (its shape) named prefix + its owner's name
+ * ("muon.m.", "adamw.m.", ...), belonging to the owner; -1: the graph's error. */
+int hp_optim_state_value(hp_graph *g, const hp_optim_phase_param *p, const char *prefix);
 
 /* This step's learning rates from AdamW's scheduled lr: out[0] = lr, out[1] =
  * lr * muon_lr / cfg.lr (Muon's schedule: AdamW's shape at Muon's peak). */

@@ -300,6 +300,19 @@ static void recv_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_nod
     slot_describe(d, n, HP_COLL_RECV, HP_COLL_START);
 }
 
+/* in[0]: x (this member's piece), out[0]: y (every member's piece in member
+ * order); i[3]: the blob of the counts, int64 [i[4]]: elements from each member */
+static void all_gather_v_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const int64_t *counts = hp_graph_blob_at(k->graph, (long)n->a.i[3]);
+    hp_comm_args a = {.kind = HP_COMM_ALL_GATHER, .dtype = in[0].dtype, .nt = 1, .counts = counts};
+    start_on_slot(k, n, a, (hp_comm_tensor){out[0].data, in[0].data, 0});
+}
+
+static void all_gather_v_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    slot_describe(d, n, HP_COLL_ALL_GATHER, HP_COLL_START);
+}
+
 static void all_to_all_v_start_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
     (void)g;
     slot_describe(d, n, HP_COLL_ALL_TO_ALL, HP_COLL_START);
@@ -322,6 +335,9 @@ const hp_opdef hp_op_recv_start = {.name = "recv_start", .nout = 1, .communicate
 const hp_opdef hp_op_all_to_all_v_start = {.name = "all_to_all_v_start", .nout = 1, .communicates = 1,
                                            .run = all_to_all_v_start_run, .bytes = slot_bytes,
                                            .describe = all_to_all_v_start_describe};
+const hp_opdef hp_op_all_gather_v_start = {.name = "all_gather_v_start", .nout = 1, .communicates = 1,
+                                           .run = all_gather_v_start_run, .bytes = slot_bytes,
+                                           .describe = all_gather_v_start_describe};
 const hp_opdef hp_op_slot_wait = {.name = "slot_wait", .communicates = 1, .run = redistribute_wait_run,
                                   .describe = slot_wait_describe};
 
@@ -359,7 +375,7 @@ int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *
     long at = hp_graph_blob(g, both, sizeof(int64_t) * 2 * (size_t)k);
     free(both);
     if (at < 0) return -1;
-    if (sent != hp_val_numel(g, x) || got != hp_val_numel(g, y)) {
+    if (sent > hp_val_numel(g, x) || got > hp_val_numel(g, y)) {
         hp_graph_fail(g, hp_errorf("all_to_all_v: the counts send %lld and receive %lld elements, the values hold "
                                    "%lld and %lld", (long long)sent, (long long)got, (long long)hp_val_numel(g, x),
                                    (long long)hp_val_numel(g, y)));
@@ -367,4 +383,20 @@ int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *
     }
     hp_attrs a = {{axis, slot, -1, at, k}, {(double)hp_dtype_size(g->vals[x].dtype) * (double)sent}};
     return emit_pair(g, &hp_op_all_to_all_v_start, x, y, &a, HP_COLL_ALL_TO_ALL, ph);
+}
+
+int hp_comm_op_all_gather_v(hp_graph *g, int y, int x, int axis, const int64_t *counts, int k, int me, int slot,
+                            hp_phase ph) {
+    int64_t got = 0;
+    for (int m = 0; m < k; m++) got += counts[m];
+    if (me < 0 || me >= k || counts[me] > hp_val_numel(g, x) || got > hp_val_numel(g, y)) {
+        hp_graph_fail(g, hp_errorf("all_gather_v: member %d of %d sends %lld of %lld elements and receives %lld of "
+                                   "%lld", me, k, (long long)(me >= 0 && me < k ? counts[me] : -1),
+                                   (long long)hp_val_numel(g, x), (long long)got, (long long)hp_val_numel(g, y)));
+        return -1;
+    }
+    long at = hp_graph_blob(g, counts, sizeof(int64_t) * (size_t)k);
+    if (at < 0) return -1;
+    hp_attrs a = {{axis, slot, -1, at, k}, {(double)hp_dtype_size(g->vals[x].dtype) * (double)counts[me]}};
+    return emit_pair(g, &hp_op_all_gather_v_start, x, y, &a, HP_COLL_ALL_GATHER, ph);
 }

@@ -120,6 +120,16 @@ const char *hp_muon_dist_name(hp_muon_dist d) {
     return d >= 0 && d < HP_MUON_DIST_COUNT ? names[d] : "?";
 }
 
+hp_status hp_muon_dist_parse(hp_muon_dist *out, const char *name) {
+    for (int d = 0; d < HP_MUON_DIST_COUNT; d++)
+        if (name && !strcmp(name, hp_muon_dist_name((hp_muon_dist)d))) {
+            *out = (hp_muon_dist)d;
+            return HP_OK;
+        }
+    return hp_errorf("muon_dist: unknown strategy '%s' (layout, round-robin, zero1-gather, all-to-all, gather-all)",
+                     name ? name : "");
+}
+
 hp_status hp_muon_plan_build(hp_muon_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
                              const hp_fsdp_plan *fsdp, const hp_optim_config *cfg) {
     return hp_muon_plan_build_as(out, g, prop, m, fsdp, cfg, HP_MUON_DIST_LAYOUT);
@@ -148,6 +158,7 @@ hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_p
     memset(out, 0, sizeof *out);
     int nr = hp_mesh_size(m);
     out->nranks = nr;
+    out->dist = dist;
     out->load = calloc((size_t)nr, sizeof *out->load);
     out->sent = calloc((size_t)nr, sizeof *out->sent);
     out->recv = calloc((size_t)nr, sizeof *out->recv);

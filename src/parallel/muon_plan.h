@@ -64,6 +64,8 @@ typedef enum {
 } hp_muon_dist;
 /* "layout", "round-robin", "zero1-gather", "all-to-all", "gather-all". */
 const char *hp_muon_dist_name(hp_muon_dist d);
+/* The strategy of a name (an error naming the field muon_dist and the names). */
+hp_status hp_muon_dist_parse(hp_muon_dist *out, const char *name);
 
 typedef enum { HP_MUON_AX_NONE = 0, HP_MUON_AX_R, HP_MUON_AX_F, HP_MUON_AX_SR, HP_MUON_AX_SC, HP_MUON_AX_B } hp_muon_axis;
 
@@ -92,6 +94,7 @@ typedef struct {
     hp_muon_group *grp;      /* [ngrp] */
     int ngrp;
     int nranks;              /* the mesh's */
+    hp_muon_dist dist;       /* the strategy it was built for */
     double *load;            /* [nranks]: Newton–Schulz FLOPs per rank */
     double *sent, *recv;     /* [nranks]: bytes per step */
 } hp_muon_plan;

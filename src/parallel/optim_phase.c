@@ -2,13 +2,16 @@
 #include "parallel/optim_phase.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "parallel/muon_dist.h"
 
 #include "parallel/rank.h"
 
-/* Every trained parameter whole, sharded or not (by its layout, or FSDP/ZeRO
- * managing it): Muon refused on the sharded ones, all named at once. */
-static hp_status check_muon(const hp_graph *g, const hp_rank_graph *rg, const hp_propagation *prop, const hp_mesh *m,
-                            const hp_optim_config *cfg, const hp_fsdp_plan *fsdp, const int *ids, int np) {
+/* Every trained parameter whole: Muon refused on those distributed Muon does
+ * not handle (a tensor-parallel cut; parallel/muon_dist), all named at once. */
+static hp_status check_muon(const hp_graph *g, const hp_rank_graph *rg, const hp_mesh *m, const hp_muon_plan *plan,
+                            const hp_optim_config *cfg, const int *ids, int np) {
     if (cfg->kind != HP_OPT_MUON) return HP_OK;
     int *whole = malloc(sizeof(int) * (size_t)(np ? np : 1)), *sharded = malloc(sizeof(int) * (size_t)(np ? np : 1));
     if (!whole || !sharded) {
@@ -19,9 +22,9 @@ static hp_status check_muon(const hp_graph *g, const hp_rank_graph *rg, const hp
     for (int k = 0; k < np; k++) {
         int p = ids[k], gp = rg->global_of[p];
         if (g->vals[p].grad < 0 || gp < 0) continue;
-        const hp_layout *l = &prop->val[gp];
-        int s = fsdp && fsdp->unit_of[k] >= 0 && m->size[fsdp->shard_axis] > 1;
-        for (int a = 0; a < l->ndim; a++) s |= l->p[a].kind == HP_SHARD && m->size[a] > 1;
+        int s = 0;
+        for (int i = 0; i < plan->nmat; i++)
+            if (plan->mat[i].v == gp && !hp_muon_dist_handles(plan, i, m)) s = 1;
         whole[n] = p, sharded[n] = s, n++;
     }
     hp_status st = hp_optim_check_sharded_muon(g, cfg, whole, sharded, n);
@@ -42,7 +45,13 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
     }
     hp_graph_params(g, ids, np);
     int n = 0;
-    hp_status st = check_muon(g, rg, prop, m, cfg, fsdp, ids, np);
+    hp_muon_plan plan;
+    memset(&plan, 0, sizeof plan);
+    hp_status st = HP_OK;
+    if (cfg->kind == HP_OPT_MUON && hp_mesh_size(m) > 1)
+        st = hp_muon_plan_build_as(&plan, global, prop, m, fsdp && fsdp->level > 0 ? fsdp : NULL, cfg,
+                                   (hp_muon_dist)cfg->muon_dist);
+    if (!st) st = check_muon(g, rg, m, &plan, cfg, ids, np);
     for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p];
         if (g->vals[p].grad < 0 || gp < 0) continue; /* not trained */
@@ -61,7 +70,6 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         }
         pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded, -1};
     }
-    (void)global;
     int exact = rg->ctx.tree; /* the deterministic mode: the norm summed exactly, combined even on one rank */
     if (!st) st = hp_optim_phase_norm(io, g, pp, n, exact);
     if (!st && (hp_mesh_size(m) > 1 || exact)) {
@@ -75,8 +83,15 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         }
         st = hp_graph_error(g);
     }
-    if (!st) st = hp_optim_phase_updates(io, g, cfg, max_norm, pp, n);
+    unsigned char *taken = calloc((size_t)(n ? n : 1), 1);
+    if (!st && !taken) st = hp_errorf("optimizer phase: out of memory");
+    if (!st && plan.nmat) st = hp_pass_muon_dist(io, rg, m, cfg, max_norm, fsdp, &plan, pp, n, taken);
+    int rest = 0;
+    for (int k = 0; !st && k < n; k++)
+        if (!taken[k]) pp[rest++] = pp[k];
+    if (!st) st = hp_optim_phase_updates(io, g, cfg, max_norm, pp, rest);
     if (!st) st = hp_rank_graph_sync_nodes(rg);
-    free(ids), free(pp);
+    hp_muon_plan_free(&plan);
+    free(ids), free(pp), free(taken);
     return st;
 }

@@ -75,14 +75,19 @@ extern const hp_opdef hp_op_sumsq_combine_exact;
  * sender's value has y's element count and dtype); all_to_all_v: x holds the
  * pieces for the k members in order, send_counts[k] elements each, y gets
  * the pieces from them in order, recv_counts[k] each (counts may be 0; they
- * must add up to x's and y's element counts). Descriptors: kind send, recv
- * or all-to-all, group the axis, pair the slot, bytes what the rank sends
- * (recv: receives). */
-extern const hp_opdef hp_op_send_start, hp_op_recv_start, hp_op_all_to_all_v_start, hp_op_slot_wait;
+ * add up to at most x's and y's element counts: the rest is not touched);
+ * all_gather_v: x's first counts[me] elements (me: the rank's member index)
+ * to every member, y gets the members' pieces in order, counts[m] each.
+ * Descriptors: kind send, recv, all-to-all or all-gather, group the axis,
+ * pair the slot, bytes what the rank sends (recv: receives). */
+extern const hp_opdef hp_op_send_start, hp_op_recv_start, hp_op_all_to_all_v_start, hp_op_all_gather_v_start,
+    hp_op_slot_wait;
 int hp_comm_op_send(hp_graph *g, int x, int axis, int peer, int slot, hp_phase ph);
 int hp_comm_op_recv(hp_graph *g, int y, int axis, int peer, int slot, hp_phase ph);
 int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *send_counts,
                             const int64_t *recv_counts, int k, int slot, hp_phase ph);
+int hp_comm_op_all_gather_v(hp_graph *g, int y, int x, int axis, const int64_t *counts, int k, int me, int slot,
+                            hp_phase ph);
 /* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
 int hp_redist_plan_async(const hp_redist *plan);
 

@@ -128,7 +128,8 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     out->nsplit = o->overlap ? split_reductions(rg, window) : 0;
     HP_TRY(hp_graph_error(g));
     HP_TRY(hp_rank_graph_sync_nodes(rg));
-    rg->ctx.nslots = out->nsplit < window ? out->nsplit : window;
+    int split_slots = out->nsplit < window ? out->nsplit : window;
+    if (split_slots > rg->ctx.nslots) rg->ctx.nslots = split_slots; /* slots earlier passes numbered stay */
     int nn = g->nnodes;
     size_t sz = sizeof(int) * (size_t)(nn ? nn : 1);
     out->order = malloc(sz);

@@ -14,7 +14,10 @@
 # with -march=native gcc tuned for the CPU model and the Muon DP 2 losses
 # moved by an ulp on a machine gcc took for Rocket Lake, so the release build
 # targets the ISA level (x86-64-v4, generic tuning; CMakeLists.txt), whose
-# bits these are.
+# bits these are. Muon under DP 2 is pinned again at issue 25's distributed
+# Muon: each matrix's update is now computed once, by its owner rank, in that
+# rank's own Newton-Schulz batches, and broadcast; three losses moved in their
+# last digits (at most 4.7e-7) from the row of c6917f4.
 . "$(dirname "$0")/lib.sh"
 exact=1
 if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
@@ -41,5 +44,5 @@ check dp2    "5.51852417 5.49590588 5.37418985 5.22272968 5.14127779 5.07319832 
 check tp2    "5.51852465 5.49590588 5.37418985 5.22273016 5.14127779 5.07319832 4.97954178 4.94358206 4.93398523 4.9517417 4.88874865 4.84395075" --tp 2
 check dp2tp2 "5.51852417 5.49590588 5.37418985 5.22273016 5.14127779 5.07319832 4.97954178 4.94358206 4.93398571 4.95174122 4.88874817 4.84395027" --dp 2 --tp 2
 check muon   "5.51852465 5.49757099 5.37507105 5.21278572 5.12471104 5.05723906 4.9591403 4.93263292 4.91602373 4.9352684 4.88635874 4.83192015" --optimizer muon
-check muondp2 "5.51852417 5.49757099 5.37507153 5.21278572 5.12471104 5.05723858 4.9591403 4.93263292 4.91602325 4.9352684 4.88635921 4.83192062" --dp 2 --optimizer muon
+check muondp2 "5.51852417 5.49757099 5.37507153 5.21278572 5.12471104 5.05723858 4.9591403 4.93263292 4.91602373 4.9352684 4.88635874 4.83192062" --dp 2 --optimizer muon
 finish

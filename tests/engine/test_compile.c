@@ -175,11 +175,11 @@ int main(void) {
         }
     }
     hp_compiled_free(&c1);
-    /* Muon on a tensor-parallel (sharded) matrix is refused, naming it */
+    /* Muon on a tensor-parallel cut is refused (distributed Muon does not handle it yet), naming it */
     hp_plan tp;
     CHECK_OK(hp_plan_gpt2_dp_tp(&tp, 1, 2));
     hp_status st = hp_compile(&c1, model, &tp, 0, &o);
-    CHECK(st != HP_OK && strstr(hp_status_msg(st), "Muon on sharded matrices needs distributed Muon"));
+    CHECK(st != HP_OK && strstr(hp_status_msg(st), "distributed Muon does not handle tensor-parallel cuts"));
     hp_status_free(st);
     hp_plan_free(&tp);
     oc.kind = HP_OPT_ADAMW;

@@ -2,7 +2,8 @@
  * programs (parallel/comm_ops.c: send_start, recv_start, all_to_all_v_start,
  * slot_wait), run node by node on rank-threads of a 2 x 3 mesh along its
  * second axis: a ring of uneven messages (one empty) and an all-to-all with
- * uneven counts (zeros among them) give the sent values, nothing past them;
+ * uneven counts (zeros among them) and an all-gather with uneven counts (one
+ * empty, the sent value longer than its piece) give the sent values, nothing past them;
  * their descriptors say kind, role, group axis, peer, slot pair and bytes. */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 static float val(int from, int to, int64_t i) { return (float)(from * 1000 + to * 100) + 0.5f * (float)i; }
 static int64_t ring_len(int m) { return m == 1 ? 0 : 5 + 11 * (int64_t)m; }
 static int64_t a2a_len(int from, int to) { return (int64_t)((from * 3 + to * 5) % 4) * 3 + (from == to); }
+static int64_t ag_len(int m) { return m == 1 ? 0 : 3 + 4 * (int64_t)m; }
 
 typedef struct {
     hp_comm_world *w;
@@ -69,9 +71,14 @@ found:;
     int w2 = me % 2 ? hp_comm_op_send(g, xs, AXIS, to, 1, HP_PHASE_FWD)
                     : hp_comm_op_recv(g, yr, AXIS, from, 1, HP_PHASE_FWD);
     int w3 = hp_comm_op_all_to_all_v(g, ya, xa, AXIS, sc, rc, K, 2, HP_PHASE_FWD);
+    int64_t gc[K], go = 0;
+    for (int q = 0; q < K; q++) gc[q] = ag_len(q), go += gc[q];
+    int xg = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(ag_len(me) + 2), "ag.send");
+    int yg = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(go), "ag.recv");
+    int w4 = hp_comm_op_all_gather_v(g, yg, xg, AXIS, gc, K, me, 3, HP_PHASE_FWD);
     CHECK_OK(hp_graph_status(g));
-    CHECK(w1 == 1 && w2 == 3 && w3 == 5 && g->nnodes == 6);
-    if (hp_graph_status(g) || g->nnodes != 6) {
+    CHECK(w1 == 1 && w2 == 3 && w3 == 5 && w4 == 7 && g->nnodes == 8);
+    if (hp_graph_status(g) || g->nnodes != 8) {
         hp_graph_destroy(g);
         return NULL;
     }
@@ -83,10 +90,12 @@ found:;
     check_desc(g, sfirst ? 3 : 1, HP_COLL_RECV, HP_COLL_WAIT, from, sfirst ? 1 : 0, rb);
     check_desc(g, 4, HP_COLL_ALL_TO_ALL, HP_COLL_START, -1, 2, 4.0 * (double)so);
     check_desc(g, 5, HP_COLL_ALL_TO_ALL, HP_COLL_WAIT, -1, 2, 4.0 * (double)so);
+    check_desc(g, 6, HP_COLL_ALL_GATHER, HP_COLL_START, -1, 3, 4.0 * (double)ag_len(me));
+    check_desc(g, 7, HP_COLL_ALL_GATHER, HP_COLL_WAIT, -1, 3, 4.0 * (double)ag_len(me));
 
     /* buffers, one guard element past each */
-    void *buf[4];
-    for (int v = 0; v < 4; v++) {
+    void *buf[6];
+    for (int v = 0; v < 6; v++) {
         int64_t n = hp_val_numel(g, v);
         float *b = malloc(sizeof(float) * (size_t)(n + 1));
         for (int64_t i = 0; i <= n; i++) b[i] = -1;
@@ -95,6 +104,7 @@ found:;
     for (int64_t i = 0; i < ring_len(me); i++) ((float *)buf[xs])[i] = val(me, to, i);
     for (int q = 0, at = 0; q < K; q++)
         for (int64_t i = 0; i < sc[q]; i++) ((float *)buf[xa])[at++] = val(me, q, i);
+    for (int64_t i = 0; i < ag_len(me) + 2; i++) ((float *)buf[xg])[i] = val(me, 0, i);
 
     hp_rank_ctx c;
     memset(&c, 0, sizeof c);
@@ -104,12 +114,12 @@ found:;
     c.mc = j->mc;
     c.world_group = hp_comm_world_group(j->w);
     c.world_size = hp_comm_world_size(j->w);
-    c.nslots = 3;
+    c.nslots = 4;
     CHECK_OK(hp_rank_ctx_alloc(&c));
     hp_status err = HP_OK;
     hp_kctx k = {.graph = g, .rank = &c, .err = &err};
-    int order[6] = {0, 2, 4, 1, 3, 5}; /* every call started, then every wait */
-    for (int s = 0; s < 6 && !err; s++) run_node(&k, g, order[s], buf);
+    int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* every call started, then every wait */
+    for (int s = 0; s < 8 && !err; s++) run_node(&k, g, order[s], buf);
     CHECK_OK(err);
 
     int bad = 0;
@@ -123,23 +133,41 @@ found:;
         for (int64_t i = 0; i < rc[q]; i++) bad += r[at++] != val(q, me, i);
     bad += r[ro] != -1;
     CHECKF(!bad, "rank %d (row %d, member %d): all-to-all: %d wrong", j->rank, row, me, bad);
+    bad = 0;
+    r = buf[yg];
+    for (int q = 0, at = 0; q < K; q++)
+        for (int64_t i = 0; i < gc[q]; i++) bad += r[at++] != val(q, 0, i);
+    bad += r[go] != -1;
+    CHECKF(!bad, "rank %d (row %d, member %d): all-gather with counts: %d wrong", j->rank, row, me, bad);
 
     hp_rank_ctx_free(&c);
-    for (int v = 0; v < 4; v++) free(buf[v]);
+    for (int v = 0; v < 6; v++) free(buf[v]);
     hp_graph_destroy(g);
     return NULL;
 }
 
-/* Counts that do not add up to the values' sizes are the builder's error. */
+/* Counts beyond the values' sizes are the builder's error (fewer are allowed: the rest is not touched). */
 static void bad_counts(void) {
     hp_graph *g = NULL;
     CHECK_OK(hp_graph_create(&g));
     int x = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(4), "x");
     int y = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(4), "y");
     int64_t sc[2] = {1, 2}, rc[2] = {2, 2};
+    CHECK(hp_comm_op_all_to_all_v(g, y, x, 0, sc, rc, 2, 0, HP_PHASE_FWD) >= 0);
+    CHECK_OK(hp_graph_status(g));
+    sc[0] = 3;
     CHECK(hp_comm_op_all_to_all_v(g, y, x, 0, sc, rc, 2, 0, HP_PHASE_FWD) < 0);
     hp_status st = hp_graph_status(g);
-    CHECKF(st && strstr(hp_status_msg(st), "the counts send 3 and receive 4 elements, the values hold 4 and 4"),
+    CHECKF(st && strstr(hp_status_msg(st), "the counts send 5 and receive 4 elements, the values hold 4 and 4"),
+           "error: %s", st ? hp_status_msg(st) : "none");
+    hp_graph_destroy(g);
+    CHECK_OK(hp_graph_create(&g));
+    x = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(2), "x");
+    y = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(4), "y");
+    int64_t gc[2] = {2, 3};
+    CHECK(hp_comm_op_all_gather_v(g, y, x, 0, gc, 2, 1, 0, HP_PHASE_FWD) < 0);
+    st = hp_graph_status(g);
+    CHECKF(st && strstr(hp_status_msg(st), "all_gather_v: member 1 of 2 sends 3 of 2 elements and receives 5 of 4"),
            "error: %s", st ? hp_status_msg(st) : "none");
     hp_graph_destroy(g);
 }

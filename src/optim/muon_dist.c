@@ -1,0 +1,200 @@
+/* optim/muon_dist: distributed Muon's local operators (see the header). */
+#include "optim/muon_dist.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/clip.h"
+#include "optim/muon.h"
+
+#define MUON_CHUNK_FLOATS (1L << 22) /* as muon_update's default */
+
+static size_t round8(size_t n) { return (n + 7) / 8 * 8; }
+static size_t head16(size_t n) { return (n + 15) / 16 * 16; }
+
+static float clip_scale(const hp_tensor *sumsq, float max_norm) {
+    return hp_clip_scale(sqrt(*(const double *)sumsq->data), max_norm);
+}
+
+static int skipped(const hp_tensor *sumsq) { return !isfinite(*(const double *)sumsq->data); }
+
+/* ---- muon_pack ---- */
+
+static size_t pack_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    const hp_muon_pack_cfg *c = hp_graph_blob_at(g, (long)n->a.i[0]);
+    size_t most = 1;
+    for (int k = c->nsend; k < n->nxin / 2; k++) {
+        size_t e = (size_t)hp_val_numel(g, g->xin[n->xin_at + 2 * k]);
+        if (e > most) most = e;
+    }
+    return round8(most);
+}
+
+static void pack_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const hp_muon_pack_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    if (skipped(&in[0])) return;
+    float scale = clip_scale(&in[0], c->max_norm), *u = out[0].data;
+    for (int q = 0; q < n->nxin / 2; q++) {
+        const hp_tensor *x = &in[3 + 2 * q];
+        long e = (long)hp_shape_numel(&x[0].shape);
+        float *dst = q < c->nsend ? u : k->scratch;
+        hp_muon_momentum_update_scaled(k->pool, dst, x[1].data, x[0].data, e, c->beta, (hp_muon_momentum)c->momentum,
+                                       c->nesterov, scale);
+        if (q < c->nsend) u += e;
+    }
+}
+
+const hp_opdef hp_op_muon_pack = {.name = "muon_pack", .nout = 1, .run = pack_run, .scratch = pack_scratch};
+
+/* ---- muon_orth ---- */
+
+typedef struct {
+    const hp_muon_orth_cfg *c;
+    const int64_t *items, *len, *start;
+} orth_view;
+
+static orth_view orth_of(const hp_graph *g, const hp_node *n) {
+    const char *b = hp_graph_blob_at(g, (long)n->a.i[0]);
+    orth_view v;
+    v.c = (const hp_muon_orth_cfg *)(const void *)b;
+    v.items = (const int64_t *)(const void *)(b + head16(sizeof *v.c));
+    v.len = v.items + 3 * (size_t)v.c->nitems;
+    v.start = v.len + (size_t)v.c->members * (size_t)v.c->nitems;
+    return v;
+}
+
+long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,
+                       const int64_t *start) {
+    size_t h = head16(sizeof *c), ni = (size_t)c->nitems, tab = (size_t)c->members * ni;
+    size_t bytes = h + sizeof(int64_t) * (3 * ni + 2 * tab);
+    char *b = calloc(1, bytes);
+    if (!b) {
+        hp_graph_fail(g, hp_errorf("muon_orth: out of memory"));
+        return -1;
+    }
+    memcpy(b, c, sizeof *c);
+    memcpy(b + h, items, sizeof(int64_t) * 3 * ni);
+    memcpy(b + h + sizeof(int64_t) * 3 * ni, len, sizeof(int64_t) * tab);
+    memcpy(b + h + sizeof(int64_t) * (3 * ni + tab), start, sizeof(int64_t) * tab);
+    long at = hp_graph_blob(g, b, bytes);
+    free(b);
+    return at;
+}
+
+static long item_numel(const int64_t *it) { return (long)(it[0] * it[1] * it[2]); }
+
+/* matrices per batch of one shape */
+static long chunk_of(const hp_muon_orth_cfg *c, const int64_t *it) {
+    long cap = c->chunk_floats > 0 ? c->chunk_floats : MUON_CHUNK_FLOATS, ch = cap / (long)(it[0] * it[1]);
+    return ch < 1 ? 1 : ch;
+}
+
+static size_t orth_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    orth_view v = orth_of(g, n);
+    size_t w = 0, ns = 0;
+    for (int j = 0; j < v.c->nitems; j++) {
+        const int64_t *it = &v.items[3 * j];
+        w += (size_t)item_numel(it);
+        long ch = chunk_of(v.c, it);
+        size_t s = hp_newton_schulz_batched_scratch(ch, (long)it[0], (long)it[1]);
+        if (s > ns) ns = s;
+    }
+    return round8(w) + ns;
+}
+
+/* Moves the members' pieces between the packed layout and the items (to_items: packed -> items). */
+static void permute(float *items, float *packed, const orth_view *v, int to_items) {
+    size_t at = 0;
+    for (int i = 0; i < v->c->members; i++) {
+        size_t base = 0;
+        for (int j = 0; j < v->c->nitems; j++) {
+            size_t e = (size_t)v->len[(size_t)i * (size_t)v->c->nitems + (size_t)j];
+            float *it = items + base + (size_t)v->start[(size_t)i * (size_t)v->c->nitems + (size_t)j];
+            if (e) {
+                if (to_items) memcpy(it, packed + at, e * sizeof(float));
+                else memcpy(packed + at, it, e * sizeof(float));
+            }
+            at += e;
+            base += (size_t)item_numel(&v->items[3 * j]);
+        }
+    }
+}
+
+static void orth_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    if (skipped(&in[0])) return;
+    orth_view v = orth_of(k->graph, n);
+    size_t w = 0;
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[3 * j]);
+    float *mats = k->scratch, *ns = k->scratch + round8(w);
+    permute(mats, in[1].data, &v, 1);
+    /* runs of one shape, batched in chunks (items hold whole stacks of matrices of their shape) */
+    float *at = mats;
+    for (int j = 0; j < v.c->nitems;) {
+        const int64_t *it = &v.items[3 * j];
+        long mats_n = 0;
+        int e = j;
+        for (; e < v.c->nitems && v.items[3 * e] == it[0] && v.items[3 * e + 1] == it[1]; e++) mats_n += (long)v.items[3 * e + 2];
+        long per = (long)(it[0] * it[1]), ch = chunk_of(v.c, it);
+        for (long a = 0; a < mats_n; a += ch) {
+            long cnt = mats_n - a < ch ? mats_n - a : ch;
+            hp_newton_schulz_batched(k->pool, at + a * per, at + a * per, ns, cnt, (long)it[0], (long)it[1], &v.c->ns);
+        }
+        at += mats_n * per;
+        j = e;
+    }
+    permute(mats, out[0].data, &v, 0);
+}
+
+const hp_opdef hp_op_muon_orth = {.name = "muon_orth", .nout = 1, .run = orth_run, .scratch = orth_scratch};
+
+/* ---- muon_spread ---- */
+
+static void spread_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    const int64_t *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    const float *src = in[0].data;
+    float *dst = out[0].data;
+    for (int64_t q = 0; q < c[0]; q++) {
+        memcpy(dst, src + c[1 + 2 * q], sizeof(float) * (size_t)c[2 + 2 * q]);
+        dst += c[2 + 2 * q];
+    }
+}
+
+const hp_opdef hp_op_muon_spread = {.name = "muon_spread", .nout = 1, .run = spread_run};
+
+/* ---- muon_apply ---- */
+
+long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, int npieces) {
+    hp_muon_apply_cfg c = {wd, npieces};
+    size_t h = head16(sizeof c), bytes = h + sizeof(float) * (size_t)(npieces ? npieces : 1);
+    char *b = calloc(1, bytes);
+    if (!b) {
+        hp_graph_fail(g, hp_errorf("muon_apply: out of memory"));
+        return -1;
+    }
+    memcpy(b, &c, sizeof c);
+    if (npieces) memcpy(b + h, scale, sizeof(float) * (size_t)npieces);
+    long at = hp_graph_blob(g, b, bytes);
+    free(b);
+    return at;
+}
+
+static void apply_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)out;
+    if (skipped(&in[0])) return;
+    const char *b = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
+    const hp_muon_apply_cfg *c = (const hp_muon_apply_cfg *)(const void *)b;
+    const float *scale = (const float *)(const void *)(b + head16(sizeof *c));
+    float lr = ((const float *)in[1].data)[1];
+    const float *o = in[3].data;
+    for (int q = 0; q < n->nxin; q++) {
+        const hp_tensor *p = &in[4 + q];
+        long e = (long)hp_shape_numel(&p->shape);
+        hp_muon_apply(k->pool, p->data, o, e, lr, c->wd, scale[q]);
+        o += e;
+    }
+}
+
+const hp_opdef hp_op_muon_apply = {.name = "muon_apply", .run = apply_run};

@@ -1,0 +1,77 @@
+/* optim/muon_dist: the three operators of distributed Muon (issue 25), the
+ * local halves of an update whose Newton–Schulz runs on one owner per
+ * matrix (parallel/muon_dist places them and the collectives between them):
+ *
+ *   muon_pack   every piece's momentum (clipping fused in, as muon_update),
+ *               the momentum-updated gradient u of the first `nsend` pieces
+ *               written one after another into the packed output (the pieces
+ *               this rank sends to owners, in send order); the rest keep only
+ *               their momentum (their owner is on another replica, which
+ *               computes the same u);
+ *   muon_orth   an owner's matrices from the pieces it received (member by
+ *               member, each member's pieces of the owned items in item
+ *               order), Newton–Schulz batched over runs of one shape (the
+ *               same batched kernel as muon_update: bit for bit the
+ *               single-device result), the result packed back in the layout
+ *               it came in (so the return is the inverse exchange);
+ *   muon_spread the packed u copied out per destination (a piece that goes to
+ *               several members once for each: Moonlight's ZeRO-1 gather);
+ *   muon_apply  every piece's update from the packed updates (in piece order):
+ *               param <- param (1 - lr wd) - lr scale o, scale per the piece's
+ *               matrix shape.
+ *
+ * All three do nothing when the global sum of squares is not finite (the
+ * step is skipped, as muon_update). A piece is a flat element range of a
+ * parameter; pieces of one matrix on the members of a group tile it in
+ * member order. */
+#ifndef HP_OPTIM_MUON_DIST_H
+#define HP_OPTIM_MUON_DIST_H
+
+#include <stdint.h>
+
+#include "core/graph.h"
+#include "core/opdef.h"
+#include "optim/newton_schulz.h"
+
+typedef struct {
+    float max_norm, beta;
+    int momentum, nesterov;
+    int nsend; /* the first nsend (grad, m) pairs are packed */
+} hp_muon_pack_cfg;
+
+/* muon_orth's blob: this header, then int64 items[nitems][3] (rows, cols,
+ * matrices), then int64 len[members][nitems] and start[members][nitems]
+ * (member i's piece of item j: len elements, at element start of the item). */
+typedef struct {
+    int members, nitems;
+    long chunk_floats; /* Newton–Schulz batch cap in floats (cfg.muon_batch_floats) */
+    hp_ns_config ns;
+} hp_muon_orth_cfg;
+
+/* muon_apply's blob: this header, then float scale[npieces] */
+typedef struct {
+    float wd;
+    int npieces;
+} hp_muon_apply_cfg;
+
+/* in: sumsq f64 [1], lr f32 [2], step i32 [1], then (grad, m) per piece;
+ * out: the packed u, f32 [>= the sent pieces' elements]; i[0]: the cfg blob */
+extern const hp_opdef hp_op_muon_pack;
+/* in: sumsq, the received pieces f32 [>= sum len]; out: the packed updates
+ * f32 [the same]; i[0]: the blob above */
+extern const hp_opdef hp_op_muon_orth;
+/* in: sumsq, lr, step, the packed updates f32 [>= the pieces' elements],
+ * then each piece's parameter; i[0]: the blob above */
+extern const hp_opdef hp_op_muon_apply;
+
+/* in: the packed u f32; out: f32 [>= the copies' elements]; i[0]: a blob of
+ * int64 [1 + 2 n]: n, then per copy (source offset, elements), written one
+ * after another */
+extern const hp_opdef hp_op_muon_spread;
+
+/* Blobs of the orth operator: header + tables as above; returns the blob's offset (-1: the graph's error). */
+long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,
+                       const int64_t *start);
+long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, int npieces);
+
+#endif

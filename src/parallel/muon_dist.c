@@ -1,0 +1,412 @@
+/* parallel/muon_dist: distributed Muon's nodes (see the header). */
+#include "parallel/muon_dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/muon.h"
+#include "optim/muon_dist.h"
+#include "parallel/rank.h"
+
+/* The key's F and R axes (-1: none); 0 when it has anything else (S, B, two R). */
+static int key_axes(int *fa, int *ra, const hp_muon_group *gr, const hp_mesh *m) {
+    *fa = *ra = -1;
+    for (int a = 0; a < m->ndim; a++) {
+        switch (gr->ax[a]) {
+        case HP_MUON_AX_NONE: break;
+        case HP_MUON_AX_F:
+            if (*fa >= 0) return 0;
+            *fa = a;
+            break;
+        case HP_MUON_AX_R:
+            if (*ra >= 0) return 0;
+            *ra = a;
+            break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
+int hp_muon_dist_handles(const hp_muon_plan *plan, int i, const hp_mesh *m) {
+    int fa, ra;
+    return plan->mat[i].owner == -1 || key_axes(&fa, &ra, &plan->grp[plan->mat[i].group], m);
+}
+
+/* One distributed matrix (a parameter: one matrix or a 3-D stack of one shape) on this rank. */
+typedef struct {
+    int p, k;              /* local parameter, its index in graph order */
+    int64_t rows, cols, nmats, numel;
+    int fa, ra;            /* its key's axes */
+    int of, orr;           /* the owner's coordinates on fa and ra (0 when absent) */
+    int piece;             /* pp index of this rank's piece, -1: none */
+    int64_t *a;            /* [members]: each member's piece, elements [a[i], a[i] + len[i]) */
+    int64_t *len;
+} mat;
+
+static int by_order(const void *x, const void *y) {
+    const mat *a = x, *b = y;
+    int64_t sa = a->rows * a->cols, sb = b->rows * b->cols;
+    if (sa != sb) return sa > sb ? -1 : 1;
+    if (a->rows != b->rows) return a->rows > b->rows ? -1 : 1;
+    return a->k - b->k;
+}
+
+/* Member i's piece of parameter k (numel elements) along the FSDP shard axis. */
+static void member_piece(int64_t *a, int64_t *len, const hp_fsdp_plan *f, int k, int64_t numel, int i) {
+    const hp_fsdp_unit *un = &f->units[f->unit_of[k]];
+    int64_t o = (int64_t)(f->offset[k] - un->offset), lo = (int64_t)un->shard * i, hi = lo + (int64_t)un->shard;
+    int64_t s = o > lo ? o : lo, e = o + numel < hi ? o + numel : hi;
+    *a = s < e ? s - o : 0, *len = s < e ? e - s : 0;
+}
+
+typedef struct {
+    hp_optim_phase_io *io;
+    hp_rank_graph *rg;
+    const hp_optim_config *cfg;
+    float max_norm;
+    const hp_optim_phase_param *pp;
+    mat *ms; /* this group's matrices in matrix order */
+    int nm;
+    int fa, ra, K, Rn, cf, cr;
+} grp;
+
+static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
+
+/* order of the pieces: by (owner's replica slice, owner's member, matrix order) */
+static int64_t piece_key(const grp *s, const mat *x) { return (int64_t)x->orr * s->K + x->of; }
+
+/* Lists the matrices with a piece here by piece_key (stable: matrix order inside), the slice filter
+ * slice (-1: all); returns how many. */
+static int pieces_in(const grp *s, int *out, int slice) {
+    int n = 0;
+    for (int64_t key = 0; key < (int64_t)s->Rn * s->K; key++)
+        for (int j = 0; j < s->nm; j++) {
+            const mat *x = &s->ms[j];
+            if (my_len(s, x) > 0 && piece_key(s, x) == key && (slice < 0 || x->orr == slice)) out[n++] = j;
+        }
+    return n;
+}
+
+static int act(hp_graph *g, int64_t n, const char *name) {
+    int v = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(n > 0 ? n : 1), name);
+    return v;
+}
+
+static hp_status emit_group(grp *s, int slot) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm;
+    int *send = malloc(sizeof(int) * (size_t)(nm + 1)), *rest = malloc(sizeof(int) * (size_t)(nm + 1));
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
+    int64_t *sc = calloc((size_t)s->K, sizeof *sc), *rc = calloc((size_t)s->K, sizeof *rc);
+    int64_t *agc = calloc((size_t)s->Rn, sizeof *agc);
+    int64_t *items = malloc(sizeof(int64_t) * 3 * (size_t)(nm + 1));
+    int64_t *len = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
+    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
+    hp_status st = HP_OK;
+    if (!send || !rest || !xin || !sc || !rc || !agc || !items || !len || !start || !scale) {
+        st = hp_errorf("distributed Muon: out of memory");
+        goto done;
+    }
+    /* pack: the pieces sent to owners of this replica slice, then the others (momentum only) */
+    int nsend = pieces_in(s, send, s->cr), nrest = 0, nx = 0;
+    int64_t ssum = 0, total = 0;
+    for (int j = 0; j < nm; j++)
+        if (my_len(s, &s->ms[j]) > 0 && s->ms[j].orr != s->cr) rest[nrest++] = j;
+    /* the states in matrix order, the same on every rank whatever it owns (checkpoints find a replicated
+     * state by its value id on every rank) */
+    int *state = malloc(sizeof(int) * (size_t)(nm + 1));
+    if (!state) {
+        st = hp_errorf("distributed Muon: out of memory");
+        goto done;
+    }
+    for (int j = 0; j < nm; j++) {
+        state[j] = my_len(s, &s->ms[j]) > 0 ? hp_optim_state_value(g, &s->pp[s->ms[j].piece], "muon.m.") : -1;
+        s->io->nstates += state[j] >= 0;
+    }
+    for (int q = 0; q < nsend + nrest; q++) {
+        int j = q < nsend ? send[q] : rest[q - nsend];
+        const mat *x = &s->ms[j];
+        xin[nx++] = s->pp[x->piece].grad;
+        xin[nx++] = state[j];
+        if (q < nsend) sc[x->of] += my_len(s, x), ssum += my_len(s, x);
+        total += my_len(s, x);
+        agc[x->orr] += my_len(s, x);
+    }
+    char nmb[HP_NAME_LEN];
+    char key[32];
+    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
+    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
+    int S = act(g, ssum, nmb);
+    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nsend};
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_graph_blob(g, &pc, sizeof pc);
+    int in3[4] = {s->io->sumsq, s->io->lr, s->io->step, -1};
+    int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nsend + nrest);
+    free(state);
+    /* the owner's items (matrix order) and each member's piece of them */
+    int ni = 0;
+    int64_t rsum = 0;
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        if (x->of != s->cf || x->orr != s->cr) continue;
+        items[3 * ni] = x->rows, items[3 * ni + 1] = x->cols, items[3 * ni + 2] = x->nmats;
+        ni++;
+    }
+    for (int i = 0; i < s->K; i++) {
+        int c = 0;
+        for (int j = 0; j < nm; j++) {
+            const mat *x = &s->ms[j];
+            if (x->of != s->cf || x->orr != s->cr) continue;
+            len[(size_t)i * (size_t)ni + (size_t)c] = x->len[i];
+            start[(size_t)i * (size_t)ni + (size_t)c] = x->a[i];
+            rc[i] += x->len[i];
+            c++;
+        }
+        rsum += rc[i];
+    }
+    int R = S;
+    if (s->K > 1) {
+        snprintf(nmb, sizeof nmb, "muon.owned.%s", key);
+        R = act(g, rsum, nmb);
+        if (R >= 0) hp_comm_op_all_to_all_v(g, R, S, s->fa, sc, rc, s->K, slot, HP_PHASE_OPT);
+    }
+    /* Newton–Schulz on the owned matrices */
+    hp_muon_orth_cfg oc = {s->K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
+    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
+    int R2 = act(g, rsum, nmb);
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
+    int in2[2] = {s->io->sumsq, R};
+    node = hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d owned]", ni);
+    int S2 = R2;
+    if (s->K > 1) {
+        snprintf(nmb, sizeof nmb, "muon.upd.%s", key);
+        S2 = act(g, ssum, nmb);
+        if (S2 >= 0) hp_comm_op_all_to_all_v(g, S2, R2, s->fa, rc, sc, s->K, slot, HP_PHASE_OPT);
+    }
+    int U = S2;
+    if (s->Rn > 1) {
+        snprintf(nmb, sizeof nmb, "muon.upd_all.%s", key);
+        U = act(g, total, nmb);
+        if (U >= 0) hp_comm_op_all_gather_v(g, U, S2, s->ra, agc, s->Rn, s->cr, slot, HP_PHASE_OPT);
+    }
+    /* apply, in U's order: slice by slice, each in send order */
+    int na = 0, *ord = rest; /* rest no longer needed */
+    for (int sl = 0; sl < s->Rn; sl++) na += pieces_in(s, ord + na, sl);
+    for (int q = 0; q < na; q++) {
+        const mat *x = &s->ms[ord[q]];
+        xin[q] = s->pp[x->piece].param;
+        scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+    }
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, na);
+    int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
+    node = hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, na, NULL, 0, &at, HP_PHASE_OPT);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", na);
+    s->io->nmuon_groups++;
+    st = hp_graph_error(g);
+done:
+    free(send), free(rest), free(xin), free(sc), free(rc), free(agc), free(items), free(len), free(start), free(scale);
+    return st;
+}
+
+/* Several ranks orthogonalise each matrix (the plan's ZERO1_GATHER: every member whose piece touches it;
+ * all: GATHER_ALL, every member), each of them from every member's piece, and each holder takes its own
+ * piece of the update from its own result: no return, no replicas' gather (every replica slice does the
+ * same). */
+static hp_status emit_group_multi(grp *s, int slot, int all) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm, K = s->K;
+    int *mine = malloc(sizeof(int) * (size_t)(nm + 1)), *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
+    int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc);
+    int64_t *items = malloc(sizeof(int64_t) * 3 * (size_t)(nm + 1));
+    int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    int64_t *copies = malloc(sizeof(int64_t) * (1 + 2 * (size_t)K * (size_t)(nm + 1)));
+    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
+    hp_status st = HP_OK;
+    if (!mine || !xin || !sc || !rc || !items || !len || !start || !copies || !scale) {
+        st = hp_errorf("distributed Muon: out of memory");
+        goto done;
+    }
+    int nmine = 0, nx = 0;
+    int64_t total = 0;
+    for (int j = 0; j < nm; j++)
+        if (my_len(s, &s->ms[j]) > 0) mine[nmine++] = j;
+    for (int q = 0; q < nmine; q++) { /* states first, in matrix order (as emit_group) */
+        const mat *x = &s->ms[mine[q]];
+        xin[nx++] = s->pp[x->piece].grad;
+        xin[nx++] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
+        s->io->nstates++;
+        total += my_len(s, x);
+    }
+    char nmb[HP_NAME_LEN], key[32];
+    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
+    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
+    int S = act(g, total, nmb);
+    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nmine};
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_graph_blob(g, &pc, sizeof pc);
+    int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
+    int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nmine);
+    /* the matrices this rank orthogonalises, each from every member's piece */
+    int ni = 0;
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        if (!all && my_len(s, x) == 0) continue;
+        items[3 * ni] = x->rows, items[3 * ni + 1] = x->cols, items[3 * ni + 2] = x->nmats;
+        ni++;
+    }
+    int64_t rsum = 0, off = 0;
+    for (int i = 0; i < K; i++) {
+        int c = 0;
+        for (int j = 0; j < nm; j++) {
+            const mat *x = &s->ms[j];
+            if (!all && my_len(s, x) == 0) continue;
+            len[(size_t)i * (size_t)ni + (size_t)c] = x->len[i];
+            start[(size_t)i * (size_t)ni + (size_t)c] = x->a[i];
+            rc[i] += x->len[i];
+            c++;
+        }
+        if (i < s->cf) off += rc[i];
+        rsum += rc[i];
+    }
+    int R = S;
+    if (K > 1 && all) {
+        snprintf(nmb, sizeof nmb, "muon.all.%s", key);
+        R = act(g, rsum, nmb);
+        if (R >= 0) hp_comm_op_all_gather_v(g, R, S, s->fa, rc, K, s->cf, slot, HP_PHASE_OPT);
+    } else if (K > 1) {
+        /* to each member its pieces of the matrices it touches, matrix order (a piece once per toucher) */
+        int64_t ncp = 0, dsum = 0;
+        for (int i = 0; i < K; i++) {
+            int64_t so = 0;
+            for (int q = 0; q < nmine; q++) {
+                const mat *x = &s->ms[mine[q]];
+                if (x->len[i] > 0) {
+                    copies[1 + 2 * ncp] = so, copies[2 + 2 * ncp] = my_len(s, x);
+                    sc[i] += my_len(s, x), ncp++;
+                }
+                so += my_len(s, x);
+            }
+            dsum += sc[i];
+        }
+        copies[0] = ncp;
+        snprintf(nmb, sizeof nmb, "muon.spread.%s", key);
+        int D = act(g, dsum, nmb);
+        memset(&at, 0, sizeof at);
+        at.i[0] = hp_graph_blob(g, copies, sizeof(int64_t) * (size_t)(1 + 2 * ncp));
+        if (D >= 0) hp_graph_node_into(g, &hp_op_muon_spread, &S, 1, &D, 1, &at, HP_PHASE_OPT, -1);
+        snprintf(nmb, sizeof nmb, "muon.touched.%s", key);
+        R = act(g, rsum, nmb);
+        if (R >= 0 && D >= 0) hp_comm_op_all_to_all_v(g, R, D, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
+    }
+    hp_muon_orth_cfg oc = {K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
+    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
+    int R2 = act(g, rsum, nmb);
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
+    int in2[2] = {s->io->sumsq, R};
+    node = hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1);
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d matrices]", ni);
+    if (nmine > 0 && R2 >= 0) { /* this rank's pieces: its own segment of the result, matrix order */
+        snprintf(nmb, sizeof nmb, "muon.mine.%s", key);
+        int U = hp_graph_view(g, R2, off, hp_shape1(total), nmb);
+        for (int q = 0; q < nmine; q++) {
+            const mat *x = &s->ms[mine[q]];
+            xin[q] = s->pp[x->piece].param;
+            scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+        }
+        memset(&at, 0, sizeof at);
+        at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, nmine);
+        int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
+        node = U >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, nmine, NULL, 0, &at, HP_PHASE_OPT) : -1;
+        if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", nmine);
+    }
+    s->io->nmuon_groups++;
+    st = hp_graph_error(g);
+done:
+    free(mine), free(xin), free(sc), free(rc), free(items), free(len), free(start), free(copies), free(scale);
+    return st;
+}
+
+hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_mesh *m, const hp_optim_config *cfg,
+                            float max_norm, const hp_fsdp_plan *fsdp, const hp_muon_plan *plan,
+                            const hp_optim_phase_param *pp, int n, unsigned char *taken) {
+    hp_graph *g = rg->g;
+    int np = hp_graph_params(g, NULL, 0), plan_all = plan->dist == HP_MUON_DIST_GATHER_ALL;
+    /* several ranks orthogonalise each matrix (the plan's strategy), else one owner each */
+    int multi = plan_all || plan->dist == HP_MUON_DIST_ZERO1_GATHER;
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    mat *ms = calloc((size_t)(np ? np : 1), sizeof *ms);
+    int64_t *tab = NULL;
+    hp_status st = ids && ms ? HP_OK : hp_errorf("distributed Muon: out of memory");
+    int nm = 0, coord[HP_MESH_MAX_DIMS], oc[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rg->ctx.rank);
+    if (!st) hp_graph_params(g, ids, np);
+    int maxk = 1;
+    for (int a = 0; a < m->ndim; a++) maxk = m->size[a] > maxk ? m->size[a] : maxk;
+    tab = st ? NULL : calloc(2 * (size_t)maxk * (size_t)(np ? np : 1), sizeof *tab);
+    if (!st && !tab) st = hp_errorf("distributed Muon: out of memory");
+    for (int k = 0; k < np && !st; k++) {
+        int p = ids[k], gp = rg->global_of[p], i = -1;
+        if (gp < 0 || g->vals[p].grad < 0) continue;
+        for (int q = 0; q < plan->nmat && i < 0; q++)
+            if (plan->mat[q].v == gp) i = q;
+        if (i < 0 || plan->mat[i].owner == -1) continue; /* not Muon's, or local: muon_update */
+        mat *x = &ms[nm];
+        if (!key_axes(&x->fa, &x->ra, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
+        const hp_shape *sh = &g->vals[p].shape;
+        x->p = p, x->k = k, x->piece = -1;
+        x->rows = sh->d[sh->ndim - 2], x->cols = sh->d[sh->ndim - 1];
+        x->numel = hp_val_numel(g, p);
+        x->nmats = x->numel / (x->rows * x->cols);
+        if (!multi) {
+            hp_mesh_coords(oc, m, plan->mat[i].owner);
+            x->of = x->fa >= 0 ? oc[x->fa] : 0, x->orr = x->ra >= 0 ? oc[x->ra] : 0;
+        }
+        x->a = tab + 2 * (size_t)maxk * (size_t)nm, x->len = x->a + maxk;
+        int K = x->fa >= 0 ? m->size[x->fa] : 1;
+        for (int q = 0; q < K; q++) {
+            if (x->fa >= 0) member_piece(&x->a[q], &x->len[q], fsdp, k, x->numel, q);
+            else x->a[q] = 0, x->len[q] = x->numel;
+        }
+        for (int q = 0; q < n; q++)
+            if ((pp[q].owner >= 0 ? pp[q].owner : pp[q].param) == p) x->piece = q, taken[q] = 1;
+        int cf = x->fa >= 0 ? coord[x->fa] : 0;
+        if ((x->piece >= 0) != (x->len[cf] > 0) ||
+            (x->piece >= 0 && hp_val_numel(g, pp[x->piece].param) != x->len[cf]))
+            st = hp_errorf("distributed Muon: '%s': this rank's piece does not match its FSDP shard", g->vals[p].name);
+        nm++;
+    }
+    if (!st) qsort(ms, (size_t)nm, sizeof *ms, by_order);
+    /* one group per (F axis, R axis), in the order of their first matrix */
+    for (int j = 0; j < nm && !st; j++) {
+        int seen = 0;
+        for (int q = 0; q < j && !seen; q++) seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra;
+        if (seen) continue;
+        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0};
+        s.ms = malloc(sizeof *s.ms * (size_t)nm);
+        if (!s.ms) {
+            st = hp_errorf("distributed Muon: out of memory");
+            break;
+        }
+        for (int q = j; q < nm; q++)
+            if (ms[q].fa == s.fa && ms[q].ra == s.ra) s.ms[s.nm++] = ms[q];
+        if (s.fa >= 0) s.K = m->size[s.fa], s.cf = coord[s.fa];
+        if (s.ra >= 0) s.Rn = m->size[s.ra], s.cr = coord[s.ra];
+        int slot = rg->ctx.nslots++;
+        st = multi ? emit_group_multi(&s, slot, plan_all) : emit_group(&s, slot);
+        free(s.ms);
+    }
+    free(ids), free(ms), free(tab);
+    return st;
+}
