@@ -143,6 +143,7 @@ hp_status hp_bench_gemm(hp_bench_gemm_result *res, const hp_bench_gemm_config *c
     if (cfg->product < HP_GEMM_PRODUCT_FWD || cfg->product > HP_GEMM_PRODUCT_BWD_WEIGHT)
         return hp_errorf("hp_bench_gemm: product must be fwd, bwd-data or bwd-weight");
     int reps = cfg->reps < 1 ? 1 : cfg->reps;
+    hp_kernels_init(); /* BLAS one thread per pool thread, as the programs run it */
     hp_linear_product p = (hp_linear_product)cfg->product;
     double flops = 2.0 * (double)N * (double)IC * (double)OC;
     hp_pool *pool = NULL;

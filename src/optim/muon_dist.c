@@ -85,9 +85,20 @@ long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *it
 
 static long item_numel(const int64_t *it) { return (long)(it[0] * it[1] * it[2]); }
 
-/* matrices per batch of one shape */
-static long chunk_of(const hp_muon_orth_cfg *c, const int64_t *it) {
+/* The run of items of one shape from item j: its end (*e) and its matrices. */
+static long run_of(int *e, const orth_view *v, int j) {
+    const int64_t *it = &v->items[3 * j];
+    long mats = 0;
+    for (*e = j; *e < v->c->nitems && v->items[3 * *e] == it[0] && v->items[3 * *e + 1] == it[1]; (*e)++)
+        mats += (long)v->items[3 * *e + 2];
+    return mats;
+}
+
+/* matrices per batch of a run of `mats` matrices of one shape (as the
+ * single-device update: at most chunk_floats, at most the run) */
+static long chunk_of(const hp_muon_orth_cfg *c, const int64_t *it, long mats) {
     long cap = c->chunk_floats > 0 ? c->chunk_floats : MUON_CHUNK_FLOATS, ch = cap / (long)(it[0] * it[1]);
+    if (ch > mats) ch = mats;
     return ch < 1 ? 1 : ch;
 }
 
@@ -95,10 +106,10 @@ static size_t orth_scratch(const hp_graph *g, const hp_node *n, int nt) {
     (void)nt;
     orth_view v = orth_of(g, n);
     size_t w = 0, ns = 0;
-    for (int j = 0; j < v.c->nitems; j++) {
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[3 * j]);
+    for (int j = 0, e = 0; j < v.c->nitems; j = e) {
         const int64_t *it = &v.items[3 * j];
-        w += (size_t)item_numel(it);
-        long ch = chunk_of(v.c, it);
+        long ch = chunk_of(v.c, it, run_of(&e, &v, j));
         size_t s = hp_newton_schulz_batched_scratch(ch, (long)it[0], (long)it[1]);
         if (s > ns) ns = s;
     }
@@ -132,18 +143,14 @@ static void orth_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     permute(mats, in[1].data, &v, 1);
     /* runs of one shape, batched in chunks (items hold whole stacks of matrices of their shape) */
     float *at = mats;
-    for (int j = 0; j < v.c->nitems;) {
+    for (int j = 0, e = 0; j < v.c->nitems; j = e) {
         const int64_t *it = &v.items[3 * j];
-        long mats_n = 0;
-        int e = j;
-        for (; e < v.c->nitems && v.items[3 * e] == it[0] && v.items[3 * e + 1] == it[1]; e++) mats_n += (long)v.items[3 * e + 2];
-        long per = (long)(it[0] * it[1]), ch = chunk_of(v.c, it);
+        long mats_n = run_of(&e, &v, j), per = (long)(it[0] * it[1]), ch = chunk_of(v.c, it, mats_n);
         for (long a = 0; a < mats_n; a += ch) {
             long cnt = mats_n - a < ch ? mats_n - a : ch;
             hp_newton_schulz_batched(k->pool, at + a * per, at + a * per, ns, cnt, (long)it[0], (long)it[1], &v.c->ns);
         }
         at += mats_n * per;
-        j = e;
     }
     permute(mats, out[0].data, &v, 0);
 }

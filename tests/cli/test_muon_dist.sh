@@ -8,7 +8,8 @@
 # a stop and a resume under another plan bit for bit; the programs hold the
 # distributed nodes (muon_pack, muon_orth, muon_apply, the all-to-alls) and no
 # muon_update for a sharded matrix; tensor-parallel cuts still refused, in one
-# line naming them.
+# line naming them. The updated parameters and optimizer state bit for bit
+# after 3 steps (every strategy; uneven pieces; ranks owning nothing).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2 --optimizer muon"
@@ -70,6 +71,29 @@ for r in d2 df2 df4 dz1; do cmp -s <(losses d1.jsonl) <(losses "$r.jsonl") || fa
 cmp -s <(losses d1.jsonl) <(cat <(losses s1.jsonl) <(losses s2.jsonl)) || fail "stop under FSDP 4, resume under DP 2: losses differ from the uninterrupted run's"
 "$HP" train --resume ck/step_000100 --ckpt-dir ck3 --fsdp 2 --metrics s3.jsonl >s3.log 2>&1 || fail "resume under FSDP 2 failed: $(tail -2 s3.log)"
 cmp -s <(losses s2.jsonl) <(losses s3.jsonl) || fail "resume under FSDP 2: losses differ from the resume under DP 2"
+# the updated parameters and optimizer state after 3 steps, bit for bit: under
+# --deterministic (the same gradients' bits at any rank count) every strategy
+# under FSDP 4 with 16 KiB units (uneven pieces), ZeRO-1 and a one-layer model
+# over FSDP 8 (ranks that own nothing) against 1 rank; under HSDP 2x2 every
+# strategy against layout's (the same plan: the same gradients)
+pv="--steps 3 --val-every 0 --threads 1 --run-dir none --ckpt-every 0"
+same_ckpt() { # name dir-a dir-b
+  cmp -s "$2/step_000003/model.safetensors" "$3/step_000003/model.safetensors" || fail "$1: the parameters differ"
+  cmp -s "$2/step_000003/optim.safetensors" "$3/step_000003/optim.safetensors" || fail "$1: the optimizer state differs"
+}
+"$HP" train $small $pv --deterministic --ckpt-dir pv1 >pv1.log 2>&1 || fail "1 rank, 3 steps: $(tail -2 pv1.log)"
+for st in layout round-robin zero1-gather all-to-all gather-all; do
+  "$HP" train $small $pv --deterministic --fsdp 4 --fsdp-unit-bytes 16K --muon-dist "$st" --ckpt-dir "pvf$st" >pv.log 2>&1 ||
+    fail "FSDP 4 $st, 3 steps: $(tail -2 pv.log)"
+  same_ckpt "FSDP 4 (16K units) --muon-dist $st vs 1 rank" pv1 "pvf$st"
+  "$HP" train $small $pv --hsdp 2,2 --muon-dist "$st" --ckpt-dir "pvh$st" >pv.log 2>&1 || fail "HSDP $st, 3 steps: $(tail -2 pv.log)"
+  same_ckpt "HSDP 2x2 --muon-dist $st vs layout" pvhlayout "pvh$st"
+done
+"$HP" train $small $pv --deterministic --zero 1 --dp 2 --ckpt-dir pvz >pv.log 2>&1 || fail "ZeRO-1, 3 steps: $(tail -2 pv.log)"
+same_ckpt "ZeRO-1 vs 1 rank" pv1 pvz
+"$HP" train $small $pv --deterministic --layers 1 --ckpt-dir pvl1 >pv.log 2>&1 || fail "1 layer, 3 steps: $(tail -2 pv.log)"
+"$HP" train $small $pv --deterministic --layers 1 --fsdp 8 --ckpt-dir pvl8 >pv.log 2>&1 || fail "1 layer FSDP 8, 3 steps: $(tail -2 pv.log)"
+same_ckpt "1 layer over FSDP 8 vs 1 rank" pvl1 pvl8
 # the programs: the distributed nodes, and no whole-matrix update of a shard
 "$HP" plan $small --fsdp 4 --json p4.json >p4.txt 2>&1 || fail "plan --fsdp 4 failed: $(tail -2 p4.txt)"
 python3 - <<'PY' || fail "plan --fsdp 4's program: see above"
