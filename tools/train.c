@@ -285,6 +285,14 @@ static void on_event(void *ctx, const hp_event *e) {
             hp_progress_note(pg, "  %-28s %-20s %.3g", rep->grads[i].name, rep->grads[i].layout, rep->grads[i].rel_err);
         hp_progress_note(pg, "validation: worst gradient relative error %.3g (%s)", rep->worst,
                          rep->worst_index >= 0 ? rep->grads[rep->worst_index].name : "-");
+        if (rep->nupdates) {
+            hp_progress_note(pg, "validation: Muon update equivalence against 1 rank (max error over the update's "
+                                 "size, per matrix; count x rows x cols):");
+            for (int i = 0; i < rep->nupdates; i++)
+                hp_progress_note(pg, "  %-28s %-20s %.3g", rep->updates[i].name, rep->updates[i].layout,
+                                 rep->updates[i].rel_err);
+            hp_progress_note(pg, "validation: worst Muon update error %.3g", rep->worst_update);
+        }
         break;
     }
     case HP_EVENT_STEP:

@@ -703,6 +703,11 @@ typedef struct {
     const hp_grad_check *grads; /* [ngrads], in the model's parameter order */
     double worst;        /* the largest rel_err */
     int worst_index;     /* its entry in grads; -1 when none */
+    int nupdates;        /* optimizer muon: each Muon matrix's update against one rank's (after the step's
+                          * optimizer phase); layout is "count x rows x cols", rel_err max|a - b| over the
+                          * size of one rank's update */
+    const hp_grad_check *updates;
+    double worst_update;
 } hp_validation;
 
 typedef enum {

@@ -258,7 +258,7 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         hp_plan_rank_report_free(&rr);
     }
     hp_validation v;
-    hp_grad_check *grads = NULL;
+    hp_grad_check *grads = NULL, *upd = NULL;
     if (ie->vrep) {
         const hp_validate_report *r = ie->vrep;
         e.checked_ops = r->nops, e.worst_grad_error = r->worst;
@@ -269,10 +269,16 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         v = (hp_validation){.checked_ops = r->nops, .redistributions = r->nredist, .values = r->nvalues,
                             .loss = r->loss, .ref_loss = r->ref_loss, .ngrads = ng, .grads = grads,
                             .worst = r->worst, .worst_index = r->worst_index < ng ? r->worst_index : -1};
+        upd = r->nupdates > 0 ? malloc((size_t)r->nupdates * sizeof *upd) : NULL;
+        int nu = upd ? r->nupdates : 0;
+        for (int i = 0; i < nu; i++)
+            upd[i] = (hp_grad_check){.name = r->updates[i].name, .layout = r->updates[i].layout,
+                                     .rel_err = r->updates[i].rel_err};
+        v.nupdates = nu, v.updates = upd, v.worst_update = r->worst_update;
         e.validation = &v;
     }
     t->cfg.on_event(t->cfg.event_ctx, &e);
-    free(grads);
+    free(grads), free(upd);
 }
 
 static hp_status copy_strings(hp_train *t) {

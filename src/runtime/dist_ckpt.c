@@ -342,9 +342,14 @@ static int pieces_of(hp_ckpt_held *out, const hp_dist_ckpt *c, int i, int q, int
 
 int hp_dist_ckpt_param_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
                               const char *name, int q, int for_save) {
-    int i = 0;
-    while (i < c->np && strcmp(c->e[i].name, name)) i++;
-    if (i == c->np) return -1;
+    return hp_dist_ckpt_tensor_pieces(out, index, shape, c, name, q, for_save, 0);
+}
+
+int hp_dist_ckpt_tensor_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
+                               const char *name, int q, int for_save, int states) {
+    int i = 0, n = states ? c->ne : c->np;
+    while (i < n && strcmp(c->e[i].name, name)) i++;
+    if (i == n) return -1;
     int li = -1;
     for (int k = 0; k < c->nh; k++)
         if (hp_dist_rank_at(c->d, k)->rank == q) li = k;

@@ -71,5 +71,9 @@ hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state);
 #define HP_DIST_CKPT_MAX_PIECES (2 * HP_MAX_DIMS)
 int hp_dist_ckpt_param_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
                               const char *name, int q, int for_save);
+/* The same for a parameter or (states 1) an optimizer state, by its
+ * checkpoint name ("muon.m.h.0.mlp.fc.weight"); *index: its entry. */
+int hp_dist_ckpt_tensor_pieces(hp_ckpt_held *out, int *index, hp_shape *shape, const hp_dist_ckpt *c,
+                               const char *name, int q, int for_save, int states);
 
 #endif

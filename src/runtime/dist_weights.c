@@ -25,7 +25,8 @@ static hp_ckpt_held *held_at(const pieces *p, int q, int k) {
 }
 
 /* The pieces of `name` (for_save: the current ones) and its element count checked against n. */
-static hp_status pieces_list(pieces *p, hp_dist *d, const hp_dist_ckpt *c, const char *name, int64_t n, int for_save) {
+static hp_status pieces_list(pieces *p, hp_dist *d, const hp_dist_ckpt *c, const char *name, int64_t n, int for_save,
+                             int states) {
     memset(p, 0, sizeof *p);
     if (!name) return hp_errorf("weights: the tensor name is NULL");
     p->world = hp_comm_world_size(hp_dist_world(d));
@@ -38,8 +39,8 @@ static hp_status pieces_list(pieces *p, hp_dist *d, const hp_dist_ckpt *c, const
     if (!p->held || !p->n || !p->take || !p->count || !p->off) return hp_errorf("'%s': out of memory", name);
     int index = -1;
     for (int q = 0; q < p->world; q++) {
-        p->n[q] = hp_dist_ckpt_param_pieces(held_at(p, q, 0), &index, &p->shape, c, name, q, for_save);
-        if (p->n[q] < 0) return hp_errorf("'%s': no parameter of this name", name);
+        p->n[q] = hp_dist_ckpt_tensor_pieces(held_at(p, q, 0), &index, &p->shape, c, name, q, for_save, states);
+        if (p->n[q] < 0) return hp_errorf("'%s': no %s of this name", name, states ? "parameter or state" : "parameter");
     }
     int64_t numel = hp_shape_numel(&p->shape);
     if (n != numel)
@@ -88,9 +89,9 @@ static hp_status gather_rank(hp_dist_rank *r, void *c_) {
                               p->count, HP_F32);
 }
 
-hp_status hp_dist_weight_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n) {
+static hp_status tensor_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n, int states) {
     pieces p;
-    hp_status st = pieces_list(&p, d, c, name, n, 1);
+    hp_status st = pieces_list(&p, d, c, name, n, 1, states);
     if (!st) st = choose(&p, name);
     float *all = st ? NULL : malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!st && !all) st = hp_errorf("'%s': out of memory for %lld floats", name, (long long)n);
@@ -123,9 +124,17 @@ hp_status hp_dist_weight_get(hp_dist *d, const hp_dist_ckpt *c, float *out, cons
     return st;
 }
 
+hp_status hp_dist_weight_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n) {
+    return tensor_get(d, c, out, name, n, 0);
+}
+
+hp_status hp_dist_tensor_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n) {
+    return tensor_get(d, c, out, name, n, 1);
+}
+
 hp_status hp_dist_weight_set(hp_dist *d, const hp_dist_ckpt *c, const char *name, const float *in, int64_t n) {
     pieces p;
-    hp_status st = pieces_list(&p, d, c, name, n, 0);
+    hp_status st = pieces_list(&p, d, c, name, n, 0, 0);
     for (int64_t i = 0; i < n && !st; i++) /* a NaN would train on silently */
         if (!isfinite(in[i]))
             st = hp_errorf("'%s': element %lld is %g (not finite)", name, (long long)i, (double)in[i]);

@@ -20,6 +20,9 @@
  * over the world (inside a process it only synchronises), so every process
  * gets the whole tensor. Errors name the tensor (unknown name, wrong count). */
 hp_status hp_dist_weight_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n);
+/* The same for a parameter or an optimizer state by its checkpoint name
+ * ("muon.m.h.0.mlp.fc.weight": validation mode reads Muon's momentum whole). */
+hp_status hp_dist_tensor_get(hp_dist *d, const hp_dist_ckpt *c, float *out, const char *name, int64_t n);
 /* Fills every piece of parameter `name` that this process's ranks hold from
  * the whole tensor in[n]; no communication (under mpirun every process passes
  * the same values). Errors name the tensor. */

@@ -15,6 +15,7 @@
 #include "runtime/dist_ckpt.h"
 #include "runtime/metrics.h"
 #include "runtime/trace_hook.h"
+#include "runtime/validate_muon.h"
 
 typedef struct {
     float loss;
@@ -45,6 +46,10 @@ struct hp_trainer {
     int accum; /* micro-batches per step (>= 1) */
     double flops_per_step; /* the process's ranks' programs, every micro-batch counted */
     int stall_rank; long stall_step; /* test hook HP_TEST_STALL_RANK (see stall_hook); -1: off */
+    /* the validated step, between its checked forward and backward and its optimizer phase */
+    hp_validator *v;
+    hp_vmuon *vmuon;       /* Muon's updates to check after the optimizer phase (NULL: none) */
+    hp_validate_report vrep;
 };
 
 /* Test hook: HP_TEST_STALL_RANK=R:S makes rank R's thread stop answering (it
@@ -374,6 +379,9 @@ void hp_trainer_destroy(hp_trainer *t) {
         if (t->own_world) hp_comm_world_destroy(t->world); /* MPI: ends the job; else frees nothing */
         return;
     }
+    hp_vmuon_free(t->vmuon);
+    hp_validate_report_free(&t->vrep);
+    hp_validate_destroy(t->v);
     hp_dist_ckpt_destroy(t->ck);
     if (t->rs && t->d)
         for (int i = 0; i < hp_dist_nranks(t->d); i++) hp_trace_destroy(t->rs[i].trace);
@@ -409,19 +417,30 @@ hp_status hp_trainer_step(hp_trainer *t, const int32_t *tokens, const int32_t *t
 
 static hp_status validate_step(hp_trainer *t) {
     HP_TRY(hp_dist_run(t->d, rank_inputs, t));
-    hp_validator *v;
     hp_validate_config vc = {.g = hp_dist_global(t->d), .d = t->d, .threads = t->cfg.threads};
-    HP_TRY(hp_validate_create(&v, &vc));
-    hp_validate_report rep = {0};
-    hp_status st = hp_validate_step(v, &rep);
-    if (!st) st = hp_validate_gradients(v, &rep);
+    HP_TRY(hp_validate_create(&t->v, &vc));
+    hp_validate_report_free(&t->vrep);
+    hp_status st = hp_validate_step(t->v, &t->vrep);
+    if (!st) st = hp_validate_gradients(t->v, &t->vrep);
+    if (!st && t->cfg.optim.kind == HP_OPT_MUON) st = ensure_ckpt(t);
+    if (!st) st = hp_vmuon_before(&t->vmuon, t->d, t->ck, t->v, &t->cfg.optim, t->cfg.compile.max_norm, t->cfg.threads);
+    t->validated = !st;
+    return st;
+}
+
+/* After the validated step's optimizer phase: Muon's updates checked, then
+ * the report (st: the step's own status). */
+static hp_status validate_finish(hp_trainer *t, hp_status st) {
+    if (!st && t->vmuon) st = hp_vmuon_check(t->vmuon, &t->vrep, t->lrs[1]);
     if (!st) {
-        hp_train_event e = {.kind = HP_TRAIN_VALIDATED, .step = 1, .vrep = &rep};
+        hp_train_event e = {.kind = HP_TRAIN_VALIDATED, .step = 1, .vrep = &t->vrep};
         emit(t, &e);
     }
-    hp_validate_report_free(&rep);
-    hp_validate_destroy(v);
-    t->validated = !st;
+    hp_vmuon_free(t->vmuon);
+    t->vmuon = NULL;
+    hp_validate_report_free(&t->vrep);
+    hp_validate_destroy(t->v);
+    t->v = NULL;
     return st;
 }
 
@@ -556,6 +575,7 @@ hp_status hp_trainer_run(hp_trainer *t) {
         if (step == start && c->validate) st = validate_step(t);
         t->tracing = trace_on && traced < trace_steps;
         if (!st) st = train_step(t, step, lr);
+        if (t->v) st = validate_finish(t, st);
         t->validated = 0;
         hp_status out = HP_OK;
         if (t->tracing && ++traced == trace_steps && !st)

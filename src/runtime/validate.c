@@ -633,7 +633,17 @@ hp_status hp_validate_gradients(hp_validator *v, hp_validate_report *rep) {
     return HP_OK;
 }
 
+const float *hp_validate_ref_grad(const hp_validator *v, const char *name, int64_t *n) {
+    int i = v->stepped ? hp_param_store_find(&v->ps, name) : -1;
+    if (i < 0) return NULL;
+    *n = (int64_t)hp_param_numel(&v->ps, i);
+    return hp_program_grads(v->ref) + v->ps.offset[i];
+}
+
+const hp_param_store *hp_validate_ref_store(const hp_validator *v) { return &v->ps; }
+
 void hp_validate_report_free(hp_validate_report *rep) {
+    free(rep->updates);
     free(rep->grads);
     memset(rep, 0, sizeof *rep);
     rep->worst_index = -1;

@@ -70,6 +70,9 @@ typedef struct {
     hp_validate_grad *grads; /* [ngrads], owned */
     double worst;    /* the largest rel_err */
     int worst_index; /* its entry, -1 when none */
+    int nupdates;    /* filled by hp_vmuon_check (runtime/validate_muon): Muon's updates */
+    hp_validate_grad *updates; /* [nupdates], owned: each Muon matrix's update against one rank's */
+    double worst_update;
 } hp_validate_report;
 
 typedef struct hp_validator hp_validator;
@@ -92,5 +95,11 @@ hp_status hp_validate_step(hp_validator *v, hp_validate_report *rep);
  * the graph's parameter order) and the worst entry. */
 hp_status hp_validate_gradients(hp_validator *v, hp_validate_report *rep);
 void hp_validate_report_free(hp_validate_report *rep);
+/* After hp_validate_step: the reference's gradient of parameter `name`
+ * (whole, *n elements), NULL when there is none. */
+const float *hp_validate_ref_grad(const hp_validator *v, const char *name, int64_t *n);
+/* The reference's parameter store (names, shapes, hidden_matrix; its values
+ * are the step's parameters as gathered before it). */
+const hp_param_store *hp_validate_ref_store(const hp_validator *v);
 
 #endif

@@ -94,6 +94,12 @@ same_ckpt "ZeRO-1 vs 1 rank" pv1 pvz
 "$HP" train $small $pv --deterministic --layers 1 --ckpt-dir pvl1 >pv.log 2>&1 || fail "1 layer, 3 steps: $(tail -2 pv.log)"
 "$HP" train $small $pv --deterministic --layers 1 --fsdp 8 --ckpt-dir pvl8 >pv.log 2>&1 || fail "1 layer FSDP 8, 3 steps: $(tail -2 pv.log)"
 same_ckpt "1 layer over FSDP 8 vs 1 rank" pvl1 pvl8
+# validation mode checks every Muon matrix's update against one rank's
+"$HP" train $small --fsdp 2 --steps 2 --validate >val.log 2>&1 || fail "--validate --fsdp 2 with Muon failed: $(tail -2 val.log)"
+rows=$(awk '/Muon update equivalence/ { on = 1; next } /worst Muon update/ { on = 0 } on && / [0-9]+x[0-9]+x[0-9]+ / { n++ } END { print n + 0 }' val.log)
+[ "$rows" -eq 8 ] || fail "--validate: $rows rows in the Muon update table, want 8: $(cat val.log)"
+w=$(sed -n 's/.*worst Muon update error \([^ ]*\).*/\1/p' val.log)
+awk -v w="$w" 'BEGIN { exit !(w != "" && w + 0 <= 1e-3) }' || fail "--validate: worst Muon update error '$w'"
 # the programs: the distributed nodes, and no whole-matrix update of a shard
 "$HP" plan $small --fsdp 4 --json p4.json >p4.txt 2>&1 || fail "plan --fsdp 4 failed: $(tail -2 p4.txt)"
 python3 - <<'PY' || fail "plan --fsdp 4's program: see above"
