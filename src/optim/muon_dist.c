@@ -21,13 +21,40 @@ static int skipped(const hp_tensor *sumsq) { return !isfinite(*(const double *)s
 
 /* ---- muon_pack ---- */
 
+/* count matrices [r, c] of src written transposed ([c, r] each) into dst */
+static void transpose_blocks(float *dst, const float *src, int64_t count, int64_t r, int64_t c) {
+    for (int64_t m = 0; m < count; m++, src += r * c, dst += r * c)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
+}
+
+long hp_muon_pack_blob(hp_graph *g, const hp_muon_pack_cfg *c, const int64_t *tr) {
+    size_t h = head16(sizeof *c), ns = (size_t)(c->nsend > 0 ? c->nsend : 0);
+    size_t bytes = h + sizeof(int64_t) * 3 * (ns ? ns : 1);
+    char *b = calloc(1, bytes);
+    if (!b) {
+        hp_graph_fail(g, hp_errorf("muon_pack: out of memory"));
+        return -1;
+    }
+    memcpy(b, c, sizeof *c);
+    if (tr && ns) memcpy(b + h, tr, sizeof(int64_t) * 3 * ns);
+    long at = hp_graph_blob(g, b, bytes);
+    free(b);
+    return at;
+}
+
+static const int64_t *pack_tr(const hp_muon_pack_cfg *c) {
+    return (const int64_t *)(const void *)((const char *)c + head16(sizeof *c));
+}
+
 static size_t pack_scratch(const hp_graph *g, const hp_node *n, int nt) {
     (void)nt;
     const hp_muon_pack_cfg *c = hp_graph_blob_at(g, (long)n->a.i[0]);
+    const int64_t *tr = pack_tr(c);
     size_t most = 1;
-    for (int k = c->nsend; k < n->nxin / 2; k++) {
+    for (int k = 0; k < n->nxin / 2; k++) {
         size_t e = (size_t)hp_val_numel(g, g->xin[n->xin_at + 2 * k]);
-        if (e > most) most = e;
+        if ((k >= c->nsend || tr[3 * k] > 0) && e > most) most = e;
     }
     return round8(most);
 }
@@ -35,13 +62,16 @@ static size_t pack_scratch(const hp_graph *g, const hp_node *n, int nt) {
 static void pack_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     const hp_muon_pack_cfg *c = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
     if (skipped(&in[0])) return;
+    const int64_t *tr = pack_tr(c);
     float scale = clip_scale(&in[0], c->max_norm), *u = out[0].data;
     for (int q = 0; q < n->nxin / 2; q++) {
         const hp_tensor *x = &in[3 + 2 * q];
         long e = (long)hp_shape_numel(&x[0].shape);
-        float *dst = q < c->nsend ? u : k->scratch;
+        int t = q < c->nsend && tr[3 * q] > 0;
+        float *dst = q < c->nsend && !t ? u : k->scratch;
         hp_muon_momentum_update_scaled(k->pool, dst, x[1].data, x[0].data, e, c->beta, (hp_muon_momentum)c->momentum,
                                        c->nesterov, scale);
+        if (t) transpose_blocks(u, dst, tr[3 * q], tr[3 * q + 1], tr[3 * q + 2]);
         if (q < c->nsend) u += e;
     }
 }
@@ -60,7 +90,7 @@ static orth_view orth_of(const hp_graph *g, const hp_node *n) {
     orth_view v;
     v.c = (const hp_muon_orth_cfg *)(const void *)b;
     v.items = (const int64_t *)(const void *)(b + head16(sizeof *v.c));
-    v.len = v.items + 3 * (size_t)v.c->nitems;
+    v.len = v.items + 4 * (size_t)v.c->nitems;
     v.start = v.len + (size_t)v.c->members * (size_t)v.c->nitems;
     return v;
 }
@@ -68,16 +98,16 @@ static orth_view orth_of(const hp_graph *g, const hp_node *n) {
 long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,
                        const int64_t *start) {
     size_t h = head16(sizeof *c), ni = (size_t)c->nitems, tab = (size_t)c->members * ni;
-    size_t bytes = h + sizeof(int64_t) * (3 * ni + 2 * tab);
+    size_t bytes = h + sizeof(int64_t) * (4 * ni + 2 * tab);
     char *b = calloc(1, bytes);
     if (!b) {
         hp_graph_fail(g, hp_errorf("muon_orth: out of memory"));
         return -1;
     }
     memcpy(b, c, sizeof *c);
-    memcpy(b + h, items, sizeof(int64_t) * 3 * ni);
-    memcpy(b + h + sizeof(int64_t) * 3 * ni, len, sizeof(int64_t) * tab);
-    memcpy(b + h + sizeof(int64_t) * (3 * ni + tab), start, sizeof(int64_t) * tab);
+    memcpy(b + h, items, sizeof(int64_t) * 4 * ni);
+    memcpy(b + h + sizeof(int64_t) * 4 * ni, len, sizeof(int64_t) * tab);
+    memcpy(b + h + sizeof(int64_t) * (4 * ni + tab), start, sizeof(int64_t) * tab);
     long at = hp_graph_blob(g, b, bytes);
     free(b);
     return at;
@@ -87,10 +117,10 @@ static long item_numel(const int64_t *it) { return (long)(it[0] * it[1] * it[2])
 
 /* The run of items of one shape from item j: its end (*e) and its matrices. */
 static long run_of(int *e, const orth_view *v, int j) {
-    const int64_t *it = &v->items[3 * j];
+    const int64_t *it = &v->items[4 * j];
     long mats = 0;
-    for (*e = j; *e < v->c->nitems && v->items[3 * *e] == it[0] && v->items[3 * *e + 1] == it[1]; (*e)++)
-        mats += (long)v->items[3 * *e + 2];
+    for (*e = j; *e < v->c->nitems && v->items[4 * *e] == it[0] && v->items[4 * *e + 1] == it[1]; (*e)++)
+        mats += (long)v->items[4 * *e + 2];
     return mats;
 }
 
@@ -106,9 +136,9 @@ static size_t orth_scratch(const hp_graph *g, const hp_node *n, int nt) {
     (void)nt;
     orth_view v = orth_of(g, n);
     size_t w = 0, ns = 0;
-    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[3 * j]);
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[4 * j]);
     for (int j = 0, e = 0; j < v.c->nitems; j = e) {
-        const int64_t *it = &v.items[3 * j];
+        const int64_t *it = &v.items[4 * j];
         long ch = chunk_of(v.c, it, run_of(&e, &v, j));
         size_t s = hp_newton_schulz_batched_scratch(ch, (long)it[0], (long)it[1]);
         if (s > ns) ns = s;
@@ -116,20 +146,24 @@ static size_t orth_scratch(const hp_graph *g, const hp_node *n, int nt) {
     return round8(w) + ns;
 }
 
-/* Moves the members' pieces between the packed layout and the items (to_items: packed -> items). */
+/* Moves the members' pieces between the packed layout and the items (to_items: packed -> items). A
+ * piece of an item of nblk blocks is nblk equal runs, one per matrix, each at its start plus the
+ * matrix's offset (a tensor-parallel cut of a stack: one block of rows of every matrix). */
 static void permute(float *items, float *packed, const orth_view *v, int to_items) {
     size_t at = 0;
     for (int i = 0; i < v->c->members; i++) {
         size_t base = 0;
         for (int j = 0; j < v->c->nitems; j++) {
+            const int64_t *itm = &v->items[4 * j];
             size_t e = (size_t)v->len[(size_t)i * (size_t)v->c->nitems + (size_t)j];
+            size_t nb = (size_t)itm[3], per = e / nb, stride = (size_t)(itm[0] * itm[1]);
             float *it = items + base + (size_t)v->start[(size_t)i * (size_t)v->c->nitems + (size_t)j];
-            if (e) {
-                if (to_items) memcpy(it, packed + at, e * sizeof(float));
-                else memcpy(packed + at, it, e * sizeof(float));
+            for (size_t b = 0; e && b < nb; b++) {
+                if (to_items) memcpy(it + b * stride, packed + at + b * per, per * sizeof(float));
+                else memcpy(packed + at + b * per, it + b * stride, per * sizeof(float));
             }
             at += e;
-            base += (size_t)item_numel(&v->items[3 * j]);
+            base += (size_t)item_numel(itm);
         }
     }
 }
@@ -138,13 +172,13 @@ static void orth_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     if (skipped(&in[0])) return;
     orth_view v = orth_of(k->graph, n);
     size_t w = 0;
-    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[3 * j]);
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[4 * j]);
     float *mats = k->scratch, *ns = k->scratch + round8(w);
     permute(mats, in[1].data, &v, 1);
     /* runs of one shape, batched in chunks (items hold whole stacks of matrices of their shape) */
     float *at = mats;
     for (int j = 0, e = 0; j < v.c->nitems; j = e) {
-        const int64_t *it = &v.items[3 * j];
+        const int64_t *it = &v.items[4 * j];
         long mats_n = run_of(&e, &v, j), per = (long)(it[0] * it[1]), ch = chunk_of(v.c, it, mats_n);
         for (long a = 0; a < mats_n; a += ch) {
             long cnt = mats_n - a < ch ? mats_n - a : ch;
@@ -173,9 +207,11 @@ const hp_opdef hp_op_muon_spread = {.name = "muon_spread", .nout = 1, .run = spr
 
 /* ---- muon_apply ---- */
 
-long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, int npieces) {
+static size_t apply_tr_at(int npieces) { return head16(head16(sizeof(hp_muon_apply_cfg)) + sizeof(float) * (size_t)(npieces ? npieces : 1)); }
+
+long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, const int64_t *tr, int npieces) {
     hp_muon_apply_cfg c = {wd, npieces};
-    size_t h = head16(sizeof c), bytes = h + sizeof(float) * (size_t)(npieces ? npieces : 1);
+    size_t h = head16(sizeof c), t = apply_tr_at(npieces), bytes = t + sizeof(int64_t) * 3 * (size_t)(npieces ? npieces : 1);
     char *b = calloc(1, bytes);
     if (!b) {
         hp_graph_fail(g, hp_errorf("muon_apply: out of memory"));
@@ -183,9 +219,22 @@ long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, int npieces) 
     }
     memcpy(b, &c, sizeof c);
     if (npieces) memcpy(b + h, scale, sizeof(float) * (size_t)npieces);
+    if (npieces && tr) memcpy(b + t, tr, sizeof(int64_t) * 3 * (size_t)npieces);
     long at = hp_graph_blob(g, b, bytes);
     free(b);
     return at;
+}
+
+static size_t apply_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    const char *b = hp_graph_blob_at(g, (long)n->a.i[0]);
+    const int64_t *tr = (const int64_t *)(const void *)(b + apply_tr_at(n->nxin));
+    size_t most = 1;
+    for (int q = 0; q < n->nxin; q++) {
+        size_t e = (size_t)hp_val_numel(g, g->xin[n->xin_at + q]);
+        if (tr[3 * q] > 0 && e > most) most = e;
+    }
+    return round8(most);
 }
 
 static void apply_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
@@ -194,14 +243,20 @@ static void apply_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
     const char *b = hp_graph_blob_at(k->graph, (long)n->a.i[0]);
     const hp_muon_apply_cfg *c = (const hp_muon_apply_cfg *)(const void *)b;
     const float *scale = (const float *)(const void *)(b + head16(sizeof *c));
+    const int64_t *tr = (const int64_t *)(const void *)(b + apply_tr_at(n->nxin));
     float lr = ((const float *)in[1].data)[1];
     const float *o = in[3].data;
     for (int q = 0; q < n->nxin; q++) {
         const hp_tensor *p = &in[4 + q];
         long e = (long)hp_shape_numel(&p->shape);
-        hp_muon_apply(k->pool, p->data, o, e, lr, c->wd, scale[q]);
+        const float *src = o;
+        if (tr[3 * q] > 0) { /* the update came transposed ([c, r] per matrix): back to the piece's [r, c] */
+            transpose_blocks(k->scratch, o, tr[3 * q], tr[3 * q + 2], tr[3 * q + 1]);
+            src = k->scratch;
+        }
+        hp_muon_apply(k->pool, p->data, src, e, lr, c->wd, scale[q]);
         o += e;
     }
 }
 
-const hp_opdef hp_op_muon_apply = {.name = "muon_apply", .run = apply_run};
+const hp_opdef hp_op_muon_apply = {.name = "muon_apply", .run = apply_run, .scratch = apply_scratch};

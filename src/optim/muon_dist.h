@@ -39,16 +39,26 @@ typedef struct {
     int nsend; /* the first nsend (grad, m) pairs are packed */
 } hp_muon_pack_cfg;
 
-/* muon_orth's blob: this header, then int64 items[nitems][3] (rows, cols,
- * matrices), then int64 len[members][nitems] and start[members][nitems]
- * (member i's piece of item j: len elements, at element start of the item). */
+/* muon_pack's blob: this header, then int64 tr[nsend][3]: a sent piece with
+ * tr[q][0] = count > 0 is count matrices of [tr[q][1], tr[q][2]] (a
+ * tensor-parallel column cut), packed transposed ([tr[q][2], tr[q][1]]
+ * each: its owner orthogonalises the transposed matrix, NS(G^T) = NS(G)^T
+ * bit for bit); 0: packed as it lies. */
+
+/* muon_orth's blob: this header, then int64 items[nitems][4] (rows, cols,
+ * matrices, blocks), then int64 len[members][nitems] and start[members][nitems]
+ * (member i's piece of item j: len elements in `blocks` equal runs, run b at
+ * element start + b * rows * cols of the item: 1 for FSDP's flat ranges, the
+ * stack's matrices for a tensor-parallel cut of a stack). */
 typedef struct {
     int members, nitems;
     long chunk_floats; /* Newton–Schulz batch cap in floats (cfg.muon_batch_floats) */
     hp_ns_config ns;
 } hp_muon_orth_cfg;
 
-/* muon_apply's blob: this header, then float scale[npieces] */
+/* muon_apply's blob: this header, then float scale[npieces], then (16-byte
+ * aligned) int64 tr[npieces][3] as muon_pack's: a transposed piece's update
+ * comes transposed and is turned back before it is applied */
 typedef struct {
     float wd;
     int npieces;
@@ -72,6 +82,7 @@ extern const hp_opdef hp_op_muon_spread;
 /* Blobs of the orth operator: header + tables as above; returns the blob's offset (-1: the graph's error). */
 long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,
                        const int64_t *start);
-long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, int npieces);
+long hp_muon_apply_blob(hp_graph *g, float wd, const float *scale, const int64_t *tr, int npieces);
+long hp_muon_pack_blob(hp_graph *g, const hp_muon_pack_cfg *c, const int64_t *tr);
 
 #endif

@@ -9,15 +9,20 @@
 #include "optim/muon_dist.h"
 #include "parallel/rank.h"
 
-/* The key's F and R axes (-1: none); 0 when it has anything else (S, B, two R). */
-static int key_axes(int *fa, int *ra, const hp_muon_group *gr, const hp_mesh *m) {
+/* The key's cutting axis (F, or a tensor-parallel Sr / Sc: *cut says which) and R axis (-1: none);
+ * 0 when it has anything else (two cuts, B, two R). */
+static int key_axes_cut(int *fa, int *ra, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
     *fa = *ra = -1;
+    *cut = HP_MUON_AX_NONE;
     for (int a = 0; a < m->ndim; a++) {
         switch (gr->ax[a]) {
         case HP_MUON_AX_NONE: break;
         case HP_MUON_AX_F:
+        case HP_MUON_AX_SR:
+        case HP_MUON_AX_SC:
             if (*fa >= 0) return 0;
             *fa = a;
+            *cut = gr->ax[a];
             break;
         case HP_MUON_AX_R:
             if (*ra >= 0) return 0;
@@ -30,15 +35,16 @@ static int key_axes(int *fa, int *ra, const hp_muon_group *gr, const hp_mesh *m)
 }
 
 int hp_muon_dist_handles(const hp_muon_plan *plan, int i, const hp_mesh *m) {
-    int fa, ra;
-    return plan->mat[i].owner == -1 || key_axes(&fa, &ra, &plan->grp[plan->mat[i].group], m);
+    int fa, ra, cut;
+    return plan->mat[i].owner == -1 || key_axes_cut(&fa, &ra, &cut, &plan->grp[plan->mat[i].group], m);
 }
 
 /* One distributed matrix (a parameter: one matrix or a 3-D stack of one shape) on this rank. */
 typedef struct {
     int p, k;              /* local parameter, its index in graph order */
     int64_t rows, cols, nmats, numel;
-    int fa, ra;            /* its key's axes */
+    int fa, ra;            /* its key's axes (fa: FSDP's, or a tensor-parallel cut's) */
+    int cut;               /* HP_MUON_AX_F, _SR (rows cut) or _SC (columns cut: the owner's matrix is transposed) */
     int of, orr;           /* the owner's coordinates on fa and ra (0 when absent) */
     int piece;             /* pp index of this rank's piece, -1: none */
     int64_t *a;            /* [members]: each member's piece, elements [a[i], a[i] + len[i]) */
@@ -74,6 +80,21 @@ typedef struct {
 
 static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
 
+/* The owner's item of x: (rows, cols, matrices, blocks) — transposed for a column cut, one block per
+ * matrix of a tensor-parallel cut (a row block of each), one for FSDP's flat ranges. */
+static void item_of(int64_t *it, const mat *x) {
+    int tc = x->cut == HP_MUON_AX_SC;
+    it[0] = tc ? x->cols : x->rows, it[1] = tc ? x->rows : x->cols, it[2] = x->nmats;
+    it[3] = x->cut == HP_MUON_AX_F ? 1 : x->nmats;
+}
+
+/* A piece's transposition (muon_pack's and muon_apply's tr): a column cut's local matrices. */
+static void tr_of(int64_t *tr, const grp *s, const mat *x) {
+    tr[0] = tr[1] = tr[2] = 0;
+    if (x->cut != HP_MUON_AX_SC) return;
+    tr[0] = x->nmats, tr[1] = x->rows, tr[2] = x->cols / s->K;
+}
+
 /* order of the pieces: by (owner's replica slice, owner's member, matrix order) */
 static int64_t piece_key(const grp *s, const mat *x) { return (int64_t)x->orr * s->K + x->of; }
 
@@ -101,12 +122,12 @@ static hp_status emit_group(grp *s, int slot) {
     int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)s->K, sizeof *sc), *rc = calloc((size_t)s->K, sizeof *rc);
     int64_t *agc = calloc((size_t)s->Rn, sizeof *agc);
-    int64_t *items = malloc(sizeof(int64_t) * 3 * (size_t)(nm + 1));
+    int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
     float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
     hp_status st = HP_OK;
-    if (!send || !rest || !xin || !sc || !rc || !agc || !items || !len || !start || !scale) {
+    if (!send || !rest || !xin || !sc || !rc || !agc || !items || !trs || !len || !start || !scale) {
         st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
@@ -141,9 +162,10 @@ static hp_status emit_group(grp *s, int slot) {
     snprintf(nmb, sizeof nmb, "muon.u.%s", key);
     int S = act(g, ssum, nmb);
     hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nsend};
+    for (int q = 0; q < nsend; q++) tr_of(&trs[3 * q], s, &s->ms[send[q]]);
     hp_attrs at;
     memset(&at, 0, sizeof at);
-    at.i[0] = hp_graph_blob(g, &pc, sizeof pc);
+    at.i[0] = hp_muon_pack_blob(g, &pc, trs);
     int in3[4] = {s->io->sumsq, s->io->lr, s->io->step, -1};
     int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
     if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nsend + nrest);
@@ -154,7 +176,7 @@ static hp_status emit_group(grp *s, int slot) {
     for (int j = 0; j < nm; j++) {
         const mat *x = &s->ms[j];
         if (x->of != s->cf || x->orr != s->cr) continue;
-        items[3 * ni] = x->rows, items[3 * ni + 1] = x->cols, items[3 * ni + 2] = x->nmats;
+        item_of(&items[4 * ni], x);
         ni++;
     }
     for (int i = 0; i < s->K; i++) {
@@ -203,16 +225,18 @@ static hp_status emit_group(grp *s, int slot) {
         const mat *x = &s->ms[ord[q]];
         xin[q] = s->pp[x->piece].param;
         scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+        tr_of(&trs[3 * q], s, x);
     }
     memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, na);
+    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, trs, na);
     int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
     node = hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, na, NULL, 0, &at, HP_PHASE_OPT);
     if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", na);
     s->io->nmuon_groups++;
     st = hp_graph_error(g);
 done:
-    free(send), free(rest), free(xin), free(sc), free(rc), free(agc), free(items), free(len), free(start), free(scale);
+    free(send), free(rest), free(xin), free(sc), free(rc), free(agc), free(items), free(trs), free(len), free(start),
+        free(scale);
     return st;
 }
 
@@ -225,13 +249,13 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     int nm = s->nm, K = s->K;
     int *mine = malloc(sizeof(int) * (size_t)(nm + 1)), *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc);
-    int64_t *items = malloc(sizeof(int64_t) * 3 * (size_t)(nm + 1));
+    int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *copies = malloc(sizeof(int64_t) * (1 + 2 * (size_t)K * (size_t)(nm + 1)));
     float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
     hp_status st = HP_OK;
-    if (!mine || !xin || !sc || !rc || !items || !len || !start || !copies || !scale) {
+    if (!mine || !xin || !sc || !rc || !items || !trs || !len || !start || !copies || !scale) {
         st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
@@ -251,9 +275,10 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     snprintf(nmb, sizeof nmb, "muon.u.%s", key);
     int S = act(g, total, nmb);
     hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nmine};
+    for (int q = 0; q < nmine; q++) tr_of(&trs[3 * q], s, &s->ms[mine[q]]);
     hp_attrs at;
     memset(&at, 0, sizeof at);
-    at.i[0] = hp_graph_blob(g, &pc, sizeof pc);
+    at.i[0] = hp_muon_pack_blob(g, &pc, trs);
     int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
     int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
     if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nmine);
@@ -262,7 +287,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     for (int j = 0; j < nm; j++) {
         const mat *x = &s->ms[j];
         if (!all && my_len(s, x) == 0) continue;
-        items[3 * ni] = x->rows, items[3 * ni + 1] = x->cols, items[3 * ni + 2] = x->nmats;
+        item_of(&items[4 * ni], x);
         ni++;
     }
     int64_t rsum = 0, off = 0;
@@ -326,7 +351,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
             scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
         }
         memset(&at, 0, sizeof at);
-        at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, nmine);
+        at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, trs, nmine); /* trs: pack's, same order */
         int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
         node = U >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, nmine, NULL, 0, &at, HP_PHASE_OPT) : -1;
         if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", nmine);
@@ -334,7 +359,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     s->io->nmuon_groups++;
     st = hp_graph_error(g);
 done:
-    free(mine), free(xin), free(sc), free(rc), free(items), free(len), free(start), free(copies), free(scale);
+    free(mine), free(xin), free(sc), free(rc), free(items), free(trs), free(len), free(start), free(copies), free(scale);
     return st;
 }
 
@@ -363,20 +388,30 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             if (plan->mat[q].v == gp) i = q;
         if (i < 0 || plan->mat[i].owner == -1) continue; /* not Muon's, or local: muon_update */
         mat *x = &ms[nm];
-        if (!key_axes(&x->fa, &x->ra, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
-        const hp_shape *sh = &g->vals[p].shape;
+        if (!key_axes_cut(&x->fa, &x->ra, &x->cut, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
         x->p = p, x->k = k, x->piece = -1;
-        x->rows = sh->d[sh->ndim - 2], x->cols = sh->d[sh->ndim - 1];
-        x->numel = hp_val_numel(g, p);
-        x->nmats = x->numel / (x->rows * x->cols);
+        /* the global matrix (a tensor-parallel rank holds a block of it) */
+        x->rows = plan->mat[i].rows, x->cols = plan->mat[i].cols, x->nmats = plan->mat[i].count;
+        x->numel = x->nmats * x->rows * x->cols;
         if (!multi) {
             hp_mesh_coords(oc, m, plan->mat[i].owner);
             x->of = x->fa >= 0 ? oc[x->fa] : 0, x->orr = x->ra >= 0 ? oc[x->ra] : 0;
         }
         x->a = tab + 2 * (size_t)maxk * (size_t)nm, x->len = x->a + maxk;
         int K = x->fa >= 0 ? m->size[x->fa] : 1;
+        if (x->fa < 0) x->cut = HP_MUON_AX_F; /* replicas only: one whole piece */
+        if ((x->cut == HP_MUON_AX_SR && x->rows % K) || (x->cut == HP_MUON_AX_SC && x->cols % K)) {
+            st = hp_errorf("distributed Muon: '%s' [%lld, %lld] is cut %d ways along its %s unevenly",
+                           g->vals[p].name, (long long)x->rows, (long long)x->cols, K,
+                           x->cut == HP_MUON_AX_SR ? "rows" : "columns");
+            break;
+        }
         for (int q = 0; q < K; q++) {
-            if (x->fa >= 0) member_piece(&x->a[q], &x->len[q], fsdp, k, x->numel, q);
+            if (x->cut == HP_MUON_AX_SR) /* a block of rows of every matrix */
+                x->a[q] = (int64_t)q * (x->rows / K) * x->cols, x->len[q] = x->numel / K;
+            else if (x->cut == HP_MUON_AX_SC) /* a block of columns: rows of the transposed matrices */
+                x->a[q] = (int64_t)q * (x->cols / K) * x->rows, x->len[q] = x->numel / K;
+            else if (x->fa >= 0) member_piece(&x->a[q], &x->len[q], fsdp, k, x->numel, q);
             else x->a[q] = 0, x->len[q] = x->numel;
         }
         for (int q = 0; q < n; q++)
@@ -384,7 +419,8 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
         int cf = x->fa >= 0 ? coord[x->fa] : 0;
         if ((x->piece >= 0) != (x->len[cf] > 0) ||
             (x->piece >= 0 && hp_val_numel(g, pp[x->piece].param) != x->len[cf]))
-            st = hp_errorf("distributed Muon: '%s': this rank's piece does not match its FSDP shard", g->vals[p].name);
+            st = hp_errorf("distributed Muon: '%s': this rank's piece does not match its %s", g->vals[p].name,
+                           x->cut == HP_MUON_AX_F ? "FSDP shard" : "tensor-parallel block");
         nm++;
     }
     if (!st) qsort(ms, (size_t)nm, sizeof *ms, by_order);

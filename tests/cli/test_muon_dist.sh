@@ -7,8 +7,9 @@
 # every owner's Newton–Schulz is the single-device kernel on the same bits);
 # a stop and a resume under another plan bit for bit; the programs hold the
 # distributed nodes (muon_pack, muon_orth, muon_apply, the all-to-alls) and no
-# muon_update for a sharded matrix; tensor-parallel cuts still refused, in one
-# line naming them. The updated parameters and optimizer state bit for bit
+# muon_update for a sharded matrix; tensor-parallel cuts (TP 2 and 4, DP 2 x
+# TP 2 under every strategy) the same against 1 rank; FSDP x TP cuts still
+# refused, in one line naming them. The updated parameters and optimizer state bit for bit
 # after 3 steps (every strategy; uneven pieces; ranks owning nothing).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
@@ -34,14 +35,19 @@ run hsdp --hsdp 2,2
 run zero1 --zero 1 --dp 2
 run zero2 --zero 2 --dp 2
 run fsdp4u --fsdp 4 --fsdp-unit-bytes 64K
-for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u; do check_close "$r" one.jsonl "$r.jsonl"; done
+run tp2 --tp 2
+run dp2tp2 --dp 2 --tp 2
+run tp4 --tp 4
+for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u tp2 dp2tp2 tp4; do check_close "$r" one.jsonl "$r.jsonl"; done
 # every strategy of --muon-dist (who orthogonalises which matrix, and how the
 # pieces travel) trains the same model
 for st in layout round-robin zero1-gather all-to-all gather-all; do
   run "f4$st" --fsdp 4 --muon-dist "$st"
   run "h$st" --hsdp 2,2 --muon-dist "$st"
+  run "t$st" --dp 2 --tp 2 --muon-dist "$st"
   check_close "fsdp4 --muon-dist $st" one.jsonl "f4$st.jsonl"
   check_close "hsdp 2x2 --muon-dist $st" one.jsonl "h$st.jsonl"
+  check_close "dp 2 x tp 2 --muon-dist $st" one.jsonl "t$st.jsonl"
 done
 expect_error "muon_dist: unknown strategy 'nope'" "$HP" train $small --fsdp 2 --steps 1 --muon-dist nope
 # one layer over 8 ranks: 4 matrices, so half the ranks own none
@@ -124,6 +130,6 @@ for f in sys.argv[1:]:
     for e in json.load(open(f))["traceEvents"]: print(e.get("name", ""))' tr.rank*.json | sort -u)
 grep -q all_gather_v_start <<<"$names" || fail "gather-all runs no all_gather_v"
 grep -q all_to_all_v_start <<<"$names" && fail "gather-all runs an all-to-all"
-expect_error "distributed Muon does not handle tensor-parallel cuts yet" "$HP" train $small --tp 2 --steps 1
+expect_error "distributed Muon does not handle matrices cut by both FSDP and tensor parallelism yet" "$HP" train $small --fsdp 2 --tp 2 --steps 1
 expect_error "--adamw-params 'h.*.attn.qkv.weight" "$HP" train $small --fsdp 2 --tp 2 --steps 1
 finish

@@ -124,12 +124,13 @@ expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mes
 expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mesh dp=2)" "$HP" train $small --plan axis.plan --steps 1
 expect_error "give --plan or --dp/--tp, not both" "$HP" plan --plan fc.plan --dp 2
 # distributed Muon's plan (issue 25): groups from the layouts, one owner per matrix, per-rank work and bytes;
-# under FSDP the programs run distributed Muon; training refuses Muon on tensor-parallel cuts (yet), whose
-# programs shown are then AdamW's
+# under FSDP and TP the programs run distributed Muon; training refuses Muon on matrices cut by FSDP and TP
+# both (yet), whose programs shown are then AdamW's
 "$HP" plan --optimizer muon --fsdp 4 $small --json muon.json >muon.txt 2>&1 || fail "plan --optimizer muon --fsdp 4 failed: $(tail -2 muon.txt)"
 grep -q "distributed muon (layout-driven): 8 matrices in 1 group, one owner each" muon.txt || fail "no muon plan: $(grep -i muon muon.txt | head -3)"
 grep -q "today:" muon.txt && fail "the muon plan says FSDP is refused: $(grep today: muon.txt)"
 "$HP" plan --optimizer muon --dp 2 --tp 2 $small --json muon_tp.json >muon_tp.txt 2>&1 || fail "plan --optimizer muon --dp 2 --tp 2 failed: $(tail -2 muon_tp.txt)"
+"$HP" plan --optimizer muon --fsdp 2 --tp 2 $small --json muon_ft.json >muon_ft.txt 2>&1 || fail "plan --optimizer muon --fsdp 2 --tp 2 failed: $(tail -2 muon_ft.txt)"
 "$HP" plan --optimizer muon --dp 2 $small --json muon_dp.json >muon_dp.txt 2>&1 || fail "plan --optimizer muon --dp 2 failed: $(tail -2 muon_dp.txt)"
 python3 - <<'PY' || fail "muon plan JSON: see above"
 import json
@@ -144,12 +145,14 @@ assert list(st) == ["layout", "round-robin", "zero1-gather", "all-to-all", "gath
 assert all(x["max_gflops"] >= st["layout"]["max_gflops"] - 1e-9 for x in st.values()), st
 assert abs(st["gather-all"]["total_gflops"] - 4 * st["layout"]["total_gflops"]) < 1e-6, st
 t = json.load(open("muon_tp.json"))["muon"]
-assert sorted(g["key"] for g in t["groups"]) == ["dp=R tp=Sc", "dp=R tp=Sr"] and t["refused"] == 1, t["groups"]
+assert sorted(g["key"] for g in t["groups"]) == ["dp=R tp=Sc", "dp=R tp=Sr"] and t["refused"] == 0, t["groups"]
+assert json.load(open("muon_ft.json"))["muon"]["refused"] == 1
 p = json.load(open("muon_dp.json"))
 assert p["muon"]["refused"] == 0 and [g["key"] for g in p["muon"]["groups"]] == ["dp=R"], p["muon"]
 opt = lambda d: [q["note"] for q in d["passes"] if q["name"] == "optimizer"][0]
 assert opt(p).startswith("muon"), p["passes"]  # DP: the programs run Muon
 assert opt(json.load(open("muon.json"))).startswith("muon"), "FSDP: the programs run distributed Muon"
-assert opt(json.load(open("muon_tp.json"))).startswith("adamw"), "refused (tensor-parallel cuts): AdamW's programs"
+assert opt(json.load(open("muon_tp.json"))).startswith("muon"), "TP: the programs run distributed Muon"
+assert opt(json.load(open("muon_ft.json"))).startswith("adamw"), "refused (FSDP x TP): AdamW's programs"
 PY
 finish

@@ -175,11 +175,23 @@ int main(void) {
         }
     }
     hp_compiled_free(&c1);
-    /* Muon on a tensor-parallel cut is refused (distributed Muon does not handle it yet), naming it */
+    /* Muon on tensor-parallel cuts is distributed Muon (no whole-matrix update of a block); on a matrix cut by
+     * FSDP and tensor parallelism both it is refused (not handled yet), naming it */
     hp_plan tp;
     CHECK_OK(hp_plan_gpt2_dp_tp(&tp, 1, 2));
+    CHECK_OK(hp_compile(&c1, model, &tp, 0, &o));
+    int whole = 0, orth = 0;
+    for (int i = 0; i < c1.rg.g->nnodes; i++) {
+        whole += c1.rg.g->nodes[i].op == &hp_op_muon_update;
+        orth += !strcmp(c1.rg.g->nodes[i].op->name, "muon_orth");
+    }
+    CHECK(whole == 0 && orth >= 1);
+    hp_compiled_free(&c1);
+    hp_plan_free(&tp);
+    CHECK_OK(hp_plan_gpt2(&tp, 1, 2, 2));
+    CHECK_OK(hp_plan_set_fsdp(&tp, "shard=dp", "test"));
     hp_status st = hp_compile(&c1, model, &tp, 0, &o);
-    CHECK(st != HP_OK && strstr(hp_status_msg(st), "distributed Muon does not handle tensor-parallel cuts"));
+    CHECK(st != HP_OK && strstr(hp_status_msg(st), "distributed Muon does not handle matrices cut by both FSDP and tensor"));
     hp_status_free(st);
     hp_plan_free(&tp);
     oc.kind = HP_OPT_ADAMW;

@@ -1,7 +1,7 @@
 /* Validation mode's check of Muon's updates (runtime/validate_muon): after a
  * validated step's optimizer phase, distributed Muon under FSDP 2, HSDP 2x2
  * and ZeRO-1 (the layout-driven owners, and round-robin and gather-all under
- * FSDP 2) and whole-matrix Muon under DP 2 agree with one rank's update of
+ * FSDP 2), tensor-parallel cuts under TP 2 and DP 2 x TP 2, and Muon under DP 2 agree with one rank's update of
  * every Muon matrix within 1e-4 of the update's size, and not bit for bit
  * (the gradients were summed in another order); a matrix whose two halves
  * were orthogonalised apart — what updating each rank's piece alone would do
@@ -40,13 +40,13 @@ static void halves_update(float *w, const float *w0, const float *g, long rows, 
 
 /* One validated step with Muon (muon 0: AdamW) under the plan; corrupt: the
  * MLP's first matrix updated by halves afterwards. */
-static void check(const model *m, int reps, int dp, const char *fsdp, int dist, int muon, int corrupt) {
+static void check(const model *m, int reps, int dp, int tp, const char *fsdp, int dist, int muon, int corrupt) {
     hp_plan plan;
-    CHECK_OK(hp_plan_gpt2(&plan, reps, dp, 1));
+    CHECK_OK(hp_plan_gpt2(&plan, reps, dp, tp));
     if (fsdp) CHECK_OK(hp_plan_set_fsdp(&plan, fsdp, "test"));
     hp_comm_opts co;
     hp_comm_opts_default(&co);
-    co.ranks_per_supernode = reps * dp;
+    co.ranks_per_supernode = reps * dp * tp;
     co.mpi = 0;
     co.timeout_s = 60;
     hp_comm_world *w = NULL;
@@ -112,7 +112,7 @@ static void check(const model *m, int reps, int dp, const char *fsdp, int dist, 
         for (int i = 0; i < m->ps.n; i++) nmats += m->ps.hidden_matrix[i];
         CHECK(rep.nupdates == nmats && nmats == 8);
         CHECK(rep.worst_update <= 1e-4 && rep.worst_update > 0);
-        printf("rep=%d dp=%d %s dist %d: %d Muon updates, worst %.3g of the update\n", reps, dp, fsdp ? fsdp : "(DP)",
+        printf("rep=%d dp=%d tp=%d %s dist %d: %d Muon updates, worst %.3g of the update\n", reps, dp, tp, fsdp ? fsdp : "(DP)",
                dist, rep.nupdates, rep.worst_update);
     }
     hp_vmuon_free(vm);
@@ -128,14 +128,17 @@ out_world:
 int main(void) {
     model m;
     model_build(&m, B, T);
-    check(&m, 1, 2, "shard=dp", 0, 1, 0);                    /* FSDP 2, layout-driven owners */
-    check(&m, 1, 2, "shard=dp", 1, 1, 0);                    /* round-robin */
-    check(&m, 1, 2, "shard=dp", 4, 1, 0);                    /* gather-all */
-    check(&m, 2, 2, "shard=dp replicate=rep", 0, 1, 0);      /* HSDP 2x2 */
-    check(&m, 1, 2, "shard=dp level=1", 0, 1, 0);            /* ZeRO-1 */
-    check(&m, 1, 2, NULL, 0, 1, 0);                          /* DP 2 */
-    check(&m, 1, 2, "shard=dp", 0, 1, 1);                    /* a matrix updated by halves: caught */
-    check(&m, 1, 2, "shard=dp", 0, 0, 0);                    /* AdamW: nothing to check */
+    check(&m, 1, 2, 1, "shard=dp", 0, 1, 0);               /* FSDP 2, layout-driven owners */
+    check(&m, 1, 2, 1, "shard=dp", 1, 1, 0);               /* round-robin */
+    check(&m, 1, 2, 1, "shard=dp", 4, 1, 0);               /* gather-all */
+    check(&m, 2, 2, 1, "shard=dp replicate=rep", 0, 1, 0); /* HSDP 2x2 */
+    check(&m, 1, 2, 1, "shard=dp level=1", 0, 1, 0);       /* ZeRO-1 */
+    check(&m, 1, 2, 1, NULL, 0, 1, 0);                     /* DP 2 */
+    check(&m, 1, 1, 2, NULL, 0, 1, 0);                     /* TP 2: row and column cuts */
+    check(&m, 1, 2, 2, NULL, 2, 1, 0);                     /* DP 2 x TP 2, Moonlight's ZeRO-1 gather */
+    check(&m, 1, 2, 1, "shard=dp", 0, 1, 1);               /* a matrix updated by halves: caught */
+    check(&m, 1, 1, 2, NULL, 0, 1, 1);                     /* the same under TP 2 */
+    check(&m, 1, 2, 1, "shard=dp", 0, 0, 0);               /* AdamW: nothing to check */
     model_free(&m);
     return hp_test_finish("test_validate_muon");
 }
