@@ -62,7 +62,8 @@ awk -v a="$(losses fsdp4.jsonl | head -1)" -v b="$(losses fsdp4.jsonl | tail -1)
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 2 --metrics mpi2.jsonl >mpi2.log 2>&1 || fail "2-process FSDP 2 failed: $(tail -3 mpi2.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --fsdp 4 --metrics mpi4.jsonl >mpi4.log 2>&1 || fail "2-process FSDP 4 failed: $(tail -3 mpi4.log)"
 timeout 600 "${MPIRUN[@]}" "$HP" train $small --hsdp 2,2 --metrics mpih.jsonl >mpih.log 2>&1 || fail "2-process HSDP 2x2 failed: $(tail -3 mpih.log)"
-for r in mpi2 mpi4 mpih; do check_close "$r" one.jsonl "$r.jsonl"; done
+timeout 600 "${MPIRUN[@]}" "$HP" train $small --dp 2 --tp 2 --metrics mpit.jsonl >mpit.log 2>&1 || fail "2-process DP 2 x TP 2 failed: $(tail -3 mpit.log)"
+for r in mpi2 mpi4 mpih mpit; do check_close "$r" one.jsonl "$r.jsonl"; done
 # the deterministic mode: the same bits at 1, 2 and 4 ranks, and a stop at step 100 resumed under another plan
 det="--deterministic --steps 200"
 run d1 $det
