@@ -7,7 +7,8 @@
  * threads with the gradient reductions overlapped (collectives started and
  * waited on the comm layer's threads), also with those reductions in bf16
  * (--dp-reduce bf16; one and two micro-batches); and in bf16 (--dtype bf16)
- * on one rank and on DP=2 x TP=2 (with bf16 gradient reductions too). */
+ * on one rank and on DP=2 x TP=2 (with bf16 gradient reductions too);
+ * distributed Muon under DP=2 x TP=2 and FSDP 2 (one and two supernodes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,6 +125,7 @@ int main(void) {
     hp_plan plan;
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 2));
     trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32);
+    trainer_steps(&f, &plan, HP_OPT_MUON, B, T, HP_F32); /* distributed Muon over the TP cuts */
     /* the gradient all-reduces in bf16 (--dp-reduce bf16): the casts around the overlapped reductions,
      * also over two micro-batches */
     trainer_steps_dpr(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32, HP_BF16, 0);
@@ -134,6 +136,9 @@ int main(void) {
     trainer_steps(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32);
     /* across 2 emulated supernodes: transient gathered units (copies into the slots, backward gathers) */
     trainer_steps_sn(&f, &plan, HP_OPT_ADAMW, B, T, HP_F32, HP_F32, 0, 2);
+    /* distributed Muon: packing, the variable all-to-alls and gathers, Newton-Schulz on the owners */
+    trainer_steps(&f, &plan, HP_OPT_MUON, B, T, HP_F32);
+    trainer_steps_sn(&f, &plan, HP_OPT_MUON, B, T, HP_F32, HP_F32, 0, 2);
     hp_plan_free(&plan);
     /* bf16 (the precision pass takes the forward graph): casts, bf16 kernels and the
      * oneDNN products allocate nothing here either. oneDNN's own execute calls
