@@ -537,8 +537,8 @@ typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatr
     double *gflops;       /* [nranks]: Newton-Schulz GFLOP per rank per step (its owned matrices and local ones) */
     double *sent, *recv;  /* [nranks]: bytes per step: pieces to the owners, updates back */
     double imbalance;     /* max / mean of gflops */
-    int refused;          /* 1: training refuses Muon on these layouts (matrices cut by both FSDP and tensor
-                           * parallelism: distributed Muon does not handle them yet); the report's programs then use AdamW */
+    int refused;          /* 1: training refuses Muon on these layouts (matrices cut by FSDP and tensor
+                           * parallelism with HSDP replicas: distributed Muon does not handle them yet); the report's programs then use AdamW */
     char status[200];     /* what training does with this plan today ("": runs it) */
     hp_plan_muon_strategy strategies[5]; /* layout first, then the competing ones */
     int nstrategies;

@@ -119,7 +119,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
 }
 
 /* Distributed Muon's plan (parallel/muon_plan) from the compile of rank 0 (made with AdamW: the plan only
- * routes, and holds where training refuses Muon on a matrix cut by both FSDP and tensor parallelism). */
+ * routes, and holds where training refuses Muon on a matrix cut by FSDP and tensor parallelism with HSDP replicas). */
 static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_plan *plan, const hp_api_plan_setup *s) {
     if (s->oc.kind != HP_OPT_MUON) return HP_OK;
     hp_optim_config adamw = s->oc;
@@ -211,8 +211,8 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
         if (st && s.oc.kind == HP_OPT_MUON && s.co.optim != &adamw && strstr(hp_status_msg(st), "distributed Muon")) {
             /* training refuses Muon on these layouts (yet): the report shows the plan, its programs use AdamW */
             r->muon.refused = 1;
-            snprintf(r->muon.status, sizeof r->muon.status, "training refuses Muon on matrices cut by both FSDP "
-                     "and tensor parallelism (distributed Muon does not handle them yet); the programs above use AdamW");
+            snprintf(r->muon.status, sizeof r->muon.status, "training refuses Muon on matrices cut by FSDP and "
+                     "tensor parallelism with HSDP replicas (not handled yet); the programs above use AdamW");
             hp_status_free(st);
             s.co.optim = &adamw;
             st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &s.co);

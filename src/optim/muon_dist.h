@@ -75,8 +75,9 @@ extern const hp_opdef hp_op_muon_orth;
 extern const hp_opdef hp_op_muon_apply;
 
 /* in: the packed u f32; out: f32 [>= the copies' elements]; i[0]: a blob of
- * int64 [1 + 2 n]: n, then per copy (source offset, elements), written one
- * after another */
+ * int64 [1 + 5 n]: n, then per copy (source offset, elements, count, r, c),
+ * written one after another; count > 0: the source is count matrices
+ * [r, c], written transposed ([c, r] each) */
 extern const hp_opdef hp_op_muon_spread;
 
 /* Blobs of the orth operator: header + tables as above; returns the blob's offset (-1: the graph's error). */

@@ -314,9 +314,9 @@ static hp_status refuse_muon(const char *const *names, int n) {
     }
     hp_status st = HP_OK;
     if (count && (!list || !pats))
-        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by both FSDP and tensor parallelism yet; use --optimizer adamw");
+        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas or under --muon-dist zero1-gather or gather-all yet; use --optimizer adamw");
     else if (count)
-        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by both FSDP and tensor parallelism yet: %d matri%s cut "
+        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas or under --muon-dist zero1-gather or gather-all yet: %d matri%s cut "
                        "(%s); use --optimizer adamw, or keep them on AdamW with --adamw-params '%s'",
                        count, count == 1 ? "x is" : "ces are", list, pats);
     free(list);

@@ -34,9 +34,26 @@ static int key_axes_cut(int *fa, int *ra, int *cut, const hp_muon_group *gr, con
     return 1;
 }
 
+/* FSDP x TP: the key has an F axis (*fa), one tensor-parallel cut (*sa, *cut) and nothing else. */
+static int key_ft(int *fa, int *sa, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
+    *fa = *sa = -1;
+    *cut = HP_MUON_AX_NONE;
+    for (int a = 0; a < m->ndim; a++) {
+        hp_muon_axis x = gr->ax[a];
+        if (x == HP_MUON_AX_NONE) continue;
+        if (x == HP_MUON_AX_F && *fa < 0) *fa = a;
+        else if ((x == HP_MUON_AX_SR || x == HP_MUON_AX_SC) && *sa < 0) *sa = a, *cut = x;
+        else return 0;
+    }
+    return *fa >= 0 && *sa >= 0;
+}
+
 int hp_muon_dist_handles(const hp_muon_plan *plan, int i, const hp_mesh *m) {
     int fa, ra, cut;
-    return plan->mat[i].owner == -1 || key_axes_cut(&fa, &ra, &cut, &plan->grp[plan->mat[i].group], m);
+    const hp_muon_group *gr = &plan->grp[plan->mat[i].group];
+    if (plan->mat[i].owner == -1 || key_axes_cut(&fa, &ra, &cut, gr, m)) return 1;
+    /* FSDP x TP: one owner per matrix (the strategies that orthogonalise on several ranks are not built) */
+    return plan->mat[i].owner >= 0 && key_ft(&fa, &ra, &cut, gr, m);
 }
 
 /* One distributed matrix (a parameter: one matrix or a 3-D stack of one shape) on this rank. */
@@ -49,6 +66,9 @@ typedef struct {
     int piece;             /* pp index of this rank's piece, -1: none */
     int64_t *a;            /* [members]: each member's piece, elements [a[i], a[i] + len[i]) */
     int64_t *len;
+    int ft;                /* 1: FSDP x TP: fa is the TP axis, ra the FSDP axis, and each rank holds the flat
+                            * range [fa_a[i], fa_a[i] + fa_len[i]) of its TP block (i: its FSDP coordinate) */
+    int64_t *fa_a, *fa_len;
 } mat;
 
 static int by_order(const void *x, const void *y) {
@@ -76,6 +96,7 @@ typedef struct {
     mat *ms; /* this group's matrices in matrix order */
     int nm;
     int fa, ra, K, Rn, cf, cr;
+    int ft; /* FSDP x TP (see mat) */
 } grp;
 
 static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
@@ -115,6 +136,152 @@ static int act(hp_graph *g, int64_t n, const char *name) {
     return v;
 }
 
+/* A spread node: copies[1 + 5 n] (see optim/muon_dist.h) from x into a new value of `total` elements. */
+static int spread_node(hp_graph *g, int x, const int64_t *copies, int64_t total, const char *name) {
+    int y = act(g, total, name);
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_graph_blob(g, copies, sizeof(int64_t) * (size_t)(1 + 5 * copies[0]));
+    if (y >= 0 && x >= 0) hp_graph_node_into(g, &hp_op_muon_spread, &x, 1, &y, 1, &at, HP_PHASE_OPT, -1);
+    return y;
+}
+
+static int64_t blk_of(const grp *s, const mat *x) { return x->numel / s->K; }
+
+/* FSDP x TP, before the exchange along the TP axis (fa): the momentum where the flat pieces live, the pieces
+ * gathered along the FSDP axis (ra) into whole TP blocks (matrix order), and the blocks of this FSDP slice's
+ * owners in send order, a column cut's transposed. Returns the send buffer (-1: the graph's error). */
+static int ft_front(grp *s, const int *send, int nsend, const char *key, int slot) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm, Rn = s->Rn;
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
+    int64_t *cnt = calloc((size_t)Rn + 1, sizeof *cnt), *seg = calloc((size_t)Rn + 1, sizeof *seg);
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * (size_t)(nm + 1) * (size_t)(Rn + 1)));
+    int64_t *boff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
+    int out = -1;
+    if (!xin || !cnt || !seg || !cp || !boff) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+        goto done;
+    }
+    int nx = 0, nmine = 0;
+    int64_t mine = 0, gsum = 0, bsum = 0;
+    for (int j = 0; j < nm; j++) { /* the states in matrix order */
+        const mat *x = &s->ms[j];
+        for (int i = 0; i < Rn; i++) cnt[i] += x->fa_len[i];
+        if (x->fa_len[s->cr] <= 0) continue;
+        xin[nx++] = s->pp[x->piece].grad;
+        xin[nx++] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
+        s->io->nstates++, nmine++;
+        mine += x->fa_len[s->cr];
+    }
+    char nmb[HP_NAME_LEN];
+    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
+    int P = act(g, mine, nmb);
+    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nmine};
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_pack_blob(g, &pc, NULL);
+    int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
+    int node = P >= 0 ? hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &P, 1, &at, HP_PHASE_OPT) : -1;
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nmine);
+    for (int i = 0; i < Rn; i++) seg[i + 1] = seg[i] + cnt[i];
+    gsum = seg[Rn];
+    snprintf(nmb, sizeof nmb, "muon.ftg.%s", key);
+    int G = act(g, gsum, nmb);
+    if (G >= 0 && P >= 0) hp_comm_op_all_gather_v(g, G, P, s->ra, cnt, Rn, s->cr, slot, HP_PHASE_OPT);
+    /* whole blocks in matrix order: each FSDP member's piece in member order */
+    int64_t ncp = 0, *at_i = seg; /* from here: the next piece's offset in each member's segment */
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        boff[j] = bsum;
+        for (int i = 0; i < Rn; i++) {
+            if (x->fa_len[i] > 0) {
+                int64_t *e = &cp[1 + 5 * ncp++];
+                e[0] = at_i[i], e[1] = x->fa_len[i], e[2] = e[3] = e[4] = 0;
+            }
+            at_i[i] += x->fa_len[i];
+        }
+        bsum += blk_of(s, x);
+    }
+    cp[0] = ncp;
+    snprintf(nmb, sizeof nmb, "muon.ftb.%s", key);
+    int Bk = spread_node(g, G, cp, bsum, nmb);
+    /* the blocks this slice sends, in send order */
+    int64_t ssum = 0;
+    for (int q = 0; q < nsend; q++) {
+        const mat *x = &s->ms[send[q]];
+        int64_t *e = &cp[1 + 5 * q];
+        e[0] = boff[send[q]], e[1] = blk_of(s, x);
+        int64_t tr[3];
+        tr_of(tr, s, x);
+        e[2] = tr[0], e[3] = tr[1], e[4] = tr[2];
+        ssum += e[1];
+    }
+    cp[0] = nsend;
+    snprintf(nmb, sizeof nmb, "muon.fts.%s", key);
+    out = spread_node(g, Bk, cp, ssum, nmb);
+done:
+    free(xin), free(cnt), free(seg), free(cp), free(boff);
+    return out;
+}
+
+/* FSDP x TP, after the updates came back and were gathered along the FSDP axis (U: slice by slice, each in
+ * send order): the blocks in matrix order (a column cut's turned back), this rank's flat pieces of them, and
+ * the update. */
+static void ft_back(grp *s, int U, const char *key) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm;
+    int *ord = malloc(sizeof(int) * (size_t)(nm + 1)), *xin = malloc(sizeof(int) * (size_t)(nm + 1));
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(nm + 1)), *boff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * (size_t)(nm + 1)));
+    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
+    if (!ord || !xin || !pos || !boff || !cp || !scale) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+        goto done;
+    }
+    int64_t o = 0;
+    for (int sl = 0; sl < s->Rn; sl++) { /* where each matrix's block sits in U */
+        int n = pieces_in(s, ord, sl);
+        for (int q = 0; q < n; q++) pos[ord[q]] = o, o += blk_of(s, &s->ms[ord[q]]);
+    }
+    int64_t bsum = 0;
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        int64_t *e = &cp[1 + 5 * j];
+        e[0] = pos[j], e[1] = blk_of(s, x), e[2] = e[3] = e[4] = 0;
+        if (x->cut == HP_MUON_AX_SC) e[2] = x->nmats, e[3] = x->cols / s->K, e[4] = x->rows; /* [c/K, r] -> [r, c/K] */
+        boff[j] = bsum;
+        bsum += e[1];
+    }
+    cp[0] = nm;
+    char nmb[HP_NAME_LEN];
+    snprintf(nmb, sizeof nmb, "muon.ftu.%s", key);
+    int Bk = spread_node(g, U, cp, bsum, nmb);
+    int na = 0;
+    int64_t asum = 0;
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        if (x->fa_len[s->cr] <= 0) continue;
+        int64_t *e = &cp[1 + 5 * na];
+        e[0] = boff[j] + x->fa_a[s->cr], e[1] = x->fa_len[s->cr], e[2] = e[3] = e[4] = 0;
+        xin[na] = s->pp[x->piece].param;
+        scale[na] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+        asum += e[1];
+        na++;
+    }
+    cp[0] = na;
+    snprintf(nmb, sizeof nmb, "muon.fta.%s", key);
+    int A = spread_node(g, Bk, cp, asum, nmb);
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, NULL, na);
+    int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, A};
+    int node = A >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, na, NULL, 0, &at, HP_PHASE_OPT) : -1;
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", na);
+done:
+    free(ord), free(xin), free(pos), free(boff), free(cp), free(scale);
+}
+
 static hp_status emit_group(grp *s, int slot) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
@@ -134,6 +301,17 @@ static hp_status emit_group(grp *s, int slot) {
     /* pack: the pieces sent to owners of this replica slice, then the others (momentum only) */
     int nsend = pieces_in(s, send, s->cr), nrest = 0, nx = 0;
     int64_t ssum = 0, total = 0;
+    char nmb[HP_NAME_LEN];
+    char key[32];
+    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
+    hp_attrs at;
+    int S = -1, node = -1;
+    if (s->ft) {
+        for (int q = 0; q < nsend; q++) sc[s->ms[send[q]].of] += blk_of(s, &s->ms[send[q]]), ssum += blk_of(s, &s->ms[send[q]]);
+        for (int j = 0; j < nm; j++) total += blk_of(s, &s->ms[j]), agc[s->ms[j].orr] += blk_of(s, &s->ms[j]);
+        S = ft_front(s, send, nsend, key, slot);
+        goto exchange;
+    }
     for (int j = 0; j < nm; j++)
         if (my_len(s, &s->ms[j]) > 0 && s->ms[j].orr != s->cr) rest[nrest++] = j;
     /* the states in matrix order, the same on every rank whatever it owns (checkpoints find a replicated
@@ -156,20 +334,17 @@ static hp_status emit_group(grp *s, int slot) {
         total += my_len(s, x);
         agc[x->orr] += my_len(s, x);
     }
-    char nmb[HP_NAME_LEN];
-    char key[32];
-    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
     snprintf(nmb, sizeof nmb, "muon.u.%s", key);
-    int S = act(g, ssum, nmb);
+    S = act(g, ssum, nmb);
     hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nsend};
     for (int q = 0; q < nsend; q++) tr_of(&trs[3 * q], s, &s->ms[send[q]]);
-    hp_attrs at;
     memset(&at, 0, sizeof at);
     at.i[0] = hp_muon_pack_blob(g, &pc, trs);
     int in3[4] = {s->io->sumsq, s->io->lr, s->io->step, -1};
-    int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
+    node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
     if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nsend + nrest);
     free(state);
+exchange:;
     /* the owner's items (matrix order) and each member's piece of them */
     int ni = 0;
     int64_t rsum = 0;
@@ -218,6 +393,12 @@ static hp_status emit_group(grp *s, int slot) {
         U = act(g, total, nmb);
         if (U >= 0) hp_comm_op_all_gather_v(g, U, S2, s->ra, agc, s->Rn, s->cr, slot, HP_PHASE_OPT);
     }
+    if (s->ft) {
+        ft_back(s, U, key);
+        s->io->nmuon_groups++;
+        st = hp_graph_error(g);
+        goto done;
+    }
     /* apply, in U's order: slice by slice, each in send order */
     int na = 0, *ord = rest; /* rest no longer needed */
     for (int sl = 0; sl < s->Rn; sl++) na += pieces_in(s, ord + na, sl);
@@ -252,7 +433,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
-    int64_t *copies = malloc(sizeof(int64_t) * (1 + 2 * (size_t)K * (size_t)(nm + 1)));
+    int64_t *copies = malloc(sizeof(int64_t) * (1 + 5 * (size_t)K * (size_t)(nm + 1)));
     float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
     hp_status st = HP_OK;
     if (!mine || !xin || !sc || !rc || !items || !trs || !len || !start || !copies || !scale) {
@@ -317,7 +498,8 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
             for (int q = 0; q < nmine; q++) {
                 const mat *x = &s->ms[mine[q]];
                 if (x->len[i] > 0) {
-                    copies[1 + 2 * ncp] = so, copies[2 + 2 * ncp] = my_len(s, x);
+                    int64_t *e = &copies[1 + 5 * ncp];
+                    e[0] = so, e[1] = my_len(s, x), e[2] = e[3] = e[4] = 0;
                     sc[i] += my_len(s, x), ncp++;
                 }
                 so += my_len(s, x);
@@ -328,7 +510,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
         snprintf(nmb, sizeof nmb, "muon.spread.%s", key);
         int D = act(g, dsum, nmb);
         memset(&at, 0, sizeof at);
-        at.i[0] = hp_graph_blob(g, copies, sizeof(int64_t) * (size_t)(1 + 2 * ncp));
+        at.i[0] = hp_graph_blob(g, copies, sizeof(int64_t) * (size_t)(1 + 5 * ncp));
         if (D >= 0) hp_graph_node_into(g, &hp_op_muon_spread, &S, 1, &D, 1, &at, HP_PHASE_OPT, -1);
         snprintf(nmb, sizeof nmb, "muon.touched.%s", key);
         R = act(g, rsum, nmb);
@@ -379,7 +561,7 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
     if (!st) hp_graph_params(g, ids, np);
     int maxk = 1;
     for (int a = 0; a < m->ndim; a++) maxk = m->size[a] > maxk ? m->size[a] : maxk;
-    tab = st ? NULL : calloc(2 * (size_t)maxk * (size_t)(np ? np : 1), sizeof *tab);
+    tab = st ? NULL : calloc(4 * (size_t)maxk * (size_t)(np ? np : 1), sizeof *tab);
     if (!st && !tab) st = hp_errorf("distributed Muon: out of memory");
     for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p], i = -1;
@@ -388,7 +570,12 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             if (plan->mat[q].v == gp) i = q;
         if (i < 0 || plan->mat[i].owner == -1) continue; /* not Muon's, or local: muon_update */
         mat *x = &ms[nm];
-        if (!key_axes_cut(&x->fa, &x->ra, &x->cut, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
+        x->ft = 0;
+        if (!key_axes_cut(&x->fa, &x->ra, &x->cut, &plan->grp[plan->mat[i].group], m)) {
+            int f2, s2, c2;
+            if (plan->mat[i].owner < 0 || !key_ft(&f2, &s2, &c2, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
+            x->ft = 1, x->fa = s2, x->ra = f2, x->cut = c2; /* the TP axis cuts, the FSDP axis gathers first */
+        }
         x->p = p, x->k = k, x->piece = -1;
         /* the global matrix (a tensor-parallel rank holds a block of it) */
         x->rows = plan->mat[i].rows, x->cols = plan->mat[i].cols, x->nmats = plan->mat[i].count;
@@ -397,7 +584,7 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             hp_mesh_coords(oc, m, plan->mat[i].owner);
             x->of = x->fa >= 0 ? oc[x->fa] : 0, x->orr = x->ra >= 0 ? oc[x->ra] : 0;
         }
-        x->a = tab + 2 * (size_t)maxk * (size_t)nm, x->len = x->a + maxk;
+        x->a = tab + 4 * (size_t)maxk * (size_t)nm, x->len = x->a + maxk, x->fa_a = x->len + maxk, x->fa_len = x->fa_a + maxk;
         int K = x->fa >= 0 ? m->size[x->fa] : 1;
         if (x->fa < 0) x->cut = HP_MUON_AX_F; /* replicas only: one whole piece */
         if ((x->cut == HP_MUON_AX_SR && x->rows % K) || (x->cut == HP_MUON_AX_SC && x->cols % K)) {
@@ -414,11 +601,13 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             else if (x->fa >= 0) member_piece(&x->a[q], &x->len[q], fsdp, k, x->numel, q);
             else x->a[q] = 0, x->len[q] = x->numel;
         }
+        if (x->ft) /* each FSDP member's flat range of this rank's TP block */
+            for (int q = 0; q < m->size[x->ra]; q++) member_piece(&x->fa_a[q], &x->fa_len[q], fsdp, k, x->numel / K, q);
         for (int q = 0; q < n; q++)
             if ((pp[q].owner >= 0 ? pp[q].owner : pp[q].param) == p) x->piece = q, taken[q] = 1;
         int cf = x->fa >= 0 ? coord[x->fa] : 0;
-        if ((x->piece >= 0) != (x->len[cf] > 0) ||
-            (x->piece >= 0 && hp_val_numel(g, pp[x->piece].param) != x->len[cf]))
+        int64_t mine = x->ft ? x->fa_len[coord[x->ra]] : x->len[cf];
+        if ((x->piece >= 0) != (mine > 0) || (x->piece >= 0 && hp_val_numel(g, pp[x->piece].param) != mine))
             st = hp_errorf("distributed Muon: '%s': this rank's piece does not match its %s", g->vals[p].name,
                            x->cut == HP_MUON_AX_F ? "FSDP shard" : "tensor-parallel block");
         nm++;
@@ -427,20 +616,20 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
     /* one group per (F axis, R axis), in the order of their first matrix */
     for (int j = 0; j < nm && !st; j++) {
         int seen = 0;
-        for (int q = 0; q < j && !seen; q++) seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra;
+        for (int q = 0; q < j && !seen; q++) seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra && ms[q].ft == ms[j].ft;
         if (seen) continue;
-        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0};
+        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft};
         s.ms = malloc(sizeof *s.ms * (size_t)nm);
         if (!s.ms) {
             st = hp_errorf("distributed Muon: out of memory");
             break;
         }
         for (int q = j; q < nm; q++)
-            if (ms[q].fa == s.fa && ms[q].ra == s.ra) s.ms[s.nm++] = ms[q];
+            if (ms[q].fa == s.fa && ms[q].ra == s.ra && ms[q].ft == s.ft) s.ms[s.nm++] = ms[q];
         if (s.fa >= 0) s.K = m->size[s.fa], s.cf = coord[s.fa];
         if (s.ra >= 0) s.Rn = m->size[s.ra], s.cr = coord[s.ra];
         int slot = rg->ctx.nslots++;
-        st = multi ? emit_group_multi(&s, slot, plan_all) : emit_group(&s, slot);
+        st = multi && !s.ft ? emit_group_multi(&s, slot, plan_all) : emit_group(&s, slot);
         free(s.ms);
     }
     free(ids), free(ms), free(tab);

@@ -8,8 +8,10 @@
 # a stop and a resume under another plan bit for bit; the programs hold the
 # distributed nodes (muon_pack, muon_orth, muon_apply, the all-to-alls) and no
 # muon_update for a sharded matrix; tensor-parallel cuts (TP 2 and 4, DP 2 x
-# TP 2 under every strategy) the same against 1 rank; FSDP x TP cuts still
-# refused, in one line naming them. The updated parameters and optimizer state bit for bit
+# TP 2 under every strategy, FSDP 2 x TP 2 under the single-owner ones, with
+# uneven pieces too) the same against 1 rank; HSDP x TP cuts, and FSDP x TP
+# under the strategies that orthogonalise on several ranks, still refused, in
+# one line naming them. The updated parameters and optimizer state bit for bit
 # after 3 steps (every strategy; uneven pieces; ranks owning nothing).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
@@ -38,7 +40,9 @@ run fsdp4u --fsdp 4 --fsdp-unit-bytes 64K
 run tp2 --tp 2
 run dp2tp2 --dp 2 --tp 2
 run tp4 --tp 4
-for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u tp2 dp2tp2 tp4; do check_close "$r" one.jsonl "$r.jsonl"; done
+run fsdp2tp2 --fsdp 2 --tp 2
+run fsdp2tp2u --fsdp 2 --tp 2 --fsdp-unit-bytes 16K
+for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u tp2 dp2tp2 tp4 fsdp2tp2 fsdp2tp2u; do check_close "$r" one.jsonl "$r.jsonl"; done
 # every strategy of --muon-dist (who orthogonalises which matrix, and how the
 # pieces travel) trains the same model (60 steps each: the layout's own runs
 # above are the 200-step ones)
@@ -47,6 +51,8 @@ for st in round-robin zero1-gather all-to-all gather-all; do
   run "f4$st" --fsdp 4 --muon-dist "$st" --steps 60
   run "h$st" --hsdp 2,2 --muon-dist "$st" --steps 60
   run "t$st" --dp 2 --tp 2 --muon-dist "$st" --steps 60
+  case $st in round-robin|all-to-all) run "ft$st" --fsdp 2 --tp 2 --muon-dist "$st" --steps 60
+    check_close "fsdp 2 x tp 2 --muon-dist $st" one60.jsonl "ft$st.jsonl" 60 ;; esac
   check_close "fsdp4 --muon-dist $st" one60.jsonl "f4$st.jsonl" 60
   check_close "hsdp 2x2 --muon-dist $st" one60.jsonl "h$st.jsonl" 60
   check_close "dp 2 x tp 2 --muon-dist $st" one60.jsonl "t$st.jsonl" 60
@@ -144,6 +150,7 @@ for f in sys.argv[1:]:
     for e in json.load(open(f))["traceEvents"]: print(e.get("name", ""))' tr.rank*.json | sort -u)
 grep -q all_gather_v_start <<<"$names" || fail "gather-all runs no all_gather_v"
 grep -q all_to_all_v_start <<<"$names" && fail "gather-all runs an all-to-all"
-expect_error "distributed Muon does not handle matrices cut by both FSDP and tensor parallelism yet" "$HP" train $small --fsdp 2 --tp 2 --steps 1
-expect_error "--adamw-params 'h.*.attn.qkv.weight" "$HP" train $small --fsdp 2 --tp 2 --steps 1
+expect_error "distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
+expect_error "--adamw-params 'h.*.attn.qkv.weight" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
+expect_error "or under --muon-dist zero1-gather or gather-all" "$HP" train $small --fsdp 2 --tp 2 --muon-dist gather-all --steps 1
 finish

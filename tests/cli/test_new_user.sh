@@ -20,14 +20,14 @@ grep -q "take turns" fits.err && fail "a 1-rank, 1-thread run on one core was ca
 python3 -c 'import json,sys; assert "oversubscribed" not in json.load(open(sys.argv[1]))' fits/run.json ||
   fail "run.json of a run that fits says oversubscribed"
 
-# 8. Muon: under FSDP, ZeRO-1 and TP the update is distributed (it trains); under
-# FSDP x TP every cut matrix is named at once (not a piece), and the hint works as given
-for plan in "--fsdp 2" "--zero 1 --dp 2" "--tp 2"; do
+# 8. Muon: under FSDP, ZeRO-1, TP and FSDP x TP the update is distributed (it trains);
+# under HSDP x TP every cut matrix is named at once (not a piece), and the hint works as given
+for plan in "--fsdp 2" "--zero 1 --dp 2" "--tp 2" "--fsdp 2 --tp 2"; do
   # shellcheck disable=SC2086
   "$HP" train $tiny --steps 2 --threads 2 --run-dir none --optimizer muon $plan >m.out 2>&1 ||
     fail "$plan: Muon is refused: $(tail -1 m.out)"
 done
-plan="--fsdp 2 --tp 2"
+plan="--hsdp 2,2 --tp 2"
 # shellcheck disable=SC2086
 expect_error "8 matrices are cut (h.0.attn.qkv.weight, h.0.attn.proj.weight, h.0.mlp.fc.weight, h.0.mlp.proj.weight, h.1.attn.qkv.weight" \
   "$HP" train $tiny --steps 2 --threads 2 --run-dir none --optimizer muon $plan

@@ -125,12 +125,12 @@ expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mes
 expect_error "give --plan or --dp/--tp, not both" "$HP" plan --plan fc.plan --dp 2
 # distributed Muon's plan (issue 25): groups from the layouts, one owner per matrix, per-rank work and bytes;
 # under FSDP and TP the programs run distributed Muon; training refuses Muon on matrices cut by FSDP and TP
-# both (yet), whose programs shown are then AdamW's
+# with HSDP replicas (yet), whose programs shown are then AdamW's
 "$HP" plan --optimizer muon --fsdp 4 $small --json muon.json >muon.txt 2>&1 || fail "plan --optimizer muon --fsdp 4 failed: $(tail -2 muon.txt)"
 grep -q "distributed muon (layout-driven): 8 matrices in 1 group, one owner each" muon.txt || fail "no muon plan: $(grep -i muon muon.txt | head -3)"
 grep -q "today:" muon.txt && fail "the muon plan says FSDP is refused: $(grep today: muon.txt)"
 "$HP" plan --optimizer muon --dp 2 --tp 2 $small --json muon_tp.json >muon_tp.txt 2>&1 || fail "plan --optimizer muon --dp 2 --tp 2 failed: $(tail -2 muon_tp.txt)"
-"$HP" plan --optimizer muon --fsdp 2 --tp 2 $small --json muon_ft.json >muon_ft.txt 2>&1 || fail "plan --optimizer muon --fsdp 2 --tp 2 failed: $(tail -2 muon_ft.txt)"
+"$HP" plan --optimizer muon --hsdp 2,2 --tp 2 $small --json muon_ft.json >muon_ft.txt 2>&1 || fail "plan --optimizer muon --hsdp 2,2 --tp 2 failed: $(tail -2 muon_ft.txt)"
 "$HP" plan --optimizer muon --dp 2 $small --json muon_dp.json >muon_dp.txt 2>&1 || fail "plan --optimizer muon --dp 2 failed: $(tail -2 muon_dp.txt)"
 python3 - <<'PY' || fail "muon plan JSON: see above"
 import json
@@ -153,6 +153,6 @@ opt = lambda d: [q["note"] for q in d["passes"] if q["name"] == "optimizer"][0]
 assert opt(p).startswith("muon"), p["passes"]  # DP: the programs run Muon
 assert opt(json.load(open("muon.json"))).startswith("muon"), "FSDP: the programs run distributed Muon"
 assert opt(json.load(open("muon_tp.json"))).startswith("muon"), "TP: the programs run distributed Muon"
-assert opt(json.load(open("muon_ft.json"))).startswith("adamw"), "refused (FSDP x TP): AdamW's programs"
+assert opt(json.load(open("muon_ft.json"))).startswith("adamw"), "refused (HSDP x TP): AdamW's programs"
 PY
 finish

@@ -8,7 +8,8 @@
  * waited on the comm layer's threads), also with those reductions in bf16
  * (--dp-reduce bf16; one and two micro-batches); and in bf16 (--dtype bf16)
  * on one rank and on DP=2 x TP=2 (with bf16 gradient reductions too);
- * distributed Muon under DP=2 x TP=2 and FSDP 2 (one and two supernodes). */
+ * distributed Muon under DP=2 x TP=2, FSDP 2 (one and two supernodes) and
+ * FSDP 2 x TP 2. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,10 @@ int main(void) {
     /* distributed Muon: packing, the variable all-to-alls and gathers, Newton-Schulz on the owners */
     trainer_steps(&f, &plan, HP_OPT_MUON, B, T, HP_F32);
     trainer_steps_sn(&f, &plan, HP_OPT_MUON, B, T, HP_F32, HP_F32, 0, 2);
+    hp_plan_free(&plan);
+    CHECK_OK(hp_plan_gpt2(&plan, 1, 2, 2)); /* FSDP 2 x TP 2: the gathers of the blocks, the spreads */
+    CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
+    trainer_steps(&f, &plan, HP_OPT_MUON, B, T, HP_F32);
     hp_plan_free(&plan);
     /* bf16 (the precision pass takes the forward graph): casts, bf16 kernels and the
      * oneDNN products allocate nothing here either. oneDNN's own execute calls

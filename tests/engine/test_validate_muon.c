@@ -1,7 +1,7 @@
 /* Validation mode's check of Muon's updates (runtime/validate_muon): after a
  * validated step's optimizer phase, distributed Muon under FSDP 2, HSDP 2x2
  * and ZeRO-1 (the layout-driven owners, and round-robin and gather-all under
- * FSDP 2), tensor-parallel cuts under TP 2 and DP 2 x TP 2, and Muon under DP 2 agree with one rank's update of
+ * FSDP 2), tensor-parallel cuts under TP 2, DP 2 x TP 2 and FSDP 2 x TP 2, and Muon under DP 2 agree with one rank's update of
  * every Muon matrix within 1e-4 of the update's size, and not bit for bit
  * (the gradients were summed in another order); a matrix whose two halves
  * were orthogonalised apart — what updating each rank's piece alone would do
@@ -136,6 +136,7 @@ int main(void) {
     check(&m, 1, 2, 1, NULL, 0, 1, 0);                     /* DP 2 */
     check(&m, 1, 1, 2, NULL, 0, 1, 0);                     /* TP 2: row and column cuts */
     check(&m, 1, 2, 2, NULL, 2, 1, 0);                     /* DP 2 x TP 2, Moonlight's ZeRO-1 gather */
+    check(&m, 1, 2, 2, "shard=dp", 0, 1, 0);               /* FSDP 2 x TP 2 */
     check(&m, 1, 2, 1, "shard=dp", 0, 1, 1);               /* a matrix updated by halves: caught */
     check(&m, 1, 1, 2, NULL, 0, 1, 1);                     /* the same under TP 2 */
     check(&m, 1, 2, 1, "shard=dp", 0, 0, 0);               /* AdamW: nothing to check */
