@@ -148,6 +148,85 @@ static int spread_node(hp_graph *g, int x, const int64_t *copies, int64_t total,
 
 static int64_t blk_of(const grp *s, const mat *x) { return x->numel / s->K; }
 
+/* muon_pack over the (grad, state) pairs xin[2 npieces], the first nsend of them packed (tr: their
+ * transposition, NULL: none) into a new value of `size` elements, returned. */
+static int pack_node(grp *s, const int *xin, int npieces, int nsend, const int64_t *tr, int64_t size, const char *key) {
+    hp_graph *g = s->rg->g;
+    char nmb[HP_NAME_LEN];
+    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
+    int P = act(g, size, nmb);
+    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nsend};
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_pack_blob(g, &pc, tr);
+    int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
+    int node = P >= 0 ? hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, 2 * npieces, &P, 1, &at, HP_PHASE_OPT) : -1;
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", npieces);
+    return P;
+}
+
+/* muon_orth's tables for the matrices sel[0..ni): their items and each member's piece of them; rc[i] +=
+ * member i's elements. Returns the elements of all members. */
+static int64_t orth_tables(const grp *s, const int *sel, int ni, int64_t *items, int64_t *len, int64_t *start,
+                           int64_t *rc) {
+    int64_t rsum = 0;
+    for (int c = 0; c < ni; c++) item_of(&items[4 * c], &s->ms[sel[c]]);
+    for (int i = 0; i < s->K; i++) {
+        for (int c = 0; c < ni; c++) {
+            const mat *x = &s->ms[sel[c]];
+            len[(size_t)i * (size_t)ni + (size_t)c] = x->len[i];
+            start[(size_t)i * (size_t)ni + (size_t)c] = x->a[i];
+            rc[i] += x->len[i];
+        }
+        rsum += rc[i];
+    }
+    return rsum;
+}
+
+/* muon_orth of R (rsum elements, in the tables' layout) into a new value, returned; `what` names the node
+ * ("owned", "matrices"). */
+static int orth_node(grp *s, int R, int64_t rsum, int ni, const int64_t *items, const int64_t *len,
+                     const int64_t *start, const char *key, const char *what) {
+    hp_graph *g = s->rg->g;
+    hp_muon_orth_cfg oc = {s->K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
+    char nmb[HP_NAME_LEN];
+    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
+    int R2 = act(g, rsum, nmb);
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
+    int in2[2] = {s->io->sumsq, R};
+    int node = R2 >= 0 && R >= 0 ? hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1) : -1;
+    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d %s]", ni, what);
+    return R2;
+}
+
+/* muon_apply of the packed updates U to the pieces of the matrices sel[0..n), in U's order; tr 1: a column
+ * cut's piece came transposed (muon_pack's tr), 0: every piece as it lies. */
+static void apply_node(grp *s, int U, const int *sel, int n, int tr) {
+    hp_graph *g = s->rg->g;
+    int *xin = malloc(sizeof(int) * (size_t)(n + 1));
+    float *scale = malloc(sizeof(float) * (size_t)(n + 1));
+    int64_t *trs = calloc(3 * (size_t)(n + 1), sizeof *trs);
+    if (!xin || !scale || !trs) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+    } else {
+        for (int q = 0; q < n; q++) {
+            const mat *x = &s->ms[sel[q]];
+            xin[q] = s->pp[x->piece].param;
+            scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+            if (tr) tr_of(&trs[3 * q], s, x);
+        }
+        hp_attrs at;
+        memset(&at, 0, sizeof at);
+        at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, trs, n);
+        int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
+        int node = U >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, n, NULL, 0, &at, HP_PHASE_OPT) : -1;
+        if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", n);
+    }
+    free(xin), free(scale), free(trs);
+}
+
 /* FSDP x TP, before the exchange along the TP axis (fa): the momentum where the flat pieces live, the pieces
  * gathered along the FSDP axis (ra) into whole TP blocks (matrix order), and the blocks of this FSDP slice's
  * owners in send order, a column cut's transposed. Returns the send buffer (-1: the graph's error). */
@@ -163,27 +242,19 @@ static int ft_front(grp *s, const int *send, int nsend, const char *key, int slo
         hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
         goto done;
     }
-    int nx = 0, nmine = 0;
+    int nmine = 0;
     int64_t mine = 0, gsum = 0, bsum = 0;
     for (int j = 0; j < nm; j++) { /* the states in matrix order */
         const mat *x = &s->ms[j];
         for (int i = 0; i < Rn; i++) cnt[i] += x->fa_len[i];
         if (x->fa_len[s->cr] <= 0) continue;
-        xin[nx++] = s->pp[x->piece].grad;
-        xin[nx++] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
+        xin[2 * nmine] = s->pp[x->piece].grad;
+        xin[2 * nmine + 1] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
         s->io->nstates++, nmine++;
         mine += x->fa_len[s->cr];
     }
+    int P = pack_node(s, xin, nmine, nmine, NULL, mine, key);
     char nmb[HP_NAME_LEN];
-    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
-    int P = act(g, mine, nmb);
-    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nmine};
-    hp_attrs at;
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_pack_blob(g, &pc, NULL);
-    int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
-    int node = P >= 0 ? hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &P, 1, &at, HP_PHASE_OPT) : -1;
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nmine);
     for (int i = 0; i < Rn; i++) seg[i + 1] = seg[i] + cnt[i];
     gsum = seg[Rn];
     snprintf(nmb, sizeof nmb, "muon.ftg.%s", key);
@@ -231,11 +302,10 @@ done:
 static void ft_back(grp *s, int U, const char *key) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
-    int *ord = malloc(sizeof(int) * (size_t)(nm + 1)), *xin = malloc(sizeof(int) * (size_t)(nm + 1));
+    int *ord = malloc(sizeof(int) * (size_t)(nm + 1)), *mine = malloc(sizeof(int) * (size_t)(nm + 1));
     int64_t *pos = malloc(sizeof(int64_t) * (size_t)(nm + 1)), *boff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
     int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * (size_t)(nm + 1)));
-    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
-    if (!ord || !xin || !pos || !boff || !cp || !scale) {
+    if (!ord || !mine || !pos || !boff || !cp) {
         hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
         goto done;
     }
@@ -264,37 +334,29 @@ static void ft_back(grp *s, int U, const char *key) {
         if (x->fa_len[s->cr] <= 0) continue;
         int64_t *e = &cp[1 + 5 * na];
         e[0] = boff[j] + x->fa_a[s->cr], e[1] = x->fa_len[s->cr], e[2] = e[3] = e[4] = 0;
-        xin[na] = s->pp[x->piece].param;
-        scale[na] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
+        mine[na++] = j;
         asum += e[1];
-        na++;
     }
     cp[0] = na;
     snprintf(nmb, sizeof nmb, "muon.fta.%s", key);
     int A = spread_node(g, Bk, cp, asum, nmb);
-    hp_attrs at;
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, NULL, na);
-    int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, A};
-    int node = A >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, na, NULL, 0, &at, HP_PHASE_OPT) : -1;
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", na);
+    apply_node(s, A, mine, na, 0);
 done:
-    free(ord), free(xin), free(pos), free(boff), free(cp), free(scale);
+    free(ord), free(mine), free(pos), free(boff), free(cp);
 }
 
 static hp_status emit_group(grp *s, int slot) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
     int *send = malloc(sizeof(int) * (size_t)(nm + 1)), *rest = malloc(sizeof(int) * (size_t)(nm + 1));
-    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1)), *owned = malloc(sizeof(int) * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)s->K, sizeof *sc), *rc = calloc((size_t)s->K, sizeof *rc);
     int64_t *agc = calloc((size_t)s->Rn, sizeof *agc);
     int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
-    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
     hp_status st = HP_OK;
-    if (!send || !rest || !xin || !sc || !rc || !agc || !items || !trs || !len || !start || !scale) {
+    if (!send || !rest || !xin || !owned || !sc || !rc || !agc || !items || !trs || !len || !start) {
         st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
@@ -304,8 +366,7 @@ static hp_status emit_group(grp *s, int slot) {
     char nmb[HP_NAME_LEN];
     char key[32];
     snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
-    hp_attrs at;
-    int S = -1, node = -1;
+    int S = -1;
     if (s->ft) {
         for (int q = 0; q < nsend; q++) sc[s->ms[send[q]].of] += blk_of(s, &s->ms[send[q]]), ssum += blk_of(s, &s->ms[send[q]]);
         for (int j = 0; j < nm; j++) total += blk_of(s, &s->ms[j]), agc[s->ms[j].orr] += blk_of(s, &s->ms[j]);
@@ -334,38 +395,15 @@ static hp_status emit_group(grp *s, int slot) {
         total += my_len(s, x);
         agc[x->orr] += my_len(s, x);
     }
-    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
-    S = act(g, ssum, nmb);
-    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nsend};
     for (int q = 0; q < nsend; q++) tr_of(&trs[3 * q], s, &s->ms[send[q]]);
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_pack_blob(g, &pc, trs);
-    int in3[4] = {s->io->sumsq, s->io->lr, s->io->step, -1};
-    node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nsend + nrest);
+    S = pack_node(s, xin, nsend + nrest, nsend, trs, ssum, key);
     free(state);
 exchange:;
     /* the owner's items (matrix order) and each member's piece of them */
     int ni = 0;
-    int64_t rsum = 0;
-    for (int j = 0; j < nm; j++) {
-        const mat *x = &s->ms[j];
-        if (x->of != s->cf || x->orr != s->cr) continue;
-        item_of(&items[4 * ni], x);
-        ni++;
-    }
-    for (int i = 0; i < s->K; i++) {
-        int c = 0;
-        for (int j = 0; j < nm; j++) {
-            const mat *x = &s->ms[j];
-            if (x->of != s->cf || x->orr != s->cr) continue;
-            len[(size_t)i * (size_t)ni + (size_t)c] = x->len[i];
-            start[(size_t)i * (size_t)ni + (size_t)c] = x->a[i];
-            rc[i] += x->len[i];
-            c++;
-        }
-        rsum += rc[i];
-    }
+    for (int j = 0; j < nm; j++)
+        if (s->ms[j].of == s->cf && s->ms[j].orr == s->cr) owned[ni++] = j;
+    int64_t rsum = orth_tables(s, owned, ni, items, len, start, rc);
     int R = S;
     if (s->K > 1) {
         snprintf(nmb, sizeof nmb, "muon.owned.%s", key);
@@ -373,14 +411,7 @@ exchange:;
         if (R >= 0) hp_comm_op_all_to_all_v(g, R, S, s->fa, sc, rc, s->K, slot, HP_PHASE_OPT);
     }
     /* Newton–Schulz on the owned matrices */
-    hp_muon_orth_cfg oc = {s->K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
-    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
-    int R2 = act(g, rsum, nmb);
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
-    int in2[2] = {s->io->sumsq, R};
-    node = hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d owned]", ni);
+    int R2 = orth_node(s, R, rsum, ni, items, len, start, key, "owned");
     int S2 = R2;
     if (s->K > 1) {
         snprintf(nmb, sizeof nmb, "muon.upd.%s", key);
@@ -402,22 +433,12 @@ exchange:;
     /* apply, in U's order: slice by slice, each in send order */
     int na = 0, *ord = rest; /* rest no longer needed */
     for (int sl = 0; sl < s->Rn; sl++) na += pieces_in(s, ord + na, sl);
-    for (int q = 0; q < na; q++) {
-        const mat *x = &s->ms[ord[q]];
-        xin[q] = s->pp[x->piece].param;
-        scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
-        tr_of(&trs[3 * q], s, x);
-    }
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, trs, na);
-    int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
-    node = hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, na, NULL, 0, &at, HP_PHASE_OPT);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", na);
+    apply_node(s, U, ord, na, 1);
     s->io->nmuon_groups++;
     st = hp_graph_error(g);
 done:
-    free(send), free(rest), free(xin), free(sc), free(rc), free(agc), free(items), free(trs), free(len), free(start),
-        free(scale);
+    free(send), free(rest), free(xin), free(owned), free(sc), free(rc), free(agc), free(items), free(trs), free(len),
+        free(start);
     return st;
 }
 
@@ -428,63 +449,40 @@ done:
 static hp_status emit_group_multi(grp *s, int slot, int all) {
     hp_graph *g = s->rg->g;
     int nm = s->nm, K = s->K;
-    int *mine = malloc(sizeof(int) * (size_t)(nm + 1)), *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
+    int *mine = malloc(sizeof(int) * (size_t)(nm + 1)), *every = malloc(sizeof(int) * (size_t)(nm + 1));
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc);
     int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *copies = malloc(sizeof(int64_t) * (1 + 5 * (size_t)K * (size_t)(nm + 1)));
-    float *scale = malloc(sizeof(float) * (size_t)(nm + 1));
     hp_status st = HP_OK;
-    if (!mine || !xin || !sc || !rc || !items || !trs || !len || !start || !copies || !scale) {
+    if (!mine || !every || !xin || !sc || !rc || !items || !trs || !len || !start || !copies) {
         st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
     int nmine = 0, nx = 0;
     int64_t total = 0;
-    for (int j = 0; j < nm; j++)
+    for (int j = 0; j < nm; j++) {
+        every[j] = j;
         if (my_len(s, &s->ms[j]) > 0) mine[nmine++] = j;
+    }
     for (int q = 0; q < nmine; q++) { /* states first, in matrix order (as emit_group) */
         const mat *x = &s->ms[mine[q]];
         xin[nx++] = s->pp[x->piece].grad;
         xin[nx++] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
         s->io->nstates++;
         total += my_len(s, x);
+        tr_of(&trs[3 * q], s, x);
     }
     char nmb[HP_NAME_LEN], key[32];
     snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
-    snprintf(nmb, sizeof nmb, "muon.u.%s", key);
-    int S = act(g, total, nmb);
-    hp_muon_pack_cfg pc = {s->max_norm, s->cfg->muon_beta, s->cfg->muon_momentum, s->cfg->muon_nesterov, nmine};
-    for (int q = 0; q < nmine; q++) tr_of(&trs[3 * q], s, &s->ms[mine[q]]);
-    hp_attrs at;
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_pack_blob(g, &pc, trs);
-    int in3[3] = {s->io->sumsq, s->io->lr, s->io->step};
-    int node = hp_graph_node_list(g, &hp_op_muon_pack, in3, 3, xin, nx, &S, 1, &at, HP_PHASE_OPT);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_pack[%d pieces]", nmine);
-    /* the matrices this rank orthogonalises, each from every member's piece */
-    int ni = 0;
-    for (int j = 0; j < nm; j++) {
-        const mat *x = &s->ms[j];
-        if (!all && my_len(s, x) == 0) continue;
-        item_of(&items[4 * ni], x);
-        ni++;
-    }
-    int64_t rsum = 0, off = 0;
-    for (int i = 0; i < K; i++) {
-        int c = 0;
-        for (int j = 0; j < nm; j++) {
-            const mat *x = &s->ms[j];
-            if (!all && my_len(s, x) == 0) continue;
-            len[(size_t)i * (size_t)ni + (size_t)c] = x->len[i];
-            start[(size_t)i * (size_t)ni + (size_t)c] = x->a[i];
-            rc[i] += x->len[i];
-            c++;
-        }
-        if (i < s->cf) off += rc[i];
-        rsum += rc[i];
-    }
+    int S = pack_node(s, xin, nmine, nmine, trs, total, key);
+    /* the matrices this rank orthogonalises (every one, or those it touches), each from every member's piece */
+    const int *sel = all ? every : mine;
+    int ni = all ? nm : nmine;
+    int64_t rsum = orth_tables(s, sel, ni, items, len, start, rc), off = 0;
+    for (int i = 0; i < s->cf; i++) off += rc[i];
     int R = S;
     if (K > 1 && all) {
         snprintf(nmb, sizeof nmb, "muon.all.%s", key);
@@ -508,40 +506,20 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
         }
         copies[0] = ncp;
         snprintf(nmb, sizeof nmb, "muon.spread.%s", key);
-        int D = act(g, dsum, nmb);
-        memset(&at, 0, sizeof at);
-        at.i[0] = hp_graph_blob(g, copies, sizeof(int64_t) * (size_t)(1 + 5 * ncp));
-        if (D >= 0) hp_graph_node_into(g, &hp_op_muon_spread, &S, 1, &D, 1, &at, HP_PHASE_OPT, -1);
+        int D = spread_node(g, S, copies, dsum, nmb);
         snprintf(nmb, sizeof nmb, "muon.touched.%s", key);
         R = act(g, rsum, nmb);
         if (R >= 0 && D >= 0) hp_comm_op_all_to_all_v(g, R, D, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
     }
-    hp_muon_orth_cfg oc = {K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
-    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
-    int R2 = act(g, rsum, nmb);
-    memset(&at, 0, sizeof at);
-    at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
-    int in2[2] = {s->io->sumsq, R};
-    node = hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1);
-    if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d matrices]", ni);
+    int R2 = orth_node(s, R, rsum, ni, items, len, start, key, "matrices");
     if (nmine > 0 && R2 >= 0) { /* this rank's pieces: its own segment of the result, matrix order */
         snprintf(nmb, sizeof nmb, "muon.mine.%s", key);
-        int U = hp_graph_view(g, R2, off, hp_shape1(total), nmb);
-        for (int q = 0; q < nmine; q++) {
-            const mat *x = &s->ms[mine[q]];
-            xin[q] = s->pp[x->piece].param;
-            scale[q] = hp_muon_scale(s->cfg->muon_scale, (long)x->rows, (long)x->cols);
-        }
-        memset(&at, 0, sizeof at);
-        at.i[0] = hp_muon_apply_blob(g, s->cfg->muon_weight_decay, scale, trs, nmine); /* trs: pack's, same order */
-        int in4[4] = {s->io->sumsq, s->io->lr, s->io->step, U};
-        node = U >= 0 ? hp_graph_node_list(g, &hp_op_muon_apply, in4, 4, xin, nmine, NULL, 0, &at, HP_PHASE_OPT) : -1;
-        if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_apply[%d pieces]", nmine);
+        apply_node(s, hp_graph_view(g, R2, off, hp_shape1(total), nmb), mine, nmine, 1);
     }
     s->io->nmuon_groups++;
     st = hp_graph_error(g);
 done:
-    free(mine), free(xin), free(sc), free(rc), free(items), free(trs), free(len), free(start), free(copies), free(scale);
+    free(mine), free(every), free(xin), free(sc), free(rc), free(items), free(trs), free(len), free(start), free(copies);
     return st;
 }
 
