@@ -9,22 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_buf.h"
 #include "core/timing.h"
 #include "kernels/kernels.h"
 
-static float *fbuf(long n, unsigned seed) {
-    float *p = malloc((size_t)n * sizeof(float));
-    if (!p) {
-        fprintf(stderr, "bench_kernels: out of memory\n");
-        exit(1);
-    }
-    unsigned s = seed * 2654435761u + 1;
-    for (long i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-    }
-    return p;
-}
+static float *fbuf(long n, unsigned seed) { return bench_fbuf(n, seed, "bench_kernels"); }
 
 typedef struct {
     hp_pool *pool;

@@ -10,23 +10,12 @@
 #include <stdlib.h>
 
 #include "core/pool.h"
+#include "bench_buf.h"
 #include "core/timing.h"
 #include "kernels/kernels.h"
 #include "optim/newton_schulz.h"
 
-static float *fbuf(long n, unsigned seed) {
-    float *p = malloc((size_t)n * sizeof(float));
-    if (!p) {
-        fprintf(stderr, "bench_ns: out of memory\n");
-        exit(1);
-    }
-    unsigned s = seed * 2654435761u + 1;
-    for (long i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-    }
-    return p;
-}
+static float *fbuf(long n, unsigned seed) { return bench_fbuf(n, seed, "bench_ns"); }
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 5, threads = argc > 2 ? atoi(argv[2]) : 1;

@@ -17,6 +17,7 @@
 
 #include "args.h"
 #include "bench_models.h"
+#include "bench_world.h"
 #include "child.h"
 #include "commands.h"
 
@@ -214,43 +215,20 @@ int hp_cmd_bench_fsdp(int argc, char **argv) {
         hp_cli_error(st);
         return 1;
     }
-    if (hp_world_launched_processes()) { /* under mpirun: the processes are the supernodes */
-        int np = hp_world_launched_processes();
-        if (np < 1 || o.ranks % np) {
-            fprintf(stderr, "hyperpar bench fsdp: --ranks %d cannot be spread over %d MPI processes\n", o.ranks, np);
-            return 1;
-        }
-        o.supernodes = np;
-        hp_world_options wo;
-        hp_world_options_default(&wo);
-        wo.ranks_per_supernode = o.ranks / np, wo.mpi = 1, wo.inter_bw_gbps = o.bw, wo.inter_latency_us = o.lat;
-        st = hp_world_create(&o.world, &wo);
-        if (st) {
-            hp_cli_error(st);
-            return 1;
-        }
-        int first = 0, count = 0;
-        hp_world_hosted_ranks(o.world, &first, &count);
-        o.lead = first == 0;
-    } else {
-        o.lead = 1;
-    }
-    FILE *jf = json[0] && o.lead ? fopen(json, "w") : NULL; /* rank 0's process writes the JSON */
-    if (json[0] && o.lead && !jf) {
-        fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
+    FILE *jf = NULL;
+    st = hp_bench_world(&o.world, &o.lead, &o.supernodes, o.ranks, o.bw, o.lat, "bench fsdp");
+    if (!st) st = hp_bench_json_open(&jf, json, o.lead);
+    if (st) {
+        hp_cli_error(st);
         hp_world_free(o.world);
         return 1;
     }
-    if (jf) fputs("[\n", jf);
     int rc = 0, nrows = 0;
     for (int i = 0; i < 2 && models[i]; i++) {
         if (i && o.lead) printf("\n");
         rc |= run_model(models[i], &o, jf, &nrows);
     }
-    if (jf) {
-        fputs("\n]\n", jf);
-        fclose(jf);
-    }
+    hp_bench_json_close(jf);
     hp_world_free(o.world);
     return rc;
 }

@@ -19,6 +19,7 @@
 
 #include "args.h"
 #include "bench_models.h"
+#include "bench_world.h"
 #include "child.h"
 #include "commands.h"
 
@@ -250,46 +251,18 @@ int hp_cmd_bench_muon(int argc, char **argv) {
         hp_cli_error(st);
         return 1;
     }
-    if (hp_world_launched_processes()) { /* under mpirun: the processes are the supernodes */
-        int np = hp_world_launched_processes();
-        if (o.ranks % np) {
-            fprintf(stderr, "hyperpar bench muon: --ranks %d cannot be spread over %d MPI processes\n", o.ranks, np);
-            return 1;
-        }
-        o.supernodes = np;
-        hp_world_options wo;
-        hp_world_options_default(&wo);
-        wo.ranks_per_supernode = o.ranks / np, wo.mpi = 1, wo.inter_bw_gbps = o.bw, wo.inter_latency_us = o.lat;
-        st = hp_world_create(&o.world, &wo);
-        if (st) {
-            hp_cli_error(st);
-            return 1;
-        }
-        int first = 0, count = 0;
-        hp_world_hosted_ranks(o.world, &first, &count);
-        o.lead = first == 0;
-    } else {
-        o.lead = 1;
-    }
-    FILE *jf = json[0] && o.lead ? fopen(json, "w") : NULL;
-    if (json[0] && o.lead && !jf) {
-        fprintf(stderr, "hyperpar: %s: cannot open for writing\n", json);
+    FILE *jf = NULL;
+    st = hp_bench_world(&o.world, &o.lead, &o.supernodes, o.ranks, o.bw, o.lat, "bench muon");
+    if (!st) st = hp_bench_json_open(&jf, json, o.lead);
+    if (st) {
+        hp_cli_error(st);
         hp_world_free(o.world);
         return 1;
     }
-    if (jf) fputs("[\n", jf);
     int rc = 0, nrows = 0;
     if (o.lead) {
-        char cpu[128] = "";
-        FILE *f = fopen("/proc/cpuinfo", "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-                snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
-                cpu[strcspn(cpu, "\n")] = 0;
-                break;
-            }
-        if (f) fclose(f);
+        char cpu[256];
+        hp_cpu_model(cpu, sizeof cpu);
         printf("%d ranks in %d supernodes%s (link %.3g GB/s, %.3g us), %d threads %s, median of %d steps; CPU %s\n",
                o.ranks, o.supernodes, o.world ? " = MPI processes" : "", (double)o.bw, (double)o.lat, o.threads,
                o.world ? "per process" : "in all", o.steps, cpu);
@@ -321,10 +294,7 @@ int hp_cmd_bench_muon(int argc, char **argv) {
         if (want_hsdp) rc |= run_layout(models[i], &m, B, T, 1, gemm, &o, jf, &nrows);
     }
     if (balance && o.lead) rc |= print_balance(jf, &nrows);
-    if (jf) {
-        fputs("\n]\n", jf);
-        fclose(jf);
-    }
+    hp_bench_json_close(jf);
     hp_world_free(o.world);
     return rc;
 }

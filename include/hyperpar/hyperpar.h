@@ -1382,6 +1382,8 @@ typedef struct {
     int coretype_set;  /* 1: OPENBLAS_CORETYPE is set */
 } hp_openblas_kernels;
 void hp_kernels_openblas(hp_openblas_kernels *out);
+/* The CPU's model name as /proc/cpuinfo gives it ("unknown" when it does not). */
+void hp_cpu_model(char *buf, size_t n);
 
 /* The bf16 matmul peak (GFLOP/s) on `threads` threads: oneDNN bf16 matmuls
  * (bf16 in, fp32 accumulation and out) of cache-friendly square shapes in a

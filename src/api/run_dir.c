@@ -172,28 +172,10 @@ static const char *kernel_isa(void) {
 #endif
 }
 
-static void cpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        const char *v = strchr(line, ':');
-        if (!v) break;
-        for (v++; *v == ' '; v++) {
-        }
-        snprintf(buf, n, "%s", v);
-        buf[strcspn(buf, "\n")] = 0;
-        break;
-    }
-    fclose(f);
-}
-
 static hp_status write_machine(const hp_api_run *r, const hp_train_config *c) {
     char cpu[256], mpi[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
     int mlen = 0;
-    cpu_model(cpu, sizeof cpu);
+    hp_cpu_model(cpu, sizeof cpu);
     MPI_Get_library_version(mpi, &mlen);
     mpi[strcspn(mpi, "\n,")] = 0;
     struct utsname u;

@@ -28,6 +28,8 @@ expect_error_any() {
 }
 # losses FILE: the training losses of a metrics file, one per line.
 losses() { grep -v val_loss "$1" | sed -n 's/.*"loss": \([^,]*\),.*/\1/p'; }
+# maxdiff a b: "n maxdiff" over two metrics files' training losses (n: the steps compared)
+maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
 finish() {
   if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed"; exit 1; fi
   echo "all checks passed"

@@ -18,7 +18,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none --dtype bf16"
-maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
 "$HP" train $common --steps 200 --metrics one.jsonl >one.log 2>&1 || fail "1 rank bf16 failed: $(tail -2 one.log)"
 for p in "dp2:--dp 2" "tp2:--tp 2" "dp2tp2:--dp 2 --tp 2" "fsdp2:--fsdp 2"; do
   name=${p%%:*} flags=${p#*:}

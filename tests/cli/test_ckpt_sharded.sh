@@ -72,7 +72,6 @@ done
 cmp -s thr.bin thr-conv.bin || fail "export: sharded and single give different llm.c files"
 "$HP" sample --ckpt thr-ck6 --tokens 4 --threads 1 >sample.log 2>&1 || fail "sample from a sharded run directory failed: $(tail -1 sample.log)"
 # another plan (and world size) resumes the pieces: 1 rank and DP=2 from TP=2, losses within 1e-4
-maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
 grep -v val_loss ttp.jsonl | head -6 >ref6.jsonl
 "$HP" train $small --threads 2 --tp 2 --metrics ttp-full.jsonl >/dev/null 2>&1 || fail "tp2 full run failed"
 for plan in "--tp 1" "--dp 2 --tp 1" "--dp 2 --tp 2" "--fsdp 2 --tp 1"; do

@@ -13,8 +13,6 @@
 # off; the rank-thread runs below check the same checkpoint code for leaks.
 MPI=(env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 timeout 300 mpirun -np 2)
 small="--layers 2 --heads 4 --channels 64 --batch 4 --seq 32 --steps 20 --val-every 10 --warmup 4 --lr 6e-4"
-# maxdiff a b: "n max|delta loss|" over the loss lines of two metrics files
-maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
 # header FILE: the safetensors header (names, dtypes, shapes, offsets)
 # (the tensors' checksums in __metadata__ left out: they are of the values, not the layout)
 header() { head -c $((8 + $(od -An -t u8 -N8 "$1"))) "$1" | sed -E 's/("crc32c\.[^"]*":")[0-9a-f]{8}"/\1"/g'; }

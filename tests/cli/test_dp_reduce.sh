@@ -16,7 +16,6 @@
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 common="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --threads 2 --seed 0 --shuffle 0 --run-dir none"
 long="$common --steps 200"
-maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
 train() { # name flags...
   local name="$1"; shift
   "$HP" train "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || fail "$name failed: $(tail -2 "$name.log")"

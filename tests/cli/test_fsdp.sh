@@ -11,8 +11,6 @@
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2"
 "$HP" train $small --metrics one.jsonl >/dev/null 2>&1 || fail "1-rank run failed"
-maxdiff() { # a b: "n maxdiff" over the training losses
-  paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
 check_close() { # name metrics
   read -r n m <<<"$(maxdiff one.jsonl "$2")"
   echo "$1: $n steps, max |delta loss| $m"

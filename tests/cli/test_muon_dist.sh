@@ -16,8 +16,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2 --optimizer muon"
-maxdiff() { # a b: "n maxdiff" over the training losses
-  paste <(losses "$1") <(losses "$2") | awk '{ n++; d=$1-$2; if (d<0) d=-d; if (d>m) m=d } END { printf "%d %.3g\n", n, m }'; }
 check_close() { # name reference metrics [steps, 200]
   read -r n m <<<"$(maxdiff "$2" "$3")"
   echo "$1: $n steps, max |delta loss| $m"
