@@ -422,7 +422,7 @@ static hp_status validate_step(hp_trainer *t) {
     hp_validate_report_free(&t->vrep);
     hp_status st = hp_validate_step(t->v, &t->vrep);
     if (!st) st = hp_validate_gradients(t->v, &t->vrep);
-    if (!st && t->cfg.optim.kind == HP_OPT_MUON) st = ensure_ckpt(t);
+    if (!st) st = ensure_ckpt(t); /* the optimizer check reads tensors whole through it */
     if (!st) st = hp_vmuon_before(&t->vmuon, t->d, t->ck, t->v, &t->cfg.optim, t->cfg.compile.max_norm, t->cfg.threads);
     t->validated = !st;
     return st;
