@@ -797,6 +797,9 @@ typedef struct {
     const char *muon_dist;      /* NULL: "layout" (one owner per matrix, chosen by work); or a competing
                                  * strategy, built in the same code: "round-robin" | "zero1-gather" |
                                  * "all-to-all" | "gather-all" (docs/architecture.md, distributed Muon) */
+    float muon_balance;         /* the layout rule's bound on the busiest rank's Newton-Schulz FLOPs over the
+                                 * mean above which matrices are iterated by teams of ranks, row blocks each
+                                 * (docs/architecture.md, distributed Muon): 0: 1.10; < 0: never */
     const char *newton_schulz;  /* NULL: "quintic"; or "perstep" | "polar" (the coefficients) */
     const char *muon_params;    /* NULL: none; extra parameters for Muon (comma-separated globs) */
     const char *adamw_params;   /* NULL: none; parameters kept on AdamW (comma-separated globs) */
@@ -992,7 +995,7 @@ typedef struct {
     char schedule[16];
     long warmup;
     char optimizer[16];
-    float muon_lr, muon_beta, muon_weight_decay;
+    float muon_lr, muon_beta, muon_weight_decay, muon_balance;
     char muon_momentum[16], muon_scale[16], muon_dist[16], ns[16], muon_params[256], adamw_params[256];
     uint64_t seed;
     int threads;

@@ -138,6 +138,8 @@ static const hp_train_optdef defs[] = {
     D("muon-scale", HP_OPT_STR, muon_scale, "keller", NULL, 0, "keller | moonlight"),
     D("muon-dist", HP_OPT_STR, muon_dist, "layout", NULL, 0,
       "distributed Muon: layout (one owner per matrix, by work) | round-robin | zero1-gather | all-to-all | gather-all"),
+    D("muon-balance", HP_OPT_FLOAT, muon_balance, "1.1", NULL, 0,
+      "layout rule: above this max/mean Newton-Schulz work per rank, teams of ranks iterate matrices by row blocks (0: never)"),
     D("ns", HP_OPT_STR, ns, "quintic", NULL, 0, "Newton-Schulz coefficients: quintic | perstep | polar"),
     D("muon-params", HP_OPT_STR, muon_params, "", NULL, 0, "extra parameters for Muon (comma-separated globs)"),
     D("adamw-params", HP_OPT_STR, adamw_params, "", NULL, 0, "parameters kept on AdamW (comma-separated globs)"),
@@ -323,6 +325,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
         if (defs[i].range) HP_TRY(check_range(&defs[i], o));
     if (o->ckpt_every > 0 && !o->ckpt_dir[0]) BAD("--ckpt-every needs --ckpt-dir");
+    if (!(o->muon_balance == 0 || o->muon_balance >= 1)) BAD("--muon-balance must be 0 (never) or >= 1, got %g", (double)o->muon_balance);
     if (o->grad_accum < 0 || o->grad_accum > 4096) BAD("--grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (o->det_slices < 0 || o->det_slices > 4096) BAD("--det-slices must be in 1..4096, got %d", o->det_slices);
     if (o->deterministic || o->det_slices) {
@@ -447,6 +450,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     HP_TRY(hp_optimizer_parse(&c->optimizer, o->optimizer));
     c->lr = o->lr, c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->weight_decay = o->weight_decay;
     c->muon_lr = o->muon_lr, c->muon_beta = o->muon_beta, c->muon_weight_decay = o->muon_weight_decay;
+    c->muon_balance = o->muon_balance > 0 ? o->muon_balance : -1.0f;
     HP_TRY(hp_schedule_parse(&c->schedule, o->schedule));
     c->warmup_steps = o->warmup, c->min_lr_frac = o->min_lr_frac;
     c->grad_clip = o->grad_clip;

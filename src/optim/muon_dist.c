@@ -90,7 +90,7 @@ static orth_view orth_of(const hp_graph *g, const hp_node *n) {
     orth_view v;
     v.c = (const hp_muon_orth_cfg *)(const void *)b;
     v.items = (const int64_t *)(const void *)(b + head16(sizeof *v.c));
-    v.len = v.items + 4 * (size_t)v.c->nitems;
+    v.len = v.items + HP_MUON_ITEM * (size_t)v.c->nitems;
     v.start = v.len + (size_t)v.c->members * (size_t)v.c->nitems;
     return v;
 }
@@ -98,16 +98,16 @@ static orth_view orth_of(const hp_graph *g, const hp_node *n) {
 long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,
                        const int64_t *start) {
     size_t h = head16(sizeof *c), ni = (size_t)c->nitems, tab = (size_t)c->members * ni;
-    size_t bytes = h + sizeof(int64_t) * (4 * ni + 2 * tab);
+    size_t bytes = h + sizeof(int64_t) * (HP_MUON_ITEM * ni + 2 * tab);
     char *b = calloc(1, bytes);
     if (!b) {
         hp_graph_fail(g, hp_errorf("muon_orth: out of memory"));
         return -1;
     }
     memcpy(b, c, sizeof *c);
-    memcpy(b + h, items, sizeof(int64_t) * 4 * ni);
-    memcpy(b + h + sizeof(int64_t) * 4 * ni, len, sizeof(int64_t) * tab);
-    memcpy(b + h + sizeof(int64_t) * (4 * ni + tab), start, sizeof(int64_t) * tab);
+    memcpy(b + h, items, sizeof(int64_t) * HP_MUON_ITEM * ni);
+    memcpy(b + h + sizeof(int64_t) * HP_MUON_ITEM * ni, len, sizeof(int64_t) * tab);
+    memcpy(b + h + sizeof(int64_t) * (HP_MUON_ITEM * ni + tab), start, sizeof(int64_t) * tab);
     long at = hp_graph_blob(g, b, bytes);
     free(b);
     return at;
@@ -115,12 +115,16 @@ long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *it
 
 static long item_numel(const int64_t *it) { return (long)(it[0] * it[1] * it[2]); }
 
-/* The run of items of one shape from item j: its end (*e) and its matrices. */
+static const int64_t *item_at(const orth_view *v, int j) { return &v->items[HP_MUON_ITEM * (size_t)j]; }
+
+/* The run of items of one shape from item j (a team's item: itself alone): its end (*e) and its matrices. */
 static long run_of(int *e, const orth_view *v, int j) {
-    const int64_t *it = &v->items[4 * j];
+    const int64_t *it = item_at(v, j);
     long mats = 0;
-    for (*e = j; *e < v->c->nitems && v->items[4 * *e] == it[0] && v->items[4 * *e + 1] == it[1]; (*e)++)
-        mats += (long)v->items[4 * *e + 2];
+    for (*e = j; *e < v->c->nitems && item_at(v, *e)[0] == it[0] && item_at(v, *e)[1] == it[1] &&
+                 (*e == j || (it[4] < 0 && item_at(v, *e)[4] < 0));
+         (*e)++)
+        mats += (long)item_at(v, *e)[2];
     return mats;
 }
 
@@ -136,11 +140,12 @@ static size_t orth_scratch(const hp_graph *g, const hp_node *n, int nt) {
     (void)nt;
     orth_view v = orth_of(g, n);
     size_t w = 0, ns = 0;
-    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[4 * j]);
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(item_at(&v, j));
     for (int j = 0, e = 0; j < v.c->nitems; j = e) {
-        const int64_t *it = &v.items[4 * j];
+        const int64_t *it = item_at(&v, j);
         long ch = chunk_of(v.c, it, run_of(&e, &v, j));
-        size_t s = hp_newton_schulz_batched_scratch(ch, (long)it[0], (long)it[1]);
+        size_t s = it[4] >= 0 ? 2 * (size_t)hp_ns_blocks((long)it[0], (long)it[1]) /* a team's: the norm's partials */
+                              : hp_newton_schulz_batched_scratch(ch, (long)it[0], (long)it[1]);
         if (s > ns) ns = s;
     }
     return round8(w) + ns;
@@ -154,7 +159,7 @@ static void permute(float *items, float *packed, const orth_view *v, int to_item
     for (int i = 0; i < v->c->members; i++) {
         size_t base = 0;
         for (int j = 0; j < v->c->nitems; j++) {
-            const int64_t *itm = &v->items[4 * j];
+            const int64_t *itm = item_at(v, j);
             size_t e = (size_t)v->len[(size_t)i * (size_t)v->c->nitems + (size_t)j];
             size_t nb = (size_t)itm[3], per = e / nb, stride = (size_t)(itm[0] * itm[1]);
             float *it = items + base + (size_t)v->start[(size_t)i * (size_t)v->c->nitems + (size_t)j];
@@ -172,21 +177,29 @@ static void orth_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     if (skipped(&in[0])) return;
     orth_view v = orth_of(k->graph, n);
     size_t w = 0;
-    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(&v.items[4 * j]);
+    for (int j = 0; j < v.c->nitems; j++) w += (size_t)item_numel(item_at(&v, j));
     float *mats = k->scratch, *ns = k->scratch + round8(w);
     permute(mats, in[1].data, &v, 1);
-    /* runs of one shape, batched in chunks (items hold whole stacks of matrices of their shape) */
+    /* runs of one shape, batched in chunks (items hold whole stacks of matrices of their shape); a team's item:
+     * its first iterate out (front), or its last in (the team's iterates: in[2]) */
     float *at = mats;
     for (int j = 0, e = 0; j < v.c->nitems; j = e) {
-        const int64_t *it = &v.items[4 * j];
+        const int64_t *it = item_at(&v, j);
         long mats_n = run_of(&e, &v, j), per = (long)(it[0] * it[1]), ch = chunk_of(v.c, it, mats_n);
-        for (long a = 0; a < mats_n; a += ch) {
+        for (long a = 0; it[4] >= 0 && a < mats_n; a++) { /* a team's, matrix by matrix */
+            if (v.c->front)
+                hp_ns_prepare(k->pool, (float *)out[0].data + it[4] + a * per, at + a * per, ns, (long)it[0], (long)it[1],
+                              &v.c->ns);
+            else
+                hp_ns_store(k->pool, at + a * per, (float *)in[2].data + it[4] + a * per, (long)it[0], (long)it[1]);
+        }
+        for (long a = 0; it[4] < 0 && !v.c->front && a < mats_n; a += ch) {
             long cnt = mats_n - a < ch ? mats_n - a : ch;
             hp_newton_schulz_batched(k->pool, at + a * per, at + a * per, ns, cnt, (long)it[0], (long)it[1], &v.c->ns);
         }
         at += mats_n * per;
     }
-    permute(mats, out[0].data, &v, 0);
+    if (!v.c->front) permute(mats, out[0].data, &v, 0);
 }
 
 const hp_opdef hp_op_muon_orth = {.name = "muon_orth", .nout = 1, .run = orth_run, .scratch = orth_scratch};

@@ -45,15 +45,25 @@ typedef struct {
  * each: its owner orthogonalises the transposed matrix, NS(G^T) = NS(G)^T
  * bit for bit); 0: packed as it lies. */
 
-/* muon_orth's blob: this header, then int64 items[nitems][4] (rows, cols,
- * matrices, blocks), then int64 len[members][nitems] and start[members][nitems]
- * (member i's piece of item j: len elements in `blocks` equal runs, run b at
- * element start + b * rows * cols of the item: 1 for FSDP's flat ranges, the
- * stack's matrices for a tensor-parallel cut of a stack). */
+/* muon_orth's blob: this header, then int64 items[nitems][HP_MUON_ITEM] (rows,
+ * cols, matrices, blocks, team), then int64 len[members][nitems] and
+ * start[members][nitems] (member i's piece of item j: len elements in
+ * `blocks` equal runs, run b at element start + b * rows * cols of the item:
+ * 1 for FSDP's flat ranges, the stack's matrices for a tensor-parallel cut of
+ * a stack). team >= 0: a team iterates the item (parallel/muon_plan.h's
+ * Teams): its iterates [matrices, r, c] are at element `team` of the front's
+ * output / of the last input, and the node does not iterate it.
+ *
+ * front = 1: in sumsq, the received pieces; out: the team items' first
+ * iterates (hp_ns_prepare of each matrix), nothing else. front = 0: in
+ * sumsq, the received pieces, and with team items their last iterates; out:
+ * the packed updates (a team item's from its last iterate, hp_ns_store). */
+#define HP_MUON_ITEM 5
 typedef struct {
     int members, nitems;
     long chunk_floats; /* Newton–Schulz batch cap in floats (cfg.muon_batch_floats) */
     hp_ns_config ns;
+    int front;
 } hp_muon_orth_cfg;
 
 /* muon_apply's blob: this header, then float scale[npieces], then (16-byte
@@ -79,6 +89,29 @@ extern const hp_opdef hp_op_muon_apply;
  * written one after another; count > 0: the source is count matrices
  * [r, c], written transposed ([c, r] each) */
 extern const hp_opdef hp_op_muon_spread;
+
+/* muon_team (optim/muon_team.c): this rank's row blocks of one Newton–Schulz
+ * step of the matrices its teams iterate (parallel/muon_plan.h's Teams),
+ * each block by the very calls hp_newton_schulz_batched makes for it, so the
+ * team's blocks put together are its bytes.
+ *   GRAM: in sumsq, the iterates X; out: this rank's rows of X X^T;
+ *   STEP: in sumsq, X, the whole X X^T (A); out: this rank's rows of the next
+ *         iterate, a X + (b A + c A A) X with coef (a, b, c).
+ * Blob: this header, then int64 tasks[ntask][HP_MUON_TASK]: (X's element,
+ * A's element, r, c, first block, end block, output element, scratch
+ * element) for one matrix's run of blocks: its iterate [r, c] at element X
+ * of in[1], its [r, r] Gram matrix at element A of in[2], the run's rows
+ * written from the output element on ([rows, r] for GRAM, [rows, c] for
+ * STEP; the tasks' rows one after another), STEP's b A + c A A rows
+ * ([rows, r]) in the scratch from its element on. */
+enum { HP_MUON_TEAM_GRAM = 0, HP_MUON_TEAM_STEP = 1 };
+#define HP_MUON_TASK 8
+typedef struct {
+    int mode, ntask;
+    float coef[3];
+} hp_muon_team_cfg;
+extern const hp_opdef hp_op_muon_team;
+long hp_muon_team_blob(hp_graph *g, const hp_muon_team_cfg *c, const int64_t *tasks);
 
 /* Blobs of the orth operator: header + tables as above; returns the blob's offset (-1: the graph's error). */
 long hp_muon_orth_blob(hp_graph *g, const hp_muon_orth_cfg *c, const int64_t *items, const int64_t *len,

@@ -103,11 +103,39 @@ static double get_double(const float *base, long i) {
     return v;
 }
 
+static long block_rows(long *i0, long r, long blk) {
+    *i0 = blk * HP_NS_ROW_BLOCK;
+    return *i0 + HP_NS_ROW_BLOCK < r ? HP_NS_ROW_BLOCK : r - *i0;
+}
+
+void hp_ns_block_gram(float *Arows, const float *X, long r, long c, long blk) {
+    long i0, mb = block_rows(&i0, r, blk);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mb, (int)r, (int)c, 1.0f, X + i0 * c, (int)c, X, (int)c,
+                0.0f, Arows, (int)r);
+}
+
+static void block_poly(float *Brows, const float *Arows, const float *A, long r, long mb, float b, float cc) {
+    memcpy(Brows, Arows, (size_t)(mb * r) * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mb, (int)r, (int)r, cc, Arows, (int)r, A, (int)r, b,
+                Brows, (int)r);
+}
+
+static void block_apply(float *Yrows, const float *Brows, const float *X, long r, long c, long i0, long mb, float a) {
+    memcpy(Yrows, X + i0 * c, (size_t)(mb * c) * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mb, (int)c, (int)r, 1.0f, Brows, (int)r, X, (int)c, a,
+                Yrows, (int)c);
+}
+
+void hp_ns_block_step(float *Yrows, float *Brows, const float *Arows, const float *A, const float *X, long r, long c,
+                      long blk, const float coef[3]) {
+    long i0, mb = block_rows(&i0, r, blk);
+    block_poly(Brows, Arows, A, r, mb, coef[1], coef[2]);
+    block_apply(Yrows, Brows, X, r, c, i0, mb, coef[0]);
+}
+
 static void run_block(ns_ctx *t, long k, long blk) {
     long r = t->r, c = t->c;
-    long i0 = blk * HP_NS_ROW_BLOCK;
-    long i1 = i0 + HP_NS_ROW_BLOCK < r ? i0 + HP_NS_ROW_BLOCK : r;
-    long mb = i1 - i0;
+    long i0, mb = block_rows(&i0, r, blk), i1 = i0 + mb;
     float *X = t->X + k * r * c, *Y = t->Y + k * r * c;
     float *A = t->A + k * r * r, *B = t->B + k * r * r;
     switch (t->phase) {
@@ -132,18 +160,13 @@ static void run_block(ns_ctx *t, long k, long blk) {
         break;
     }
     case PH_GRAM: /* A[i0:i1, :] = X[i0:i1, :] X^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mb, (int)r, (int)c, 1.0f,
-                    X + i0 * c, (int)c, X, (int)c, 0.0f, A + i0 * r, (int)r);
+        hp_ns_block_gram(A + i0 * r, X, r, c, blk);
         break;
     case PH_POLY: /* B[i0:i1, :] = b A[i0:i1, :] + cc A[i0:i1, :] A */
-        memcpy(B + i0 * r, A + i0 * r, (size_t)(mb * r) * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mb, (int)r, (int)r, t->cc,
-                    A + i0 * r, (int)r, A, (int)r, t->b, B + i0 * r, (int)r);
+        block_poly(B + i0 * r, A + i0 * r, A, r, mb, t->b, t->cc);
         break;
     case PH_APPLY: /* Y[i0:i1, :] = a X[i0:i1, :] + B[i0:i1, :] X */
-        memcpy(Y + i0 * c, X + i0 * c, (size_t)(mb * c) * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mb, (int)c, (int)r, 1.0f,
-                    B + i0 * r, (int)r, X, (int)c, t->a, Y + i0 * c, (int)c);
+        block_apply(Y + i0 * c, B + i0 * r, X, r, c, i0, mb, t->a);
         break;
     case PH_STORE: {
         float *out = t->out + k * r * c;
@@ -170,20 +193,26 @@ static void run_phase(hp_pool *pool, ns_ctx *t, phase_t ph) {
     hp_pool_run(pool, ns_task, t);
 }
 
+static void ctx_init(ns_ctx *t, float *out, const float *in, long count, long rows, long cols, const hp_ns_config *cfg) {
+    memset(t, 0, sizeof *t);
+    t->out = out;
+    t->in = in;
+    t->count = count;
+    t->transposed = rows > cols;
+    t->r = t->transposed ? cols : rows;
+    t->c = t->transposed ? rows : cols;
+    t->nb = nblocks(t->r);
+    t->norm_scale = cfg ? cfg->norm_scale : 1.0;
+    t->eps = cfg ? cfg->eps : 0.0;
+}
+
 void hp_newton_schulz_batched(hp_pool *pool, float *out, const float *in, float *scratch,
                               long count, long rows, long cols, const hp_ns_config *cfg) {
     HP_ASSERT(count >= 0 && rows > 0 && cols > 0 && rows < INT_MAX && cols < INT_MAX);
     HP_ASSERT(cfg->steps >= 1 && cfg->steps <= HP_NS_MAX_STEPS);
     if (count == 0) return;
     ns_ctx t;
-    memset(&t, 0, sizeof t);
-    t.out = out;
-    t.in = in;
-    t.count = count;
-    t.transposed = rows > cols;
-    t.r = t.transposed ? cols : rows;
-    t.c = t.transposed ? rows : cols;
-    t.nb = nblocks(t.r);
+    ctx_init(&t, out, in, count, rows, cols, cfg);
     size_t rc = (size_t)count * (size_t)t.r * (size_t)t.c;
     size_t rr = (size_t)count * (size_t)t.r * (size_t)t.r;
     t.X = scratch;
@@ -191,8 +220,6 @@ void hp_newton_schulz_batched(hp_pool *pool, float *out, const float *in, float 
     t.A = t.Y + rc;
     t.B = t.A + rr;
     t.partials = t.B + rr;
-    t.norm_scale = cfg->norm_scale;
-    t.eps = cfg->eps;
 
     run_phase(pool, &t, PH_LOAD);
     run_phase(pool, &t, PH_SCALE);
@@ -207,6 +234,26 @@ void hp_newton_schulz_batched(hp_pool *pool, float *out, const float *in, float 
         t.X = t.Y;
         t.Y = tmp;
     }
+    run_phase(pool, &t, PH_STORE);
+}
+
+long hp_ns_blocks(long rows, long cols) { return nblocks(rows < cols ? rows : cols); }
+
+void hp_ns_prepare(hp_pool *pool, float *X, const float *in, float *partials, long rows, long cols,
+                   const hp_ns_config *cfg) {
+    HP_ASSERT(rows > 0 && cols > 0 && rows < INT_MAX && cols < INT_MAX);
+    ns_ctx t;
+    ctx_init(&t, NULL, in, 1, rows, cols, cfg);
+    t.X = X;
+    t.partials = partials;
+    run_phase(pool, &t, PH_LOAD);
+    run_phase(pool, &t, PH_SCALE);
+}
+
+void hp_ns_store(hp_pool *pool, float *out, float *X, long rows, long cols) {
+    ns_ctx t;
+    ctx_init(&t, out, NULL, 1, rows, cols, NULL);
+    t.X = X;
     run_phase(pool, &t, PH_STORE);
 }
 

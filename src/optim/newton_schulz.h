@@ -57,4 +57,26 @@ void hp_newton_schulz(hp_pool *pool, float *out, const float *in, float *scratch
 void hp_newton_schulz_batched(hp_pool *pool, float *out, const float *in, float *scratch,
                               long count, long rows, long cols, const hp_ns_config *cfg);
 
+/* Newton–Schulz in pieces, for distributed Muon's teams (several ranks
+ * iterate one matrix, each computing some of its row blocks and exchanging
+ * them): the iterate X is r x c (r = min(rows, cols), c the other), its row
+ * block blk is rows [blk * HP_NS_ROW_BLOCK, ...) of it. Each function makes
+ * exactly the calls hp_newton_schulz_batched makes for that part, so the
+ * pieces put together give its bytes. */
+/* row blocks of the iterate of a rows x cols matrix */
+long hp_ns_blocks(long rows, long cols);
+/* X[r, c] = the normalised iterate of in[rows, cols] (transposed when rows >
+ * cols); partials: hp_ns_blocks doubles of scratch (2 floats each). */
+void hp_ns_prepare(hp_pool *pool, float *X, const float *in, float *partials, long rows, long cols,
+                   const hp_ns_config *cfg);
+/* Arows[block rows, r] = X[block rows, :] X^T, X [r, c]. */
+void hp_ns_block_gram(float *Arows, const float *X, long r, long c, long blk);
+/* One step's block (coef = (a, b, c)): Brows[block rows, r] = b Arows +
+ * c Arows A and Yrows[block rows, c] = a X[block rows, :] + Brows X, with
+ * A [r, r] the whole Gram matrix, Arows its block rows, X [r, c]. */
+void hp_ns_block_step(float *Yrows, float *Brows, const float *Arows, const float *A, const float *X, long r, long c,
+                      long blk, const float coef[3]);
+/* out[rows, cols] = the iterate X[r, c] turned back (transposed when rows > cols). */
+void hp_ns_store(hp_pool *pool, float *out, float *X, long rows, long cols);
+
 #endif

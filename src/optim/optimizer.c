@@ -14,6 +14,7 @@ void hp_optim_config_default(hp_optim_config *cfg) {
     cfg->weight_decay = 0.0f;
     cfg->decay_vectors = 1;
     cfg->muon_lr = 0.02f;
+    cfg->muon_balance = 1.10f;
     cfg->muon_beta = 0.95f;
     cfg->muon_weight_decay = 0.0f;
     cfg->muon_momentum = HP_MUON_EMA;
@@ -50,6 +51,8 @@ hp_status hp_optim_config_check(const hp_optim_config *c) {
                              (double)c->muon_weight_decay);
         if (c->muon_momentum != HP_MUON_EMA && c->muon_momentum != HP_MUON_SUM)
             return hp_errorf("muon_momentum: unknown form %d", (int)c->muon_momentum);
+        if (!(c->muon_balance == 0.0f || (c->muon_balance >= 1.0f && c->muon_balance < INFINITY)))
+            return hp_errorf("muon_balance: must be 0 (never split) or a number >= 1, got %g", (double)c->muon_balance);
         if (c->muon_batch_floats < 0)
             return hp_errorf("muon_batch_floats: must be >= 0, got %ld", c->muon_batch_floats);
         if (c->muon_scale != HP_MUON_SCALE_KELLER && c->muon_scale != HP_MUON_SCALE_MOONLIGHT)

@@ -69,6 +69,8 @@ typedef struct {
     int ft;                /* 1: FSDP x TP: fa is the TP axis, ra the FSDP axis, and each rank holds the flat
                             * range [fa_a[i], fa_a[i] + fa_len[i]) of its TP block (i: its FSDP coordinate) */
     int64_t *fa_a, *fa_len;
+    int nblk;              /* a team's matrix (parallel/muon_plan.h's Teams): its blocks, block j iterated by */
+    int *bo;               /* the member bo[j] on fa; 0: no team */
 } mat;
 
 static int by_order(const void *x, const void *y) {
@@ -97,6 +99,7 @@ typedef struct {
     int nm;
     int fa, ra, K, Rn, cf, cr;
     int ft; /* FSDP x TP (see mat) */
+    int teams; /* the group iterates its matrices in teams */
 } grp;
 
 static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
@@ -107,6 +110,7 @@ static void item_of(int64_t *it, const mat *x) {
     int tc = x->cut == HP_MUON_AX_SC;
     it[0] = tc ? x->cols : x->rows, it[1] = tc ? x->rows : x->cols, it[2] = x->nmats;
     it[3] = x->cut == HP_MUON_AX_F ? 1 : x->nmats;
+    it[4] = -1;
 }
 
 /* A piece's transposition (muon_pack's and muon_apply's tr): a column cut's local matrices. */
@@ -170,7 +174,7 @@ static int pack_node(grp *s, const int *xin, int npieces, int nsend, const int64
 static int64_t orth_tables(const grp *s, const int *sel, int ni, int64_t *items, int64_t *len, int64_t *start,
                            int64_t *rc) {
     int64_t rsum = 0;
-    for (int c = 0; c < ni; c++) item_of(&items[4 * c], &s->ms[sel[c]]);
+    for (int c = 0; c < ni; c++) item_of(&items[HP_MUON_ITEM * c], &s->ms[sel[c]]);
     for (int i = 0; i < s->K; i++) {
         for (int c = 0; c < ni; c++) {
             const mat *x = &s->ms[sel[c]];
@@ -183,22 +187,29 @@ static int64_t orth_tables(const grp *s, const int *sel, int ni, int64_t *items,
     return rsum;
 }
 
-/* muon_orth of R (rsum elements, in the tables' layout) into a new value, returned; `what` names the node
- * ("owned", "matrices"). */
-static int orth_node(grp *s, int R, int64_t rsum, int ni, const int64_t *items, const int64_t *len,
-                     const int64_t *start, const char *key, const char *what) {
+/* muon_orth of R (rsum elements, in the tables' layout) into a new value of `out` elements, returned; `what`
+ * names the node ("owned", "matrices", "front", "teams"). With team items (items[.][4] >= 0): front 1: out is
+ * their first iterates; else Z holds their last iterates. */
+static int orth_node_team(grp *s, int R, int Z, int front, int64_t out, int ni, const int64_t *items,
+                          const int64_t *len, const int64_t *start, const char *key, const char *what) {
     hp_graph *g = s->rg->g;
-    hp_muon_orth_cfg oc = {s->K, ni, s->cfg->muon_batch_floats, s->cfg->ns};
+    hp_muon_orth_cfg oc = {s->K, ni, s->cfg->muon_batch_floats, s->cfg->ns, front};
     char nmb[HP_NAME_LEN];
-    snprintf(nmb, sizeof nmb, "muon.orth.%s", key);
-    int R2 = act(g, rsum, nmb);
+    snprintf(nmb, sizeof nmb, "muon.%s.%s", front ? "x0" : "orth", key);
+    int R2 = act(g, out, nmb);
     hp_attrs at;
     memset(&at, 0, sizeof at);
     at.i[0] = hp_muon_orth_blob(g, &oc, items, len, start);
-    int in2[2] = {s->io->sumsq, R};
-    int node = R2 >= 0 && R >= 0 ? hp_graph_node_into(g, &hp_op_muon_orth, in2, 2, &R2, 1, &at, HP_PHASE_OPT, -1) : -1;
+    int in3[3] = {s->io->sumsq, R, Z};
+    int node = R2 >= 0 && R >= 0 ? hp_graph_node_into(g, &hp_op_muon_orth, in3, Z >= 0 ? 3 : 2, &R2, 1, &at, HP_PHASE_OPT, -1)
+                                 : -1;
     if (node >= 0) snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_orth[%d %s]", ni, what);
     return R2;
+}
+
+static int orth_node(grp *s, int R, int64_t rsum, int ni, const int64_t *items, const int64_t *len,
+                     const int64_t *start, const char *key, const char *what) {
+    return orth_node_team(s, R, -1, 0, rsum, ni, items, len, start, key, what);
 }
 
 /* muon_apply of the packed updates U to the pieces of the matrices sel[0..n), in U's order; tr 1: a column
@@ -345,6 +356,239 @@ done:
     free(ord), free(mine), free(pos), free(boff), free(cp);
 }
 
+/* ---- teams (parallel/muon_plan.h's Teams): every matrix of the group iterated step by step, each rank its
+ * row blocks, the rows traded every step ---- */
+
+static int64_t it_r(const mat *x) { return x->rows < x->cols ? x->rows : x->cols; }
+static int64_t it_c(const mat *x) { return x->rows < x->cols ? x->cols : x->rows; }
+static int64_t nb_of(const mat *x) { return hp_ns_blocks((long)x->rows, (long)x->cols); }
+/* rows of block j (a stack's blocks: matrix after matrix) */
+static int64_t brows(const mat *x, int j) {
+    int64_t r = it_r(x), b = j % nb_of(x);
+    return (b + 1) * HP_NS_ROW_BLOCK < r ? HP_NS_ROW_BLOCK : r - b * HP_NS_ROW_BLOCK;
+}
+/* member p's rows of x: all, or those of its blocks before block `before` */
+static int64_t rows_of(const mat *x, int p, int before) {
+    int64_t n = 0;
+    for (int j = 0; j < before; j++) n += x->bo[j] == p ? brows(x, j) : 0;
+    return n;
+}
+static int is_member(const mat *x, int p) { return rows_of(x, p, x->nblk) > 0; }
+static int64_t wid(const mat *x, int w) { return w ? it_c(x) : it_r(x); }
+
+/* One trade of rows along fa: this rank's rows (Mine: its tasks' rows of the team matrices tl[0..ntl), width w:
+ * 0 r, 1 c) to every member of each, then every matrix's rows put together ([count, r, w] each, tl's order).
+ * Returns the whole value. */
+static int trade(grp *s, int Mine, const int *tl, int ntl, int w, int slot, const char *name) {
+    hp_graph *g = s->rg->g;
+    int K = s->K, me = s->cf, out = -1;
+    int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc), *seg = calloc((size_t)K + 1, sizeof *seg);
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)ntl + 1)));
+    int64_t ncopy = 0, nb_all = 0;
+    for (int q = 0; q < ntl; q++) nb_all += s->ms[tl[q]].nblk;
+    int64_t *cp2 = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)nb_all + 1)));
+    if (!sc || !rc || !seg || !cp || !cp2) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+        goto done;
+    }
+    int64_t ssum = 0, rsum = 0, full = 0;
+    for (int p = 0; p < K; p++) {
+        int64_t mo = 0; /* my rows of tl[q] start at mo in Mine */
+        for (int q = 0; q < ntl; q++) {
+            const mat *x = &s->ms[tl[q]];
+            int64_t mine = rows_of(x, me, x->nblk) * wid(x, w);
+            if (is_member(x, p)) {
+                int64_t *e = &cp[1 + 5 * ncopy++];
+                e[0] = mo, e[1] = mine, e[2] = e[3] = e[4] = 0;
+                sc[p] += mine;
+                rc[p] += rows_of(x, p, x->nblk) * wid(x, w);
+            }
+            mo += mine;
+        }
+        ssum += sc[p], rsum += rc[p];
+        seg[p + 1] = seg[p] + rc[p];
+    }
+    cp[0] = ncopy;
+    char nmb[HP_NAME_LEN + 8];
+    snprintf(nmb, sizeof nmb, "%.*s.send", HP_NAME_LEN - 8, name);
+    int Send = spread_node(g, Mine, cp, ssum, nmb);
+    snprintf(nmb, sizeof nmb, "%.*s.recv", HP_NAME_LEN - 8, name);
+    int Recv = act(g, rsum, nmb);
+    if (Send >= 0 && Recv >= 0) hp_comm_op_all_to_all_v(g, Recv, Send, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
+    /* each matrix's blocks in order, from their members' segments */
+    ncopy = 0;
+    for (int q = 0; q < ntl; q++) {
+        const mat *x = &s->ms[tl[q]];
+        for (int j = 0; j < x->nblk; j++) {
+            int p = x->bo[j];
+            int64_t at = seg[p];
+            for (int q2 = 0; q2 < q; q2++)
+                if (is_member(&s->ms[tl[q2]], p)) at += rows_of(&s->ms[tl[q2]], p, s->ms[tl[q2]].nblk) * wid(&s->ms[tl[q2]], w);
+            int64_t *e = &cp2[1 + 5 * ncopy++];
+            e[0] = at + rows_of(x, p, j) * wid(x, w), e[1] = brows(x, j) * wid(x, w), e[2] = e[3] = e[4] = 0;
+            full += e[1];
+        }
+    }
+    cp2[0] = ncopy;
+    out = spread_node(g, Recv, cp2, full, name);
+done:
+    free(sc), free(rc), free(seg), free(cp), free(cp2);
+    return out;
+}
+
+/* The leader's first iterates X0 (its led matrices of tl, in order, x0 elements) to every member of each, put
+ * together in tl's order. */
+static int deal_x0(grp *s, int X0, const int *tl, int ntl, int slot, const char *key) {
+    hp_graph *g = s->rg->g;
+    int K = s->K, me = s->cf, out = -1;
+    int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc), *seg = calloc((size_t)K + 1, sizeof *seg);
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)ntl + 1)));
+    if (!sc || !rc || !seg || !cp) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+        goto done;
+    }
+    int64_t ncopy = 0, ssum = 0, rsum = 0, full = 0;
+    for (int p = 0; p < K; p++) {
+        int64_t xo = 0;
+        for (int q = 0; q < ntl; q++) {
+            const mat *x = &s->ms[tl[q]];
+            int64_t whole = x->nmats * it_r(x) * it_c(x);
+            if (x->bo[0] != me) continue;
+            if (is_member(x, p)) {
+                int64_t *e = &cp[1 + 5 * ncopy++];
+                e[0] = xo, e[1] = whole, e[2] = e[3] = e[4] = 0;
+                sc[p] += whole;
+            }
+            xo += whole;
+        }
+        for (int q = 0; q < ntl; q++) {
+            const mat *x = &s->ms[tl[q]];
+            if (x->bo[0] == p) rc[p] += x->nmats * it_r(x) * it_c(x);
+        }
+        ssum += sc[p], rsum += rc[p];
+        seg[p + 1] = seg[p] + rc[p];
+    }
+    cp[0] = ncopy;
+    char nmb[HP_NAME_LEN];
+    snprintf(nmb, sizeof nmb, "muon.x0.%s.send", key);
+    int Send = spread_node(g, X0, cp, ssum, nmb);
+    snprintf(nmb, sizeof nmb, "muon.x0.%s.recv", key);
+    int Recv = act(g, rsum, nmb);
+    if (Send >= 0 && Recv >= 0) hp_comm_op_all_to_all_v(g, Recv, Send, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
+    int64_t *at = seg; /* from here: the next matrix's place in each leader's segment */
+    ncopy = 0;
+    for (int q = 0; q < ntl; q++) {
+        const mat *x = &s->ms[tl[q]];
+        int64_t *e = &cp[1 + 5 * ncopy++];
+        e[0] = at[x->bo[0]], e[1] = x->nmats * it_r(x) * it_c(x), e[2] = e[3] = e[4] = 0;
+        at[x->bo[0]] += e[1];
+        full += e[1];
+    }
+    cp[0] = ncopy;
+    snprintf(nmb, sizeof nmb, "muon.x.%s.0", key);
+    out = spread_node(g, Recv, cp, full, nmb);
+done:
+    free(sc), free(rc), free(seg), free(cp);
+    return out;
+}
+
+/* muon_team of one step's half over the iterates X (and the Gram matrices A) into a new value of n elements. */
+static int team_node(grp *s, int mode, int step, int X, int A, const int64_t *tasks, int ntask, int64_t n,
+                     const char *name) {
+    hp_graph *g = s->rg->g;
+    hp_muon_team_cfg c = {mode, ntask, {0, 0, 0}};
+    if (mode == HP_MUON_TEAM_STEP) memcpy(c.coef, s->cfg->ns.coeffs[step], sizeof c.coef);
+    int y = act(g, n, name);
+    hp_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = hp_muon_team_blob(g, &c, tasks);
+    int in3[3] = {s->io->sumsq, X, A};
+    int node = y >= 0 && X >= 0 ? hp_graph_node_into(g, &hp_op_muon_team, in3, mode == HP_MUON_TEAM_STEP ? 3 : 2, &y, 1, &at,
+                                                     HP_PHASE_OPT, -1)
+                                : -1;
+    if (node >= 0)
+        snprintf(g->nodes[node].name, HP_NAME_LEN, "muon_team[%s %d, %d runs]", mode == HP_MUON_TEAM_GRAM ? "gram" : "step",
+                 step, ntask);
+    return y;
+}
+
+/* The team regime's Newton–Schulz of this rank's owned matrices (owned[0..ni), the items and tables of
+ * orth_tables, rsum elements received in R): their first iterates, the steps in teams, the updates packed as
+ * muon_orth packs them. Returns that value. */
+static int team_orth(grp *s, int R, int64_t rsum, const int *owned, int ni, int64_t *items, const int64_t *len,
+                     const int64_t *start, const char *key, int slot) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm, me = s->cf, out = -1;
+    int *tl = malloc(sizeof(int) * (size_t)(nm + 1));
+    int64_t *xoff = malloc(sizeof(int64_t) * (size_t)(nm + 1)), *aoff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
+    int64_t nb_all = 0;
+    for (int j = 0; j < nm; j++) nb_all += s->ms[j].nblk;
+    int64_t *tg = malloc(sizeof(int64_t) * HP_MUON_TASK * (size_t)(nb_all + 1));
+    int64_t *ts = malloc(sizeof(int64_t) * HP_MUON_TASK * (size_t)(nb_all + 1));
+    if (!tl || !xoff || !aoff || !tg || !ts) {
+        hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+        goto done;
+    }
+    /* the matrices this rank iterates blocks of, in matrix order; their iterates and Gram matrices in a row */
+    int ntl = 0;
+    int64_t xs = 0, as = 0, x0 = 0;
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        if (!is_member(x, me)) continue;
+        xoff[ntl] = xs, aoff[ntl] = as, tl[ntl++] = j;
+        xs += x->nmats * it_r(x) * it_c(x), as += x->nmats * it_r(x) * it_r(x);
+    }
+    /* the owned (led) matrices' first iterates at their place in the front's output */
+    for (int c = 0; c < ni; c++) {
+        items[HP_MUON_ITEM * c + 4] = x0;
+        x0 += s->ms[owned[c]].nmats * it_r(&s->ms[owned[c]]) * it_c(&s->ms[owned[c]]);
+    }
+    int X0 = orth_node_team(s, R, -1, 1, x0, ni, items, len, start, key, "front");
+    int X = deal_x0(s, X0, tl, ntl, slot, key);
+    /* this rank's runs of blocks: GRAM's rows [rows, r], STEP's [rows, c] */
+    int nt = 0;
+    int64_t og = 0, os = 0, scr = 0;
+    for (int q = 0; q < ntl; q++) {
+        const mat *x = &s->ms[tl[q]];
+        int64_t r = it_r(x), c = it_c(x), nb = nb_of(x);
+        for (int j = 0; j < x->nblk;) {
+            if (x->bo[j] != me) {
+                j++;
+                continue;
+            }
+            int j1 = j + 1, k = (int)(j / nb);
+            while (j1 < x->nblk && x->bo[j1] == me && j1 / nb == k) j1++;
+            int64_t rows = rows_of(x, me, j1) - rows_of(x, me, j);
+            int64_t *t = &tg[HP_MUON_TASK * nt];
+            t[0] = xoff[q] + k * r * c, t[1] = aoff[q] + k * r * r, t[2] = r, t[3] = c, t[4] = j % nb, t[5] = j % nb + (j1 - j);
+            t[6] = og, t[7] = scr;
+            memcpy(&ts[HP_MUON_TASK * nt], t, sizeof(int64_t) * HP_MUON_TASK);
+            ts[HP_MUON_TASK * nt + 6] = os;
+            og += rows * r, os += rows * c, scr += rows * r, nt++;
+            j = j1;
+        }
+    }
+    char nmb[HP_NAME_LEN];
+    for (int st = 0; st < s->cfg->ns.steps && X >= 0; st++) {
+        snprintf(nmb, sizeof nmb, "muon.gram.%s.%d", key, st);
+        int Am = team_node(s, HP_MUON_TEAM_GRAM, st, X, -1, tg, nt, og, nmb);
+        snprintf(nmb, sizeof nmb, "muon.a.%s.%d", key, st);
+        int A = trade(s, Am, tl, ntl, 0, slot, nmb);
+        snprintf(nmb, sizeof nmb, "muon.step.%s.%d", key, st);
+        int Ym = team_node(s, HP_MUON_TEAM_STEP, st, X, A, ts, nt, os, nmb);
+        snprintf(nmb, sizeof nmb, "muon.x.%s.%d", key, st + 1);
+        X = trade(s, Ym, tl, ntl, 1, slot, nmb);
+    }
+    /* the led matrices' last iterates, at their place among this rank's */
+    for (int c = 0; c < ni; c++)
+        for (int q = 0; q < ntl; q++)
+            if (tl[q] == owned[c]) items[HP_MUON_ITEM * c + 4] = xoff[q];
+    out = orth_node_team(s, R, X, 0, rsum, ni, items, len, start, key, "teams");
+done:
+    free(tl), free(xoff), free(aoff), free(tg), free(ts);
+    return out;
+}
+
 static hp_status emit_group(grp *s, int slot) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
@@ -352,7 +596,7 @@ static hp_status emit_group(grp *s, int slot) {
     int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1)), *owned = malloc(sizeof(int) * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)s->K, sizeof *sc), *rc = calloc((size_t)s->K, sizeof *rc);
     int64_t *agc = calloc((size_t)s->Rn, sizeof *agc);
-    int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
+    int64_t *items = malloc(sizeof(int64_t) * HP_MUON_ITEM * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
     hp_status st = HP_OK;
@@ -410,8 +654,9 @@ exchange:;
         R = act(g, rsum, nmb);
         if (R >= 0) hp_comm_op_all_to_all_v(g, R, S, s->fa, sc, rc, s->K, slot, HP_PHASE_OPT);
     }
-    /* Newton–Schulz on the owned matrices */
-    int R2 = orth_node(s, R, rsum, ni, items, len, start, key, "owned");
+    /* Newton–Schulz on the owned matrices (whole, or step by step in teams) */
+    int R2 = s->teams ? team_orth(s, R, rsum, owned, ni, items, len, start, key, slot)
+                      : orth_node(s, R, rsum, ni, items, len, start, key, "owned");
     int S2 = R2;
     if (s->K > 1) {
         snprintf(nmb, sizeof nmb, "muon.upd.%s", key);
@@ -452,7 +697,7 @@ static hp_status emit_group_multi(grp *s, int slot, int all) {
     int *mine = malloc(sizeof(int) * (size_t)(nm + 1)), *every = malloc(sizeof(int) * (size_t)(nm + 1));
     int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
     int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc);
-    int64_t *items = malloc(sizeof(int64_t) * 4 * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
+    int64_t *items = malloc(sizeof(int64_t) * HP_MUON_ITEM * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
     int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *copies = malloc(sizeof(int64_t) * (1 + 5 * (size_t)K * (size_t)(nm + 1)));
@@ -540,7 +785,8 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
     int maxk = 1;
     for (int a = 0; a < m->ndim; a++) maxk = m->size[a] > maxk ? m->size[a] : maxk;
     tab = st ? NULL : calloc(4 * (size_t)maxk * (size_t)(np ? np : 1), sizeof *tab);
-    if (!st && !tab) st = hp_errorf("distributed Muon: out of memory");
+    int *bo = st ? NULL : calloc((size_t)plan->nblk + 1, sizeof *bo);
+    if (!st && (!tab || !bo)) st = hp_errorf("distributed Muon: out of memory");
     for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p], i = -1;
         if (gp < 0 || g->vals[p].grad < 0) continue;
@@ -561,6 +807,17 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
         if (!multi) {
             hp_mesh_coords(oc, m, plan->mat[i].owner);
             x->of = x->fa >= 0 ? oc[x->fa] : 0, x->orr = x->ra >= 0 ? oc[x->ra] : 0;
+        }
+        x->nblk = 0, x->bo = NULL;
+        if (!multi && !x->ft && plan->mat[i].nblk > 0 && x->fa >= 0 && x->ra < 0) { /* a team: its blocks' members */
+            x->nblk = plan->mat[i].nblk, x->bo = bo + plan->mat[i].blk_at;
+            for (int b = 0; b < x->nblk; b++) {
+                hp_mesh_coords(oc, m, plan->blk[plan->mat[i].blk_at + b]);
+                x->bo[b] = oc[x->fa];
+            }
+        } else if (plan->mat[i].nblk > 0) {
+            st = hp_errorf("distributed Muon: '%s' is planned for a team its layout cannot have", g->vals[p].name);
+            break;
         }
         x->a = tab + 4 * (size_t)maxk * (size_t)nm, x->len = x->a + maxk, x->fa_a = x->len + maxk, x->fa_len = x->fa_a + maxk;
         int K = x->fa >= 0 ? m->size[x->fa] : 1;
@@ -596,7 +853,7 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
         int seen = 0;
         for (int q = 0; q < j && !seen; q++) seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra && ms[q].ft == ms[j].ft;
         if (seen) continue;
-        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft};
+        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft, 0};
         s.ms = malloc(sizeof *s.ms * (size_t)nm);
         if (!s.ms) {
             st = hp_errorf("distributed Muon: out of memory");
@@ -606,10 +863,16 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             if (ms[q].fa == s.fa && ms[q].ra == s.ra && ms[q].ft == s.ft) s.ms[s.nm++] = ms[q];
         if (s.fa >= 0) s.K = m->size[s.fa], s.cf = coord[s.fa];
         if (s.ra >= 0) s.Rn = m->size[s.ra], s.cr = coord[s.ra];
+        for (int q = 0; q < s.nm; q++) s.teams += s.ms[q].nblk > 0;
+        if (s.teams && s.teams != s.nm) {
+            free(s.ms);
+            st = hp_errorf("distributed Muon: a group with and without teams (%d of %d matrices)", s.teams, s.nm);
+            break;
+        }
         int slot = rg->ctx.nslots++;
         st = multi && !s.ft ? emit_group_multi(&s, slot, plan_all) : emit_group(&s, slot);
         free(s.ms);
     }
-    free(ids), free(ms), free(tab);
+    free(ids), free(ms), free(tab), free(bo);
     return st;
 }

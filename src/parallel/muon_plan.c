@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optim/newton_schulz.h"
+
 int64_t hp_muon_held(const hp_graph *g, const hp_propagation *prop, const hp_mesh *m, const hp_fsdp_plan *fsdp,
                      int v, int k, int r) {
     hp_shape local;
@@ -113,6 +115,161 @@ static int is_local(const hp_muon_group *gr, const hp_mesh *m) {
     for (int a = 0; a < m->ndim; a++)
         if (gr->ax[a] != HP_MUON_AX_NONE && gr->ax[a] != HP_MUON_AX_B) return 0;
     return 1;
+}
+
+/* ---- teams (the header's Teams) ---- */
+
+/* 1 if group gi may iterate in teams: one axis cuts its matrices (F, Sr or Sc), nothing else. */
+static int team_group(const hp_muon_plan *p, int gi, const hp_mesh *m) {
+    const hp_muon_group *gr = &p->grp[gi];
+    int cuts = 0;
+    for (int a = 0; a < m->ndim; a++) {
+        if (gr->ax[a] == HP_MUON_AX_NONE) continue;
+        if (gr->ax[a] != HP_MUON_AX_F && gr->ax[a] != HP_MUON_AX_SR && gr->ax[a] != HP_MUON_AX_SC) return 0;
+        cuts++;
+    }
+    return cuts == 1;
+}
+
+/* A piece of a matrix to deal: its blocks [b0, b1) of mat[i], i's place in the owners' order, its cost. */
+typedef struct {
+    double flops;
+    int i, ord, b0, b1, rank;
+} titem;
+
+static int by_item(const void *a, const void *b) {
+    const titem *x = a, *y = b;
+    if (x->flops != y->flops) return x->flops > y->flops ? -1 : 1;
+    return x->ord != y->ord ? x->ord - y->ord : x->b0 - y->b0;
+}
+
+static int64_t iter_rows(const hp_muon_matrix *x) { return x->rows < x->cols ? x->rows : x->cols; }
+
+/* x's blocks: hp_ns_blocks of each of its matrices, matrix after matrix */
+static int nblocks_of(const hp_muon_matrix *x) { return x->count * (int)hp_ns_blocks((long)x->rows, (long)x->cols); }
+
+/* rows of x's block j */
+static int64_t block_rows(const hp_muon_matrix *x, int j) {
+    int64_t r = iter_rows(x), b = j % hp_ns_blocks((long)x->rows, (long)x->cols);
+    return (b + 1) * HP_NS_ROW_BLOCK < r ? HP_NS_ROW_BLOCK : r - b * HP_NS_ROW_BLOCK;
+}
+
+/* blocks [b0, b1)'s share of x's cost (a block costs its rows) */
+static double blocks_flops(const hp_muon_matrix *x, int b0, int b1) {
+    double rows = 0;
+    for (int j = b0; j < b1; j++) rows += (double)block_rows(x, j);
+    return x->flops * rows / ((double)iter_rows(x) * x->count);
+}
+
+/* Deals the items (sorted) over their groups' ranks from load base[]: each to the least loaded, ties to a rank
+ * already holding a block of its matrix, then the lowest; load[] gets the result. */
+static void deal(titem *it, int n, const hp_muon_plan *p, const hp_mesh *m, const double *base, double *load) {
+    memcpy(load, base, sizeof *load * (size_t)p->nranks);
+    for (int q = 0; q < n; q++) {
+        const hp_muon_group *gr = &p->grp[p->mat[it[q].i].group];
+        int best = -1, best_in = 0;
+        for (int r = 0; r < p->nranks; r++) {
+            if (!in_group(gr, m, r)) continue;
+            int in = 0;
+            for (int j = 0; j < q && !in; j++) in = it[j].i == it[q].i && it[j].rank == r;
+            if (best < 0 || load[r] < load[best] || (load[r] == load[best] && in && !best_in)) best = r, best_in = in;
+        }
+        it[q].rank = best;
+        load[best] += it[q].flops;
+    }
+}
+
+static double max_of(const double *v, int n) {
+    double mx = 0;
+    for (int r = 0; r < n; r++) mx = v[r] > mx ? v[r] : mx;
+    return mx;
+}
+
+/* The teams of the groups that may have them, given owners already chosen (order[0..n): the owners' order). */
+static hp_status teams(hp_muon_plan *p, const hp_mesh *m, const pending *order, int n, double bound) {
+    int nr = p->nranks, nblk = 0, ni = 0, *ok = calloc((size_t)p->ngrp + 1, sizeof *ok);
+    double *base = malloc(sizeof *base * (size_t)nr), *load = malloc(sizeof *load * (size_t)nr);
+    titem *it = NULL;
+    hp_status st = ok && base && load ? HP_OK : hp_errorf("muon plan: out of memory");
+    if (st) goto done;
+    memcpy(base, p->load, sizeof *base * (size_t)nr);
+    for (int gi = 0; gi < p->ngrp; gi++) ok[gi] = team_group(p, gi, m);
+    for (int q = 0; q < n; q++) {
+        const hp_muon_matrix *x = &p->mat[order[q].i];
+        if (!ok[x->group] || x->owner < 0) continue;
+        base[x->owner] -= x->flops;
+        nblk += nblocks_of(x);
+    }
+    it = malloc(sizeof *it * (size_t)(nblk + 1));
+    if (!it) {
+        st = hp_errorf("muon plan: out of memory");
+        goto done;
+    }
+    for (int q = 0; q < n; q++) {
+        const hp_muon_matrix *x = &p->mat[order[q].i];
+        if (ok[x->group] && x->owner >= 0)
+            it[ni++] = (titem){x->flops, order[q].i, q, 0, nblocks_of(x), -1};
+    }
+    for (;;) { /* deal; while the bound is missed, cut the costliest item of several blocks in two */
+        qsort(it, (size_t)ni, sizeof *it, by_item);
+        deal(it, ni, p, m, base, load);
+        double mean = 0;
+        for (int r = 0; r < nr; r++) mean += load[r] / nr;
+        int c = -1;
+        for (int q = 0; q < ni && c < 0; q++)
+            if (it[q].b1 - it[q].b0 > 1) c = q;
+        if (max_of(load, nr) <= bound * mean || c < 0) break;
+        const hp_muon_matrix *x = &p->mat[it[c].i];
+        int mid = it[c].b0 + (it[c].b1 - it[c].b0 + 1) / 2;
+        it[ni] = (titem){blocks_flops(x, mid, it[c].b1), it[c].i, it[c].ord, mid, it[c].b1, -1};
+        it[c].b1 = mid, it[c].flops = blocks_flops(x, it[c].b0, mid);
+        ni++;
+    }
+    if (max_of(load, nr) >= max_of(p->load, nr)) goto done; /* no better than whole matrices */
+    p->blk = malloc(sizeof *p->blk * (size_t)(nblk + 1));
+    if (!p->blk) {
+        st = hp_errorf("muon plan: out of memory");
+        goto done;
+    }
+    memcpy(p->load, load, sizeof *load * (size_t)nr);
+    for (int q = 0; q < n; q++) { /* each matrix's blocks, in the owners' order */
+        hp_muon_matrix *x = &p->mat[order[q].i];
+        if (!ok[x->group] || x->owner < 0) continue;
+        x->nblk = nblocks_of(x), x->blk_at = p->nblk;
+        for (int j = 0; j < ni; j++)
+            if (it[j].i == order[q].i)
+                for (int b = it[j].b0; b < it[j].b1; b++) p->blk[x->blk_at + b] = it[j].rank;
+        x->owner = p->blk[x->blk_at];
+        p->nblk += x->nblk;
+        p->grp[x->group].teams = 1;
+    }
+done:
+    free(ok), free(base), free(load), free(it);
+    return st;
+}
+
+/* A team's bytes (fp32): the lead sends the first iterate to every other member; every step each member sends
+ * its rows of X X^T and of the next iterate to every other member. */
+static void team_bytes(hp_muon_plan *p, const hp_muon_matrix *x, int steps) {
+    int64_t r = iter_rows(x), c = x->rows + x->cols - r;
+    const int *bo = p->blk + x->blk_at;
+    for (int b = 0; b < x->nblk; b++) {
+        int q = bo[b];
+        int64_t rows = block_rows(x, b);
+        for (int b2 = 0; b2 < x->nblk; b2++) { /* every other member once (at its first block) */
+            int o = bo[b2], first = o != q;
+            for (int j = 0; j < b2 && first; j++) first = bo[j] != o;
+            if (!first) continue;
+            double rb = 4.0 * (double)rows * (double)(r + c) * steps;
+            p->sent[q] += rb, p->recv[o] += rb;
+        }
+    }
+    for (int b2 = 0; b2 < x->nblk; b2++) {
+        int o = bo[b2], first = o != x->owner;
+        for (int j = 0; j < b2 && first; j++) first = bo[j] != o;
+        double whole = 4.0 * (double)(r * c) * x->count;
+        if (first) p->sent[x->owner] += whole, p->recv[o] += whole;
+    }
 }
 
 const char *hp_muon_dist_name(hp_muon_dist d) {
@@ -271,12 +428,27 @@ hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_p
         int best = choose_owner(out, gr, m, dist, q, shape_i, h);
         x->owner = best;
         out->load[best] += x->flops;
-        /* bytes: the owner's slice sends its pieces in, every holder gets its piece of the update back */
+    }
+    if (dist == HP_MUON_DIST_LAYOUT && cfg->muon_balance > 0 && hp_muon_plan_imbalance(out) > cfg->muon_balance) {
+        st = teams(out, m, order, n, cfg->muon_balance);
+        if (st) goto done;
+    }
+    /* bytes of the owner strategies: the owner's slice sends its pieces in, every holder gets its piece of
+     * the update back; a team's members also get the first iterate and trade rows every step */
+    for (int q = 0; q < n; q++) {
+        hp_muon_matrix *x = &out->mat[order[q].i];
+        const hp_muon_group *gr = &out->grp[x->group];
+        if (x->owner < 0) continue;
+        int fk = -1;
+        for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
+            if (ids[j] == x->v) fk = j;
         for (int r = 0; r < nr; r++) {
-            if (r == best || !in_group(gr, m, r)) continue;
-            if (same_slice(gr, m, r, best)) out->sent[r] += h[r], out->recv[best] += h[r];
-            out->recv[r] += h[r], out->sent[best] += h[r];
+            if (r == x->owner || !in_group(gr, m, r)) continue;
+            double h = 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r);
+            if (same_slice(gr, m, r, x->owner)) out->sent[r] += h, out->recv[x->owner] += h;
+            out->recv[r] += h, out->sent[x->owner] += h;
         }
+        if (x->nblk > 0) team_bytes(out, x, steps);
     }
 done:
     free(ids), free(op), free(kinds), free(order);
@@ -285,7 +457,7 @@ done:
 }
 
 void hp_muon_plan_free(hp_muon_plan *p) {
-    free(p->mat), free(p->grp), free(p->load), free(p->sent), free(p->recv);
+    free(p->mat), free(p->grp), free(p->load), free(p->sent), free(p->recv), free(p->blk);
     memset(p, 0, sizeof *p);
 }
 

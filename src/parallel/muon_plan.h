@@ -26,6 +26,21 @@
  * smaller of its dims and n the larger (the iteration on the smaller Gram
  * matrix).
  *
+ * Teams (the layout rule only). When those owners leave the busiest rank
+ * above cfg->muon_balance x the mean (0: never), the matrices of a group cut
+ * along one axis (F, Sr or Sc; no R or B axis) are dealt again in
+ * Newton–Schulz row blocks (hp_ns_blocks: 128 rows of the iterate; a stack's
+ * matrices one after another): items
+ * start as whole matrices, go to owners by the same rule (ties: a rank
+ * already holding a block of the matrix first), and while the bound is
+ * missed the costliest item of more than one block is cut in two (at a
+ * block boundary; a block costs its share of rows) and all are dealt again.
+ * The group then runs every matrix it owns step by step: the ranks holding
+ * blocks of one matrix (its team; the owner of block 0 leads: it receives
+ * the pieces and returns the update) exchange their rows of X X^T and of
+ * the next iterate each step, so each step's work per rank is its share of
+ * the balanced load. Kept only when it lowers the busiest rank's load.
+ *
  * Bytes per rank per step (fp32): a holder sends its piece of the momentum-
  * updated gradient to the owner — only the holders in the owner's replica
  * slice (the ranks sharing its coordinates on the R axes: the pieces are the
@@ -77,6 +92,10 @@ typedef struct {
     int group;               /* groups[group] */
     int owner;               /* the global rank that orthogonalises it; -1: local (every holder); -2: several
                               * ranks (ZERO1_GATHER: every toucher; GATHER_ALL: every rank of the group) */
+    int nblk;                /* a team's matrix: its Newton–Schulz row blocks (count x hp_ns_blocks: matrix
+                              * after matrix of a stack), block b iterated by global rank
+                              * blk[blk_at + b] of the plan (owner: the rank of block 0); 0: no team */
+    int blk_at;
 } hp_muon_matrix;
 
 typedef struct {
@@ -86,6 +105,7 @@ typedef struct {
     int nmatrices;
     int nranks;              /* ranks of the group */
     double flops;            /* its matrices' */
+    int teams;               /* 1: its matrices are iterated in teams (the header's Teams), 0: whole by owners */
 } hp_muon_group;
 
 typedef struct {
@@ -97,6 +117,8 @@ typedef struct {
     hp_muon_dist dist;       /* the strategy it was built for */
     double *load;            /* [nranks]: Newton–Schulz FLOPs per rank */
     double *sent, *recv;     /* [nranks]: bytes per step */
+    int *blk;                /* the teams' block owners (hp_muon_matrix.blk_at) */
+    int nblk;
 } hp_muon_plan;
 
 /* The plan for the Muon parameters of global graph g (routed by cfg over the

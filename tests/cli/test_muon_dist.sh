@@ -12,7 +12,8 @@
 # uneven pieces too) the same against 1 rank; HSDP x TP cuts, and FSDP x TP
 # under the strategies that orthogonalise on several ranks, still refused, in
 # one line naming them. The updated parameters and optimizer state bit for bit
-# after 3 steps (every strategy; uneven pieces; ranks owning nothing).
+# after 3 steps (every strategy; uneven pieces; ranks owning nothing). Teams
+# of ranks iterating one matrix by row blocks (at the end).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 2 --heads 4 --channels 64 --batch 8 --seq 32 --steps 200 --val-every 100 --warmup 10 --lr 6e-4 --threads 2 --optimizer muon"
@@ -151,4 +152,40 @@ grep -q all_to_all_v_start <<<"$names" && fail "gather-all runs an all-to-all"
 expect_error "distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
 expect_error "--adamw-params 'h.*.attn.qkv.weight" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
 expect_error "or under --muon-dist zero1-gather or gather-all" "$HP" train $small --fsdp 2 --tp 2 --muon-dist gather-all --steps 1
+# teams (--muon-balance): a one-layer model of 256 channels, whose owners
+# alone leave the busiest rank 1.14x the mean Newton–Schulz work at 2 ranks,
+# is iterated by teams of ranks, 128-row blocks each (muon_team nodes on
+# every rank): the updated parameters and optimizer state bit for bit
+# against 1 rank after 3 steps (FSDP 2, FSDP 4 with 16K units, FSDP 8,
+# ZeRO-1), TP 2 the same bits as TP 2 with whole-matrix owners
+# (--muon-balance 0); 100-step losses within 1e-5 of 1 rank under FSDP 4,
+# across 2 MPI processes and under TP 2; --validate's update check
+tm="--layers 1 --heads 4 --channels 256 --batch 8 --seq 32 --optimizer muon --lr 6e-4"
+"$HP" train $tm $pv --deterministic --ckpt-dir tv1 >pv.log 2>&1 || fail "teams model, 1 rank: $(tail -2 pv.log)"
+for c in "f2:--fsdp 2" "f4:--fsdp 4 --fsdp-unit-bytes 16K" "f8:--fsdp 8" "z1:--zero 1 --dp 2"; do
+  # shellcheck disable=SC2086
+  "$HP" train $tm $pv --deterministic ${c#*:} --ckpt-dir "tv${c%%:*}" >pv.log 2>&1 || fail "teams ${c#*:}: $(tail -2 pv.log)"
+  same_ckpt "teams ${c#*:} vs 1 rank" tv1 "tv${c%%:*}"
+  # shellcheck disable=SC2086
+  "$HP" train $tm ${c#*:} --steps 1 --val-every 0 --trace "tt${c%%:*}" >pv.log 2>&1 || fail "traced teams ${c#*:}: $(tail -2 pv.log)"
+  n=$(python3 -c 'import json,sys
+print(sum(any(e.get("name", "").startswith("muon_team[") for e in json.load(open(f))["traceEvents"]) for f in sys.argv[1:]))' "tt${c%%:*}".rank*.json)
+  want=$(ls "tt${c%%:*}".rank*.json | wc -l)
+  [ "$n" -eq "$want" ] && [ "$want" -ge 2 ] || fail "teams ${c#*:}: $n of $want ranks ran muon_team"
+done
+"$HP" train $tm $pv --tp 2 --ckpt-dir tvt >pv.log 2>&1 || fail "teams TP 2: $(tail -2 pv.log)"
+"$HP" train $tm $pv --tp 2 --muon-balance 0 --ckpt-dir tvtn >pv.log 2>&1 || fail "TP 2, --muon-balance 0: $(tail -2 pv.log)"
+same_ckpt "teams TP 2 vs whole-matrix owners" tvt tvtn
+tl="--steps 100 --val-every 0 --warmup 10 --threads 2"
+run tone $tm $tl
+run tf4 $tm $tl --fsdp 4
+run tt2 $tm $tl --tp 2
+check_close "teams FSDP 4" tone.jsonl tf4.jsonl 100
+check_close "teams TP 2" tone.jsonl tt2.jsonl 100
+timeout 600 "${MPIRUN[@]}" "$HP" train $tm $tl --fsdp 2 --metrics tm2.jsonl >tm2.log 2>&1 || fail "teams across 2 processes failed: $(tail -3 tm2.log)"
+check_close "teams FSDP 2, 2 processes" tone.jsonl tm2.jsonl 100
+"$HP" train $tm --fsdp 2 --steps 2 --validate >tval.log 2>&1 || fail "--validate with teams failed: $(tail -2 tval.log)"
+w=$(sed -n 's/.*worst Muon update error \([^ ]*\).*/\1/p' tval.log)
+awk -v w="$w" 'BEGIN { exit !(w != "" && w + 0 <= 1e-3) }' || fail "--validate with teams: worst Muon update error '$w'"
+expect_error "--muon-balance must be 0 (never) or >= 1, got 0.5" "$HP" train $tm --fsdp 2 --steps 1 --muon-balance 0.5
 finish
