@@ -189,6 +189,7 @@ static void json_muon(FILE *f, const hp_plan_muon *m) {
     }
     kv_num(f, "{", "matrices", m->nmatrices);
     kv_num(f, ",", "imbalance", m->imbalance);
+    kv_num(f, ",", "split", m->nsplit);
     kv_num(f, ",", "refused", m->refused);
     kv_str(f, ",", "status", m->status);
     key(f, ",", "groups");
@@ -225,6 +226,7 @@ static void json_muon(FILE *f, const hp_plan_muon *m) {
         kv_str(f, i ? ",{" : "[{", "name", x->name);
         kv_str(f, ",", "group", m->groups[x->group].key);
         kv_num(f, ",", "owner", x->owner);
+        kv_num(f, ",", "team", x->team);
         kv_num(f, ",", "count", x->count);
         kv_num(f, ",", "rows", (double)x->rows);
         kv_num(f, ",", "cols", (double)x->cols);

@@ -65,6 +65,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->optimizer = o->optimizer;
     c->muon_params = o->muon_params[0] ? o->muon_params : NULL;
     c->adamw_params = o->adamw_params[0] ? o->adamw_params : NULL;
+    c->muon_balance = o->muon_balance > 0 ? o->muon_balance : -1.0f;
     c->grad_clip = o->grad_clip;
     c->overlap = strcmp(o->overlap, "off") != 0;
     c->bf16 = !strcmp(o->dtype, "bf16");

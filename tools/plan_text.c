@@ -181,9 +181,11 @@ static void print_fit(const hp_plan_fit *f) {
 /* Distributed Muon's groups, the ranks' Newton-Schulz work and bytes, and (up to 64) the owners. */
 static void print_muon(const hp_plan_muon *m) {
     if (!m->nmatrices) return;
-    printf("\ndistributed muon (layout-driven): %d matri%s in %d group%s, one owner each; Newton-Schulz per rank "
+    char teams[64] = "one owner each";
+    if (m->nsplit) snprintf(teams, sizeof teams, "%d iterated by teams of ranks", m->nsplit);
+    printf("\ndistributed muon (layout-driven): %d matri%s in %d group%s, %s; Newton-Schulz per rank "
            "max / mean %.3f\n", m->nmatrices, m->nmatrices == 1 ? "x" : "ces", m->ngroups, m->ngroups == 1 ? "" : "s",
-           m->imbalance);
+           teams, m->imbalance);
     if (m->status[0]) printf("  today: %s\n", m->status);
     printf("  %-24s %8s %6s %12s\n", "group", "matrices", "ranks", "GFLOP/step");
     for (int i = 0; i < m->ngroups; i++)
@@ -198,13 +200,15 @@ static void print_muon(const hp_plan_muon *m) {
     for (int r = 0; r < m->nranks; r++)
         printf("  %-6d %12.3f %12.2f %12.2f\n", r, m->gflops[r], m->sent[r] * 1e-6, m->recv[r] * 1e-6);
     if (m->nmatrices > 64) return;
-    printf("  %-32s %-20s %6s %10s\n", "matrix", "shape", "owner", "GFLOP");
+    printf("  %-32s %-20s %6s %10s   (a+n: lead a and n more ranks iterate it in row blocks)\n", "matrix", "shape",
+           "owner", "GFLOP");
     for (int i = 0; i < m->nmatrices; i++) {
         const hp_plan_muon_matrix *x = &m->matrices[i];
-        char shape[48], owner[16];
+        char shape[48], owner[32];
         if (x->count > 1) snprintf(shape, sizeof shape, "%d x [%lld, %lld]", x->count, (long long)x->rows, (long long)x->cols);
         else snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)x->rows, (long long)x->cols);
         if (x->owner < 0) snprintf(owner, sizeof owner, "local");
+        else if (x->team > 1) snprintf(owner, sizeof owner, "%d+%d", x->owner, x->team - 1);
         else snprintf(owner, sizeof owner, "%d", x->owner);
         printf("  %-32s %-20s %6s %10.3f\n", x->name, shape, owner, x->gflops);
     }

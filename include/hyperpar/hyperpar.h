@@ -416,6 +416,7 @@ typedef struct {
     const char *optimizer;     /* "adamw" or "muon" (NULL: adamw) */
     const char *muon_params;   /* Muon routing overrides: comma-separated globs, or NULL */
     const char *adamw_params;
+    float muon_balance;        /* as hp_train_config.muon_balance (0: 1.10; < 0: never split into teams) */
     float grad_clip;           /* global-norm clipping; <= 0: off */
     int overlap;               /* 1: gradient reductions start early and wait late */
     int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
@@ -516,7 +517,8 @@ typedef struct { /* distributed Muon: matrices the plan's layouts cut and replic
 typedef struct {
     char name[HP_PLAN_NAME_LEN];
     int group;            /* index into groups */
-    int owner;            /* the rank that orthogonalises it; -1: local (every holder) */
+    int owner;            /* the rank that orthogonalises it (a team's lead); -1: local (every holder) */
+    int team;             /* ranks iterating its row blocks (the layout rule's teams, --muon-balance); 1: its owner alone */
     int count;            /* matrices (a 3-D stack's) */
     int64_t rows, cols;
     double gflops;
@@ -537,6 +539,7 @@ typedef struct { /* layout-driven distributed Muon's plan (optimizer muon; nmatr
     double *gflops;       /* [nranks]: Newton-Schulz GFLOP per rank per step (its owned matrices and local ones) */
     double *sent, *recv;  /* [nranks]: bytes per step: pieces to the owners, updates back */
     double imbalance;     /* max / mean of gflops */
+    int nsplit;           /* matrices iterated by teams of more than one rank */
     int refused;          /* 1: training refuses Muon on these layouts (matrices cut by FSDP and tensor
                            * parallelism with HSDP replicas: distributed Muon does not handle them yet); the report's programs then use AdamW */
     char status[200];     /* what training does with this plan today ("": runs it) */

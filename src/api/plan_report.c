@@ -55,6 +55,7 @@ static hp_status optim_config(hp_optim_config *o, const hp_plan_report_config *c
     HP_TRY(hp_opt_kind_parse(&o->kind, c->optimizer ? c->optimizer : "adamw"));
     o->muon_params = c->muon_params && c->muon_params[0] ? c->muon_params : NULL;
     o->adamw_params = c->adamw_params && c->adamw_params[0] ? c->adamw_params : NULL;
+    if (c->muon_balance != 0) o->muon_balance = c->muon_balance > 0 ? c->muon_balance : 0.0f;
     return HP_OK;
 }
 
@@ -119,7 +120,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
 }
 
 /* Distributed Muon's plan (parallel/muon_plan) from the compile of rank 0 (made with AdamW: the plan only
- * routes, and holds where training refuses Muon on a matrix cut by FSDP and tensor parallelism with HSDP replicas). */
+ * routes, and holds where training refuses Muon on a matrix cut along two mesh axes). */
 static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_plan *plan, const hp_api_plan_setup *s) {
     if (s->oc.kind != HP_OPT_MUON) return HP_OK;
     hp_optim_config adamw = s->oc;
@@ -145,6 +146,13 @@ static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_
         hp_plan_muon_matrix *y = &out->matrices[i];
         snprintf(y->name, sizeof y->name, "%s", cc.global->vals[x->v].name);
         y->group = x->group, y->owner = x->owner, y->count = x->count, y->rows = x->rows, y->cols = x->cols;
+        y->team = x->owner >= 0 ? 1 : 0;
+        for (int b = 0; b < x->nblk; b++) { /* distinct ranks of its blocks */
+            int seen = 0;
+            for (int j = 0; j < b && !seen; j++) seen = p.blk[x->blk_at + j] == p.blk[x->blk_at + b];
+            y->team += !seen && p.blk[x->blk_at + b] != x->owner;
+        }
+        out->nsplit += y->team > 1;
         y->gflops = x->flops * 1e-9;
     }
     for (int i = 0; !st && i < p.ngrp; i++) {
@@ -211,8 +219,8 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
         if (st && s.oc.kind == HP_OPT_MUON && s.co.optim != &adamw && strstr(hp_status_msg(st), "distributed Muon")) {
             /* training refuses Muon on these layouts (yet): the report shows the plan, its programs use AdamW */
             r->muon.refused = 1;
-            snprintf(r->muon.status, sizeof r->muon.status, "training refuses Muon on matrices cut by FSDP and "
-                     "tensor parallelism with HSDP replicas (not handled yet); the programs above use AdamW");
+            snprintf(r->muon.status, sizeof r->muon.status, "training refuses Muon on matrices cut along two mesh "
+                     "axes (not handled yet); the programs above use AdamW");
             hp_status_free(st);
             s.co.optim = &adamw;
             st = hp_compile(&cc, model, plan, c->all_ranks ? i : c->rank, &s.co);

@@ -275,7 +275,7 @@ static hp_status write_plan(const hp_api_run *r, const hp_train_config *c, const
     pc.plan = plan;
     pc.all_ranks = 1;
     pc.optimizer = c->optimizer == HP_OPTIMIZER_MUON ? "muon" : "adamw";
-    pc.muon_params = c->muon_params, pc.adamw_params = c->adamw_params;
+    pc.muon_params = c->muon_params, pc.adamw_params = c->adamw_params, pc.muon_balance = c->muon_balance;
     pc.grad_clip = c->grad_clip, pc.overlap = c->overlap, pc.threads = c->threads;
     pc.bf16 = c->bf16, pc.bf16_params_all = c->bf16_params_all; /* the program that runs */
     hp_plan_report *rep = NULL;

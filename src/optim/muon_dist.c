@@ -213,7 +213,7 @@ static void spread_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, 
     for (int64_t q = 0; q < c[0]; q++) {
         const int64_t *e = &c[1 + 5 * q];
         if (e[2] > 0) transpose_blocks(dst, src + e[0], e[2], e[3], e[4]);
-        else memcpy(dst, src + e[0], sizeof(float) * (size_t)e[1]);
+        else if (e[2] == 0) memcpy(dst, src + e[0], sizeof(float) * (size_t)e[1]);
         dst += e[1];
     }
 }

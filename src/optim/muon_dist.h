@@ -87,7 +87,8 @@ extern const hp_opdef hp_op_muon_apply;
 /* in: the packed u f32; out: f32 [>= the copies' elements]; i[0]: a blob of
  * int64 [1 + 5 n]: n, then per copy (source offset, elements, count, r, c),
  * written one after another; count > 0: the source is count matrices
- * [r, c], written transposed ([c, r] each) */
+ * [r, c], written transposed ([c, r] each); count -1: a hole (`elements`
+ * left as they are, nothing read) */
 extern const hp_opdef hp_op_muon_spread;
 
 /* muon_team (optim/muon_team.c): this rank's row blocks of one Newton–Schulz

@@ -314,9 +314,9 @@ static hp_status refuse_muon(const char *const *names, int n) {
     }
     hp_status st = HP_OK;
     if (count && (!list || !pats))
-        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas or under --muon-dist zero1-gather or gather-all yet; use --optimizer adamw");
+        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut along two mesh axes (rows and columns, or two tensor-parallel cuts) yet; use --optimizer adamw");
     else if (count)
-        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas or under --muon-dist zero1-gather or gather-all yet: %d matri%s cut "
+        st = hp_errorf("optimizer: distributed Muon does not handle matrices cut along two mesh axes (rows and columns, or two tensor-parallel cuts) yet: %d matri%s cut "
                        "(%s); use --optimizer adamw, or keep them on AdamW with --adamw-params '%s'",
                        count, count == 1 ? "x is" : "ces are", list, pats);
     free(list);
@@ -350,7 +350,7 @@ static hp_status refuse_sharded_muon(const hp_graph *g, const hp_optim_phase_par
     if (!bad) return hp_errorf("optimizer phase: out of memory");
     int nbad = 0;
     for (int k = 0; k < n; k++)
-        if (kinds[k] == HP_OPT_MUON && params[k].sharded) bad[nbad++] = g->vals[owner_of(&params[k])].name;
+        if (kinds[k] == HP_OPT_MUON && params[k].sharded && !params[k].whole_mats) bad[nbad++] = g->vals[owner_of(&params[k])].name;
     hp_status st = refuse_muon(bad, nbad);
     free(bad);
     return st;

@@ -41,6 +41,8 @@ typedef struct {
                       * shape route it (AdamW or Muon) and decide its weight
                       * decay; its states are named after it (state_of = owner)
                       * with the piece's shape. -1: param itself. */
+    int whole_mats;  /* sharded only along a 3-D stack's first dimension: every local matrix is whole (Muon
+                      * updates them where they live) */
 } hp_optim_phase_param;
 
 typedef struct {
@@ -58,8 +60,8 @@ typedef struct {
  * one rank; every replica count must be a power of two. */
 hp_status hp_optim_phase_norm(hp_optim_phase_io *io, hp_graph *g, const hp_optim_phase_param *params, int n,
                               int exact);
-/* Muon on a matrix distributed Muon does not handle (a tensor-parallel cut,
- * parallel/muon_dist): routes the whole parameters params[0..n) (value ids of
+/* Muon on a matrix distributed Muon does not handle (cut along two mesh axes
+ * without FSDP's: parallel/muon_dist): routes the whole parameters params[0..n) (value ids of
  * g; all of the model's, so the patterns are checked as well) and refuses, in
  * one error naming every one and an --adamw-params value that keeps them all
  * on AdamW, those routed to Muon whose sharded[k] is set. */

@@ -510,6 +510,6 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
     else if (pv >= 0)
         gv = hp_graph_view(g, un->grad_shard, a - lo, hp_shape1(pb - pa), nm);
     if (gv < 0) return -1;
-    *out = (hp_optim_phase_param){pv, gv, replicas, 1, p};
+    *out = (hp_optim_phase_param){pv, gv, replicas, 1, p, 0};
     return 1;
 }

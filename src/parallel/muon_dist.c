@@ -9,10 +9,10 @@
 #include "optim/muon_dist.h"
 #include "parallel/rank.h"
 
-/* The key's cutting axis (F, or a tensor-parallel Sr / Sc: *cut says which) and R axis (-1: none);
- * 0 when it has anything else (two cuts, B, two R). */
-static int key_axes_cut(int *fa, int *ra, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
-    *fa = *ra = -1;
+/* The key's cutting axis (F, or a tensor-parallel Sr / Sc: *cut says which; -1: none) and up to two R axes
+ * (*ra, then *rb; -1: none), B axes aside; 0 when it has anything else (two cuts, three R). */
+static int key_axes_cut(int *fa, int *ra, int *rb, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
+    *fa = *ra = *rb = -1;
     *cut = HP_MUON_AX_NONE;
     for (int a = 0; a < m->ndim; a++) {
         switch (gr->ax[a]) {
@@ -25,35 +25,39 @@ static int key_axes_cut(int *fa, int *ra, int *cut, const hp_muon_group *gr, con
             *cut = gr->ax[a];
             break;
         case HP_MUON_AX_R:
-            if (*ra >= 0) return 0;
+            if (*rb >= 0) return 0;
+            if (*ra >= 0) *rb = *ra;
             *ra = a;
             break;
+        case HP_MUON_AX_B: break; /* separates groups: each coordinate's ranks hold their own matrices */
         default: return 0;
         }
     }
     return 1;
 }
 
-/* FSDP x TP: the key has an F axis (*fa), one tensor-parallel cut (*sa, *cut) and nothing else. */
-static int key_ft(int *fa, int *sa, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
-    *fa = *sa = -1;
+/* FSDP x TP: the key has an F axis (*fa), one tensor-parallel cut (*sa, *cut), at most one R axis (*ra: HSDP's
+ * replicas, -1: none), B axes aside, and nothing else. */
+static int key_ft(int *fa, int *sa, int *ra, int *cut, const hp_muon_group *gr, const hp_mesh *m) {
+    *fa = *sa = *ra = -1;
     *cut = HP_MUON_AX_NONE;
     for (int a = 0; a < m->ndim; a++) {
         hp_muon_axis x = gr->ax[a];
         if (x == HP_MUON_AX_NONE) continue;
         if (x == HP_MUON_AX_F && *fa < 0) *fa = a;
         else if ((x == HP_MUON_AX_SR || x == HP_MUON_AX_SC) && *sa < 0) *sa = a, *cut = x;
-        else return 0;
+        else if (x == HP_MUON_AX_R && *ra < 0) *ra = a;
+        else if (x != HP_MUON_AX_B) return 0;
     }
     return *fa >= 0 && *sa >= 0;
 }
 
 int hp_muon_dist_handles(const hp_muon_plan *plan, int i, const hp_mesh *m) {
-    int fa, ra, cut;
+    int fa, ra, rb, cut;
     const hp_muon_group *gr = &plan->grp[plan->mat[i].group];
-    if (plan->mat[i].owner == -1 || key_axes_cut(&fa, &ra, &cut, gr, m)) return 1;
-    /* FSDP x TP: one owner per matrix (the strategies that orthogonalise on several ranks are not built) */
-    return plan->mat[i].owner >= 0 && key_ft(&fa, &ra, &cut, gr, m);
+    if (plan->mat[i].owner == -1 || key_axes_cut(&fa, &ra, &rb, &cut, gr, m)) return 1;
+    /* FSDP x TP, with HSDP's replicas or not */
+    return key_ft(&fa, &ra, &rb, &cut, gr, m);
 }
 
 /* One distributed matrix (a parameter: one matrix or a 3-D stack of one shape) on this rank. */
@@ -67,7 +71,10 @@ typedef struct {
     int64_t *a;            /* [members]: each member's piece, elements [a[i], a[i] + len[i]) */
     int64_t *len;
     int ft;                /* 1: FSDP x TP: fa is the TP axis, ra the FSDP axis, and each rank holds the flat
-                            * range [fa_a[i], fa_a[i] + fa_len[i]) of its TP block (i: its FSDP coordinate) */
+                            * range [fa_a[i], fa_a[i] + fa_len[i]) of its TP block (i: its FSDP coordinate);
+                            * rb: HSDP's replica axis (-1: none), orr then the owner's (rb, ra) coordinates as
+                            * one slice index, rb's major */
+    int rb;
     int64_t *fa_a, *fa_len;
     int nblk;              /* a team's matrix (parallel/muon_plan.h's Teams): its blocks, block j iterated by */
     int *bo;               /* the member bo[j] on fa; 0: no team */
@@ -100,6 +107,8 @@ typedef struct {
     int fa, ra, K, Rn, cf, cr;
     int ft; /* FSDP x TP (see mat) */
     int teams; /* the group iterates its matrices in teams */
+    int rb, Rd, cd; /* FSDP x TP: HSDP's replica axis (-1: none); the FSDP axis's size and this rank's coordinate on
+                     * it (ra's: Rn and cr are then the slices over both, as mat's orr) */
 } grp;
 
 static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
@@ -243,7 +252,7 @@ static void apply_node(grp *s, int U, const int *sel, int n, int tr) {
  * owners in send order, a column cut's transposed. Returns the send buffer (-1: the graph's error). */
 static int ft_front(grp *s, const int *send, int nsend, const char *key, int slot) {
     hp_graph *g = s->rg->g;
-    int nm = s->nm, Rn = s->Rn;
+    int nm = s->nm, Rn = s->Rd; /* the FSDP axis */
     int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1));
     int64_t *cnt = calloc((size_t)Rn + 1, sizeof *cnt), *seg = calloc((size_t)Rn + 1, sizeof *seg);
     int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * (size_t)(nm + 1) * (size_t)(Rn + 1)));
@@ -258,11 +267,11 @@ static int ft_front(grp *s, const int *send, int nsend, const char *key, int slo
     for (int j = 0; j < nm; j++) { /* the states in matrix order */
         const mat *x = &s->ms[j];
         for (int i = 0; i < Rn; i++) cnt[i] += x->fa_len[i];
-        if (x->fa_len[s->cr] <= 0) continue;
+        if (x->fa_len[s->cd] <= 0) continue;
         xin[2 * nmine] = s->pp[x->piece].grad;
         xin[2 * nmine + 1] = hp_optim_state_value(g, &s->pp[x->piece], "muon.m.");
         s->io->nstates++, nmine++;
-        mine += x->fa_len[s->cr];
+        mine += x->fa_len[s->cd];
     }
     int P = pack_node(s, xin, nmine, nmine, NULL, mine, key);
     char nmb[HP_NAME_LEN];
@@ -270,7 +279,7 @@ static int ft_front(grp *s, const int *send, int nsend, const char *key, int slo
     gsum = seg[Rn];
     snprintf(nmb, sizeof nmb, "muon.ftg.%s", key);
     int G = act(g, gsum, nmb);
-    if (G >= 0 && P >= 0) hp_comm_op_all_gather_v(g, G, P, s->ra, cnt, Rn, s->cr, slot, HP_PHASE_OPT);
+    if (G >= 0 && P >= 0) hp_comm_op_all_gather_v(g, G, P, s->ra, cnt, Rn, s->cd, slot, HP_PHASE_OPT);
     /* whole blocks in matrix order: each FSDP member's piece in member order */
     int64_t ncp = 0, *at_i = seg; /* from here: the next piece's offset in each member's segment */
     for (int j = 0; j < nm; j++) {
@@ -308,9 +317,9 @@ done:
 }
 
 /* FSDP x TP, after the updates came back and were gathered along the FSDP axis (U: slice by slice, each in
- * send order): the blocks in matrix order (a column cut's turned back), this rank's flat pieces of them, and
- * the update. */
-static void ft_back(grp *s, int U, const char *key) {
+ * send order; or at[j]: where matrix j's block is in U, -1: absent): the blocks in matrix order (a column
+ * cut's turned back), this rank's flat pieces of them, and the update. */
+static void ft_back(grp *s, int U, const int64_t *at, const char *key) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
     int *ord = malloc(sizeof(int) * (size_t)(nm + 1)), *mine = malloc(sizeof(int) * (size_t)(nm + 1));
@@ -321,20 +330,23 @@ static void ft_back(grp *s, int U, const char *key) {
         goto done;
     }
     int64_t o = 0;
-    for (int sl = 0; sl < s->Rn; sl++) { /* where each matrix's block sits in U */
+    if (at) memcpy(pos, at, sizeof *pos * (size_t)nm);
+    for (int sl = 0; !at && sl < s->Rn; sl++) { /* where each matrix's block sits in U */
         int n = pieces_in(s, ord, sl);
         for (int q = 0; q < n; q++) pos[ord[q]] = o, o += blk_of(s, &s->ms[ord[q]]);
     }
-    int64_t bsum = 0;
+    int64_t bsum = 0, nb = 0;
     for (int j = 0; j < nm; j++) {
         const mat *x = &s->ms[j];
-        int64_t *e = &cp[1 + 5 * j];
+        boff[j] = -1;
+        if (pos[j] < 0) continue;
+        int64_t *e = &cp[1 + 5 * nb++];
         e[0] = pos[j], e[1] = blk_of(s, x), e[2] = e[3] = e[4] = 0;
         if (x->cut == HP_MUON_AX_SC) e[2] = x->nmats, e[3] = x->cols / s->K, e[4] = x->rows; /* [c/K, r] -> [r, c/K] */
         boff[j] = bsum;
         bsum += e[1];
     }
-    cp[0] = nm;
+    cp[0] = nb;
     char nmb[HP_NAME_LEN];
     snprintf(nmb, sizeof nmb, "muon.ftu.%s", key);
     int Bk = spread_node(g, U, cp, bsum, nmb);
@@ -342,9 +354,13 @@ static void ft_back(grp *s, int U, const char *key) {
     int64_t asum = 0;
     for (int j = 0; j < nm; j++) {
         const mat *x = &s->ms[j];
-        if (x->fa_len[s->cr] <= 0) continue;
+        if (x->fa_len[s->cd] <= 0) continue;
+        if (boff[j] < 0) {
+            hp_graph_fail(g, hp_errorf("distributed Muon: '%s': no update for this rank's piece", g->vals[x->p].name));
+            goto done;
+        }
         int64_t *e = &cp[1 + 5 * na];
-        e[0] = boff[j] + x->fa_a[s->cr], e[1] = x->fa_len[s->cr], e[2] = e[3] = e[4] = 0;
+        e[0] = boff[j] + x->fa_a[s->cd], e[1] = x->fa_len[s->cd], e[2] = e[3] = e[4] = 0;
         mine[na++] = j;
         asum += e[1];
     }
@@ -373,38 +389,62 @@ static int64_t rows_of(const mat *x, int p, int before) {
     for (int j = 0; j < before; j++) n += x->bo[j] == p ? brows(x, j) : 0;
     return n;
 }
-static int is_member(const mat *x, int p) { return rows_of(x, p, x->nblk) > 0; }
+/* p's rows of matrix k of x (a stack's k-th; 0 for a plain matrix) */
+static int64_t rows_k(const mat *x, int p, int k) {
+    int nb = (int)nb_of(x);
+    return rows_of(x, p, (k + 1) * nb) - rows_of(x, p, k * nb);
+}
+/* 1 if p iterates matrix k of x: holds a block of it, or leads x (the lead gathers every last iterate) */
+static int member_k(const mat *x, int p, int k) { return x->bo[0] == p || rows_k(x, p, k) > 0; }
+static int is_member(const mat *x, int p) { return x->nblk > 0 && (x->bo[0] == p || rows_of(x, p, x->nblk) > 0); }
 static int64_t wid(const mat *x, int w) { return w ? it_c(x) : it_r(x); }
 
+/* Elements of matrix k of tl's matrices that p sends me (rows_k of p, width w) in a trade: the matrices both
+ * iterate, in order; *at: where matrix (q, k)'s rows start among them (q, k excluded). */
+static int64_t shared_rows(int64_t *at, const grp *s, const int *tl, int ntl, int p, int me, int q0, int k0, int w) {
+    int64_t n = 0;
+    *at = -1;
+    for (int q = 0; q < ntl; q++) {
+        const mat *x = &s->ms[tl[q]];
+        for (int k = 0; k < x->nmats; k++) {
+            if (q == q0 && k == k0) *at = n;
+            if (member_k(x, p, k) && member_k(x, me, k)) n += rows_k(x, p, k) * wid(x, w);
+        }
+    }
+    return n;
+}
+
 /* One trade of rows along fa: this rank's rows (Mine: its tasks' rows of the team matrices tl[0..ntl), width w:
- * 0 r, 1 c) to every member of each, then every matrix's rows put together ([count, r, w] each, tl's order).
- * Returns the whole value. */
+ * 0 r, 1 c) to every other iterator of each matrix, then every matrix it iterates put together ([count, r, w]
+ * each, tl's order; a stack's matrices it does not iterate left out as holes). Returns the whole value. */
 static int trade(grp *s, int Mine, const int *tl, int ntl, int w, int slot, const char *name) {
     hp_graph *g = s->rg->g;
     int K = s->K, me = s->cf, out = -1;
+    int64_t nk = 0, nb_all = 0;
+    for (int q = 0; q < ntl; q++) nk += s->ms[tl[q]].nmats, nb_all += s->ms[tl[q]].nblk + s->ms[tl[q]].nmats;
     int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc), *seg = calloc((size_t)K + 1, sizeof *seg);
-    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)ntl + 1)));
-    int64_t ncopy = 0, nb_all = 0;
-    for (int q = 0; q < ntl; q++) nb_all += s->ms[tl[q]].nblk;
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)nk + 1)));
     int64_t *cp2 = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)nb_all + 1)));
     if (!sc || !rc || !seg || !cp || !cp2) {
         hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
         goto done;
     }
-    int64_t ssum = 0, rsum = 0, full = 0;
+    int64_t ncopy = 0, ssum = 0, rsum = 0, full = 0, at;
     for (int p = 0; p < K; p++) {
-        int64_t mo = 0; /* my rows of tl[q] start at mo in Mine */
+        int64_t mo = 0; /* my rows of (q, k) start at mo in Mine */
         for (int q = 0; q < ntl; q++) {
             const mat *x = &s->ms[tl[q]];
-            int64_t mine = rows_of(x, me, x->nblk) * wid(x, w);
-            if (is_member(x, p)) {
-                int64_t *e = &cp[1 + 5 * ncopy++];
-                e[0] = mo, e[1] = mine, e[2] = e[3] = e[4] = 0;
-                sc[p] += mine;
-                rc[p] += rows_of(x, p, x->nblk) * wid(x, w);
+            for (int k = 0; k < x->nmats; k++) {
+                int64_t mine = rows_k(x, me, k) * wid(x, w);
+                if (mine > 0 && member_k(x, p, k) && member_k(x, me, k)) {
+                    int64_t *e = &cp[1 + 5 * ncopy++];
+                    e[0] = mo, e[1] = mine, e[2] = e[3] = e[4] = 0;
+                    sc[p] += mine;
+                }
+                mo += mine;
             }
-            mo += mine;
         }
+        rc[p] = shared_rows(&at, s, tl, ntl, p, me, -1, -1, w);
         ssum += sc[p], rsum += rc[p];
         seg[p + 1] = seg[p] + rc[p];
     }
@@ -415,18 +455,27 @@ static int trade(grp *s, int Mine, const int *tl, int ntl, int w, int slot, cons
     snprintf(nmb, sizeof nmb, "%.*s.recv", HP_NAME_LEN - 8, name);
     int Recv = act(g, rsum, nmb);
     if (Send >= 0 && Recv >= 0) hp_comm_op_all_to_all_v(g, Recv, Send, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
-    /* each matrix's blocks in order, from their members' segments */
+    /* each matrix's blocks in order, from their iterators' segments */
     ncopy = 0;
     for (int q = 0; q < ntl; q++) {
         const mat *x = &s->ms[tl[q]];
-        for (int j = 0; j < x->nblk; j++) {
-            int p = x->bo[j];
-            int64_t at = seg[p];
-            for (int q2 = 0; q2 < q; q2++)
-                if (is_member(&s->ms[tl[q2]], p)) at += rows_of(&s->ms[tl[q2]], p, s->ms[tl[q2]].nblk) * wid(&s->ms[tl[q2]], w);
-            int64_t *e = &cp2[1 + 5 * ncopy++];
-            e[0] = at + rows_of(x, p, j) * wid(x, w), e[1] = brows(x, j) * wid(x, w), e[2] = e[3] = e[4] = 0;
-            full += e[1];
+        int nb = (int)nb_of(x);
+        for (int k = 0; k < x->nmats; k++) {
+            int64_t whole = it_r(x) * wid(x, w);
+            if (!member_k(x, me, k)) { /* a hole */
+                int64_t *e = &cp2[1 + 5 * ncopy++];
+                e[0] = 0, e[1] = whole, e[2] = -1, e[3] = e[4] = 0;
+                full += whole;
+                continue;
+            }
+            for (int j = k * nb; j < (k + 1) * nb; j++) {
+                int p = x->bo[j];
+                shared_rows(&at, s, tl, ntl, p, me, q, k, w);
+                int64_t *e = &cp2[1 + 5 * ncopy++];
+                e[0] = seg[p] + at + (rows_of(x, p, j) - rows_of(x, p, k * nb)) * wid(x, w);
+                e[1] = brows(x, j) * wid(x, w), e[2] = e[3] = e[4] = 0;
+                full += e[1];
+            }
         }
     }
     cp2[0] = ncopy;
@@ -436,13 +485,15 @@ done:
     return out;
 }
 
-/* The leader's first iterates X0 (its led matrices of tl, in order, x0 elements) to every member of each, put
- * together in tl's order. */
+/* The lead's first iterates X0 (its led matrices of tl, in order, x0 elements) to every iterator of each,
+ * put together in tl's order (holes where this rank iterates no matrix of a stack). */
 static int deal_x0(grp *s, int X0, const int *tl, int ntl, int slot, const char *key) {
     hp_graph *g = s->rg->g;
     int K = s->K, me = s->cf, out = -1;
+    int64_t nk = 0;
+    for (int q = 0; q < ntl; q++) nk += s->ms[tl[q]].nmats;
     int64_t *sc = calloc((size_t)K, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc), *seg = calloc((size_t)K + 1, sizeof *seg);
-    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)ntl + 1)));
+    int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * ((size_t)K * (size_t)nk + 1)));
     if (!sc || !rc || !seg || !cp) {
         hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
         goto done;
@@ -452,18 +503,18 @@ static int deal_x0(grp *s, int X0, const int *tl, int ntl, int slot, const char 
         int64_t xo = 0;
         for (int q = 0; q < ntl; q++) {
             const mat *x = &s->ms[tl[q]];
-            int64_t whole = x->nmats * it_r(x) * it_c(x);
+            int64_t one = it_r(x) * it_c(x);
             if (x->bo[0] != me) continue;
-            if (is_member(x, p)) {
-                int64_t *e = &cp[1 + 5 * ncopy++];
-                e[0] = xo, e[1] = whole, e[2] = e[3] = e[4] = 0;
-                sc[p] += whole;
-            }
-            xo += whole;
+            for (int k = 0; k < x->nmats; k++, xo += one)
+                if (member_k(x, p, k)) {
+                    int64_t *e = &cp[1 + 5 * ncopy++];
+                    e[0] = xo, e[1] = one, e[2] = e[3] = e[4] = 0;
+                    sc[p] += one;
+                }
         }
         for (int q = 0; q < ntl; q++) {
             const mat *x = &s->ms[tl[q]];
-            if (x->bo[0] == p) rc[p] += x->nmats * it_r(x) * it_c(x);
+            for (int k = 0; x->bo[0] == p && k < x->nmats; k++) rc[p] += member_k(x, me, k) ? it_r(x) * it_c(x) : 0;
         }
         ssum += sc[p], rsum += rc[p];
         seg[p + 1] = seg[p] + rc[p];
@@ -475,14 +526,18 @@ static int deal_x0(grp *s, int X0, const int *tl, int ntl, int slot, const char 
     snprintf(nmb, sizeof nmb, "muon.x0.%s.recv", key);
     int Recv = act(g, rsum, nmb);
     if (Send >= 0 && Recv >= 0) hp_comm_op_all_to_all_v(g, Recv, Send, s->fa, sc, rc, K, slot, HP_PHASE_OPT);
-    int64_t *at = seg; /* from here: the next matrix's place in each leader's segment */
+    int64_t *at = seg; /* from here: the next matrix's place in each lead's segment */
     ncopy = 0;
     for (int q = 0; q < ntl; q++) {
         const mat *x = &s->ms[tl[q]];
-        int64_t *e = &cp[1 + 5 * ncopy++];
-        e[0] = at[x->bo[0]], e[1] = x->nmats * it_r(x) * it_c(x), e[2] = e[3] = e[4] = 0;
-        at[x->bo[0]] += e[1];
-        full += e[1];
+        int64_t one = it_r(x) * it_c(x);
+        for (int k = 0; k < x->nmats; k++) {
+            int64_t *e = &cp[1 + 5 * ncopy++];
+            int in = member_k(x, me, k);
+            e[0] = in ? at[x->bo[0]] : 0, e[1] = one, e[2] = in ? 0 : -1, e[3] = e[4] = 0;
+            if (in) at[x->bo[0]] += one;
+            full += one;
+        }
     }
     cp[0] = ncopy;
     snprintf(nmb, sizeof nmb, "muon.x.%s.0", key);
@@ -664,13 +719,30 @@ exchange:;
         if (S2 >= 0) hp_comm_op_all_to_all_v(g, S2, R2, s->fa, rc, sc, s->K, slot, HP_PHASE_OPT);
     }
     int U = S2;
-    if (s->Rn > 1) {
+    if (s->Rn > 1 && s->rb < 0) {
         snprintf(nmb, sizeof nmb, "muon.upd_all.%s", key);
         U = act(g, total, nmb);
         if (U >= 0) hp_comm_op_all_gather_v(g, U, S2, s->ra, agc, s->Rn, s->cr, slot, HP_PHASE_OPT);
+    } else if (s->Rn > 1) { /* HSDP x TP: over the FSDP axis (this replica's slices), then over the replicas */
+        int Re = s->Rn / s->Rd, ce = s->cr / s->Rd;
+        int64_t *rep = calloc((size_t)Re, sizeof *rep), part = 0;
+        if (!rep) {
+            st = hp_errorf("distributed Muon: out of memory");
+            goto done;
+        }
+        for (int e = 0; e < Re; e++)
+            for (int d = 0; d < s->Rd; d++) rep[e] += agc[e * s->Rd + d];
+        part = rep[ce];
+        snprintf(nmb, sizeof nmb, "muon.upd_rep.%s", key);
+        int Ud = act(g, part, nmb);
+        if (Ud >= 0) hp_comm_op_all_gather_v(g, Ud, S2, s->ra, agc + (size_t)ce * (size_t)s->Rd, s->Rd, s->cd, slot, HP_PHASE_OPT);
+        snprintf(nmb, sizeof nmb, "muon.upd_all.%s", key);
+        U = act(g, total, nmb);
+        if (U >= 0 && Ud >= 0) hp_comm_op_all_gather_v(g, U, Ud, s->rb, rep, Re, ce, slot, HP_PHASE_OPT);
+        free(rep);
     }
     if (s->ft) {
-        ft_back(s, U, key);
+        ft_back(s, U, NULL, key);
         s->io->nmuon_groups++;
         st = hp_graph_error(g);
         goto done;
@@ -768,6 +840,47 @@ done:
     return st;
 }
 
+/* FSDP x TP under the strategies that orthogonalise on several ranks: the TP blocks rebuilt from the FSDP pieces
+ * (ft_front) of every matrix (all) or of those this rank's piece touches (the same along the TP axis: FSDP cuts
+ * every TP block alike), gathered whole along the TP axis, orthogonalised here, and this rank's block of each
+ * cut back into its flat pieces (ft_back). */
+static hp_status emit_group_multi_ft(grp *s, int slot, int all) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm, K = s->K;
+    int *sel = malloc(sizeof(int) * (size_t)(nm + 1));
+    int64_t *rc = calloc((size_t)K, sizeof *rc), *pos = malloc(sizeof(int64_t) * (size_t)(nm + 1));
+    int64_t *items = malloc(sizeof(int64_t) * HP_MUON_ITEM * (size_t)(nm + 1));
+    int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    hp_status st = HP_OK;
+    if (!sel || !rc || !pos || !items || !len || !start) {
+        st = hp_errorf("distributed Muon: out of memory");
+        goto done;
+    }
+    int n = 0;
+    int64_t mine = 0;
+    for (int j = 0; j < nm; j++) {
+        pos[j] = -1;
+        if (all || s->ms[j].fa_len[s->cd] > 0) pos[j] = mine, mine += blk_of(s, &s->ms[j]), sel[n++] = j;
+    }
+    char key[32], nmb[HP_NAME_LEN];
+    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
+    int S = ft_front(s, sel, n, key, slot);
+    int64_t rsum = orth_tables(s, sel, n, items, len, start, rc), off = 0;
+    for (int i = 0; i < s->cf; i++) off += rc[i];
+    snprintf(nmb, sizeof nmb, "muon.all.%s", key);
+    int R = act(g, rsum, nmb);
+    if (R >= 0 && S >= 0) hp_comm_op_all_gather_v(g, R, S, s->fa, rc, K, s->cf, slot, HP_PHASE_OPT);
+    int R2 = orth_node(s, R, rsum, n, items, len, start, key, "matrices");
+    snprintf(nmb, sizeof nmb, "muon.mine.%s", key);
+    if (R2 >= 0) ft_back(s, hp_graph_view(g, R2, off, hp_shape1(mine > 0 ? mine : 1), nmb), pos, key);
+    s->io->nmuon_groups++;
+    st = hp_graph_error(g);
+done:
+    free(sel), free(rc), free(pos), free(items), free(len), free(start);
+    return st;
+}
+
 hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_mesh *m, const hp_optim_config *cfg,
                             float max_norm, const hp_fsdp_plan *fsdp, const hp_muon_plan *plan,
                             const hp_optim_phase_param *pp, int n, unsigned char *taken) {
@@ -790,15 +903,19 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
     for (int k = 0; k < np && !st; k++) {
         int p = ids[k], gp = rg->global_of[p], i = -1;
         if (gp < 0 || g->vals[p].grad < 0) continue;
-        for (int q = 0; q < plan->nmat && i < 0; q++)
-            if (plan->mat[q].v == gp) i = q;
+        for (int q = 0; q < plan->nmat && i < 0; q++) { /* its entry for this rank's coordinates on B axes */
+            const hp_muon_group *gq = &plan->grp[plan->mat[q].group];
+            int here = plan->mat[q].v == gp;
+            for (int a = 0; a < m->ndim && here; a++) here = gq->ax[a] != HP_MUON_AX_B || gq->bcoord[a] == coord[a];
+            if (here) i = q;
+        }
         if (i < 0 || plan->mat[i].owner == -1) continue; /* not Muon's, or local: muon_update */
         mat *x = &ms[nm];
         x->ft = 0;
-        if (!key_axes_cut(&x->fa, &x->ra, &x->cut, &plan->grp[plan->mat[i].group], m)) {
-            int f2, s2, c2;
-            if (plan->mat[i].owner < 0 || !key_ft(&f2, &s2, &c2, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
-            x->ft = 1, x->fa = s2, x->ra = f2, x->cut = c2; /* the TP axis cuts, the FSDP axis gathers first */
+        if (!key_axes_cut(&x->fa, &x->ra, &x->rb, &x->cut, &plan->grp[plan->mat[i].group], m)) {
+            int f2, s2, r2, c2;
+            if (!key_ft(&f2, &s2, &r2, &c2, &plan->grp[plan->mat[i].group], m)) continue; /* refused by the check */
+            x->ft = 1, x->fa = s2, x->ra = f2, x->rb = r2, x->cut = c2; /* the TP axis cuts, the FSDP axis gathers first */
         }
         x->p = p, x->k = k, x->piece = -1;
         /* the global matrix (a tensor-parallel rank holds a block of it) */
@@ -807,6 +924,7 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
         if (!multi) {
             hp_mesh_coords(oc, m, plan->mat[i].owner);
             x->of = x->fa >= 0 ? oc[x->fa] : 0, x->orr = x->ra >= 0 ? oc[x->ra] : 0;
+            if (x->rb >= 0) x->orr += oc[x->rb] * m->size[x->ra];
         }
         x->nblk = 0, x->bo = NULL;
         if (!multi && !x->ft && plan->mat[i].nblk > 0 && x->fa >= 0 && x->ra < 0) { /* a team: its blocks' members */
@@ -851,18 +969,20 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
     /* one group per (F axis, R axis), in the order of their first matrix */
     for (int j = 0; j < nm && !st; j++) {
         int seen = 0;
-        for (int q = 0; q < j && !seen; q++) seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra && ms[q].ft == ms[j].ft;
+        for (int q = 0; q < j && !seen; q++)
+            seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra && ms[q].ft == ms[j].ft && ms[q].rb == ms[j].rb;
         if (seen) continue;
-        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft, 0};
+        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft, 0, ms[j].rb, 1, 0};
         s.ms = malloc(sizeof *s.ms * (size_t)nm);
         if (!s.ms) {
             st = hp_errorf("distributed Muon: out of memory");
             break;
         }
         for (int q = j; q < nm; q++)
-            if (ms[q].fa == s.fa && ms[q].ra == s.ra && ms[q].ft == s.ft) s.ms[s.nm++] = ms[q];
+            if (ms[q].fa == s.fa && ms[q].ra == s.ra && ms[q].ft == s.ft && ms[q].rb == s.rb) s.ms[s.nm++] = ms[q];
         if (s.fa >= 0) s.K = m->size[s.fa], s.cf = coord[s.fa];
-        if (s.ra >= 0) s.Rn = m->size[s.ra], s.cr = coord[s.ra];
+        if (s.ra >= 0) s.Rn = s.Rd = m->size[s.ra], s.cr = s.cd = coord[s.ra];
+        if (s.rb >= 0) s.Rn *= m->size[s.rb], s.cr += coord[s.rb] * s.Rd;
         for (int q = 0; q < s.nm; q++) s.teams += s.ms[q].nblk > 0;
         if (s.teams && s.teams != s.nm) {
             free(s.ms);
@@ -870,7 +990,8 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             break;
         }
         int slot = rg->ctx.nslots++;
-        st = multi && !s.ft ? emit_group_multi(&s, slot, plan_all) : emit_group(&s, slot);
+        st = multi ? (s.ft ? emit_group_multi_ft(&s, slot, plan_all) : emit_group_multi(&s, slot, plan_all))
+                   : emit_group(&s, slot);
         free(s.ms);
     }
     free(ids), free(ms), free(tab), free(bo);

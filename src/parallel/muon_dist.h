@@ -13,11 +13,12 @@
  *   muon_apply       every piece's update.
  *
  * Matrix order: by decreasing rows x cols, then rows, then graph order (as
- * muon_update's shape runs). A group here is a pair (F axis, R axis) of the
- * plan's key: the matrices FSDP's shard axis cuts (or none) and the one axis
- * holding replicas (or none); each pair present gets its own nodes and
- * request slots. Keys this does not handle (a tensor-parallel cut, replicas
- * on two axes) are refused by hp_muon_dist_check. Momentum lives with the
+ * muon_update's shape runs). A group here is the plan key's cutting axis (F,
+ * Sr or Sc; or none) and up to two replica axes (R; FSDP x TP: the TP cut,
+ * the FSDP axis and HSDP's replica axis); B axes only separate the plan's
+ * groups. Each present gets its own nodes and request slots. Keys this does
+ * not handle (two cuts, three replica axes) are refused
+ * (hp_muon_dist_handles). Momentum lives with the
  * pieces (states "muon.m.<param>" of the piece's shape, as AdamW's under
  * FSDP): checkpoints and resumes are those of the pieces. */
 #ifndef HP_PARALLEL_MUON_DIST_H

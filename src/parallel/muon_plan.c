@@ -248,27 +248,30 @@ done:
     return st;
 }
 
-/* A team's bytes (fp32): the lead sends the first iterate to every other member; every step each member sends
- * its rows of X X^T and of the next iterate to every other member. */
+/* A team's bytes (fp32): the lead sends each matrix's first iterate to every other rank iterating it; every
+ * step each rank sends its rows of X X^T and of the next iterate to every other rank iterating the matrix. */
 static void team_bytes(hp_muon_plan *p, const hp_muon_matrix *x, int steps) {
     int64_t r = iter_rows(x), c = x->rows + x->cols - r;
+    int nb = (int)hp_ns_blocks((long)x->rows, (long)x->cols);
     const int *bo = p->blk + x->blk_at;
-    for (int b = 0; b < x->nblk; b++) {
-        int q = bo[b];
-        int64_t rows = block_rows(x, b);
-        for (int b2 = 0; b2 < x->nblk; b2++) { /* every other member once (at its first block) */
-            int o = bo[b2], first = o != q;
-            for (int j = 0; j < b2 && first; j++) first = bo[j] != o;
-            if (!first) continue;
-            double rb = 4.0 * (double)rows * (double)(r + c) * steps;
-            p->sent[q] += rb, p->recv[o] += rb;
+    for (int k = 0; k < x->count; k++) {
+        /* the ranks iterating matrix k: its blocks' and the lead, each once */
+        int who[64 + 1], n = 0;
+        for (int j = -1; j < nb && n < 64; j++) {
+            int q = j < 0 ? bo[0] : bo[k * nb + j], seen = 0;
+            for (int i = 0; i < n && !seen; i++) seen = who[i] == q;
+            if (!seen) who[n++] = q;
         }
-    }
-    for (int b2 = 0; b2 < x->nblk; b2++) {
-        int o = bo[b2], first = o != x->owner;
-        for (int j = 0; j < b2 && first; j++) first = bo[j] != o;
-        double whole = 4.0 * (double)(r * c) * x->count;
-        if (first) p->sent[x->owner] += whole, p->recv[o] += whole;
+        for (int i = 0; i < n; i++) {
+            int64_t rows = 0;
+            for (int j = k * nb; j < (k + 1) * nb; j++) rows += bo[j] == who[i] ? block_rows(x, j) : 0;
+            for (int o = 0; o < n; o++) {
+                if (o == i) continue;
+                double rb = 4.0 * (double)rows * (double)(r + c) * steps;
+                p->sent[who[i]] += rb, p->recv[who[o]] += rb;
+                if (who[i] == x->owner) p->sent[who[i]] += 4.0 * (double)(r * c), p->recv[who[o]] += 4.0 * (double)(r * c);
+            }
+        }
     }
 }
 

@@ -57,10 +57,10 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         if (g->vals[p].grad < 0 || gp < 0) continue; /* not trained */
         const hp_layout *l = &prop->val[gp];
         int fsdp_managed = fsdp && fsdp->unit_of[k] >= 0;
-        int replicas = 1, sharded = 0;
+        int replicas = 1, sharded = 0, cut = 0, nd = g->vals[p].shape.ndim;
         for (int a = 0; a < l->ndim; a++) {
             if (l->p[a].kind == HP_REPLICATE && !(fsdp_managed && a == fsdp->shard_axis)) replicas *= m->size[a];
-            if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1;
+            if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1, cut |= nd != 3 || l->p[a].dim != 0;
         }
         if (fsdp_managed) {
             int got = hp_fsdp_optim_pieces(&pp[n], fsdp, rg, p, k, replicas);
@@ -68,7 +68,7 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
             else n += got;
             continue;
         }
-        pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded, -1};
+        pp[n++] = (hp_optim_phase_param){p, g->vals[p].grad, replicas, sharded, -1, sharded && !cut};
     }
     int exact = rg->ctx.tree; /* the deterministic mode: the norm summed exactly, combined even on one rank */
     if (!st) st = hp_optim_phase_norm(io, g, pp, n, exact);

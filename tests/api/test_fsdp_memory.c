@@ -107,6 +107,17 @@ int main(void) {
          * 1,024 matrices of 64 x 64 once cost 60 MB a rank here) */
         CHECK(pm - pa < 4 * m[0].params);
     }
+    { /* teams: one layer of 256 channels over FSDP 4, its matrices iterated by teams of ranks (their iterates,
+       * Gram matrices and traded rows are in the prediction) */
+        gpt2_fixture ft;
+        fixture_build(&ft, (hp_gpt2_config){.L = 1, .NH = 4, .C = 256, .V = 256, .maxT = 32}, 8, 16, -1);
+        hp_plan_memory mm;
+        double pm = 0, am = measure_opt(&ft, 3, 0, 1, 1, &pm, &mm);
+        double relm = am / pm - 1;
+        printf("level 3, Muon in teams: predicted %.0f B, allocated %.0f B (%+.2f%%)\n", pm, am, 100 * relm);
+        CHECK(relm <= 0.05 && relm >= -0.05);
+        fixture_free(&ft);
+    }
     gpt2_fixture fw = {.c = f.c}; /* bf16: the precision pass takes the forward graph */
     CHECK_OK(hp_graph_create(&fw.g));
     CHECK_OK(hp_gpt2_build(fw.g, &fw.io, &fw.c, 8, 16));

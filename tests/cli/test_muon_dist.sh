@@ -9,9 +9,10 @@
 # distributed nodes (muon_pack, muon_orth, muon_apply, the all-to-alls) and no
 # muon_update for a sharded matrix; tensor-parallel cuts (TP 2 and 4, DP 2 x
 # TP 2 under every strategy, FSDP 2 x TP 2 under the single-owner ones, with
-# uneven pieces too) the same against 1 rank; HSDP x TP cuts, and FSDP x TP
-# under the strategies that orthogonalise on several ranks, still refused, in
-# one line naming them. The updated parameters and optimizer state bit for bit
+# uneven pieces too, FSDP 2 x TP 2 and HSDP 2x2 x TP 2 under every strategy),
+# plan files replicating every matrix on two axes or cutting the QKV stacks by
+# their first dimension the same against 1 rank; a matrix cut along two axes
+# refused in one line naming it. The updated parameters and optimizer state bit for bit
 # after 3 steps (every strategy; uneven pieces; ranks owning nothing). Teams
 # of ranks iterating one matrix by row blocks (at the end).
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +42,16 @@ run dp2tp2 --dp 2 --tp 2
 run tp4 --tp 4
 run fsdp2tp2 --fsdp 2 --tp 2
 run fsdp2tp2u --fsdp 2 --tp 2 --fsdp-unit-bytes 16K
-for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u tp2 dp2tp2 tp4 fsdp2tp2 fsdp2tp2u; do check_close "$r" one.jsonl "$r.jsonl"; done
+run hsdptp2 --hsdp 2,2 --tp 2
+# plan files: every matrix replicated on two axes (dp=R tp=R); the QKV stacks cut by their first dimension
+# (each rank whole matrices of its own: dp=B, and dp=R tp=B)
+printf 'mesh: dp=2,tp=2\n' > rr.plan
+printf 'mesh: dp=4\nparam h.*.attn.qkv.weight: S(0)@dp\n' > b4.plan
+printf 'mesh: dp=2,tp=2\nparam h.*.attn.qkv.weight: S(0)@tp\n' > brr.plan
+run rr --plan rr.plan
+run b4 --plan b4.plan
+run brr --plan brr.plan
+for r in dp2 fsdp2 fsdp4 fsdp8 hsdp zero1 zero2 fsdp4u tp2 dp2tp2 tp4 fsdp2tp2 fsdp2tp2u hsdptp2 rr b4 brr; do check_close "$r" one.jsonl "$r.jsonl"; done
 # every strategy of --muon-dist (who orthogonalises which matrix, and how the
 # pieces travel) trains the same model (60 steps each: the layout's own runs
 # above are the 200-step ones)
@@ -50,8 +60,10 @@ for st in round-robin zero1-gather all-to-all gather-all; do
   run "f4$st" --fsdp 4 --muon-dist "$st" --steps 60
   run "h$st" --hsdp 2,2 --muon-dist "$st" --steps 60
   run "t$st" --dp 2 --tp 2 --muon-dist "$st" --steps 60
-  case $st in round-robin|all-to-all) run "ft$st" --fsdp 2 --tp 2 --muon-dist "$st" --steps 60
-    check_close "fsdp 2 x tp 2 --muon-dist $st" one60.jsonl "ft$st.jsonl" 60 ;; esac
+  run "ft$st" --fsdp 2 --tp 2 --muon-dist "$st" --steps 60 --fsdp-unit-bytes 16K
+  check_close "fsdp 2 x tp 2 (16K units) --muon-dist $st" one60.jsonl "ft$st.jsonl" 60
+  run "ht$st" --hsdp 2,2 --tp 2 --muon-dist "$st" --steps 60
+  check_close "hsdp 2x2 x tp 2 --muon-dist $st" one60.jsonl "ht$st.jsonl" 60
   check_close "fsdp4 --muon-dist $st" one60.jsonl "f4$st.jsonl" 60
   check_close "hsdp 2x2 --muon-dist $st" one60.jsonl "h$st.jsonl" 60
   check_close "dp 2 x tp 2 --muon-dist $st" one60.jsonl "t$st.jsonl" 60
@@ -99,8 +111,8 @@ cmp -s <(losses s2.jsonl) <(losses s3.jsonl) || fail "resume under FSDP 2: losse
 # the updated parameters and optimizer state after 3 steps, bit for bit: under
 # --deterministic (the same gradients' bits at any rank count) every strategy
 # under FSDP 4 with 16 KiB units (uneven pieces), ZeRO-1 and a one-layer model
-# over FSDP 8 (ranks that own nothing) against 1 rank; under HSDP 2x2 every
-# strategy against layout's (the same plan: the same gradients)
+# over FSDP 8 (ranks that own nothing) against 1 rank; under HSDP 2x2 and HSDP
+# 2x2 x TP 2 every strategy against layout's (the same plan: the same gradients)
 pv="--steps 3 --val-every 0 --threads 1 --run-dir none --ckpt-every 0"
 same_ckpt() { # name dir-a dir-b
   cmp -s "$2/step_000003/model.safetensors" "$3/step_000003/model.safetensors" || fail "$1: the parameters differ"
@@ -113,6 +125,9 @@ for st in layout round-robin zero1-gather all-to-all gather-all; do
   same_ckpt "FSDP 4 (16K units) --muon-dist $st vs 1 rank" pv1 "pvf$st"
   "$HP" train $small $pv --hsdp 2,2 --muon-dist "$st" --ckpt-dir "pvh$st" >pv.log 2>&1 || fail "HSDP $st, 3 steps: $(tail -2 pv.log)"
   same_ckpt "HSDP 2x2 --muon-dist $st vs layout" pvhlayout "pvh$st"
+  "$HP" train $small $pv --hsdp 2,2 --tp 2 --fsdp-unit-bytes 16K --muon-dist "$st" --ckpt-dir "pvht$st" >pv.log 2>&1 ||
+    fail "HSDP x TP $st, 3 steps: $(tail -2 pv.log)"
+  same_ckpt "HSDP 2x2 x TP 2 (16K units) --muon-dist $st vs layout" pvhtlayout "pvht$st"
 done
 "$HP" train $small $pv --deterministic --zero 1 --dp 2 --ckpt-dir pvz >pv.log 2>&1 || fail "ZeRO-1, 3 steps: $(tail -2 pv.log)"
 same_ckpt "ZeRO-1 vs 1 rank" pv1 pvz
@@ -149,9 +164,9 @@ for f in sys.argv[1:]:
     for e in json.load(open(f))["traceEvents"]: print(e.get("name", ""))' tr.rank*.json | sort -u)
 grep -q all_gather_v_start <<<"$names" || fail "gather-all runs no all_gather_v"
 grep -q all_to_all_v_start <<<"$names" && fail "gather-all runs an all-to-all"
-expect_error "distributed Muon does not handle matrices cut by FSDP and tensor parallelism with HSDP replicas" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
-expect_error "--adamw-params 'h.*.attn.qkv.weight" "$HP" train $small --hsdp 2,2 --tp 2 --steps 1
-expect_error "or under --muon-dist zero1-gather or gather-all" "$HP" train $small --fsdp 2 --tp 2 --muon-dist gather-all --steps 1
+printf 'mesh: dp=2,tp=2\nparam h.*.mlp.fc.weight: S(0)@dp,S(1)@tp\n' > two.plan
+expect_error "distributed Muon does not handle matrices cut along two mesh axes (rows and columns, or two tensor-parallel cuts) yet: 2 matrices are cut (h.0.mlp.fc.weight, h.1.mlp.fc.weight)" "$HP" train $small --plan two.plan --steps 1
+expect_error "--adamw-params 'h.*.mlp.fc.weight'" "$HP" train $small --plan two.plan --steps 1
 # teams (--muon-balance): a one-layer model of 256 channels, whose owners
 # alone leave the busiest rank 1.14x the mean Newton–Schulz work at 2 ranks,
 # is iterated by teams of ranks, 128-row blocks each (muon_team nodes on

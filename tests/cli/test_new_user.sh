@@ -20,20 +20,22 @@ grep -q "take turns" fits.err && fail "a 1-rank, 1-thread run on one core was ca
 python3 -c 'import json,sys; assert "oversubscribed" not in json.load(open(sys.argv[1]))' fits/run.json ||
   fail "run.json of a run that fits says oversubscribed"
 
-# 8. Muon: under FSDP, ZeRO-1, TP and FSDP x TP the update is distributed (it trains);
-# under HSDP x TP every cut matrix is named at once (not a piece), and the hint works as given
-for plan in "--fsdp 2" "--zero 1 --dp 2" "--tp 2" "--fsdp 2 --tp 2"; do
+# 8. Muon: under FSDP, ZeRO-1, TP, FSDP x TP and HSDP x TP the update is distributed (it
+# trains); matrices cut along two mesh axes are named at once (not a piece), and the hint
+# works as given
+for plan in "--fsdp 2" "--zero 1 --dp 2" "--tp 2" "--fsdp 2 --tp 2" "--hsdp 2,2 --tp 2"; do
   # shellcheck disable=SC2086
   "$HP" train $tiny --steps 2 --threads 2 --run-dir none --optimizer muon $plan >m.out 2>&1 ||
     fail "$plan: Muon is refused: $(tail -1 m.out)"
 done
-plan="--hsdp 2,2 --tp 2"
+printf 'mesh: dp=2,tp=2\nparam h.*.mlp.fc.weight: S(0)@dp,S(1)@tp\nparam h.*.mlp.proj.weight: S(0)@tp,S(1)@dp\n' > two.plan
+plan="--plan two.plan"
 # shellcheck disable=SC2086
-expect_error "8 matrices are cut (h.0.attn.qkv.weight, h.0.attn.proj.weight, h.0.mlp.fc.weight, h.0.mlp.proj.weight, h.1.attn.qkv.weight" \
+expect_error "4 matrices are cut (h.0.mlp.fc.weight, h.0.mlp.proj.weight, h.1.mlp.fc.weight, h.1.mlp.proj.weight)" \
   "$HP" train $tiny --steps 2 --threads 2 --run-dir none --optimizer muon $plan
 grep -q '\[' err.txt && fail "$plan: the refusal names a piece: $(cat err.txt)"
 hint=$(sed -n "s/.*--adamw-params '\([^']*\)'.*/\1/p" err.txt)
-[ "$hint" = "h.*.attn.qkv.weight,h.*.attn.proj.weight,h.*.mlp.fc.weight,h.*.mlp.proj.weight" ] || fail "$plan: hint '$hint'"
+[ "$hint" = "h.*.mlp.fc.weight,h.*.mlp.proj.weight" ] || fail "$plan: hint '$hint'"
 # shellcheck disable=SC2086
 "$HP" train $tiny --steps 2 --threads 2 --run-dir none --optimizer muon $plan --adamw-params "$hint" >h.out 2>&1 ||
   fail "$plan: the hinted --adamw-params is refused: $(tail -1 h.out)"

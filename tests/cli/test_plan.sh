@@ -123,11 +123,16 @@ printf 'mesh: dp=2\nparam wte: S(0)@pp\n' > axis.plan
 expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mesh dp=2)" "$HP" plan $small --plan axis.plan
 expect_error "axis.plan:2: param 'wte': layout 'S(0)@pp': unknown axis 'pp' (mesh dp=2)" "$HP" train $small --plan axis.plan --steps 1
 expect_error "give --plan or --dp/--tp, not both" "$HP" plan --plan fc.plan --dp 2
-# distributed Muon's plan (issue 25): groups from the layouts, one owner per matrix, per-rank work and bytes;
-# under FSDP and TP the programs run distributed Muon; training refuses Muon on matrices cut by FSDP and TP
-# with HSDP replicas (yet), whose programs shown are then AdamW's
+# distributed Muon's plan (issue 25): groups from the layouts, one owner per matrix (or a team: FSDP 4 deals
+# the QKV stacks' matrices to teams by the default --muon-balance), per-rank work and bytes; under FSDP, TP
+# and HSDP x TP the programs run distributed Muon; training refuses Muon on a matrix cut along two mesh axes
+# (yet), whose programs shown are then AdamW's
 "$HP" plan --optimizer muon --fsdp 4 $small --json muon.json >muon.txt 2>&1 || fail "plan --optimizer muon --fsdp 4 failed: $(tail -2 muon.txt)"
-grep -q "distributed muon (layout-driven): 8 matrices in 1 group, one owner each" muon.txt || fail "no muon plan: $(grep -i muon muon.txt | head -3)"
+grep -Eq "distributed muon \(layout-driven\): 8 matrices in 1 group, 2 iterated by teams of ranks" muon.txt || fail "no muon plan: $(grep -i muon muon.txt | head -3)"
+"$HP" plan --optimizer muon --fsdp 4 --muon-balance 0 $small >muon0.txt 2>&1 || fail "plan --muon-balance 0 failed: $(tail -2 muon0.txt)"
+grep -q "distributed muon (layout-driven): 8 matrices in 1 group, one owner each" muon0.txt || fail "--muon-balance 0: $(grep -i muon muon0.txt | head -3)"
+printf 'mesh: dp=2,tp=2\nparam h.*.mlp.fc.weight: S(0)@dp,S(1)@tp\n' > two.plan
+"$HP" plan --optimizer muon --plan two.plan $small --json muon_two.json >muon_two.txt 2>&1 || fail "plan --optimizer muon --plan two.plan failed: $(tail -2 muon_two.txt)"
 grep -q "today:" muon.txt && fail "the muon plan says FSDP is refused: $(grep today: muon.txt)"
 "$HP" plan --optimizer muon --dp 2 --tp 2 $small --json muon_tp.json >muon_tp.txt 2>&1 || fail "plan --optimizer muon --dp 2 --tp 2 failed: $(tail -2 muon_tp.txt)"
 "$HP" plan --optimizer muon --hsdp 2,2 --tp 2 $small --json muon_ft.json >muon_ft.txt 2>&1 || fail "plan --optimizer muon --hsdp 2,2 --tp 2 failed: $(tail -2 muon_ft.txt)"
@@ -137,6 +142,7 @@ import json
 d = json.load(open("muon.json"))["muon"]
 assert d["matrices"] == 8 and d["refused"] == 0 and [g["key"] for g in d["groups"]] == ["dp=F"], d
 assert sorted({o["owner"] for o in d["owners"]}) == [0, 1, 2, 3], d["owners"]
+assert d["split"] == 2 and sorted(o["team"] for o in d["owners"]) == [1] * 6 + [2, 2], d["owners"]
 ranks = d["ranks"]
 assert abs(sum(r["gflops"] for r in ranks) - d["groups"][0]["gflops"]) < 1e-9, ranks
 assert all(r["sent"] > 0 and r["received"] > 0 for r in ranks), ranks
@@ -146,13 +152,16 @@ assert all(x["max_gflops"] >= st["layout"]["max_gflops"] - 1e-9 for x in st.valu
 assert abs(st["gather-all"]["total_gflops"] - 4 * st["layout"]["total_gflops"]) < 1e-6, st
 t = json.load(open("muon_tp.json"))["muon"]
 assert sorted(g["key"] for g in t["groups"]) == ["dp=R tp=Sc", "dp=R tp=Sr"] and t["refused"] == 0, t["groups"]
-assert json.load(open("muon_ft.json"))["muon"]["refused"] == 1
+f = json.load(open("muon_ft.json"))["muon"]
+assert f["refused"] == 0 and sorted(g["key"] for g in f["groups"]) == ["rep=R dp=F tp=Sc", "rep=R dp=F tp=Sr"], f["groups"]
+assert json.load(open("muon_two.json"))["muon"]["refused"] == 1
 p = json.load(open("muon_dp.json"))
 assert p["muon"]["refused"] == 0 and [g["key"] for g in p["muon"]["groups"]] == ["dp=R"], p["muon"]
 opt = lambda d: [q["note"] for q in d["passes"] if q["name"] == "optimizer"][0]
 assert opt(p).startswith("muon"), p["passes"]  # DP: the programs run Muon
 assert opt(json.load(open("muon.json"))).startswith("muon"), "FSDP: the programs run distributed Muon"
 assert opt(json.load(open("muon_tp.json"))).startswith("muon"), "TP: the programs run distributed Muon"
-assert opt(json.load(open("muon_ft.json"))).startswith("adamw"), "refused (HSDP x TP): AdamW's programs"
+assert opt(json.load(open("muon_ft.json"))).startswith("muon"), "HSDP x TP: the programs run distributed Muon"
+assert opt(json.load(open("muon_two.json"))).startswith("adamw"), "refused (two cuts): AdamW's programs"
 PY
 finish

@@ -175,8 +175,8 @@ int main(void) {
         }
     }
     hp_compiled_free(&c1);
-    /* Muon on tensor-parallel cuts (and FSDP x TP) is distributed Muon (no whole-matrix update of a block);
-     * with HSDP's replicas as well it is refused (not handled yet), naming it */
+    /* Muon on tensor-parallel cuts (and FSDP x TP, with HSDP's replicas too) is distributed Muon (no
+     * whole-matrix update of a block); a matrix cut along two axes is refused (not handled yet), naming it */
     hp_plan tp;
     CHECK_OK(hp_plan_gpt2_dp_tp(&tp, 1, 2));
     CHECK_OK(hp_compile(&c1, model, &tp, 0, &o));
@@ -193,10 +193,22 @@ int main(void) {
     CHECK_OK(hp_compile(&c1, model, &tp, 0, &o));
     hp_compiled_free(&c1);
     hp_plan_free(&tp);
-    CHECK_OK(hp_plan_gpt2(&tp, 2, 2, 2));
+    CHECK_OK(hp_plan_gpt2(&tp, 2, 2, 2)); /* HSDP x TP: three axes, the matrices distributed too */
     CHECK_OK(hp_plan_set_fsdp(&tp, "shard=dp replicate=rep", "test"));
+    CHECK_OK(hp_compile(&c1, model, &tp, 0, &o));
+    whole = orth = 0;
+    for (int i = 0; i < c1.rg.g->nnodes; i++) {
+        whole += c1.rg.g->nodes[i].op == &hp_op_muon_update;
+        orth += !strcmp(c1.rg.g->nodes[i].op->name, "muon_orth");
+    }
+    CHECK(whole == 0 && orth >= 1);
+    hp_compiled_free(&c1);
+    hp_plan_free(&tp);
+    /* a matrix cut along two axes (rows on dp, columns on tp) is refused, naming it */
+    CHECK_OK(hp_plan_parse(&tp, "mesh: dp=2,tp=2\nparam h.*.mlp.fc.weight: S(0)@dp,S(1)@tp\n", "two.plan"));
     hp_status st = hp_compile(&c1, model, &tp, 0, &o);
-    CHECK(st != HP_OK && strstr(hp_status_msg(st), "distributed Muon does not handle matrices cut by FSDP and tensor"));
+    CHECK(st != HP_OK && strstr(hp_status_msg(st), "distributed Muon does not handle matrices cut along two mesh axes") &&
+          strstr(hp_status_msg(st), "h.0.mlp.fc.weight"));
     hp_status_free(st);
     hp_plan_free(&tp);
     oc.kind = HP_OPT_ADAMW;

@@ -145,6 +145,15 @@ int main(void) {
     CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
     trainer_steps(&f, &plan, HP_OPT_MUON, B, T, HP_F32);
     hp_plan_free(&plan);
+    { /* teams (one layer of 256 channels over FSDP 2: row blocks iterated by two ranks, rows traded every step) */
+        gpt2_fixture ft;
+        fixture_build(&ft, (hp_gpt2_config){.L = 1, .NH = 4, .C = 256, .V = 256, .maxT = 32}, B, T, 3);
+        CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
+        CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp level=3", "test"));
+        trainer_steps(&ft, &plan, HP_OPT_MUON, B, T, HP_F32);
+        hp_plan_free(&plan);
+        fixture_free(&ft);
+    }
     /* bf16 (the precision pass takes the forward graph): casts, bf16 kernels and the
      * oneDNN products allocate nothing here either. oneDNN's own execute calls
      * allocate inside libdnnl (a shared library the link-time wrap cannot see). */
