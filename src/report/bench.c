@@ -4,7 +4,10 @@
  * implementation, tier and rank count; any other rows are labelled by their
  * string fields and drawn as one bar chart per numeric field, plus the
  * step-time split when its fields are present (forward/backward/optimizer,
- * or compute/comm/optimizer/other). */
+ * or compute/comm/optimizer/other) and the optimizer's (gather, Newton-Schulz,
+ * return, update, rest: bench muon). Rows of different fields (bench muon's
+ * runs and its plan-only balance rows) are drawn apart, each kind with its
+ * own fields. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +68,8 @@ static void comm_lines(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int f
 }
 
 static int skip_field(const char *k) {
-    static const char *const skip[] = {"B", "T", "threads", "dp", "tp", "ranks", "load_avg_1min"};
+    static const char *const skip[] = {"B",      "T",        "threads",    "dp",         "tp",          "ranks",
+                                       "load_avg_1min", "mpi", "balance_only", "layers", "replicas", "supernodes"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (!strcmp(k, skip[i])) return 1;
     return 0;
@@ -78,11 +82,18 @@ static void row_label(char *buf, size_t n, const hp_json *r, int i) {
         if (r->items[k].type == HP_JSON_STRING && r->items[k].str[0] && strncmp(r->keys[k], "openblas", 8) &&
             strcmp(r->keys[k], "fma_isa"))
             used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", r->items[k].str);
+    /* the rank count and MPI processes, when the rows say (bench muon's rows differ by them) */
+    const hp_json *rk = hp_json_get(r, "ranks"), *mpi = hp_json_get(r, "mpi");
+    if (rk && rk->type == HP_JSON_NUMBER && used + 2 < n)
+        used += (size_t)snprintf(buf + used, n - used, "%sx%g", used ? " " : "", rk->number);
+    if (mpi && mpi->type == HP_JSON_NUMBER && mpi->number > 0 && used + 2 < n)
+        used += (size_t)snprintf(buf + used, n - used, "%sMPI", used ? " " : "");
     if (!buf[0]) snprintf(buf, n, "row %d", i);
 }
 
 static void split(hp_sbuf *b, const hp_json *a, const char **labels, const hp_rep_opts *o, const char *id,
                   const char *const *parts, int np) {
+    const char *title = np == 5 ? "optimizer split" : "step-time split";
     for (int k = 0; k < np; k++)
         if (!hp_json_get(&a->items[0], parts[k])) return;
     double *v = calloc((size_t)a->n * (size_t)np, sizeof *v);
@@ -92,7 +103,7 @@ static void split(hp_sbuf *b, const hp_json *a, const char **labels, const hp_re
     }
     for (int i = 0; i < a->n; i++)
         for (int k = 0; k < np; k++) v[i * np + k] = hp_rep_json_num(&a->items[i], parts[k], 0);
-    hp_rep_chart c = {.id = id, .title = "step-time split", .xlabel = "time per step (ms)", .ylabel = "",
+    hp_rep_chart c = {.id = id, .title = title, .xlabel = "time per step (ms)", .ylabel = "",
                       .width = o->width, .unit = "ms"};
     hp_rep_svg_bars(b, &c, a->n, labels, np, parts, v);
     free(v);
@@ -111,9 +122,12 @@ static void bars(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int fi) {
     char id[80];
     static const char *const fb[] = {"forward_ms", "backward_ms", "optimizer_ms"};
     static const char *const cc[] = {"compute_ms", "comm_ms", "optimizer_ms", "other_ms"};
+    static const char *const op[] = {"gather_ms", "ns_ms", "return_ms", "update_ms", "rest_ms"};
     snprintf(id, sizeof id, "bench%d-split", fi);
     split(b, a, labels, o, id, fb, 3);
     split(b, a, labels, o, id, cc, 4);
+    snprintf(id, sizeof id, "bench%d-optsplit", fi);
+    split(b, a, labels, o, id, op, 5);
     const hp_json *r0 = &a->items[0];
     for (int k = 0; k < r0->n; k++) {
         const char *key = r0->keys[k];
@@ -127,6 +141,34 @@ static void bars(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int fi) {
         hp_rep_svg_bars(b, &c, a->n, labels, 1, &key, v);
     }
     free(lab), free(labels), free(v);
+}
+
+/* 1 if rows x and y have the same fields in the same order. */
+static int same_fields(const hp_json *x, const hp_json *y) {
+    if (x->n != y->n) return 0;
+    for (int k = 0; k < x->n; k++)
+        if (strcmp(x->keys[k], y->keys[k])) return 0;
+    return 1;
+}
+
+/* The rows by kind (their fields), each kind's bars apart (a shallow array of its rows). */
+static void kinds(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int fi) {
+    hp_json *rows = calloc((size_t)a->n, sizeof *rows);
+    unsigned char *done = calloc((size_t)a->n, 1);
+    if (!rows || !done) {
+        b->oom = 1;
+        free(rows), free(done);
+        return;
+    }
+    for (int i = 0, kind = 0; i < a->n; i++) {
+        if (done[i]) continue;
+        int n = 0;
+        for (int j = i; j < a->n; j++)
+            if (!done[j] && same_fields(&a->items[i], &a->items[j])) rows[n++] = a->items[j], done[j] = 1;
+        hp_json sub = {.type = HP_JSON_ARRAY, .n = n, .items = rows};
+        bars(b, &sub, o, fi * 16 + kind++);
+    }
+    free(rows), free(done);
 }
 
 hp_status hp_rep_bench_page(char **html, size_t *len, const char *const *files, int nfiles, const hp_rep_opts *o_) {
@@ -151,7 +193,7 @@ hp_status hp_rep_bench_page(char **html, size_t *len, const char *const *files, 
             hp_sb_html(&b, files[i]);
             hp_sb_printf(&b, " (%d rows)</h2><div class=\"grid2\">\n", a->n);
             if (hp_json_get(&a->items[0], "busbw_GBps") && hp_json_get(&a->items[0], "bytes")) comm_lines(&b, a, &o, i);
-            else bars(&b, a, &o, i);
+            else kinds(&b, a, &o, i);
             hp_sb_put(&b, "</div>\n");
         }
         hp_rep_page_end(&b);

@@ -36,7 +36,9 @@ const char *hp_rep_field_unit(const char *key) {
     static const char *const suffix[][2] = {{"tokens_per_s", "tokens/s"}, {"_GBps", "GB/s"}, {"gflops", "GFLOP/s"},
                                             {"mfu", "of peak"},
                                             {"bytes", "B"},  {"_ms", "ms"}, {"_us", "µs"}, {"_mb", "MB"},
-                                            {"_MB", "MB"},   {"_s", "s"}};
+                                            {"_MB", "MB"},   {"_s", "s"}, {"_gbps", "GB/s"}, {"_gflop", "GFLOP"},
+                                            {"_gflop_max", "GFLOP"}, {"_gflop_total", "GFLOP"},
+                                            {"imbalance", "max/mean"}};
     size_t kl = strlen(key);
     for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
         size_t sl = strlen(suffix[i][0]);

@@ -257,6 +257,18 @@ $CHECK bench.html "${args[@]}" --text "bench.json (2 rows)" --text "step-time sp
   --text "medium" --text "dp2" --text "bus bandwidth (GB/s)" --text "tokens_per_s (tokens/s)" \
   --text "peak_rss_mb (MB)" --text "message size (bytes)" --axis-units || fail "bench page"
 grep -c '<rect class="bar"' bench.html | grep -qv '^0$' || fail "no bars"
+# bench muon's rows: runs (the optimizer's split) and plan-only balance rows, drawn apart, labelled by ranks
+cat >muon.json <<'J'
+[
+  {"model": "small", "layout": "fsdp", "ranks": 2, "mpi": 0, "optimizer": "muon", "muon_dist": "layout", "step_ms": 270.5, "optimizer_ms": 130.2, "gather_ms": 2.1, "ns_ms": 120.4, "return_ms": 4.3, "update_ms": 1.2, "rest_ms": 2.2, "ns_gflop_max": 10.07, "ns_imbalance": 1.0},
+  {"model": "small", "layout": "fsdp", "ranks": 2, "mpi": 1, "optimizer": "muon", "muon_dist": "round-robin", "step_ms": 280.5, "optimizer_ms": 140.2, "gather_ms": 2.0, "ns_ms": 130.4, "return_ms": 4.0, "update_ms": 1.3, "rest_ms": 2.5, "ns_gflop_max": 12.08, "ns_imbalance": 1.2},
+  {"model": "gpt2-124m", "layout": "fsdp", "ranks": 64, "balance_only": 1, "muon_dist": "layout", "ns_gflop_max": 27.18, "ns_gflop_total": 1630.7, "ns_imbalance": 1.067}
+]
+J
+"$HP" report --bench muon.json -o muon.html >mo.out 2>&1 || fail "report --bench muon.json: $(cat mo.out)"
+$CHECK muon.html --text "optimizer split" --text "ns_gflop_total" --text "gpt2-124m fsdp layout x64" \
+  --text "small fsdp muon round-robin x2 MPI" || fail "bench muon page"
+grep -q 'ns_gflop_total.*small fsdp muon layout' muon.html && fail "the balance rows' fields are drawn for the runs"
 printf '[{"config": "x", "tokens_per_s": {"a": 1}}]\n' >badbench.json
 expect_error "badbench.json: row 0: field 'tokens_per_s': an object is not a benchmark value" "$HP" report --bench badbench.json
 finish
