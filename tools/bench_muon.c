@@ -33,7 +33,7 @@ typedef struct {
 } mrow;
 
 typedef struct {
-    int threads, steps, ranks, supernodes, layers;
+    int threads, steps, ranks, supernodes, layers, waves;
     float bw, lat;
     const char *plans; /* "fsdp,hsdp" */
     hp_world *world;
@@ -120,7 +120,7 @@ static int run_layout(const char *model, const hp_model_config *m, int B, int T,
     for (int i = 0; i < NROWS; i++) {
         hp_bench_muon_config cfg = {{*m, B, T, o->ranks, replicas, fs, o->supernodes, o->bw, o->lat, o->threads,
                                      o->steps, 0, o->world},
-                                    i ? strategies[i - 1] : NULL};
+                                    i ? strategies[i - 1] : NULL, o->waves};
         mrow *r = &rows[i];
         if (o->world) {
             child_row(r, &cfg);
@@ -148,12 +148,12 @@ static int run_layout(const char *model, const hp_model_config *m, int B, int T,
             fprintf(jf,
                     "%s  {\"model\": \"%s\", \"layers\": %d, \"layout\": \"%s\", \"ranks\": %d, \"replicas\": %d, "
                     "\"supernodes\": %d, \"inter_bw_gbps\": %g, \"inter_latency_us\": %g, \"threads\": %d, "
-                    "\"mpi\": %d, \"optimizer\": \"%s\", \"muon_dist\": %s%s%s, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
+                    "\"mpi\": %d, \"waves\": %d, \"optimizer\": \"%s\", \"muon_dist\": %s%s%s, \"step_ms\": %.3f, \"compute_ms\": %.3f, "
                     "\"exposed_comm_ms\": %.3f, \"optimizer_ms\": %.3f, \"gather_ms\": %.3f, \"ns_ms\": %.3f, "
                     "\"return_ms\": %.3f, \"update_ms\": %.3f, \"rest_ms\": %.3f, \"opt_comm_ms\": %.3f, "
                     "\"ns_gflop_max\": %.4f, \"ns_imbalance\": %.4f, \"gemm_gflops\": %.2f, \"memory_mb\": %.3f}",
                     (*nrows)++ ? ",\n" : "", model, m->layers, lname, o->ranks, replicas, o->supernodes, (double)o->bw,
-                    (double)o->lat, o->threads, o->world != NULL, i ? "muon" : "adamw", i ? "\"" : "",
+                    (double)o->lat, o->threads, o->world != NULL, o->waves, i ? "muon" : "adamw", i ? "\"" : "",
                     i ? strategies[i - 1] : "null", i ? "\"" : "", x->step_ms, x->compute_ms, x->exposed_comm_ms,
                     x->optimizer_ms, x->gather_ms, x->ns_ms, x->return_ms, x->update_ms, x->rest_ms, x->opt_comm_ms, gf,
                     im, gemm_gflops, x->memory_mb);
@@ -212,6 +212,7 @@ int hp_cmd_bench_muon(int argc, char **argv) {
         {"threads", HP_OPT_INT, &o.threads, 0, "compute threads in all (shared out among the ranks)"},
         {"steps", HP_OPT_INT, &o.steps, 0, "timed steps (after 2 untimed)"},
         {"layouts", HP_OPT_STR, plans, sizeof plans, "fsdp, hsdp or both (comma-separated)"},
+        {"waves", HP_OPT_INT, &o.waves, 0, "distributed Muon's exchange waves per group (train's --muon-waves; 0: its default)"},
         {"balance", HP_OPT_INT, &balance, 0, "1: also GPT-2 124M's Newton-Schulz balance at 4, 8 and 64 ranks (plan only)"},
         {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
@@ -225,6 +226,7 @@ int hp_cmd_bench_muon(int argc, char **argv) {
     const char *models[2] = {model, NULL};
     if (!strcmp(model, "all")) models[0] = "small", models[1] = "gpt2-124m";
     if (!st && o.layers < 0) st = hp_errorf("hyperpar bench muon: --layers must be >= 0, got %d", o.layers);
+    if (!st && (o.waves < 0 || o.waves > 64)) st = hp_errorf("hyperpar bench muon: --waves must be in 0..64, got %d", o.waves);
     if (!st && (o.steps < 1 || o.threads < 1 || o.ranks < 1 || o.supernodes < 1))
         st = hp_errorf("hyperpar bench muon: --steps, --threads, --ranks and --supernodes must be >= 1");
     if (!st && (!(o.bw >= 0) || !(o.lat >= 0)))

@@ -800,6 +800,8 @@ typedef struct {
     const char *muon_dist;      /* NULL: "layout" (one owner per matrix, chosen by work); or a competing
                                  * strategy, built in the same code: "round-robin" | "zero1-gather" |
                                  * "all-to-all" | "gather-all" (docs/architecture.md, distributed Muon) */
+    int muon_waves;             /* distributed Muon's exchange waves per group: wave w + 1's gather and wave
+                                 * w - 1's return overlap wave w's Newton-Schulz (1: none; 0: 2) */
     float muon_balance;         /* the layout rule's bound on the busiest rank's Newton-Schulz FLOPs over the
                                  * mean above which matrices are iterated by teams of ranks, row blocks each
                                  * (docs/architecture.md, distributed Muon): 0: 1.10; < 0: never */
@@ -999,6 +1001,7 @@ typedef struct {
     long warmup;
     char optimizer[16];
     float muon_lr, muon_beta, muon_weight_decay, muon_balance;
+    int muon_waves;
     char muon_momentum[16], muon_scale[16], muon_dist[16], ns[16], muon_params[256], adamw_params[256];
     uint64_t seed;
     int threads;
@@ -1540,6 +1543,7 @@ hp_status hp_bench_fsdp_row(hp_bench_fsdp_result *res, const hp_bench_fsdp_confi
 typedef struct {
     hp_bench_fsdp_config run;
     const char *muon_dist;
+    int waves;              /* exchange waves per group (hp_train_config.muon_waves; 0: the default) */
 } hp_bench_muon_config;
 
 typedef struct {

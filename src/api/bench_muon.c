@@ -16,6 +16,7 @@ hp_status hp_bench_muon_row(hp_bench_muon_result *res, const hp_bench_muon_confi
         oc.kind = HP_OPT_MUON;
         oc.muon_dist = (int)d;
     }
+    oc.muon_waves = cfg->waves;
     hp_api_bench_out o;
     HP_TRY(hp_api_bench_fsdp(&o, &cfg->run, &oc));
     *res = (hp_bench_muon_result){.step_ms = o.step_s * 1e3,

@@ -24,31 +24,37 @@ typedef struct {
     double opt_s[64];
     double wait_s[64]; /* forward and backward: the rank's thread blocked on collectives */
     double split[6];   /* rank 0's optimizer phase: gather, ns, return, update, rest, comm (this step) */
-    int in_group;      /* the split's state: a muon_pack ran and its group's muon_apply has not */
-    int after_orth;    /* a muon_orth ran since the last muon_pack */
+    const hp_graph *g; /* rank 0's program graph while its optimizer runs (the hook names values by it) */
 } pstep;
 
-/* Rank 0's optimizer nodes, each to its column of the split. */
+/* The column of a distributed Muon value by its name (parallel/muon_dist's): 0 gather (the pieces to the
+ * owners, the first iterates dealt, FSDP x TP's blocks), 1 Newton-Schulz (the teams' trades), 2 return (the
+ * updates back, to the replicas, their spreads), -1 none of them. */
+static int muon_col(const char *v) {
+    static const char *const pre[][2] = {{"muon.owned.", "0"}, {"muon.touched.", "0"}, {"muon.all.", "0"},
+                                         {"muon.spread.", "0"}, {"muon.ftg.", "0"}, {"muon.ftb.", "0"},
+                                         {"muon.fts.", "0"}, {"muon.x0.", "0"}, {"muon.x.", "1"},
+                                         {"muon.a.", "1"},     {"muon.upd", "2"},  {"muon.ftu.", "2"},
+                                         {"muon.fta.", "2"}};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (!strncmp(v, pre[i][0], strlen(pre[i][0]))) return pre[i][1][0] - '0';
+    return -1;
+}
+
+/* Rank 0's optimizer nodes, each to its column of the split (communicating nodes and spreads by the value they
+ * write or, for a wait, receive). */
 static void opt_hook(void *ctx, const hp_node *n, double t0, double t1) {
     pstep *c = ctx;
     const char *op = n->op->name;
     double dt = t1 - t0;
     if (n->op->communicates) c->split[5] += dt;
-    if (!strcmp(op, "muon_pack") || !strcmp(op, "muon_spread")) {
-        if (!strcmp(op, "muon_pack")) c->after_orth = 0;
-        c->in_group = 1;
-        c->split[0] += dt;
-    } else if (!strcmp(op, "muon_orth")) {
-        c->after_orth = 1;
-        c->split[1] += dt;
-    } else if (!strcmp(op, "muon_apply")) {
-        c->in_group = 0;
-        c->split[3] += dt;
-    } else if (n->op->communicates && c->in_group) {
-        c->split[c->after_orth ? 2 : 0] += dt;
-    } else {
-        c->split[4] += dt;
-    }
+    int v = n->nout > 0 ? n->out[0] : n->nin > 0 ? n->in[0] : -1;
+    int col = v >= 0 && c->g ? muon_col(c->g->vals[v].name) : -1;
+    if (!strcmp(op, "muon_pack")) c->split[0] += dt;
+    else if (!strcmp(op, "muon_orth") || !strcmp(op, "muon_team")) c->split[1] += dt;
+    else if (!strcmp(op, "muon_apply")) c->split[3] += dt;
+    else if (col >= 0 && (n->op->communicates || !strcmp(op, "muon_spread") || !strcmp(op, "slot_wait"))) c->split[col] += dt;
+    else c->split[4] += dt;
 }
 
 /* One training step on a rank; the optimizer phase is timed apart. */
@@ -64,7 +70,7 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     HP_TRY(hp_program_run(r->prog, HP_PHASE_BWD));
     c->wait_s[r->local_index] = cr ? (double)(hp_comm_rank_wait_ns(cr) - w0) * 1e-9 : 0;
     double *prof = c->prof[r->local_index], saved[2] = {prof[0], prof[1]};
-    if (r->local_index == 0) hp_program_set_hook(r->prog, opt_hook, c);
+    if (r->local_index == 0) c->g = r->c.rg.g, hp_program_set_hook(r->prog, opt_hook, c);
     double t0 = hp_now();
     hp_status st = hp_program_run(r->prog, HP_PHASE_OPT);
     c->opt_s[r->local_index] += hp_now() - t0;

@@ -138,6 +138,8 @@ static const hp_train_optdef defs[] = {
     D("muon-scale", HP_OPT_STR, muon_scale, "keller", NULL, 0, "keller | moonlight"),
     D("muon-dist", HP_OPT_STR, muon_dist, "layout", NULL, 0,
       "distributed Muon: layout (one owner per matrix, by work) | round-robin | zero1-gather | all-to-all | gather-all"),
+    D("muon-waves", HP_OPT_INT, muon_waves, "2", "1..64", 0,
+      "distributed Muon: exchange waves per group (wave w+1's gather and w-1's return overlap w's Newton-Schulz)"),
     D("muon-balance", HP_OPT_FLOAT, muon_balance, "1.1", NULL, 0,
       "layout rule: above this max/mean Newton-Schulz work per rank, teams of ranks iterate matrices by row blocks (0: never)"),
     D("ns", HP_OPT_STR, ns, "quintic", NULL, 0, "Newton-Schulz coefficients: quintic | perstep | polar"),
@@ -451,6 +453,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     c->lr = o->lr, c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->weight_decay = o->weight_decay;
     c->muon_lr = o->muon_lr, c->muon_beta = o->muon_beta, c->muon_weight_decay = o->muon_weight_decay;
     c->muon_balance = o->muon_balance > 0 ? o->muon_balance : -1.0f;
+    c->muon_waves = o->muon_waves;
     HP_TRY(hp_schedule_parse(&c->schedule, o->schedule));
     c->warmup_steps = o->warmup, c->min_lr_frac = o->min_lr_frac;
     c->grad_clip = o->grad_clip;

@@ -152,6 +152,7 @@ static hp_status optim_config(hp_optim_config *o, const hp_train_config *c) {
     o->lr = c->lr, o->beta1 = c->beta1, o->beta2 = c->beta2, o->eps = c->eps, o->weight_decay = c->weight_decay;
     o->muon_lr = c->muon_lr, o->muon_beta = c->muon_beta, o->muon_weight_decay = c->muon_weight_decay;
     if (c->muon_balance != 0) o->muon_balance = c->muon_balance > 0 ? c->muon_balance : 0.0f;
+    o->muon_waves = c->muon_waves;
     if (c->muon_momentum) HP_TRY(hp_muon_momentum_parse(&o->muon_momentum, c->muon_momentum));
     if (c->muon_scale) HP_TRY(hp_muon_scale_parse(&o->muon_scale, c->muon_scale));
     if (c->muon_dist) {

@@ -53,6 +53,8 @@ hp_status hp_optim_config_check(const hp_optim_config *c) {
             return hp_errorf("muon_momentum: unknown form %d", (int)c->muon_momentum);
         if (!(c->muon_balance == 0.0f || (c->muon_balance >= 1.0f && c->muon_balance < INFINITY)))
             return hp_errorf("muon_balance: must be 0 (never split) or a number >= 1, got %g", (double)c->muon_balance);
+        if (c->muon_waves < 0 || c->muon_waves > 64)
+            return hp_errorf("muon_waves: must be in 0..64 (0: the default), got %d", c->muon_waves);
         if (c->muon_batch_floats < 0)
             return hp_errorf("muon_batch_floats: must be >= 0, got %ld", c->muon_batch_floats);
         if (c->muon_scale != HP_MUON_SCALE_KELLER && c->muon_scale != HP_MUON_SCALE_MOONLIGHT)

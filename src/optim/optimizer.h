@@ -42,6 +42,8 @@ typedef struct {
                                  matrix); 0 = 4M. Memory only: results are the same. */
     int muon_dist;            /* distributed Muon's strategy (parallel/muon_plan.h hp_muon_dist): 0 the
                                  layout-driven owners; the others are the competing strategies */
+    int muon_waves;           /* distributed Muon's exchange waves per group (parallel/muon_dist): wave w + 1's
+                                 gather and wave w - 1's return overlap wave w's Newton–Schulz; 1: none, 0: 2 */
     float muon_balance;       /* the layout rule's bound on max/mean Newton–Schulz FLOPs per rank above which
                                  matrices are iterated in teams of row blocks (parallel/muon_plan.h); 0: never */
     const char *muon_params;  /* comma-separated globs, or NULL */

@@ -76,9 +76,16 @@ typedef struct {
                             * one slice index, rb's major */
     int rb;
     int64_t *fa_a, *fa_len;
+    int wave;              /* its exchange wave (grp.W) */
     int nblk;              /* a team's matrix (parallel/muon_plan.h's Teams): its blocks, block j iterated by */
     int *bo;               /* the member bo[j] on fa; 0: no team */
 } mat;
+
+/* x's Newton–Schulz work (the plan's cost without the step count) */
+static double wave_cost(const mat *x) {
+    double m = (double)(x->rows < x->cols ? x->rows : x->cols), n = (double)(x->rows < x->cols ? x->cols : x->rows);
+    return (4.0 * m * m * n + 2.0 * m * m * m) * (double)x->nmats;
+}
 
 static int by_order(const void *x, const void *y) {
     const mat *a = x, *b = y;
@@ -109,6 +116,7 @@ typedef struct {
     int teams; /* the group iterates its matrices in teams */
     int rb, Rd, cd; /* FSDP x TP: HSDP's replica axis (-1: none); the FSDP axis's size and this rank's coordinate on
                      * it (ra's: Rn and cr are then the slices over both, as mat's orr) */
+    int W;          /* exchange waves: wave w + 1's gather and wave w - 1's return overlap wave w's Newton–Schulz */
 } grp;
 
 static int64_t my_len(const grp *s, const mat *x) { return x->len[s->cf]; }
@@ -133,16 +141,19 @@ static void tr_of(int64_t *tr, const grp *s, const mat *x) {
 static int64_t piece_key(const grp *s, const mat *x) { return (int64_t)x->orr * s->K + x->of; }
 
 /* Lists the matrices with a piece here by piece_key (stable: matrix order inside), the slice filter
- * slice (-1: all); returns how many. */
-static int pieces_in(const grp *s, int *out, int slice) {
+ * slice (-1: all) and the wave filter wave (-1: all); returns how many. */
+static int pieces_in_w(const grp *s, int *out, int slice, int wave) {
     int n = 0;
     for (int64_t key = 0; key < (int64_t)s->Rn * s->K; key++)
         for (int j = 0; j < s->nm; j++) {
             const mat *x = &s->ms[j];
-            if (my_len(s, x) > 0 && piece_key(s, x) == key && (slice < 0 || x->orr == slice)) out[n++] = j;
+            if (my_len(s, x) > 0 && piece_key(s, x) == key && (slice < 0 || x->orr == slice) &&
+                (wave < 0 || x->wave == wave))
+                out[n++] = j;
         }
     return n;
 }
+static int pieces_in(const grp *s, int *out, int slice) { return pieces_in_w(s, out, slice, -1); }
 
 static int act(hp_graph *g, int64_t n, const char *name) {
     int v = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(n > 0 ? n : 1), name);
@@ -644,118 +655,157 @@ done:
     return out;
 }
 
-static hp_status emit_group(grp *s, int slot) {
+/* The updates S2 (this slice's pieces of a wave's matrices, in send order) to every replica: U in slice order
+ * (total elements; agc: per slice). */
+static int replicas_gather(grp *s, int S2, const int64_t *agc, int64_t total, int slot, const char *key) {
     hp_graph *g = s->rg->g;
-    int nm = s->nm;
-    int *send = malloc(sizeof(int) * (size_t)(nm + 1)), *rest = malloc(sizeof(int) * (size_t)(nm + 1));
-    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1)), *owned = malloc(sizeof(int) * (size_t)(nm + 1));
-    int64_t *sc = calloc((size_t)s->K, sizeof *sc), *rc = calloc((size_t)s->K, sizeof *rc);
-    int64_t *agc = calloc((size_t)s->Rn, sizeof *agc);
-    int64_t *items = malloc(sizeof(int64_t) * HP_MUON_ITEM * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
-    int64_t *len = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
-    int64_t *start = malloc(sizeof(int64_t) * (size_t)s->K * (size_t)(nm + 1));
-    hp_status st = HP_OK;
-    if (!send || !rest || !xin || !owned || !sc || !rc || !agc || !items || !trs || !len || !start) {
-        st = hp_errorf("distributed Muon: out of memory");
-        goto done;
-    }
-    /* pack: the pieces sent to owners of this replica slice, then the others (momentum only) */
-    int nsend = pieces_in(s, send, s->cr), nrest = 0, nx = 0;
-    int64_t ssum = 0, total = 0;
     char nmb[HP_NAME_LEN];
-    char key[32];
-    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
-    int S = -1;
-    if (s->ft) {
-        for (int q = 0; q < nsend; q++) sc[s->ms[send[q]].of] += blk_of(s, &s->ms[send[q]]), ssum += blk_of(s, &s->ms[send[q]]);
-        for (int j = 0; j < nm; j++) total += blk_of(s, &s->ms[j]), agc[s->ms[j].orr] += blk_of(s, &s->ms[j]);
-        S = ft_front(s, send, nsend, key, slot);
-        goto exchange;
-    }
-    for (int j = 0; j < nm; j++)
-        if (my_len(s, &s->ms[j]) > 0 && s->ms[j].orr != s->cr) rest[nrest++] = j;
-    /* the states in matrix order, the same on every rank whatever it owns (checkpoints find a replicated
-     * state by its value id on every rank) */
-    int *state = malloc(sizeof(int) * (size_t)(nm + 1));
-    if (!state) {
-        st = hp_errorf("distributed Muon: out of memory");
-        goto done;
-    }
-    for (int j = 0; j < nm; j++) {
-        state[j] = my_len(s, &s->ms[j]) > 0 ? hp_optim_state_value(g, &s->pp[s->ms[j].piece], "muon.m.") : -1;
-        s->io->nstates += state[j] >= 0;
-    }
-    for (int q = 0; q < nsend + nrest; q++) {
-        int j = q < nsend ? send[q] : rest[q - nsend];
-        const mat *x = &s->ms[j];
-        xin[nx++] = s->pp[x->piece].grad;
-        xin[nx++] = state[j];
-        if (q < nsend) sc[x->of] += my_len(s, x), ssum += my_len(s, x);
-        total += my_len(s, x);
-        agc[x->orr] += my_len(s, x);
-    }
-    for (int q = 0; q < nsend; q++) tr_of(&trs[3 * q], s, &s->ms[send[q]]);
-    S = pack_node(s, xin, nsend + nrest, nsend, trs, ssum, key);
-    free(state);
-exchange:;
-    /* the owner's items (matrix order) and each member's piece of them */
-    int ni = 0;
-    for (int j = 0; j < nm; j++)
-        if (s->ms[j].of == s->cf && s->ms[j].orr == s->cr) owned[ni++] = j;
-    int64_t rsum = orth_tables(s, owned, ni, items, len, start, rc);
-    int R = S;
-    if (s->K > 1) {
-        snprintf(nmb, sizeof nmb, "muon.owned.%s", key);
-        R = act(g, rsum, nmb);
-        if (R >= 0) hp_comm_op_all_to_all_v(g, R, S, s->fa, sc, rc, s->K, slot, HP_PHASE_OPT);
-    }
-    /* Newton–Schulz on the owned matrices (whole, or step by step in teams) */
-    int R2 = s->teams ? team_orth(s, R, rsum, owned, ni, items, len, start, key, slot)
-                      : orth_node(s, R, rsum, ni, items, len, start, key, "owned");
-    int S2 = R2;
-    if (s->K > 1) {
-        snprintf(nmb, sizeof nmb, "muon.upd.%s", key);
-        S2 = act(g, ssum, nmb);
-        if (S2 >= 0) hp_comm_op_all_to_all_v(g, S2, R2, s->fa, rc, sc, s->K, slot, HP_PHASE_OPT);
-    }
     int U = S2;
     if (s->Rn > 1 && s->rb < 0) {
         snprintf(nmb, sizeof nmb, "muon.upd_all.%s", key);
         U = act(g, total, nmb);
-        if (U >= 0) hp_comm_op_all_gather_v(g, U, S2, s->ra, agc, s->Rn, s->cr, slot, HP_PHASE_OPT);
-    } else if (s->Rn > 1) { /* HSDP x TP: over the FSDP axis (this replica's slices), then over the replicas */
+        if (U >= 0 && S2 >= 0) hp_comm_op_all_gather_v(g, U, S2, s->ra, agc, s->Rn, s->cr, slot, HP_PHASE_OPT);
+    } else if (s->Rn > 1) { /* two replica axes: over ra (this outer coordinate's slices), then over rb */
         int Re = s->Rn / s->Rd, ce = s->cr / s->Rd;
-        int64_t *rep = calloc((size_t)Re, sizeof *rep), part = 0;
+        int64_t *rep = calloc((size_t)Re, sizeof *rep);
         if (!rep) {
-            st = hp_errorf("distributed Muon: out of memory");
-            goto done;
+            hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
+            return -1;
         }
         for (int e = 0; e < Re; e++)
             for (int d = 0; d < s->Rd; d++) rep[e] += agc[e * s->Rd + d];
-        part = rep[ce];
         snprintf(nmb, sizeof nmb, "muon.upd_rep.%s", key);
-        int Ud = act(g, part, nmb);
-        if (Ud >= 0) hp_comm_op_all_gather_v(g, Ud, S2, s->ra, agc + (size_t)ce * (size_t)s->Rd, s->Rd, s->cd, slot, HP_PHASE_OPT);
+        int Ud = act(g, rep[ce], nmb);
+        if (Ud >= 0 && S2 >= 0)
+            hp_comm_op_all_gather_v(g, Ud, S2, s->ra, agc + (size_t)ce * (size_t)s->Rd, s->Rd, s->cd, slot, HP_PHASE_OPT);
         snprintf(nmb, sizeof nmb, "muon.upd_all.%s", key);
         U = act(g, total, nmb);
         if (U >= 0 && Ud >= 0) hp_comm_op_all_gather_v(g, U, Ud, s->rb, rep, Re, ce, slot, HP_PHASE_OPT);
         free(rep);
     }
-    if (s->ft) {
-        ft_back(s, U, NULL, key);
-        s->io->nmuon_groups++;
-        st = hp_graph_error(g);
+    return U;
+}
+
+static hp_status emit_group(grp *s, int slot) {
+    hp_graph *g = s->rg->g;
+    int nm = s->nm, K = s->K, W = s->W > 0 ? s->W : 1;
+    int *send = malloc(sizeof(int) * (size_t)(nm + 1)), *rest = malloc(sizeof(int) * (size_t)(nm + 1));
+    int *xin = malloc(sizeof(int) * 2 * (size_t)(nm + 1)), *owned = malloc(sizeof(int) * (size_t)(nm + 1));
+    int64_t *sc = calloc((size_t)K * (size_t)W, sizeof *sc), *rc = calloc((size_t)K, sizeof *rc);
+    int64_t *agc = calloc((size_t)s->Rn * (size_t)W, sizeof *agc);
+    int64_t *items = malloc(sizeof(int64_t) * HP_MUON_ITEM * (size_t)(nm + 1)), *trs = calloc(3 * (size_t)(nm + 1), sizeof *trs);
+    int64_t *len = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
+    int64_t *wv = calloc(3 * (size_t)W, sizeof *wv); /* per wave: its sent elements, their offset, all its elements */
+    int *wn = malloc(sizeof(int) * 5 * (size_t)W);   /* per wave: S2, slot, to-owner start, return wait, stage 2 */
+    hp_status st = HP_OK;
+    if (!send || !rest || !xin || !owned || !sc || !rc || !agc || !items || !trs || !len || !start || !wv || !wn) {
+        st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
-    /* apply, in U's order: slice by slice, each in send order */
-    int na = 0, *ord = rest; /* rest no longer needed */
-    for (int sl = 0; sl < s->Rn; sl++) na += pieces_in(s, ord + na, sl);
-    apply_node(s, U, ord, na, 1);
+    /* pack: the pieces sent to owners of this replica slice (wave by wave), then the others (momentum only) */
+    int nsend = 0, nrest = 0, nx = 0;
+    for (int w = 0; w < W; w++) nsend += pieces_in_w(s, send + nsend, s->cr, w);
+    int64_t ssum = 0;
+    char nmb[HP_NAME_LEN];
+    char key[32];
+    snprintf(key, sizeof key, "%d.%d", s->fa, s->ra);
+    for (int q = 0; q < nsend; q++) { /* per wave and member: the elements sent */
+        const mat *x = &s->ms[send[q]];
+        int64_t e = s->ft ? blk_of(s, x) : my_len(s, x);
+        sc[(size_t)x->wave * (size_t)K + (size_t)x->of] += e, wv[3 * x->wave] += e, ssum += e;
+    }
+    for (int w = 1; w < W; w++) wv[3 * w + 1] = wv[3 * (w - 1) + 1] + wv[3 * (w - 1)];
+    for (int j = 0; j < nm; j++) {
+        const mat *x = &s->ms[j];
+        int64_t e = s->ft ? blk_of(s, x) : my_len(s, x);
+        wv[3 * x->wave + 2] += e, agc[(size_t)x->wave * (size_t)s->Rn + (size_t)x->orr] += e;
+    }
+    int S = -1;
+    if (s->ft) {
+        S = ft_front(s, send, nsend, key, slot);
+    } else {
+        for (int j = 0; j < nm; j++)
+            if (my_len(s, &s->ms[j]) > 0 && s->ms[j].orr != s->cr) rest[nrest++] = j;
+        /* the states in matrix order, the same on every rank whatever it owns (checkpoints find a replicated
+         * state by its value id on every rank) */
+        int *state = malloc(sizeof(int) * (size_t)(nm + 1));
+        if (!state) {
+            st = hp_errorf("distributed Muon: out of memory");
+            goto done;
+        }
+        for (int j = 0; j < nm; j++) {
+            state[j] = my_len(s, &s->ms[j]) > 0 ? hp_optim_state_value(g, &s->pp[s->ms[j].piece], "muon.m.") : -1;
+            s->io->nstates += state[j] >= 0;
+        }
+        for (int q = 0; q < nsend + nrest; q++) {
+            int j = q < nsend ? send[q] : rest[q - nsend];
+            xin[nx++] = s->pp[s->ms[j].piece].grad;
+            xin[nx++] = state[j];
+        }
+        for (int q = 0; q < nsend; q++) tr_of(&trs[3 * q], s, &s->ms[send[q]]);
+        S = pack_node(s, xin, nsend + nrest, nsend, trs, ssum, key);
+        free(state);
+    }
+    /* per wave: to the owners, Newton–Schulz (whole, or step by step in teams), back */
+    for (int w = 0; w < W; w++) {
+        char kw[48];
+        if (W > 1) snprintf(kw, sizeof kw, "%s.w%d", key, w);
+        else snprintf(kw, sizeof kw, "%s", key);
+        int sl = w ? s->rg->ctx.nslots++ : slot, ni = 0;
+        wn[5 * w + 1] = sl, wn[5 * w + 2] = wn[5 * w + 3] = -1;
+        for (int j = 0; j < nm; j++)
+            if (s->ms[j].of == s->cf && s->ms[j].orr == s->cr && s->ms[j].wave == w) owned[ni++] = j;
+        memset(rc, 0, sizeof *rc * (size_t)K);
+        int64_t rsum = orth_tables(s, owned, ni, items, len, start, rc);
+        const int64_t *scw = sc + (size_t)w * (size_t)K;
+        snprintf(nmb, sizeof nmb, "muon.sent.%s", kw);
+        int Sw = W > 1 && S >= 0 && wv[3 * w] > 0 ? hp_graph_view(g, S, wv[3 * w + 1], hp_shape1(wv[3 * w]), nmb) : S;
+        int R = Sw;
+        if (K > 1) {
+            snprintf(nmb, sizeof nmb, "muon.owned.%s", kw);
+            R = act(g, rsum, nmb);
+            int wt = R >= 0 && Sw >= 0 ? hp_comm_op_all_to_all_v(g, R, Sw, s->fa, scw, rc, K, sl, HP_PHASE_OPT) : -1;
+            wn[5 * w + 2] = wt >= 0 ? wt - 1 : -1;
+        }
+        int R2 = s->teams ? team_orth(s, R, rsum, owned, ni, items, len, start, kw, sl)
+                          : orth_node(s, R, rsum, ni, items, len, start, kw, "owned");
+        int S2 = R2;
+        if (K > 1) {
+            snprintf(nmb, sizeof nmb, "muon.upd.%s", kw);
+            S2 = act(g, wv[3 * w], nmb);
+            wn[5 * w + 3] = S2 >= 0 && R2 >= 0 ? hp_comm_op_all_to_all_v(g, S2, R2, s->fa, rc, scw, K, sl, HP_PHASE_OPT) : -1;
+        }
+        wn[5 * w] = S2;
+    }
+    /* per wave: to every replica, then the update (in U's order: slice by slice, each in send order) */
+    for (int w = 0; w < W; w++) {
+        char kw[48];
+        if (W > 1) snprintf(kw, sizeof kw, "%s.w%d", key, w);
+        else snprintf(kw, sizeof kw, "%s", key);
+        wn[5 * w + 4] = g->nnodes;
+        int U = replicas_gather(s, wn[5 * w], agc + (size_t)w * (size_t)s->Rn, wv[3 * w + 2], wn[5 * w + 1], kw);
+        if (s->ft) {
+            ft_back(s, U, NULL, key);
+            continue;
+        }
+        int na = 0, *ord = rest; /* rest no longer needed */
+        for (int sl = 0; sl < s->Rn; sl++) na += pieces_in_w(s, ord + na, sl, w);
+        apply_node(s, U, ord, na, 1);
+    }
     s->io->nmuon_groups++;
     st = hp_graph_error(g);
+    /* the overlap: every wave's exchange to the owners starts right after wave 0's, its wait stays before its
+     * Newton–Schulz; a wave's return is waited for only before its replicas' gather or its update, after the
+     * later waves' Newton–Schulz */
+    if (!st && W > 1) st = hp_rank_graph_sync_nodes(s->rg);
+    for (int w = 0; !st && W > 1 && w < W; w++) {
+        if (w > 0 && wn[2] >= 0 && wn[5 * w + 2] >= 0) s->rg->hint[wn[5 * w + 2]] = HP_HINT_AFTER(wn[2]);
+        if (wn[5 * w + 3] >= 0 && wn[5 * w + 4] < g->nnodes) s->rg->hint[wn[5 * w + 3]] = HP_HINT_BEFORE(wn[5 * w + 4]);
+    }
 done:
     free(send), free(rest), free(xin), free(owned), free(sc), free(rc), free(agc), free(items), free(trs), free(len),
-        free(start);
+        free(start), free(wv), free(wn);
     return st;
 }
 
@@ -972,7 +1022,7 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
         for (int q = 0; q < j && !seen; q++)
             seen = ms[q].fa == ms[j].fa && ms[q].ra == ms[j].ra && ms[q].ft == ms[j].ft && ms[q].rb == ms[j].rb;
         if (seen) continue;
-        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft, 0, ms[j].rb, 1, 0};
+        grp s = {io, rg, cfg, max_norm, pp, NULL, 0, ms[j].fa, ms[j].ra, 1, 1, 0, 0, ms[j].ft, 0, ms[j].rb, 1, 0, 1};
         s.ms = malloc(sizeof *s.ms * (size_t)nm);
         if (!s.ms) {
             st = hp_errorf("distributed Muon: out of memory");
@@ -988,6 +1038,16 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             free(s.ms);
             st = hp_errorf("distributed Muon: a group with and without teams (%d of %d matrices)", s.teams, s.nm);
             break;
+        }
+        /* exchange waves (not in teams nor FSDP x TP): runs of the matrix order of about equal Newton–Schulz work */
+        s.W = s.teams || s.ft || s.K < 2 ? 1 : cfg->muon_waves > 0 ? cfg->muon_waves : 2;
+        if (s.W > s.nm) s.W = s.nm > 0 ? s.nm : 1;
+        double all = 0, before = 0;
+        for (int q = 0; q < s.nm; q++) all += wave_cost(&s.ms[q]);
+        for (int q = 0; q < s.nm; q++) {
+            int w = all > 0 ? (int)(before * s.W / all) : 0;
+            s.ms[q].wave = w < s.W ? w : s.W - 1;
+            before += wave_cost(&s.ms[q]);
         }
         int slot = rg->ctx.nslots++;
         st = multi ? (s.ft ? emit_group_multi_ft(&s, slot, plan_all) : emit_group_multi(&s, slot, plan_all))

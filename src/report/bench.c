@@ -69,7 +69,7 @@ static void comm_lines(hp_sbuf *b, const hp_json *a, const hp_rep_opts *o, int f
 
 static int skip_field(const char *k) {
     static const char *const skip[] = {"B",      "T",        "threads",    "dp",         "tp",          "ranks",
-                                       "load_avg_1min", "mpi", "balance_only", "layers", "replicas", "supernodes"};
+                                       "load_avg_1min", "mpi", "balance_only", "layers", "replicas", "supernodes", "waves"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (!strcmp(k, skip[i])) return 1;
     return 0;

@@ -129,6 +129,13 @@ for st in layout round-robin zero1-gather all-to-all gather-all; do
     fail "HSDP x TP $st, 3 steps: $(tail -2 pv.log)"
   same_ckpt "HSDP 2x2 x TP 2 (16K units) --muon-dist $st vs layout" pvhtlayout "pvht$st"
 done
+# exchange waves (--muon-waves): 1 and 3 give the same bits as the default 2
+for w in 1 3; do
+  "$HP" train $small $pv --deterministic --fsdp 4 --fsdp-unit-bytes 16K --muon-waves "$w" --ckpt-dir "pvw$w" >pv.log 2>&1 ||
+    fail "FSDP 4 --muon-waves $w, 3 steps: $(tail -2 pv.log)"
+  same_ckpt "FSDP 4 (16K units) --muon-waves $w vs 2" pvflayout "pvw$w"
+done
+expect_error "--muon-waves must be in 1..64, got 0" "$HP" train $small --fsdp 2 --steps 1 --muon-waves 0
 "$HP" train $small $pv --deterministic --zero 1 --dp 2 --ckpt-dir pvz >pv.log 2>&1 || fail "ZeRO-1, 3 steps: $(tail -2 pv.log)"
 same_ckpt "ZeRO-1 vs 1 rank" pv1 pvz
 "$HP" train $small $pv --deterministic --layers 1 --ckpt-dir pvl1 >pv.log 2>&1 || fail "1 layer, 3 steps: $(tail -2 pv.log)"
@@ -156,6 +163,18 @@ for want in muon_pack muon_orth muon_apply all_to_all_v_start; do
   grep -q "$want" <<<"$names" || fail "the FSDP 4 step runs no $want"
 done
 grep -q '"muon_update' <<<"$names" && fail "the FSDP 4 step still runs muon_update on shards"
+# the overlap (2 waves; whole-matrix owners, --muon-balance 0): rank 0 starts both waves' exchanges to the
+# owners before its first Newton-Schulz, and the first wave's return before the second wave's Newton-Schulz
+"$HP" train $small --fsdp 4 --steps 1 --muon-balance 0 --trace tw >tw.log 2>&1 || fail "traced FSDP 4 step (waves) failed: $(tail -2 tw.log)"
+python3 - tw.rank0.json <<'PY' || fail "the waves do not overlap: see above"
+import json, sys
+ev = sorted((e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"), key=lambda e: e["ts"])
+names = [e["name"] for e in ev]
+i = next(k for k, n in enumerate(names) if n.startswith("muon_pack"))
+seq = [n for n in names[i:] if n.startswith("muon_orth") or n == "all_to_all_v_start"]
+assert seq[:5] == ["all_to_all_v_start", "all_to_all_v_start"] + [seq[2]] + ["all_to_all_v_start", seq[4]], seq
+assert seq[2].startswith("muon_orth") and seq[4].startswith("muon_orth"), seq
+PY
 # gather-all gathers every member's pieces: no all-to-all
 rm -f tr.rank*.json
 "$HP" train $small --fsdp 4 --steps 1 --muon-dist gather-all --trace tr >tr.log 2>&1 || fail "traced gather-all step failed: $(tail -2 tr.log)"
