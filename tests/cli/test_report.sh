@@ -167,8 +167,11 @@ grep -q '<p class="note warn" id="oversubscribed">' ov/report.html || fail "no v
 grep -q '<th class="exposed">exposed<sup>\*</sup></th>' ov/report.html || fail "the exposed column is not marked"
 grep -q '<th class="exposed">exposed</th>' a/report.html || fail "a run on enough cores has its exposed column marked"
 
-# ---- a run killed with SIGKILL mid-way: the report shows it up to its last step
-"$HP" train "${SMALL[@]}" --steps 100000 --val-every 0 --run-dir k >k.out 2>&1 &
+# ---- a run killed with SIGKILL mid-way: the report shows it up to its last step. How many steps it
+# makes before the kill depends on the machine's load: a model of ~10 ms a step and a 10000-pixel plot
+# keep every step's point on the page (no decimation) whatever the delay, short of minutes
+KILLED=(--layers 2 --heads 4 --channels 128 --batch 8 --seq 64 --threads 2 --val-steps 1 --log-every 100)
+"$HP" train "${KILLED[@]}" --steps 100000 --val-every 0 --run-dir k >k.out 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   [ "$(grep -c '"loss"' k/metrics.jsonl 2>/dev/null || echo 0)" -ge 30 ] && break
@@ -180,7 +183,7 @@ n=$(grep -c '"loss".*}$' k/metrics.jsonl)
 last=$(tail -n 1 k/metrics.jsonl)
 [ "$n" -ge 30 ] || fail "killed run wrote only $n steps"
 grep -q '"status":"running"' k/run.json || fail "killed run's status: $(cat k/run.json)"
-"$HP" report k >k.rep 2>&1 || fail "report of a killed run: $(cat k.rep)"
+"$HP" report k --width 10000 >k.rep 2>&1 || fail "report of a killed run: $(cat k.rep)"
 grep -q ": $n steps, run not finished" k.rep || fail "killed run report: $(cat k.rep) (expected $n steps; last line $last)"
 $CHECK k/report.html plot-loss:training="$n" --text "The run did not finish" --text "last completed step, $n" || fail "killed page"
 
