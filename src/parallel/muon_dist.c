@@ -95,8 +95,9 @@ static hp_status emit_group(hp_muon_grp *s, int slot) {
     int64_t *start = malloc(sizeof(int64_t) * (size_t)K * (size_t)(nm + 1));
     int64_t *wv = calloc(3 * (size_t)W, sizeof *wv); /* per wave: its sent elements, their offset, all its elements */
     int *wn = malloc(sizeof(int) * 5 * (size_t)W);   /* per wave: S2, slot, to-owner start, return wait, stage 2 */
+    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(nm + 1));
     hp_status st = HP_OK;
-    if (!send || !rest || !xin || !owned || !sc || !rc || !agc || !items || !trs || !len || !start || !wv || !wn) {
+    if (!send || !rest || !xin || !owned || !sc || !rc || !agc || !items || !trs || !len || !start || !wv || !wn || !pos) {
         st = hp_errorf("distributed Muon: out of memory");
         goto done;
     }
@@ -182,8 +183,15 @@ static hp_status emit_group(hp_muon_grp *s, int slot) {
         else snprintf(kw, sizeof kw, "%s", key);
         wn[5 * w + 4] = g->nnodes;
         int U = hp_mg_replicas_gather(s, wn[5 * w], agc + (size_t)w * (size_t)s->Rn, wv[3 * w + 2], wn[5 * w + 1], kw);
-        if (s->ft) {
-            hp_mg_ft_back(s, U, NULL, key);
+        if (s->ft) { /* wave w's blocks in U: slice by slice, each in send order */
+            int64_t o = 0;
+            int *ord = rest;
+            for (int j = 0; j < nm; j++) pos[j] = -1;
+            for (int sl = 0; sl < s->Rn; sl++) {
+                int n = hp_mg_pieces_in_w(s, ord, sl, w);
+                for (int q = 0; q < n; q++) pos[ord[q]] = o, o += hp_mg_blk_of(s, &s->ms[ord[q]]);
+            }
+            hp_mg_ft_back(s, U, pos, kw);
             continue;
         }
         int na = 0, *ord = rest; /* rest no longer needed */
@@ -202,7 +210,7 @@ static hp_status emit_group(hp_muon_grp *s, int slot) {
     }
 done:
     free(send), free(rest), free(xin), free(owned), free(sc), free(rc), free(agc), free(items), free(trs), free(len),
-        free(start), free(wv), free(wn);
+        free(start), free(wv), free(wn), free(pos);
     return st;
 }
 
@@ -395,8 +403,8 @@ hp_status hp_pass_muon_dist(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_m
             st = hp_errorf("distributed Muon: a group with and without teams (%d of %d matrices)", s.teams, s.nm);
             break;
         }
-        /* exchange waves (not in teams nor FSDP x TP): runs of the matrix order of about equal Newton–Schulz work */
-        s.W = s.teams || s.ft || s.K < 2 ? 1 : cfg->muon_waves > 0 ? cfg->muon_waves : 2;
+        /* exchange waves (not in teams): runs of the matrix order of about equal Newton–Schulz work */
+        s.W = s.teams || s.K < 2 ? 1 : cfg->muon_waves > 0 ? cfg->muon_waves : 2;
         if (s.W > s.nm) s.W = s.nm > 0 ? s.nm : 1;
         double all = 0, before = 0;
         for (int q = 0; q < s.nm; q++) all += wave_cost(&s.ms[q]);

@@ -110,7 +110,7 @@ void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key) {
     int64_t asum = 0;
     for (int j = 0; j < nm; j++) {
         const hp_muon_mat *x = &s->ms[j];
-        if (x->fa_len[s->cd] <= 0) continue;
+        if (x->fa_len[s->cd] <= 0 || (at && boff[j] < 0)) continue; /* at: only the matrices it places */
         if (boff[j] < 0) {
             hp_graph_fail(g, hp_errorf("distributed Muon: '%s': no update for this rank's piece", g->vals[x->p].name));
             goto done;

@@ -116,8 +116,8 @@ int hp_mg_replicas_gather(hp_muon_grp *s, int S2, const int64_t *agc, int64_t to
 int hp_mg_ft_front(hp_muon_grp *s, const int *send, int nsend, const char *key, int slot);
 
 /* FSDP x TP, after the updates came back and were gathered along the FSDP axis (U: slice by slice, each in
- * send order; or at[j]: where matrix j's block is in U, -1: absent): the blocks in matrix order (a column
- * cut's turned back), this rank's flat pieces of them, and the update. */
+ * send order; or at[j]: where matrix j's block is in U, -1: absent, and then not updated here): the blocks in
+ * matrix order (a column cut's turned back), this rank's flat pieces of them, and the update. */
 void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key);
 
 /* FSDP x TP under the strategies that orthogonalise on several ranks: the TP blocks rebuilt from the FSDP pieces

@@ -129,11 +129,15 @@ for st in layout round-robin zero1-gather all-to-all gather-all; do
     fail "HSDP x TP $st, 3 steps: $(tail -2 pv.log)"
   same_ckpt "HSDP 2x2 x TP 2 (16K units) --muon-dist $st vs layout" pvhtlayout "pvht$st"
 done
-# exchange waves (--muon-waves): 1 and 3 give the same bits as the default 2
+# exchange waves (--muon-waves): 1 and 3 give the same bits as the default 2 (FSDP, and HSDP x TP: the
+# FSDP x TP path's waves)
 for w in 1 3; do
   "$HP" train $small $pv --deterministic --fsdp 4 --fsdp-unit-bytes 16K --muon-waves "$w" --ckpt-dir "pvw$w" >pv.log 2>&1 ||
     fail "FSDP 4 --muon-waves $w, 3 steps: $(tail -2 pv.log)"
   same_ckpt "FSDP 4 (16K units) --muon-waves $w vs 2" pvflayout "pvw$w"
+  "$HP" train $small $pv --hsdp 2,2 --tp 2 --fsdp-unit-bytes 16K --muon-waves "$w" --ckpt-dir "pvhw$w" >pv.log 2>&1 ||
+    fail "HSDP x TP --muon-waves $w, 3 steps: $(tail -2 pv.log)"
+  same_ckpt "HSDP 2x2 x TP 2 (16K units) --muon-waves $w vs 2" pvhtlayout "pvhw$w"
 done
 expect_error "--muon-waves must be in 1..64, got 0" "$HP" train $small --fsdp 2 --steps 1 --muon-waves 0
 "$HP" train $small $pv --deterministic --zero 1 --dp 2 --ckpt-dir pvz >pv.log 2>&1 || fail "ZeRO-1, 3 steps: $(tail -2 pv.log)"
