@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/opdef.h"
+#include "core/tensor.h"
 
 /* The block of name under prefix ("h.12.attn" -> 12), -1: none. plen: strlen(prefix). */
 static int block_of(const char *name, const char *prefix, size_t plen) {
@@ -150,4 +151,63 @@ double hp_pp_split_imbalance(const int *first, const double *cost, int p) {
         sum += c, mx = c > mx ? c : mx;
     }
     return sum > 0 ? mx / (sum / p) : 1.0;
+}
+
+/* ---- what a split cuts ---- */
+
+void hp_pp_cut_free(hp_pp_cut *c) {
+    free(c->stage_of), free(c->send), free(c->shared);
+    memset(c, 0, sizeof *c);
+}
+
+/* The storage a value names (a view's base). */
+static int base_of(const hp_graph *g, int v) { return g->vals[v].view_of >= 0 ? g->vals[v].view_of : v; }
+
+hp_status hp_pp_cut_of(hp_pp_cut *out, const hp_graph *g, const hp_pp_units *u, const int *first, int p) {
+    memset(out, 0, sizeof *out);
+    int n = u->nblocks + 2;
+    if (p < 1 || first[0] != 0 || first[p] != n) return hp_errorf("pp: the split does not cover the model's %d units", n);
+    out->stages = p;
+    out->stage_of = malloc(sizeof(int) * (size_t)(g->nnodes ? g->nnodes : 1));
+    int *made = malloc(sizeof(int) * (size_t)(g->nvals ? g->nvals : 1)); /* the stage producing each value */
+    int *lo = malloc(sizeof(int) * (size_t)(g->nvals ? g->nvals : 1)), *hi = malloc(sizeof(int) * (size_t)(g->nvals ? g->nvals : 1));
+    unsigned char *seen = calloc((size_t)(g->nvals ? g->nvals : 1) * (size_t)p, 1); /* (value, reading stage) recorded */
+    out->send = malloc(sizeof *out->send * (size_t)(g->nvals ? g->nvals : 1) * (size_t)p);
+    out->shared = malloc(sizeof *out->shared * (size_t)(g->nvals ? g->nvals : 1));
+    hp_status st = HP_OK;
+    if (!out->stage_of || !made || !lo || !hi || !seen || !out->send || !out->shared) {
+        st = hp_errorf("pipeline stages: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < g->nvals; v++) made[v] = -1, lo[v] = p, hi[v] = -1;
+    for (int i = 0; i < g->nnodes; i++) {
+        int un = u->unit_of[i], s = -1;
+        if (un >= 0)
+            for (s = 0; s < p - 1 && un >= first[s + 1];) s++;
+        out->stage_of[i] = s;
+        if (s < 0) continue;
+        const hp_node *nd = &g->nodes[i];
+        for (int k = 0; k < hp_node_nin_all(nd); k++) {
+            int v = base_of(g, hp_node_input(g, nd, k));
+            const hp_value *x = &g->vals[v];
+            if (x->kind == HP_V_INPUT || x->kind == HP_V_PARAM) {
+                lo[v] = s < lo[v] ? s : lo[v], hi[v] = s > hi[v] ? s : hi[v];
+            } else if (made[v] >= 0 && made[v] < s && !seen[(size_t)v * (size_t)p + (size_t)s]) {
+                seen[(size_t)v * (size_t)p + (size_t)s] = 1;
+                out->send[out->nsend++] = (hp_pp_send){v, made[v], s,
+                                                      (int64_t)hp_dtype_size(x->dtype) * hp_shape_numel(&x->shape)};
+            } else if (made[v] > s) {
+                st = hp_errorf("pp: node '%s' on stage %d reads '%s' from the later stage %d", nd->name, s, x->name,
+                               made[v]);
+                goto done;
+            }
+        }
+        for (int k = 0; k < nd->nout; k++) made[base_of(g, nd->out[k])] = s;
+    }
+    for (int v = 0; v < g->nvals; v++)
+        if (hi[v] > lo[v]) out->shared[out->nshared++] = (hp_pp_shared){v, lo[v], hi[v]};
+done:
+    free(made), free(lo), free(hi), free(seen);
+    if (st) hp_pp_cut_free(out);
+    return st;
 }

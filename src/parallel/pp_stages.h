@@ -42,4 +42,31 @@ hp_status hp_pp_split_explicit(int *first, const int *blocks, int n, int p);
 /* The costliest stage's cost over the mean (1: balanced). */
 double hp_pp_split_imbalance(const int *first, const double *cost, int p);
 
+/* What a split cuts (forward graph g, its units u, the split first[p + 1]):
+ * each forward node's stage; every activation a stage produces and a later
+ * one reads (what the pipeline sends forward per micro-batch, and its
+ * gradient back), once per (value, reading stage); every input and
+ * parameter read on more than one stage — a tied parameter (GPT-2's wte:
+ * the embeddings' table is the head's) has its gradients summed between
+ * its stages each step. */
+typedef struct {
+    int value, from, to; /* produced on stage from, read on stage to (> from) */
+    int64_t bytes;       /* its size per step (global shapes: the micro-batch's is a share) */
+} hp_pp_send;
+typedef struct {
+    int value;      /* an input or a parameter */
+    int first, last; /* the first and last stage reading it */
+} hp_pp_shared;
+typedef struct {
+    int stages;
+    int *stage_of;        /* [g->nnodes]: a forward node's stage (-1: not forward) */
+    hp_pp_send *send;     /* [nsend], in the reading nodes' order */
+    int nsend;
+    hp_pp_shared *shared; /* [nshared], by value id */
+    int nshared;
+} hp_pp_cut;
+
+hp_status hp_pp_cut_of(hp_pp_cut *out, const hp_graph *g, const hp_pp_units *u, const int *first, int p);
+void hp_pp_cut_free(hp_pp_cut *c);
+
 #endif

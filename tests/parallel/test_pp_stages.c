@@ -8,6 +8,10 @@
  *    evenly; the optimum found on small cases checked against every split;
  *  - explicit: blocks per stage (the embeddings with the first, the head
  *    with the last); bad counts refused naming pp_layers;
+ *  - the cut of GPT-2 (12 blocks) over 4 stages: one activation sent per
+ *    boundary, the residual stream [B, T, C]; wte read by the first and
+ *    the last stage (tied: the head is the embeddings' table), nothing else
+ *    shared; every forward node on a stage, in order;
  *  - a model without blocks refused. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +82,29 @@ int main(void) {
             for (int s = 0; s < p; s++) CHECK(fb2[s + 1] > fb2[s]);
         }
         CHECK_OK(hp_pp_split_balanced(fb, u.cost, 14, 4));
+        hp_pp_cut cut;
+        CHECK_OK(hp_pp_cut_of(&cut, g, &u, fe, 4));
+        if (cut.stage_of) {
+            printf("cut over 4 stages:");
+            for (int i = 0; i < cut.nsend; i++)
+                printf(" '%s' %d->%d %.1f MB;", g->vals[cut.send[i].value].name, cut.send[i].from, cut.send[i].to,
+                       (double)cut.send[i].bytes * 1e-6);
+            for (int i = 0; i < cut.nshared; i++)
+                printf(" shared '%s' %d..%d", g->vals[cut.shared[i].value].name, cut.shared[i].first, cut.shared[i].last);
+            printf("\n");
+            CHECK(cut.nsend == 3);
+            for (int i = 0; i < cut.nsend; i++)
+                CHECK(cut.send[i].from == i && cut.send[i].to == i + 1 && cut.send[i].bytes == 4LL * 4 * 256 * 768);
+            CHECK(cut.nshared == 1 && !strcmp(g->vals[cut.shared[0].value].name, "wte") && cut.shared[0].first == 0 &&
+                  cut.shared[0].last == 3);
+            int prev = 0;
+            for (int i = 0; i < g->nnodes; i++) {
+                if (g->nodes[i].phase != HP_PHASE_FWD) continue;
+                CHECK(cut.stage_of[i] >= prev && cut.stage_of[i] < 4);
+                prev = cut.stage_of[i];
+            }
+            hp_pp_cut_free(&cut);
+        }
         hp_pp_units_free(&u);
     }
     /* equal units: the balanced split is the even one */
