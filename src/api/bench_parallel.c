@@ -31,13 +31,14 @@ typedef struct {
  * owners, the first iterates dealt, FSDP x TP's blocks), 1 Newton-Schulz (the teams' trades), 2 return (the
  * updates back, to the replicas, their spreads), -1 none of them. */
 static int muon_col(const char *v) {
-    static const char *const pre[][2] = {{"muon.owned.", "0"}, {"muon.touched.", "0"}, {"muon.all.", "0"},
-                                         {"muon.spread.", "0"}, {"muon.ftg.", "0"}, {"muon.ftb.", "0"},
-                                         {"muon.fts.", "0"}, {"muon.x0.", "0"}, {"muon.x.", "1"},
-                                         {"muon.a.", "1"},     {"muon.upd", "2"},  {"muon.ftu.", "2"},
-                                         {"muon.fta.", "2"}};
+    static const struct {
+        const char *prefix;
+        int col;
+    } pre[] = {{"muon.owned.", 0}, {"muon.touched.", 0}, {"muon.all.", 0}, {"muon.spread.", 0}, {"muon.ftg.", 0},
+               {"muon.ftb.", 0},   {"muon.fts.", 0},     {"muon.x0.", 0},  {"muon.x.", 1},      {"muon.a.", 1},
+               {"muon.upd", 2},    {"muon.ftu.", 2},     {"muon.fta.", 2}};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
-        if (!strncmp(v, pre[i][0], strlen(pre[i][0]))) return pre[i][1][0] - '0';
+        if (!strncmp(v, pre[i].prefix, strlen(pre[i].prefix))) return pre[i].col;
     return -1;
 }
 

@@ -78,26 +78,20 @@ done:
 void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key) {
     hp_graph *g = s->rg->g;
     int nm = s->nm;
-    int *ord = malloc(sizeof(int) * (size_t)(nm + 1)), *mine = malloc(sizeof(int) * (size_t)(nm + 1));
-    int64_t *pos = malloc(sizeof(int64_t) * (size_t)(nm + 1)), *boff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
+    int *mine = malloc(sizeof(int) * (size_t)(nm + 1));
+    int64_t *boff = malloc(sizeof(int64_t) * (size_t)(nm + 1));
     int64_t *cp = malloc(sizeof(int64_t) * (1 + 5 * (size_t)(nm + 1)));
-    if (!ord || !mine || !pos || !boff || !cp) {
+    if (!mine || !boff || !cp) {
         hp_graph_fail(g, hp_errorf("distributed Muon: out of memory"));
         goto done;
-    }
-    int64_t o = 0;
-    if (at) memcpy(pos, at, sizeof *pos * (size_t)nm);
-    for (int sl = 0; !at && sl < s->Rn; sl++) { /* where each matrix's block sits in U */
-        int n = hp_mg_pieces_in(s, ord, sl);
-        for (int q = 0; q < n; q++) pos[ord[q]] = o, o += hp_mg_blk_of(s, &s->ms[ord[q]]);
     }
     int64_t bsum = 0, nb = 0;
     for (int j = 0; j < nm; j++) {
         const hp_muon_mat *x = &s->ms[j];
         boff[j] = -1;
-        if (pos[j] < 0) continue;
+        if (at[j] < 0) continue;
         int64_t *e = &cp[1 + 5 * nb++];
-        e[0] = pos[j], e[1] = hp_mg_blk_of(s, x), e[2] = e[3] = e[4] = 0;
+        e[0] = at[j], e[1] = hp_mg_blk_of(s, x), e[2] = e[3] = e[4] = 0;
         if (x->cut == HP_MUON_AX_SC) e[2] = x->nmats, e[3] = x->cols / s->K, e[4] = x->rows; /* [c/K, r] -> [r, c/K] */
         boff[j] = bsum;
         bsum += e[1];
@@ -110,11 +104,7 @@ void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key) {
     int64_t asum = 0;
     for (int j = 0; j < nm; j++) {
         const hp_muon_mat *x = &s->ms[j];
-        if (x->fa_len[s->cd] <= 0 || (at && boff[j] < 0)) continue; /* at: only the matrices it places */
-        if (boff[j] < 0) {
-            hp_graph_fail(g, hp_errorf("distributed Muon: '%s': no update for this rank's piece", g->vals[x->p].name));
-            goto done;
-        }
+        if (x->fa_len[s->cd] <= 0 || boff[j] < 0) continue; /* only the matrices at places */
         int64_t *e = &cp[1 + 5 * na];
         e[0] = boff[j] + x->fa_a[s->cd], e[1] = x->fa_len[s->cd], e[2] = e[3] = e[4] = 0;
         mine[na++] = j;
@@ -125,7 +115,7 @@ void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key) {
     int A = hp_mg_spread_node(g, Bk, cp, asum, nmb);
     hp_mg_apply_node(s, A, mine, na, 0);
 done:
-    free(ord), free(mine), free(pos), free(boff), free(cp);
+    free(mine), free(boff), free(cp);
 }
 
 

@@ -34,7 +34,6 @@ int hp_mg_pieces_in_w(const hp_muon_grp *s, int *out, int slice, int wave) {
     return n;
 }
 
-int hp_mg_pieces_in(const hp_muon_grp *s, int *out, int slice) { return hp_mg_pieces_in_w(s, out, slice, -1); }
 
 int hp_mg_act(hp_graph *g, int64_t n, const char *name) {
     int v = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1(n > 0 ? n : 1), name);

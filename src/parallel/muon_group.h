@@ -75,9 +75,6 @@ void hp_mg_tr_of(int64_t *tr, const hp_muon_grp *s, const hp_muon_mat *x);
  * slice (-1: all) and the wave filter wave (-1: all); returns how many. */
 int hp_mg_pieces_in_w(const hp_muon_grp *s, int *out, int slice, int wave);
 
-/* The same over every wave. */
-int hp_mg_pieces_in(const hp_muon_grp *s, int *out, int slice);
-
 /* A new fp32 value of n elements (at least one) of the optimizer phase. */
 int hp_mg_act(hp_graph *g, int64_t n, const char *name);
 
@@ -115,9 +112,9 @@ int hp_mg_replicas_gather(hp_muon_grp *s, int S2, const int64_t *agc, int64_t to
  * owners in send order, a column cut's transposed. Returns the send buffer (-1: the graph's error). */
 int hp_mg_ft_front(hp_muon_grp *s, const int *send, int nsend, const char *key, int slot);
 
-/* FSDP x TP, after the updates came back and were gathered along the FSDP axis (U: slice by slice, each in
- * send order; or at[j]: where matrix j's block is in U, -1: absent, and then not updated here): the blocks in
- * matrix order (a column cut's turned back), this rank's flat pieces of them, and the update. */
+/* FSDP x TP, after the updates came back and were gathered along the FSDP axis (at[j]: where matrix j's block
+ * is in U, -1: absent, and then not updated here): the blocks in matrix order (a column cut's turned back),
+ * this rank's flat pieces of them, and the update. */
 void hp_mg_ft_back(hp_muon_grp *s, int U, const int64_t *at, const char *key);
 
 /* FSDP x TP under the strategies that orthogonalise on several ranks: the TP blocks rebuilt from the FSDP pieces

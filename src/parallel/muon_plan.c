@@ -96,6 +96,16 @@ static int same_slice(const hp_muon_group *gr, const hp_mesh *m, int r, int o) {
     return 1;
 }
 
+/* h[r]: the bytes of global parameter v rank r holds (0 outside group gr); ids[np]: the parameters (FSDP's
+ * indices). */
+static void held_bytes(double *h, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
+                       const hp_fsdp_plan *fsdp, const int *ids, int np, const hp_muon_group *gr, int v, int nr) {
+    int fk = -1;
+    for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
+        if (ids[j] == v) fk = j;
+    for (int r = 0; r < nr; r++) h[r] = in_group(gr, m, r) ? 4.0 * (double)hp_muon_held(g, prop, m, fsdp, v, fk, r) : 0;
+}
+
 /* A matrix to give an owner: its cost, name and group, and its index in the plan. */
 typedef struct {
     double flops;
@@ -395,20 +405,15 @@ hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_p
         if (!is_local(&out->grp[out->mat[i].group], m))
             order[n++] = (pending){out->mat[i].flops, g->vals[out->mat[i].v].name, out->mat[i].group, i};
     if (dist == HP_MUON_DIST_LAYOUT) qsort(order, (size_t)n, sizeof *order, by_cost); /* the others: model order */
+    double h[1024];
+    if (nr > 1024) {
+        st = hp_errorf("muon plan: more than 1024 ranks");
+        goto done;
+    }
     for (int q = 0; q < n; q++) {
         hp_muon_matrix *x = &out->mat[order[q].i];
         const hp_muon_group *gr = &out->grp[x->group];
-        int fk = -1;
-        for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
-            if (ids[j] == x->v) fk = j;
-        double h[1024];
-        int many = nr > 1024;
-        for (int r = 0; r < nr && !many; r++)
-            h[r] = in_group(gr, m, r) ? 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r) : 0;
-        if (many) {
-            st = hp_errorf("muon plan: more than 1024 ranks");
-            goto done;
-        }
+        held_bytes(h, g, prop, m, fsdp, ids, np, gr, x->v, nr);
         double whole = 4.0 * (double)hp_shape_numel(&g->vals[x->v].shape);
         if (dist == HP_MUON_DIST_ZERO1_GATHER || dist == HP_MUON_DIST_GATHER_ALL) {
             /* several ranks orthogonalise it: each toucher (or every rank of the group) gathers what it lacks
@@ -442,14 +447,11 @@ hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_p
         hp_muon_matrix *x = &out->mat[order[q].i];
         const hp_muon_group *gr = &out->grp[x->group];
         if (x->owner < 0) continue;
-        int fk = -1;
-        for (int j = 0; fsdp && fsdp->level > 0 && j < np; j++)
-            if (ids[j] == x->v) fk = j;
+        held_bytes(h, g, prop, m, fsdp, ids, np, gr, x->v, nr);
         for (int r = 0; r < nr; r++) {
             if (r == x->owner || !in_group(gr, m, r)) continue;
-            double h = 4.0 * (double)hp_muon_held(g, prop, m, fsdp, x->v, fk, r);
-            if (same_slice(gr, m, r, x->owner)) out->sent[r] += h, out->recv[x->owner] += h;
-            out->recv[r] += h, out->sent[x->owner] += h;
+            if (same_slice(gr, m, r, x->owner)) out->sent[r] += h[r], out->recv[x->owner] += h[r];
+            out->recv[r] += h[r], out->sent[x->owner] += h[r];
         }
         if (x->nblk > 0) team_bytes(out, x, steps);
     }

@@ -193,13 +193,12 @@ hp_status hp_pp_sched_simulate(hp_pp_sim *out, const hp_pp_sched *s, double tf, 
     size_t cells = (size_t)V * (size_t)s->micro;
     ends e = {malloc(sizeof(double) * cells), malloc(sizeof(double) * cells), malloc(sizeof(double) * cells)};
     double *free_at = calloc((size_t)p, sizeof(double)), *busy = calloc((size_t)p, sizeof(double));
-    double *end = malloc(sizeof(double) * (size_t)(total ? total : 1));
     int *next = calloc((size_t)p, sizeof(int));
     out->idle = calloc((size_t)p, sizeof(double));
     out->start = malloc(sizeof(double) * (size_t)(total ? total : 1));
     out->peak = calloc((size_t)p, sizeof(int));
     hp_status st = HP_OK;
-    if (!e.fwd || !e.bwd || !e.wgt || !free_at || !busy || !end || !next || !out->idle || !out->start || !out->peak) {
+    if (!e.fwd || !e.bwd || !e.wgt || !free_at || !busy || !next || !out->idle || !out->start || !out->peak) {
         st = hp_errorf("pipeline schedule: out of memory");
         goto done;
     }
@@ -215,7 +214,7 @@ hp_status hp_pp_sched_simulate(hp_pp_sim *out, const hp_pp_sched *s, double tf, 
                 if (t < 0) break;
                 double d = a->kind == HP_ACT_FWD ? tf : a->kind == HP_ACT_BWD ? tb : a->kind == HP_ACT_BWD_INPUT ? tbi : tbw;
                 double t0 = t > free_at[r] ? t : free_at[r];
-                out->start[i] = t0, end[i] = t0 + d, free_at[r] = t0 + d, busy[r] += d;
+                out->start[i] = t0, free_at[r] = t0 + d, busy[r] += d;
                 *end_of(&e, s, a->kind, hp_pp_vstage(s, r, a->chunk), a->micro) = t0 + d;
                 next[r]++, left--, moved = 1;
             }
@@ -248,7 +247,7 @@ hp_status hp_pp_sched_simulate(hp_pp_sim *out, const hp_pp_sched *s, double tf, 
         }
     }
 done:
-    free(e.fwd), free(e.bwd), free(e.wgt), free(free_at), free(busy), free(end), free(next);
+    free(e.fwd), free(e.bwd), free(e.wgt), free(free_at), free(busy), free(next);
     if (st) hp_pp_sim_free(out);
     return st;
 }
