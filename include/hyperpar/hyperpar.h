@@ -362,6 +362,10 @@ hp_status hp_shard_plan_gpt2(hp_shard_plan **out, int dp, int tp);
 /* The same with replicas > 1 on mesh rep=R,dp=DP,tp=TP (the batch split over
  * rep and dp): HSDP's replicas once FSDP is set with replicate=rep. */
 hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int dp, int tp);
+/* The same pipelined over pp stages on mesh pp=PP,rep=R,dp=DP,tp=TP (pp outermost: a stage's ranks are
+ * contiguous; rep only when replicas > 1); the blocks' split and the schedule are the run's
+ * (hp_train_config.pp_split, pp_schedule). */
+hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas, int dp, int tp);
 /* FSDP / ZeRO on a plan, in the plan file's `fsdp:` form: "shard=dp level=3
  * prefetch=1 reshard=on reduce=fp32 style=hyperpar", and "replicate=rep" for
  * HSDP. Levels: 1 = optimizer state sharded, 2 = + gradients, 3 = +
@@ -424,6 +428,8 @@ typedef struct {
     int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
     int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
+    const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
+    const char *pp_split;
     int grad_accum_comm_last;  /* with grad_accum: hp_train_config.grad_accum_comm_last's program */
     int deterministic;         /* 1: hp_train_config.deterministic's program (batch: the micro-batch) */
 } hp_plan_report_config;
@@ -572,7 +578,7 @@ typedef struct {
     int batch, seq;
     char optimizer[16];
     const char *plan_text; /* the plan in the file format */
-    hp_plan_pass passes[16]; /* the compile's passes, in order (the first reported rank's) */
+    hp_plan_pass passes[24]; /* the compile's passes, in order (the first reported rank's) */
     int npasses;
     hp_plan_rank_report *ranks; /* the reported ranks */
     int nreported;
@@ -812,6 +818,9 @@ typedef struct {
     long warmup_steps;
     float min_lr_frac;
     float grad_clip;            /* global-norm clipping; 0: off */
+    const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL) or "zb-h1" */
+    const char *pp_split;       /* its blocks over the stages: "balanced" (NULL: by forward FLOPs, the head's
+                                 * GEMM included), "even" (torchtitan's rule) or blocks per stage ("3,5") */
     int grad_accum;             /* micro-batches per optimizer step (0 or 1: none); the model's batch is one
                                  * micro-batch, the gradients are their mean (accumulated per rank; under
                                  * FSDP every micro-batch's reduced shard into a sharded accumulator) */
@@ -1014,6 +1023,10 @@ typedef struct {
     /* parallelism */
     char plan[512];
     int dp, tp;
+    int pp;                     /* pipeline stages (the GPT-2 plan's mesh pp=N outermost) */
+    char pp_schedule[16];       /* gpipe | 1f1b | zb-h1 */
+    char pp_split[256];         /* balanced | even | blocks per stage ("3,5") */
+    int micro_batches;          /* micro-batches per step (the pipeline's; --grad-accum's field) */
     int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
     char hsdp[32];              /* "R,S": R replicas x S shards */
     char fsdp_style[16], reshard[8];

@@ -13,6 +13,7 @@
 #include "layout/plan.h"
 #include "models/gpt2.h"
 #include "optim/optimizer.h"
+#include "parallel/pp_pass.h"
 #include "runtime/params.h"
 
 struct hp_model {
@@ -54,6 +55,9 @@ hp_status hp_api_llmc_version(int *version, hp_llmc_dtype dtype, const char *pat
 
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);
+/* A pipeline's compile options from the settings' text: schedule "gpipe" | "1f1b" | "zb-h1" (NULL: 1f1b),
+ * split "balanced" | "even" | blocks per stage "3,5" (NULL: balanced); errors name the setting. */
+hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split);
 
 /* api/bench_peak: the FP32 FMA peak (GFLOP/s) on `threads` threads, the best
  * of `rounds` measurements of milliseconds each, pause_ms apart

@@ -172,6 +172,14 @@ static const hp_train_optdef defs[] = {
     D("dp", HP_OPT_INT, dp, "1", NULL, PLAN,
       "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
     D("tp", HP_OPT_INT, tp, "1", NULL, PLAN, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
+    D("pp", HP_OPT_INT, pp, "1", NULL, PLAN,
+      "pipeline stages (GPT-2 plan: mesh pp=N outermost; the blocks split over them by --pp-split)"),
+    D("pp-schedule", HP_OPT_STR, pp_schedule, "1f1b", "gpipe|1f1b|zb-h1", 0,
+      "pipeline schedule: gpipe | 1f1b | zb-h1 (zero bubble H1: backward split into input and weight gradients)"),
+    D("pp-split", HP_OPT_STR, pp_split, "balanced", NULL, 0,
+      "pipeline stages' blocks: balanced (by forward FLOPs, the head included) | even | blocks per stage (3,5)"),
+    D("micro-batches", HP_OPT_INT, micro_batches, "0", NULL, 0,
+      "micro-batches of --batch per step (a pipeline's; the same as --grad-accum)"),
     D("fsdp", HP_OPT_INT, fsdp, "0", NULL, PLAN, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
     D("hsdp", HP_OPT_STR, hsdp, "", NULL, PLAN, "R,S: HSDP, R replicas x S shards (shards inside a supernode)"),
     D("zero", HP_OPT_INT, zero, "0", NULL, PLAN,
@@ -344,6 +352,16 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
+    if (o->pp < 1 || o->pp > 64) BAD("--pp must be in 1..64, got %d", o->pp);
+    if (o->plan[0] && o->pp > 1) BAD("give --plan or --pp, not both (a plan file's mesh says pp=N)");
+    if (o->micro_batches < 0 || o->micro_batches > 4096) BAD("--micro-batches must be in 1..4096, got %d", o->micro_batches);
+    if (o->micro_batches > 0 && o->grad_accum > 0 && o->micro_batches != o->grad_accum)
+        BAD("--micro-batches %d and --grad-accum %d are one setting: give one", o->micro_batches, o->grad_accum);
+    if (o->pp > 1 && (long)o->pp * o->dp * o->tp > HP_TRAIN_MAX_RANKS)
+        BAD("--pp %d x --dp %d x --tp %d is %ld ranks, above the limit of %d", o->pp, o->dp, o->tp,
+            (long)o->pp * o->dp * o->tp, HP_TRAIN_MAX_RANKS);
+    if (o->pp > 1 && (o->fsdp > 1 || o->hsdp[0] || o->zero))
+        BAD("--pp with --fsdp, --hsdp or --zero: pipeline stages with FSDP/ZeRO are not built yet");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");
     if ((long)o->dp * o->tp > HP_TRAIN_MAX_RANKS)
         BAD("--dp %d x --tp %d is %ld ranks, above the limit of %d", o->dp, o->tp, (long)o->dp * o->tp, HP_TRAIN_MAX_RANKS);
@@ -386,7 +404,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
 }
 
 hp_status hp_train_micro_batch(int *batch, int *grad_accum, const hp_train_options *o) {
-    *batch = o->batch, *grad_accum = o->grad_accum;
+    *batch = o->batch, *grad_accum = o->micro_batches > 0 ? o->micro_batches : o->grad_accum;
     if (!o->deterministic && !o->det_slices) return HP_OK;
     int ranks = o->fsdp > 1 ? o->fsdp : o->dp;
     hp_status st = hp_deterministic_split(batch, grad_accum, o->batch, ranks, o->det_slices ? o->det_slices : 8);
@@ -419,7 +437,8 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
     if (!strcmp(o->fsdp_keep_bytes, "auto")) kb = HP_FSDP_KEEP_AUTO;
     else if (o->fsdp_keep_bytes[0] && hp_text_bytes(&kb, o->fsdp_keep_bytes))
         return hp_errorf("%s: --fsdp-keep-bytes '%s' is not a byte count", prog, o->fsdp_keep_bytes);
-    HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
+    if (o->pp > 1) HP_TRY(hp_shard_plan_gpt2_pipelined(out, o->pp, reps, dp, o->tp));
+    else HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
     if (!fsdp) return HP_OK;
     hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
     hp_fsdp_settings_default(&set);
@@ -480,6 +499,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
 static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
     c->muon_dist = o->muon_dist;
+    c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->data = o->data, c->val_data = o->val_data;

@@ -54,6 +54,13 @@ hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int d
     return wrap(out, &p);
 }
 
+hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas, int dp, int tp) {
+    *out = NULL;
+    hp_plan p;
+    HP_TRY(hp_plan_gpt2_pp(&p, pp, replicas, dp, tp));
+    return wrap(out, &p);
+}
+
 /* The plan's text again after its FSDP settings changed. */
 static hp_status retext(hp_shard_plan *p) {
     size_t n = hp_plan_str_size(&p->plan);

@@ -116,7 +116,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
                               .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
                               .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
                               .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
-    return HP_OK;
+    return hp_api_pp_opts(&s->co.pp, c->pp_schedule, c->pp_split);
 }
 
 /* Distributed Muon's plan (parallel/muon_plan) from the compile of rank 0 (made with AdamW: the plan only

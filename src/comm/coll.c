@@ -162,39 +162,66 @@ static hp_status check_args(ctx *c, const hp_comm_args *a) {
     return HP_OK;
 }
 
-hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+/* The call's context on rank r (its checks included). */
+static hp_status ctx_init(ctx *c, hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    c->s = s;
+    c->g = g;
+    c->what = kind_name(a->kind);
+    c->me = hp_comm_group_index(g, r->rank);
+    if (c->me < 0) return hp_errorf("comm: %s on group '%s': rank %d is not a member", c->what, g->name, r->rank);
+    if (g->w != r->w) return hp_errorf("comm: %s on group '%s': the group belongs to another world", c->what, g->name);
+    if (atomic_load(&g->failed)) return hp_coll_broken(c);
+    c->T = g->sn[c->me];
+    c->L = g->sn_n[c->T];
+    c->myl = g->lidx[c->me];
+    c->slots = g->sng[c->T].slots;
+    c->bar = &g->sng[c->T].bar;
+    c->dt = a->dtype;
+    c->esz = hp_dtype_size(a->dtype);
+    c->tree = a->tree;
+    c->fence = a->fence;
+    c->deadline = hp_comm_now_ns() + r->w->timeout_ns;
+    return check_args(c, a);
+}
+
+/* A send or recv posted on the link: the one request q (its data stays the caller's until finished). */
+static hp_status post_p2p(ctx *c, hp_comm_lreq *q, const hp_comm_args *a) {
+    size_t nb = (size_t)a->t[0].count * c->esz;
+    if (a->kind == HP_COMM_SEND) return hp_comm_link_isend(c->r, q, c->g->ranks[a->peer], c->g->gid, a->t[0].send, nb);
+    return hp_comm_link_irecv(c->r, q, c->g->ranks[a->peer], c->g->gid, a->t[0].recv, nb);
+}
+
+hp_status hp_comm_p2p_post(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a, hp_comm_lreq *q,
+                           int64_t *deadline) {
+    ctx c;
+    HP_TRY(ctx_init(&c, r, NULL, g, a));
+    if (a->kind != HP_COMM_SEND && a->kind != HP_COMM_RECV)
+        return hp_errorf("comm: %s on group '%s': not a point-to-point call", c.what, g->name);
+    *deadline = c.deadline;
+    return post_p2p(&c, q, a);
+}
+
+hp_status hp_comm_p2p_finish(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a, hp_comm_lreq *q,
+                             int64_t deadline) {
     ctx c;
     memset(&c, 0, sizeof c);
-    c.r = r;
-    c.s = s;
-    c.g = g;
-    c.what = kind_name(a->kind);
-    c.me = hp_comm_group_index(g, r->rank);
-    if (c.me < 0) return hp_errorf("comm: %s on group '%s': rank %d is not a member", c.what, g->name, r->rank);
-    if (g->w != r->w) return hp_errorf("comm: %s on group '%s': the group belongs to another world", c.what, g->name);
-    if (atomic_load(&g->failed)) return hp_coll_broken(&c);
-    c.T = g->sn[c.me];
-    c.L = g->sn_n[c.T];
-    c.myl = g->lidx[c.me];
-    c.slots = g->sng[c.T].slots;
-    c.bar = &g->sng[c.T].bar;
-    c.dt = a->dtype;
-    c.esz = hp_dtype_size(a->dtype);
-    c.tree = a->tree;
-    c.fence = a->fence;
-    c.deadline = hp_comm_now_ns() + r->w->timeout_ns;
-    HP_TRY(check_args(&c, a));
+    c.r = r, c.g = g, c.what = kind_name(a->kind), c.me = hp_comm_group_index(g, r->rank);
+    c.T = g->sn[c.me], c.myl = g->lidx[c.me], c.slots = g->sng[c.T].slots, c.deadline = deadline;
+    return hp_coll_wait_all(&c, q, 1);
+}
+
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+    ctx c;
+    HP_TRY(ctx_init(&c, r, s, g, a));
     int nt = a->nt;
     float div = a->op == HP_COMM_AVG ? (float)g->n : 0;
 
     if (a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV) {
         hp_comm_lreq *q;
         HP_TRY(hp_coll_lreqs(&c, &q, 1));
-        size_t nb = (size_t)a->t[0].count * c.esz;
-        if (a->kind == HP_COMM_SEND)
-            HP_TRY(hp_comm_link_isend(r, q, g->ranks[a->peer], g->gid, a->t[0].send, nb));
-        else
-            HP_TRY(hp_comm_link_irecv(r, q, g->ranks[a->peer], g->gid, a->t[0].recv, nb));
+        HP_TRY(post_p2p(&c, q, a));
         return hp_coll_wait_all(&c, q, 1);
     }
     if (a->kind == HP_COMM_BARRIER) {

@@ -102,6 +102,9 @@ struct hp_comm_req {
     int lane;
     hp_status st;
     int done;
+    int direct;        /* a send or recv posted by the starting thread itself (no lane): lr, deadline */
+    hp_comm_lreq lr;
+    int64_t deadline;
 };
 
 /* Communication lanes per rank. Each group a rank belongs to gets a lane on
@@ -194,6 +197,12 @@ void hp_comm_mbox_destroy(hp_comm_mbox *m);
 
 /* Collectives (coll.c), run on the calling thread with the executor's scratch. */
 hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a);
+/* A send or recv started on the calling thread, outside the lanes (hp_comm_start): posted at once into q,
+ * its deadline from now; finished (waited, a timeout reported as a collective's) by hp_comm_p2p_finish. */
+hp_status hp_comm_p2p_post(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a, hp_comm_lreq *q,
+                           int64_t *deadline);
+hp_status hp_comm_p2p_finish(hp_comm_rank *r, hp_comm_group *g, const hp_comm_args *a, hp_comm_lreq *q,
+                             int64_t deadline);
 /* Frees an executor's scratch (coll_base.c). */
 void hp_comm_scratch_free(hp_comm_scratch *s);
 

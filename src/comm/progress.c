@@ -135,7 +135,10 @@ hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *
     q->a = *a;
     q->g2 = a2 ? g2 : NULL;
     if (q->g2) q->a2 = *a2;
-    hp_status st = enqueue(r, q, li);
+    /* a send or recv is posted here, not queued: it never holds a lane (a pipeline's sends and receives on one
+     * group, in both directions, would otherwise wait behind each other), and completes when its peer's does */
+    q->direct = !a2 && (a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV);
+    hp_status st = q->direct ? hp_comm_p2p_post(r, g, a, &q->lr, &q->deadline) : enqueue(r, q, li);
     if (st) {
         q->next = r->spare;
         r->spare = q;
@@ -147,12 +150,22 @@ hp_status hp_comm_start_then(hp_comm_req **req, hp_comm_rank *r, hp_comm_group *
     return HP_OK;
 }
 
+/* A direct send or recv waited for on the calling thread (once: its status kept for hp_comm_wait). */
+static void finish_direct(hp_comm_req *q) {
+    if (q->done) return;
+    int64_t t0 = hp_comm_now_ns();
+    q->st = hp_comm_p2p_finish(q->r, q->g, &q->a, &q->lr, q->deadline);
+    atomic_fetch_add_explicit(&q->r->busy_ns, (long long)(hp_comm_now_ns() - t0), memory_order_relaxed);
+    q->done = 1;
+}
+
 hp_status hp_comm_test(hp_comm_req *q, int *done) {
     if (!q) {
         *done = 1;
         return HP_OK;
     }
     hp_comm_rank *r = q->r;
+    if (q->direct && !q->done && hp_comm_link_wait(r, &q->lr, hp_comm_now_ns()) == 0) finish_direct(q);
     pthread_mutex_lock(&r->mu);
     *done = q->done;
     pthread_mutex_unlock(&r->mu);
@@ -168,6 +181,7 @@ void hp_comm_wait_first(hp_comm_req *q) {
     if (!q) return;
     hp_comm_rank *r = q->r;
     int64_t t0 = hp_comm_now_ns();
+    if (q->direct) finish_direct(q);
     pthread_mutex_lock(&r->mu);
     while (!q->done1 && !q->done) pthread_cond_wait(&r->done_cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
@@ -178,6 +192,7 @@ hp_status hp_comm_wait(hp_comm_req *q) {
     if (!q) return HP_OK;
     hp_comm_rank *r = q->r;
     int64_t t0 = hp_comm_now_ns();
+    if (q->direct) finish_direct(q);
     pthread_mutex_lock(&r->mu);
     while (!q->done) pthread_cond_wait(&r->done_cv, &r->mu);
     hp_status st = q->st;

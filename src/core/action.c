@@ -2,6 +2,7 @@
 #include "core/action.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *order, int n) {
     char *need = calloc((size_t)(g->nvals ? g->nvals : 1), 1); /* read by an input-part node */
@@ -24,6 +25,21 @@ hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *or
         part[order[i]] = in_part ? HP_ACT_BWD_INPUT : HP_ACT_BWD_WEIGHT;
         if (in_part)
             for (int k = 0; k < hp_node_nin_all(nd); k++) need[hp_node_input(g, nd, k)] = 1;
+    }
+    /* a backward node whose outputs nothing reads (a collective's wait, a send) goes with what made its first
+     * input (the wait with its start, the send with the value sent) */
+    memset(need, 0, (size_t)(g->nvals ? g->nvals : 1));
+    for (int i = 0; i < n; i++) {
+        const hp_node *nd = &g->nodes[order[i]];
+        for (int k = 0; k < hp_node_nin_all(nd); k++) need[hp_node_input(g, nd, k)] = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        const hp_node *nd = &g->nodes[order[i]];
+        if (nd->phase != HP_PHASE_BWD || nd->nin < 1 || nd->in[0] < 0) continue;
+        int read = 0;
+        for (int k = 0; k < nd->nout; k++) read |= nd->out[k] >= 0 && need[nd->out[k]];
+        int pr = g->vals[nd->in[0]].producer;
+        if (!read && pr >= 0 && g->nodes[pr].phase == HP_PHASE_BWD) part[order[i]] = part[pr];
     }
     free(need);
     return HP_OK;

@@ -40,8 +40,11 @@ typedef struct {
  * writes a gradient that is no parameter's (hp_value.grad_of: a lowered
  * graph's activation gradients name none) or a value such a node reads (through any
  * chain of backward nodes), else HP_ACT_BWD_WEIGHT (a parameter gradient's
- * own work and what only it feeds: reductions, accumulation). part has
- * g->nnodes entries; nodes outside the order are left alone. */
+ * own work and what only it feeds: reductions, accumulation); a backward
+ * node whose outputs nothing reads (a collective's wait, a send) goes with
+ * the node that made its first input (the wait with its start, a send with
+ * the value it sends). part has g->nnodes entries; nodes outside the order
+ * are left alone. */
 hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *order, int n);
 /* Whether an action of kind runs a node of part (a backward runs both parts). */
 static inline int hp_action_runs(hp_action_kind kind, hp_action_kind part) {

@@ -84,6 +84,10 @@ typedef struct hp_opdef {
      * backward. The rows pass (parallel/grad_rows) may then reduce the two
      * parts apart. */
     int (*grad_rows)(const hp_node *n, int *rows, int *ids, int *sofar);
+    /* An operator with grad_rows: its form without the sum so far (the same inputs but *sofar, the last;
+     * the same output: the gradient's first part) — where the earlier parts are summed elsewhere (a
+     * pipeline stage holding a tied table). NULL: none. */
+    const struct hp_opdef *fresh;
 } hp_opdef;
 
 /* Fills *out from node n's operator; 0 when the operator describes no collective. */

@@ -6,14 +6,18 @@
 
 hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp) { return hp_plan_gpt2(out, 1, dp, tp); }
 
-hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp) {
+hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp) { return hp_plan_gpt2_pp(out, 1, replicas, dp, tp); }
+
+hp_status hp_plan_gpt2_pp(hp_plan *out, int pp, int replicas, int dp, int tp) {
     memset(out, 0, sizeof *out);
+    if (pp < 1) return hp_errorf("gpt2 plan: pp must be >= 1 (got %d)", pp);
     if (replicas < 1) return hp_errorf("gpt2 plan: replicas must be >= 1 (got %d)", replicas);
     if (dp < 1) return hp_errorf("gpt2 plan: dp must be >= 1 (got %d)", dp);
     if (tp < 1) return hp_errorf("gpt2 plan: tp must be >= 1 (got %d)", tp);
-    char text[64];
-    if (replicas > 1) snprintf(text, sizeof text, "rep=%d,dp=%d,tp=%d", replicas, dp, tp);
-    else snprintf(text, sizeof text, "dp=%d,tp=%d", dp, tp);
+    char text[80], stages[24] = "";
+    if (pp > 1) snprintf(stages, sizeof stages, "pp=%d,", pp);
+    if (replicas > 1) snprintf(text, sizeof text, "%srep=%d,dp=%d,tp=%d", stages, replicas, dp, tp);
+    else snprintf(text, sizeof text, "%sdp=%d,tp=%d", stages, dp, tp);
     const char *batch = replicas > 1 ? "S(0)@rep,S(0)@dp" : "S(0)@dp";
     hp_mesh m;
     HP_TRY(hp_mesh_parse(&m, text));

@@ -16,5 +16,8 @@ hp_status hp_plan_gpt2_dp_tp(hp_plan *out, int dp, int tp);
 /* The same with replicas > 1 on mesh "rep=R,dp=DP,tp=TP" (HSDP: the batch
  * split over rep then dp; FSDP's `fsdp: shard=dp replicate=rep` on top). */
 hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp);
+/* The same with pp > 1 pipeline stages on mesh "pp=PP,[rep=R,]dp=DP,tp=TP" (pp outermost; nothing is laid
+ * out along pp: parallel/pp_pass cuts the model into stages). */
+hp_status hp_plan_gpt2_pp(hp_plan *out, int pp, int replicas, int dp, int tp);
 
 #endif

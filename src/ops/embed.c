@@ -98,7 +98,7 @@ static int emb_grad_rows(const hp_node *n, int *rows, int *ids, int *sofar) {
 
 const hp_opdef hp_op_embedding_bwd_acc = {
     .name = "embedding_bwd_acc", .nout = 1, .run = emb_run_bwd_acc, .flops = emb_flops_bwd_acc,
-    .bytes = hp_ops_io_bytes, .grad_rows = emb_grad_rows,
+    .bytes = hp_ops_io_bytes, .grad_rows = emb_grad_rows, .fresh = &hp_op_embedding_bwd,
 };
 
 /* grad_rows: in (dy[..., C], ids[...], grad[R, C]), no output: the rows of dy

@@ -65,6 +65,7 @@ extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
 extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */
 int hp_op_is_cast(const hp_opdef *op); /* 1: op is the dtype cast */
+int hp_op_is_add(const hp_opdef *op);  /* 1: op is the elementwise add (autodiff sums gradient parts with it) */
 
 /* Local operators of per-rank programs (ops/vocab_parallel.c). */
 extern const hp_opdef hp_op_embedding_vp, hp_op_embedding_vp_bwd, hp_op_embedding_vp_bwd_acc;

@@ -87,6 +87,8 @@ const hp_opdef hp_op_add = {
     .flops = add_flops, .bytes = hp_ops_io_bytes, .bf16 = HP_PREC("bb", "b"),
 };
 
+int hp_op_is_add(const hp_opdef *op) { return op == &hp_op_add; }
+
 /* ---- SwiGLU: x[..., 2, H] -> silu(x[..., 0, :]) * x[..., 1, :] ----
  * (gate and up as separate slices, so H can be sharded on its own) */
 static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {

@@ -45,8 +45,13 @@ static void emb_bwd_acc_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
                               (long)hp_shape_numel(&in[1].shape), out[0].shape.d[1], (long)n->a.i[0],
                               out[0].shape.d[0]);
 }
+static int vp_grad_rows(const hp_node *n, int *rows, int *ids, int *sofar) {
+    *rows = n->in[0], *ids = n->in[1], *sofar = n->in[2];
+    return 1;
+}
 const hp_opdef hp_op_embedding_vp_bwd_acc = {.name = "embedding_vp_bwd_acc", .nout = 1, .run = emb_bwd_acc_run,
-                                             .bytes = hp_ops_io_bytes};
+                                             .bytes = hp_ops_io_bytes, .grad_rows = vp_grad_rows,
+                                             .fresh = &hp_op_embedding_vp_bwd};
 
 /* (logits_local, targets) -> stats[3, rows] */
 static void stats_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {

@@ -341,6 +341,46 @@ const hp_opdef hp_op_all_gather_v_start = {.name = "all_gather_v_start", .nout =
 const hp_opdef hp_op_slot_wait = {.name = "slot_wait", .communicates = 1, .run = redistribute_wait_run,
                                   .describe = slot_wait_describe};
 
+/* in[0]: x; out[0]: the staging copy (persistent, x's shape) sent to member i[2]: the slot's previous send
+ * is waited first (its receiver has it by then in any valid pipeline order), x is copied, the send starts */
+static void send_staged_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    hp_rank_ctx *c = k->rank;
+    int slot = (int)n->a.i[1];
+    if (c->reqs[slot]) {
+        hp_status st = hp_comm_wait(c->reqs[slot]);
+        c->reqs[slot] = NULL;
+        if (st) {
+            *k->err = st;
+            return;
+        }
+    }
+    size_t nb = (size_t)hp_shape_numel(&in[0].shape) * hp_dtype_size(in[0].dtype);
+    memcpy(out[0].data, in[0].data, nb);
+    hp_comm_args a = {.kind = HP_COMM_SEND, .dtype = in[0].dtype, .peer = (int)n->a.i[2], .nt = 1};
+    start_on_slot(k, n, a, (hp_comm_tensor){NULL, out[0].data, hp_shape_numel(&in[0].shape)});
+}
+
+static void send_staged_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {
+    (void)g;
+    *d = desc_of(HP_COLL_SEND, HP_COLL_GROUP_AXIS, n->a.f[0]);
+    d->axis = (int)n->a.i[0];
+    d->peer = (int)n->a.i[2];
+    d->purpose = "pipeline send (waited at its next call)";
+}
+
+const hp_opdef hp_op_send_staged = {.name = "send_staged", .nout = 1, .communicates = 1, .run = send_staged_run,
+                                    .bytes = slot_bytes, .describe = send_staged_describe};
+
+int hp_comm_op_send_staged(hp_graph *g, int x, int axis, int peer, int slot, hp_phase ph) {
+    char nm[HP_NAME_LEN];
+    snprintf(nm, sizeof nm, "%.80s.sendbuf", g->vals[x].name);
+    int buf = hp_graph_value(g, HP_V_ACT, g->vals[x].dtype, g->vals[x].shape, nm);
+    if (buf < 0) return -1;
+    g->vals[buf].persistent = 1, g->vals[buf].no_grad = 1;
+    hp_attrs a = {{axis, slot, peer}, {(double)hp_dtype_size(g->vals[x].dtype) * (double)hp_val_numel(g, x)}};
+    return hp_graph_node_into(g, &hp_op_send_staged, &x, 1, &buf, 1, &a, ph, -1);
+}
+
 /* The start node and its wait (reading `reads`, the values the call uses). */
 static int emit_pair(hp_graph *g, const hp_opdef *op, int x, int y, hp_attrs *a, hp_coll_kind kind, hp_phase ph) {
     int in[2], nin = 0;

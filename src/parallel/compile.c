@@ -114,7 +114,8 @@ static hp_status pass_propagate(hp_compiled *c, const hp_plan *plan) {
 
 /* rows split: a gradient summed from a dense part and rows reduced in two parts. */
 static hp_status pass_rows_split(hp_compiled *c, const hp_compile_opts *o) {
-    if (!o->train) return HP_OK;
+    int pp = hp_mesh_axis(&c->mesh, "pp");
+    if (!o->train || (pp >= 0 && c->mesh.size[pp] > 1)) return HP_OK; /* a pipeline: the rows stay in the sum */
     int n = 0;
     HP_TRY(hp_pass_rows_split(&n, c->global, &c->prop, &c->mesh, o->deterministic));
     if (n)
@@ -193,6 +194,41 @@ static hp_status pass_accumulate(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* pipeline: which stage runs which node. */
+static hp_status pass_pipeline(hp_compiled *c, const hp_compile_opts *o) {
+    HP_TRY(hp_pp_plan_build(&c->pp, c->global, &c->mesh, c->rank, &o->pp, o->train ? o->grad_accum : 1));
+    if (c->pp.axis < 0) return HP_OK;
+    if (!o->train) return hp_errorf("pipeline: a pipelined plan compiles for training (a forward-only program runs "
+                                    "every stage on one rank)");
+    if (c->fsdp.level) return hp_errorf("pipeline: stages with FSDP/ZeRO are not built yet (leave out the fsdp line)");
+    if (o->optim && o->optim->kind == HP_OPT_MUON)
+        return hp_errorf("pipeline: Muon over pipeline stages is not built yet (use --optim adamw)");
+    note(c, "pipeline", "%d stages over axis %s (%s split over %d units, max/mean %.2f); this rank: stage %d; %s, %d "
+         "micro-batches", c->pp.stages, c->mesh.name[c->pp.axis], o->pp.split == HP_PP_SPLIT_EVEN ? "even"
+         : o->pp.split == HP_PP_SPLIT_EXPLICIT ? "explicit" : "balanced", c->pp.nunits, c->pp.imbalance,
+         c->pp.stage, hp_pp_kind_name(c->pp.kind), c->pp.micro);
+    return HP_OK;
+}
+
+/* stage: the rank's graph cut to its stage. */
+static hp_status pass_stage(hp_compiled *c) {
+    if (c->pp.axis < 0) return HP_OK;
+    HP_TRY(hp_pass_pp_stage(&c->pp, &c->rg, c->global));
+    note(c, "stage", "stage %d: %d nodes; %d sends, %d receives per micro-batch (%.0f + %.0f bytes)", c->pp.stage,
+         c->rg.g->nnodes, c->pp.nsend, c->pp.nrecv, c->pp.send_bytes, c->pp.recv_bytes);
+    return HP_OK;
+}
+
+/* shared: tied parameters' gradients summed across their stages. */
+static hp_status pass_shared(hp_compiled *c) {
+    if (c->pp.axis < 0) return HP_OK;
+    HP_TRY(hp_pass_pp_shared(&c->pp, &c->rg, c->global));
+    if (c->pp.nshared)
+        note(c, "shared", "%d parameter%s read on several stages: gradient parts exchanged and summed in stage order",
+             c->pp.nshared, c->pp.nshared == 1 ? "" : "s");
+    return HP_OK;
+}
+
 /* lower: the rank's local graph. */
 static hp_status pass_lower(hp_compiled *c) {
     HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->mesh, c->rank, c->fsdp.level ? c->fsdp.grad_layout : NULL));
@@ -219,7 +255,7 @@ static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
         return HP_OK;
     }
     HP_TRY(hp_pass_optimizer(&c->optim, &c->rg, c->global, &c->prop, &c->mesh, o->optim, o->max_norm,
-                             c->fsdp.level ? &c->fsdp : NULL));
+                             c->fsdp.level ? &c->fsdp : NULL, &c->pp));
     c->has_optim = 1;
     note(c, "optimizer", "%s: %d adamw tensors, %d muon shape groups, %d state tensors; clip %g%s",
          hp_opt_kind_name(o->optim->kind), c->optim.nadamw, c->optim.nmuon_groups, c->optim.nstates,
@@ -243,6 +279,11 @@ static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
     hp_schedule_opts so = o->schedule;
     so.micro = o->train && o->grad_accum > 1 ? o->grad_accum : 1;
     so.tree = o->deterministic;
+    if (c->pp.axis >= 0) {
+        const hp_pp_sched *t = &c->pp.sched;
+        so.stage_act = t->act + t->at[c->pp.stage];
+        so.nstage_act = t->at[c->pp.stage + 1] - t->at[c->pp.stage];
+    }
     HP_TRY(hp_pass_schedule(&c->sched, &c->rg, &so));
     note(c, "schedule", "%d steps (%d forward, %d backward, %d optimizer); %d gradient reductions overlapped",
          c->sched.n, c->sched.begin[1] - c->sched.begin[0], c->sched.begin[2] - c->sched.begin[1],
@@ -261,7 +302,7 @@ static hp_status pass_memory(hp_compiled *c) {
 /* holdings: the table of the pieces this rank holds (no note: the reported passes stay the ones that
  * transform the program). */
 static hp_status pass_holdings(hp_compiled *c) {
-    return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, c->rank);
+    return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, c->rank, &c->pp);
 }
 
 hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *plan, int rank,
@@ -269,6 +310,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     memset(out, 0, sizeof *out);
     out->rank = rank;
     out->micro = -1;
+    out->pp.axis = out->pp.loss_rank = -1;
     out->rg.loss = -1;
     hp_plan one;
     int own_plan = 0;
@@ -289,12 +331,15 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_rows_split(out, o);
     if (!st) st = pass_fsdp(out, plan, o);
+    if (!st) st = pass_pipeline(out, o);
     if (!st) st = pass_lower(out);
+    if (!st) st = pass_stage(out);
     if (!st) st = pass_gemm_policy(out, o);
     if (!st) out->rg.ctx.tree = o->deterministic;
     if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_reduce_dtype(out, o);
     if (!st) st = pass_accumulate(out, o);
+    if (!st) st = pass_shared(out);
     if (!st) st = pass_rows(out, o);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_wgrad_first(out, o);
@@ -308,6 +353,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
 
 void hp_compiled_free(hp_compiled *c) {
     hp_holdings_free(&c->hold);
+    hp_pp_plan_free(&c->pp);
     hp_memplan_free(&c->mem);
     hp_schedule_free(&c->sched);
     hp_rank_graph_free(&c->rg);

@@ -9,12 +9,15 @@
  *                                     reduced in two parts: the dense part is the parameter's gradient
  *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
  *                                     managed gradients stay Partial)
- *   [transforms]  pipeline stages, remat, expert parallel go here
+ *   pipeline      parallel/pp_pass    the stages (a mesh axis "pp"): which stage runs which node
+ *   [transforms]  remat, expert parallel go here
  *   lower         parallel/lower      local kernels + collectives on local shapes
+ *   stage         parallel/pp_pass    the rank's graph cut to its stage; sends and receives between stages
  *   gemm policy   parallel/gemm_policy fp32 linears: OpenBLAS, oneDNN or measured (--fp32-gemm)
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
  *   dp reduce     parallel/reduce_dtype gradient all-reduces in bf16 (--dp-reduce bf16): casts around them
  *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
+ *   shared        parallel/pp_pass    a tied parameter's gradient parts summed across its stages
  *   rows          parallel/grad_rows  the split gradients' rows kept, gathered, added after the reduction
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
  *   schedule      parallel/schedule   the step order; collective start/wait placement
@@ -40,9 +43,10 @@
 #include "parallel/fsdp.h"
 #include "parallel/holdings.h"
 #include "parallel/lower.h"
+#include "parallel/pp_pass.h"
 #include "parallel/schedule.h"
 
-#define HP_MAX_PASSES 16
+#define HP_MAX_PASSES 24
 #define HP_PASS_NOTE 160
 
 typedef struct {
@@ -62,6 +66,8 @@ typedef struct {
                                    * (parallel/reduce_dtype: narrowed, summed in fp32, widened) */
     int64_t fsdp_keep_auto;       /* the bytes an FSDP plan's keep_bytes=auto keeps (hp_api_train_fit settles
                                    * them from the memory budget); 0: none */
+    hp_pp_opts pp;                /* a pipelined plan's schedule and split (the mesh axis "pp"; the
+                                   * micro-batches are grad_accum's) */
     int supernode_ranks;          /* ranks per supernode (contiguous global ranks) where the program will run;
                                    * 0: all in one. FSDP's shard groups that span supernodes gather their
                                    * units into transient slots (parallel/fsdp) */
@@ -97,6 +103,7 @@ typedef struct {
     hp_schedule sched;
     hp_memplan mem;
     hp_holdings hold;         /* who holds which piece of every parameter and state, and where */
+    hp_pp_plan pp;            /* the pipeline's stages (pp.axis -1: none) */
     hp_rank_state_hook state; /* the passes' run-time state (FSDP's) */
     hp_pass_log passes[HP_MAX_PASSES];
     int npasses;

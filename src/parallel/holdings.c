@@ -24,6 +24,7 @@ static void fsdp_part(int64_t *lo, int64_t *hi, const hp_fsdp_plan *f, const hp_
 
 int hp_holdings_pieces_for(hp_holding *out, const hp_holdings *h, int t, int state, int q) {
     const hp_held_tensor *ht = &h->tensors[t];
+    if (!hp_pp_holds(h->pp, &h->mesh, ht->v, q)) return 0; /* another pipeline stage's */
     hp_holding p = {.tensor = t};
     box_of(&p.box, p.start, h, ht->v, q);
     int64_t n = hp_shape_numel(&p.box);
@@ -99,6 +100,7 @@ static hp_status find_replicas(builder *b, hp_holding *p, int *cap) {
     p->first_replica = h->nreplicas;
     p->nreplicas = 0;
     for (int q = 0; q < world; q++) {
+        if (!hp_pp_holds(h->pp, &h->mesh, ht->v, q)) continue;
         hp_shape box;
         int64_t start[HP_MAX_DIMS], lo = 0, hi;
         box_of(&box, start, h, ht->v, q);
@@ -199,9 +201,10 @@ static hp_status add_units(hp_holdings *h, const hp_fsdp_plan *f) {
 }
 
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank) {
+                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank, const hp_pp_plan *pp) {
     memset(out, 0, sizeof *out);
     out->rank = rank;
+    out->pp = pp && pp->axis >= 0 ? pp : NULL;
     const hp_graph *lg = rg->g;
     builder b = {out, 0};
     out->g = g, out->layouts = prop->val, out->mesh = *m, out->fsdp = *f;

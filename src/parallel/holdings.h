@@ -40,6 +40,7 @@
 #include "layout/propagate.h"
 #include "parallel/fsdp.h"
 #include "parallel/lower.h"
+#include "parallel/pp_pass.h"
 
 typedef enum { HP_HOLD_STORE = 0, HP_HOLD_VALUE = 1 } hp_hold_place;
 
@@ -117,13 +118,15 @@ typedef struct {
     const hp_layout *layouts;
     hp_mesh mesh;
     hp_fsdp_plan fsdp;
+    const hp_pp_plan *pp;   /* a pipeline's stages (borrowed; NULL: none): a rank holds only its stage's */
 } hp_holdings;
 
 /* The table of `rank` from its compiled parts: the global graph g (with
  * its propagation prop over mesh m), the rank's graph rg (optimizer phase
- * included) and its FSDP plan f (level 0: none). */
+ * included), its FSDP plan f (level 0: none) and its pipeline plan pp (NULL or axis -1: none; borrowed:
+ * ranks of other stages hold none of the stage's tensors). */
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank);
+                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank, const hp_pp_plan *pp);
 void hp_holdings_free(hp_holdings *h);
 /* Rank q's pieces (any rank, hosted anywhere) of parameter tensor t (state 0)
  * or of each of its optimizer states (state 1), as rank q's own table lists

@@ -34,7 +34,8 @@ static hp_status check_muon(const hp_graph *g, const hp_rank_graph *rg, const hp
 
 hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
                             const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
-                            float max_norm, const hp_fsdp_plan *fsdp) {
+                            float max_norm, const hp_fsdp_plan *fsdp, const hp_pp_plan *pipe) {
+    int pp_axis = pipe ? pipe->axis : -1;
     hp_graph *g = rg->g;
     int np = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
@@ -59,6 +60,10 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
         int fsdp_managed = fsdp && fsdp->unit_of[k] >= 0;
         int replicas = 1, sharded = 0, cut = 0, nd = g->vals[p].shape.ndim;
         for (int a = 0; a < l->ndim; a++) {
+            if (a == pp_axis) {
+                replicas *= hp_pp_copies(pipe, gp);
+                continue;
+            }
             if (l->p[a].kind == HP_REPLICATE && !(fsdp_managed && a == fsdp->shard_axis)) replicas *= m->size[a];
             if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1, cut |= nd != 3 || l->p[a].dim != 0;
         }

@@ -14,9 +14,12 @@
 #include "optim/phase.h"
 #include "parallel/fsdp.h"
 #include "parallel/lower.h"
+#include "parallel/pp_pass.h"
 
+/* pipe (NULL: none): a pipeline's stages — a parameter's replicas along the pp axis are the stages that hold
+ * it, not the axis's size. */
 hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_graph *global,
                             const hp_propagation *prop, const hp_mesh *m, const hp_optim_config *cfg,
-                            float max_norm, const hp_fsdp_plan *fsdp);
+                            float max_norm, const hp_fsdp_plan *fsdp, const hp_pp_plan *pipe);
 
 #endif

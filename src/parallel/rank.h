@@ -88,6 +88,12 @@ int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *
                             const int64_t *recv_counts, int k, int slot, hp_phase ph);
 int hp_comm_op_all_gather_v(hp_graph *g, int y, int x, int axis, const int64_t *counts, int k, int me, int slot,
                             hp_phase ph);
+/* send_staged (a pipeline's send): x copied into a persistent staging value of its own (the node's output)
+ * and sent from there to member `peer` on request slot `slot`; the call first waits the slot's previous
+ * send, so the send is complete by the node's next run (or the program's end) and x is free at once.
+ * Returns the node (-1 once g has an error). Descriptor: send, blocking (its wait is inside its next call). */
+extern const hp_opdef hp_op_send_staged;
+int hp_comm_op_send_staged(hp_graph *g, int x, int axis, int peer, int slot, hp_phase ph);
 /* 1 if plan runs asynchronously as a redistribute_start/wait pair. */
 int hp_redist_plan_async(const hp_redist *plan);
 

@@ -23,14 +23,14 @@ static int redist_start(const hp_graph *g, const hp_node *n) {
 /* Splits parameter-gradient reductions into start + wait; returns the count. */
 static int split_reductions(hp_rank_graph *rg, int window) {
     hp_graph *g = rg->g;
-    int n0 = g->nnodes, split = 0;
+    int n0 = g->nnodes, split = 0, base = rg->ctx.nslots; /* above the slots earlier passes numbered */
     for (int i = 0; i < n0 && !hp_graph_status(g); i++) {
         hp_node *nd = &g->nodes[i];
         if (!grad_reduction(g, nd)) continue;
         int dst = nd->out[0], src = nd->in[0];
         if (!hp_redist_plan_async(&rg->ctx.plans[nd->a.i[0]])) continue;
         nd->op = &hp_op_redistribute_start;
-        nd->a.i[1] = split % window;
+        nd->a.i[1] = base + split % window;
         hp_attrs a = nd->a;
         char name[HP_NAME_LEN];
         snprintf(name, sizeof name, "%.80s.wait", nd->name);
@@ -105,11 +105,12 @@ static hp_status write_actions(hp_schedule *out, const hp_rank_graph *rg, const 
     int bwd = out->begin[HP_PHASE_BWD + 1] > out->begin[HP_PHASE_BWD];
     int opt = out->begin[HP_PHASE_OPT + 1] > out->begin[HP_PHASE_OPT];
     int ne = o->tree ? K : 1;
-    out->step.act = malloc(sizeof(hp_action) * (size_t)(2 * K + 1));
+    out->step.act = malloc(sizeof(hp_action) * (size_t)(2 * K + 1 + (o->stage_act ? o->nstage_act : 0)));
     out->eval.act = malloc(sizeof(hp_action) * (size_t)ne);
     if (!out->step.act || !out->eval.act) return hp_errorf("schedule: out of memory");
     hp_action_list *s = &out->step;
-    for (int m = 0; m < K; m++) {
+    for (int i = 0; o->stage_act && i < o->nstage_act; i++) s->act[s->n++] = o->stage_act[i];
+    for (int m = 0; !o->stage_act && m < K; m++) {
         s->act[s->n++] = (hp_action){HP_ACT_FWD, m, 0};
         if (bwd) s->act[s->n++] = (hp_action){HP_ACT_BWD, m, 0};
     }
@@ -129,7 +130,8 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     HP_TRY(hp_graph_error(g));
     HP_TRY(hp_rank_graph_sync_nodes(rg));
     int split_slots = out->nsplit < window ? out->nsplit : window;
-    if (split_slots > rg->ctx.nslots) rg->ctx.nslots = split_slots; /* slots earlier passes numbered stay */
+    rg->ctx.nslots += split_slots; /* after the slots earlier passes numbered (a pipeline's sends hold theirs
+                                    * across the step) */
     int nn = g->nnodes;
     size_t sz = sizeof(int) * (size_t)(nn ? nn : 1);
     out->order = malloc(sz);

@@ -29,6 +29,9 @@ typedef struct {
     int max_inflight; /* collectives in flight at once per rank (>= 1; 0 = 4) */
     int micro;        /* micro-batches per step (<= 1: one); set by hp_compile from grad_accum */
     int tree;         /* the deterministic mode: losses summed as a tree over the micro-batches */
+    const hp_action *stage_act; /* a pipeline stage's actions (parallel/pp_sched's table), then the
+                                 * optimizer; NULL: F0 B0 F1 B1 ... */
+    int nstage_act;
 } hp_schedule_opts;
 
 typedef struct {

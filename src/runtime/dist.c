@@ -66,6 +66,24 @@ static hp_status create_store(hp_dist *d, int i) {
     return s->mirror ? hp_param_store_add_mirror(&r->ps) : HP_OK;
 }
 
+/* The rank's program: planned for its step's actions where micro-batches overlap (a pipeline stage's
+ * schedule holds several in flight: an activation slot each) or backwards are split into their input- and
+ * weight-gradient parts (zero bubble), else over its step order. */
+static hp_status create_program(hp_dist_rank *r, hp_rank_ctx *ctx) {
+    const hp_action_list *l = &r->c.sched.step;
+    int *slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nslots = 1;
+    hp_status st = slot ? hp_action_slots(slot, &nslots, l) : hp_errorf("dist: out of memory");
+    free(slot);
+    if (st) return st;
+    int split = 0;
+    for (int i = 0; i < l->n; i++) split |= l->act[i].kind == HP_ACT_BWD_INPUT || l->act[i].kind == HP_ACT_BWD_WEIGHT;
+    if (nslots > 1 || split)
+        return hp_program_create_actions(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, l, &r->ps, r->pool,
+                                         ctx);
+    return hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
+                                     r->pool, ctx);
+}
+
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
     *out = NULL;
     hp_mesh mesh;
@@ -122,9 +140,7 @@ hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg) {
         if (!st) st = create_store(d, i);
         if (!st) st = hp_pool_create(&r->pool, cfg->threads_per_rank > 0 ? cfg->threads_per_rank : 1);
         if (!st && cfg->compile.deterministic) hp_pool_set_grain(r->pool, HP_DIST_DET_GRAIN);
-        if (!st)
-            st = hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,
-                                           r->pool, ctx);
+        if (!st) st = create_program(r, ctx);
         if (!st && r->c.state.create) /* the passes' run-time state (FSDP's), made by their hook */
             st = r->c.state.create(ctx, r->c.state.arg, d->mc, r->rank, r->ps.data, r->ps.data16, r->ps.slots);
     }

@@ -501,8 +501,11 @@ static int planned_for(const hp_program *p, const hp_action_list *l) {
 hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_list *l, const hp_step_io *io) {
     float lv[13], sum = 0;
     int fed = -1, nfwd = 0, last_fwd = -1;
-    if (p->acts && !planned_for(p, l))
+    int fwd_only = 1; /* forwards alone (an evaluation) run in slot 0 of a program planned for another list */
+    for (int i = 0; i < l->n; i++) fwd_only &= l->act[i].kind == HP_ACT_FWD;
+    if (p->acts && !planned_for(p, l) && !fwd_only)
         return hp_errorf("program: created for another action list (%d actions, %d micro-batches)", p->nacts, p->nmicro);
+    int in_slot0 = p->acts && !planned_for(p, l);
     for (int i = 0; i < l->n; i++) {
         const hp_action *a = &l->act[i];
         if (p->acts) { /* the list the arena was planned for: every action in its micro-batch's slot */
@@ -510,7 +513,7 @@ hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_lis
                 HP_TRY(io->inputs(io->ctx, a->micro));
                 fed = a->micro;
             }
-            int ks = (int)a->kind * p->nslots + p->act_slot[i];
+            int slot = in_slot0 ? 0 : p->act_slot[i], ks = (int)a->kind * p->nslots + slot;
             if (a->kind == HP_ACT_OPT && io && io->opt_seconds) {
                 double *prof = p->prof, t0 = hp_now();
                 p->prof = NULL;
@@ -522,7 +525,7 @@ hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_lis
                 HP_TRY(run_steps(p, p->kst[ks], 0, p->kn[ks]));
             }
             if (a->kind == HP_ACT_FWD && l->loss >= 0) {
-                float x = ((const float *)p->ptr[(size_t)p->act_slot[i] * (size_t)p->g->nvals + (size_t)l->loss])[0];
+                float x = ((const float *)p->ptr[(size_t)slot * (size_t)p->g->nvals + (size_t)l->loss])[0];
                 sum = l->tree ? tree_add(lv, x, a->micro) : nfwd ? sum + x : x;
             }
             nfwd += a->kind == HP_ACT_FWD;

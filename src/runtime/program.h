@@ -58,8 +58,8 @@ hp_status hp_program_create_on(hp_program **out, const hp_program_backend *be, c
  * (hp_action_parts: backward input and weight parts apart when split), and
  * every micro-batch in flight has its own activation slot: the arena is
  * planned over the whole list (its info's peak_bytes, arena_bytes). It runs l
- * only (hp_program_run_actions); hp_program_run and hp_program_data are slot
- * 0's. Its actions may be in any order a micro-batch's own dependencies allow
+ * (hp_program_run_actions), and lists of forwards alone (an evaluation: each in
+ * slot 0); hp_program_run and hp_program_data are slot 0's. Its actions may be in any order a micro-batch's own dependencies allow
  * (F0 F1 B0 B1, backward-input and -weight apart). */
 hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const int *order, int norder,
                                     const hp_action_list *l, hp_param_store *ps, hp_pool *pool, void *rank_ctx);

@@ -77,8 +77,9 @@ static void stall_hook(const hp_trainer *t, const hp_dist_rank *r) {
 /* The rank's pieces of micro-batch m. */
 static void micro_inputs(hp_trainer *t, hp_dist_rank *r, int m) {
     size_t n = (size_t)hp_shape_numel(&t->cfg.model->vals[t->cfg.tokens].shape) * (size_t)m;
-    hp_dist_scatter_value(t->d, r, t->cfg.tokens, hp_dist_value(r, t->cfg.tokens), t->tokens + n);
-    hp_dist_scatter_value(t->d, r, t->cfg.targets, hp_dist_value(r, t->cfg.targets), t->targets + n);
+    void *tok = hp_dist_value(r, t->cfg.tokens), *tgt = hp_dist_value(r, t->cfg.targets);
+    if (tok) hp_dist_scatter_value(t->d, r, t->cfg.tokens, tok, t->tokens + n); /* a stage may read neither */
+    if (tgt) hp_dist_scatter_value(t->d, r, t->cfg.targets, tgt, t->targets + n);
     if (r->c.micro >= 0) {
         int32_t *mi = hp_program_data(r->prog, r->c.micro);
         mi[0] = m, mi[1] = t->accum;
@@ -102,6 +103,13 @@ static hp_status feed(void *c_, int m) {
     return HP_OK;
 }
 
+/* Where only some ranks compute the loss (a pipeline's last stage), theirs is every rank's. */
+static hp_status share_loss(hp_dist_rank *r, float *loss) {
+    int root = r->c.pp.loss_rank;
+    if (root < 0) return HP_OK;
+    return hp_comm_broadcast(r->c.rg.ctx.comm, r->c.rg.ctx.world_group, loss, 1, HP_F32, root);
+}
+
 /* The rank's step (or evaluation step): the schedule's actions, run by the program. */
 static hp_status rank_step(hp_dist_rank *r, void *c_) {
     hp_trainer *t = c_;
@@ -113,7 +121,10 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     stall_hook(t, r);
     feed_ctx fc = {t, r};
     hp_step_io io = {feed, &fc, NULL};
-    if (t->eval) return hp_program_run_actions(r->prog, &rs->loss, &r->c.sched.eval, &io);
+    if (t->eval) {
+        HP_TRY(hp_program_run_actions(r->prog, &rs->loss, &r->c.sched.eval, &io));
+        return share_loss(r, &rs->loss);
+    }
     const hp_optim_phase_io *oio = &r->c.optim;
     memcpy(hp_program_data(r->prog, oio->lr), t->lrs, sizeof t->lrs);
     *(int32_t *)hp_program_data(r->prog, oio->step) = t->step_t;
@@ -125,6 +136,7 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
         HP_TRY(hp_program_run_actions(r->prog, NULL, &opt, &io));
     } else {
         HP_TRY(hp_program_run_actions(r->prog, &rs->loss, &r->c.sched.step, &io));
+        HP_TRY(share_loss(r, &rs->loss));
     }
     rs->sumsq = *(const double *)hp_program_data(r->prog, oio->sumsq);
     return HP_OK;

@@ -1,0 +1,522 @@
+/* parallel/pp_pass: the pipeline's stage and shared-gradient passes (see the header). */
+#include "parallel/pp_pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "parallel/pp_stages.h"
+#include "parallel/rank.h"
+
+static uint64_t bit(int s) { return (uint64_t)1 << s; }
+static int lowest(uint64_t m) { return m ? __builtin_ctzll(m) : -1; }
+static int base_of(const hp_graph *g, int v) { return g->vals[v].view_of >= 0 ? g->vals[v].view_of : v; }
+
+/* A backward node that adds a part to parameter P's gradient summed so far — autodiff's add of two
+ * parts (*sofar = -1), or an operator accumulating rows into the sum (grad_rows: *sofar its input
+ * index) — where several stages read P: P, else -1. */
+static int tied_acc(const hp_graph *g, const hp_node *n, const uint64_t *val_mask, int *sofar) {
+    *sofar = -1;
+    if (n->phase != HP_PHASE_BWD || n->nout != 1 || n->out[0] < 0) return -1;
+    int of = g->vals[n->out[0]].grad_of;
+    if (of < 0 || g->vals[of].kind != HP_V_PARAM || __builtin_popcountll(val_mask[of]) < 2) return -1;
+    if (hp_op_is_add(n->op)) return of;
+    int rows, ids, so;
+    if (!n->op->grad_rows || !n->op->grad_rows(n, &rows, &ids, &so) || so < 0) return -1;
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] == so) *sofar = k;
+    return *sofar >= 0 ? of : -1;
+}
+
+static hp_status split_units(hp_pp_plan *out, const hp_pp_units *u, const hp_pp_opts *o) {
+    int n = u->nblocks + 2, p = out->stages;
+    if (n < p)
+        return hp_errorf("pipeline: %d stages but the model has %d units (the embeddings, %d blocks, the head)", p, n,
+                         u->nblocks);
+    switch (o->split) {
+    case HP_PP_SPLIT_EVEN: return hp_pp_split_even(out->first, n, p);
+    case HP_PP_SPLIT_EXPLICIT:
+        if (o->nblocks != p)
+            return hp_errorf("pipeline: the split names blocks for %d stages, the mesh's pp axis has %d", o->nblocks,
+                             p);
+        return hp_pp_split_explicit(out->first, o->blocks, n, p);
+    default: return hp_pp_split_balanced(out->first, u->cost, n, p);
+    }
+}
+
+/* The stages of every global node (the header's rules). */
+static hp_status node_masks(hp_pp_plan *out, const hp_graph *g, const hp_pp_cut *cut) {
+    uint64_t all = out->stages == 64 ? ~(uint64_t)0 : bit(out->stages) - 1;
+    uint64_t *made = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *made), *used = NULL;
+    if (!made) return hp_errorf("pipeline: out of memory");
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        uint64_t m = 0;
+        if (n->phase == HP_PHASE_FWD && cut->stage_of[i] >= 0) {
+            m = bit(cut->stage_of[i]);
+            for (int k = 0; k < hp_node_nin_all(n); k++) {
+                int v = base_of(g, hp_node_input(g, n, k));
+                if (g->vals[v].kind == HP_V_PARAM || g->vals[v].kind == HP_V_INPUT) out->val_mask[v] |= m;
+            }
+        }
+        out->node_mask[i] = m;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        uint64_t m = out->node_mask[i];
+        if (n->phase != HP_PHASE_FWD) {
+            int so, P = tied_acc(g, n, out->val_mask, &so);
+            if (P >= 0) m = out->val_mask[P];
+            else if (n->fwd_node >= 0) m = out->node_mask[n->fwd_node];
+            for (int k = 0; !m && k < hp_node_nin_all(n); k++) m |= made[base_of(g, hp_node_input(g, n, k))];
+        }
+        out->node_mask[i] = m;
+        for (int k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0) made[base_of(g, n->out[k])] = m;
+    }
+    /* what none of the rules placed: the stages of its readers, else every stage */
+    used = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *used);
+    if (!used) {
+        free(made);
+        return hp_errorf("pipeline: out of memory");
+    }
+    for (int i = g->nnodes - 1; i >= 0; i--) {
+        const hp_node *n = &g->nodes[i];
+        if (!out->node_mask[i]) {
+            for (int k = 0; k < n->nout; k++)
+                if (n->out[k] >= 0) out->node_mask[i] |= used[base_of(g, n->out[k])];
+            if (!out->node_mask[i]) out->node_mask[i] = all;
+        }
+        for (int k = 0; k < hp_node_nin_all(n); k++) used[base_of(g, hp_node_input(g, n, k))] |= out->node_mask[i];
+    }
+    free(made), free(used);
+    return HP_OK;
+}
+
+hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m, int rank, const hp_pp_opts *o,
+                           int micro) {
+    memset(out, 0, sizeof *out);
+    out->axis = -1;
+    out->loss_rank = -1;
+    int a = hp_mesh_axis(m, "pp");
+    if (a < 0 || m->size[a] < 2) return HP_OK;
+    int p = m->size[a];
+    if (p > HP_PP_MAX_STAGES) return hp_errorf("pipeline: %d stages (the pp axis) is above %d", p, HP_PP_MAX_STAGES);
+    if (o->chunks > 1 || o->kind == HP_PP_INTERLEAVED)
+        return hp_errorf("pipeline: the interleaved schedule (model chunks per stage) is not built into the compiled "
+                         "step yet; use gpipe, 1f1b or zb-h1");
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rank);
+    out->axis = a, out->stages = p, out->stage = coord[a], out->kind = o->kind, out->chunks = 1;
+    out->micro = micro > 1 ? micro : 1;
+    for (int d = 0; d < m->ndim; d++) coord[d] = d == a ? p - 1 : 0;
+    out->loss_rank = hp_mesh_rank(m, coord);
+    out->nglobal_vals = g->nvals;
+    hp_pp_units u;
+    hp_pp_cut cut;
+    memset(&cut, 0, sizeof cut);
+    HP_TRY(hp_pp_units_of(&u, g));
+    out->nunits = u.nblocks + 2;
+    hp_status st = split_units(out, &u, o);
+    if (!st) out->imbalance = hp_pp_split_imbalance(out->first, u.cost, p);
+    if (!st) st = hp_pp_cut_of(&cut, g, &u, out->first, p);
+    if (!st) {
+        out->node_mask = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *out->node_mask);
+        out->val_mask = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->val_mask);
+        if (!out->node_mask || !out->val_mask) st = hp_errorf("pipeline: out of memory");
+    }
+    if (!st) st = node_masks(out, g, &cut);
+    if (!st) st = hp_pp_sched_build(&out->sched, o->kind, p, 1, out->micro);
+    hp_pp_cut_free(&cut);
+    hp_pp_units_free(&u);
+    if (st) hp_pp_plan_free(out);
+    return st;
+}
+
+void hp_pp_plan_free(hp_pp_plan *p) {
+    free(p->node_mask);
+    free(p->val_mask);
+    hp_pp_sched_free(&p->sched);
+    memset(p, 0, sizeof *p);
+    p->axis = -1;
+    p->loss_rank = -1;
+}
+
+int hp_pp_holds(const hp_pp_plan *p, const hp_mesh *m, int v, int rank) {
+    if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rank);
+    return (p->val_mask[v] & bit(coord[p->axis])) != 0;
+}
+
+int hp_pp_copies(const hp_pp_plan *p, int v) {
+    if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
+    int n = __builtin_popcountll(p->val_mask[v]);
+    return n ? n : 1;
+}
+
+/* ---- stage: the rank's graph cut to its stage ---- */
+
+typedef struct {
+    hp_rank_graph *rg;
+    hp_pp_plan *pp;
+    int n0, nv0;
+    uint64_t *mask;      /* [n0]: the stages running each local node */
+    int *padd;           /* [n0]: a tied parameter's accumulating node (tied_acc): the global parameter, else -1 */
+    int *sofar;          /* [n0]: such a node's input holding the sum so far (-1: an add of two parts) */
+    int *subst;          /* [nv0]: a dropped adding node's output: the part it stands for (-1: none) */
+    unsigned char *keep; /* [nnodes after the transfers were added] */
+} stage_state;
+
+static int resolve(const stage_state *s, int v) {
+    while (v >= 0 && v < s->nv0 && s->subst[v] >= 0) v = s->subst[v];
+    return v;
+}
+
+/* The local nodes' stages: a lowered node its global node's, an inserted one (redistributions) those of
+ * what makes its inputs, else of its readers, else every stage. */
+static void local_masks(stage_state *s, const hp_graph *global) {
+    hp_rank_graph *rg = s->rg;
+    const hp_graph *g = rg->g;
+    uint64_t all = s->pp->stages == 64 ? ~(uint64_t)0 : bit(s->pp->stages) - 1;
+    for (int i = 0; i < s->n0; i++) {
+        const hp_node *n = &g->nodes[i];
+        int gn = rg->node_of[i];
+        uint64_t m = 0;
+        s->padd[i] = -1;
+        if (gn >= 0) {
+            m = s->pp->node_mask[gn];
+            s->padd[i] = tied_acc(global, &global->nodes[gn], s->pp->val_mask, &s->sofar[i]);
+        } else {
+            for (int k = 0; k < hp_node_nin_all(n); k++) {
+                int v = base_of(g, hp_node_input(g, n, k));
+                if (g->vals[v].producer >= 0) m |= s->mask[g->vals[v].producer];
+            }
+        }
+        s->mask[i] = m;
+    }
+    for (int i = s->n0 - 1; i >= 0; i--) {
+        if (s->mask[i]) continue;
+        const hp_node *n = &g->nodes[i];
+        uint64_t m = 0;
+        for (int j = i + 1; j < s->n0; j++)
+            for (int k = 0; k < hp_node_nin_all(&g->nodes[j]); k++)
+                for (int o = 0; o < n->nout; o++)
+                    if (n->out[o] >= 0 && base_of(g, hp_node_input(g, &g->nodes[j], k)) == base_of(g, n->out[o]))
+                        m |= s->mask[j];
+        s->mask[i] = m ? m : all;
+    }
+}
+
+/* Whether value v exists on stage t: no producer, or made (or stood for) by a node stage t runs. */
+static int made_on(const stage_state *s, int v, int t) {
+    const hp_graph *g = s->rg->g;
+    int pr = g->vals[base_of(g, v)].producer;
+    return pr < 0 || (s->mask[pr] & bit(t));
+}
+
+/* Tied parameters' accumulating nodes on this stage: kept where the sum so far and the new part are both
+ * made here; else the output stands for what is (the sum so far, or an add's one part), or the node takes its
+ * form without the sum so far (grad_rows' fresh form: the new part alone). */
+static hp_status substitute(stage_state *s) {
+    hp_graph *g = s->rg->g;
+    int me = s->pp->stage;
+    for (int v = 0; v < s->nv0; v++) s->subst[v] = -1;
+    for (int i = 0; i < s->n0; i++) {
+        if (s->padd[i] < 0 || !(s->mask[i] & bit(me))) continue;
+        hp_node *n = &g->nodes[i];
+        int sk = s->sofar[i];
+        if (sk >= 0 && (!n->op->grad_rows || !n->op->fresh || sk != n->nin - 1))
+            return hp_errorf("pipeline: '%s' adds to a tied parameter's gradient but its operator %s has no form "
+                             "without the sum so far", n->name, n->op->name);
+        int a = sk >= 0 ? n->in[sk] : n->in[0], b = sk >= 0 ? -1 : n->in[1];
+        a = resolve(s, a), b = b >= 0 ? resolve(s, b) : -1;
+        int ha = a >= 0 && a < s->nv0 && s->subst[a] != -2 && made_on(s, a, me), hb = 1;
+        if (sk >= 0)
+            for (int k = 0; k < n->nin; k++) hb &= k == sk || made_on(s, n->in[k], me);
+        else
+            hb = b >= 0 && s->subst[b] != -2 && made_on(s, b, me);
+        if (ha && hb) continue;
+        if (sk >= 0 && hb) { /* the new part alone */
+            n->op = n->op->fresh;
+            n->nin--;
+            continue;
+        }
+        s->mask[i] &= ~bit(me);
+        s->subst[n->out[0]] = ha ? a : hb ? b : -2; /* -2: no part here */
+    }
+    return HP_OK;
+}
+
+typedef struct {
+    int v, from, anchor, phase;
+} recv_item;
+
+/* The stages that make local value v's base as the lowering placed them (before this stage's
+ * substitutions, which only this stage sees). */
+static uint64_t maker(const stage_state *s, int v) {
+    const hp_graph *g = s->rg->g;
+    int pr = g->vals[base_of(g, v)].producer;
+    if (pr < 0) return 0;
+    return s->mask[pr] | (s->padd[pr] >= 0 ? s->pp->val_mask[s->padd[pr]] : 0);
+}
+
+static void count_transfer(hp_pp_plan *pp, const hp_graph *g, int v, int send) {
+    double b = (double)hp_val_numel(g, v) * (double)hp_dtype_size(g->vals[v].dtype);
+    if (send) pp->nsend++, pp->send_bytes += b;
+    else pp->nrecv++, pp->recv_bytes += b;
+}
+
+/* The receives this stage needs and the sends it owes, as nodes hinted into place. */
+static hp_status transfers(stage_state *s) {
+    hp_rank_graph *rg = s->rg;
+    hp_graph *g = rg->g;
+    hp_pp_plan *pp = s->pp;
+    int me = pp->stage, p = pp->stages;
+    /* need[v]: the other stages that read v (as lowered) and do not make it; first_use[v]: this stage's
+     * first reader of v (through its substitutions) when another stage makes it */
+    uint64_t *need = calloc((size_t)s->nv0, sizeof *need);
+    int *first_use = malloc(sizeof(int) * (size_t)s->nv0);
+    recv_item *rv = malloc(sizeof *rv * (size_t)(s->nv0 ? s->nv0 : 1));
+    if (!need || !first_use || !rv) {
+        free(need), free(first_use), free(rv);
+        return hp_errorf("pipeline: out of memory");
+    }
+    for (int v = 0; v < s->nv0; v++) first_use[v] = -1;
+    for (int i = 0; i < s->n0; i++) {
+        const hp_node *n = &g->nodes[i];
+        if (s->padd[i] >= 0) continue; /* a tied gradient's parts never travel per micro-batch */
+        for (int k = 0; k < hp_node_nin_all(n); k++) {
+            int v = hp_node_input(g, n, k);
+            if (v < 0) continue;
+            int b = base_of(g, v);
+            uint64_t mk = maker(s, b);
+            if (mk) need[b] |= s->mask[i] & ~mk & ~bit(me);
+            if (!(s->mask[i] & bit(me))) continue;
+            int r = base_of(g, resolve(s, v)), pr = g->vals[r].producer;
+            if (pr >= 0 && !(s->mask[pr] & bit(me)) && first_use[r] < 0) first_use[r] = i;
+        }
+    }
+    hp_status st = HP_OK;
+    int nr = 0;
+    for (int v = 0; v < s->nv0 && !st; v++) {
+        if (!need[v] && first_use[v] < 0) continue;
+        const hp_value *x = &g->vals[v];
+        if (x->view_of >= 0) {
+            st = hp_errorf("pipeline: '%s' crosses stages as a view", x->name);
+            break;
+        }
+        int pr = x->producer, from = lowest(maker(s, v));
+        if (first_use[v] >= 0) rv[nr++] = (recv_item){v, from, first_use[v], (int)g->nodes[first_use[v]].phase};
+        if (from != me) continue;
+        for (int t = 0; t < p && !st; t++) {
+            if (!(need[v] & bit(t))) continue;
+            int node = hp_comm_op_send_staged(g, v, pp->axis, t, rg->ctx.nslots++, g->nodes[pr].phase);
+            st = node < 0 ? hp_graph_error(g) : hp_rank_graph_sync_nodes(rg);
+            if (!st) rg->hint[node] = HP_HINT_AFTER(pr);
+            count_transfer(pp, g, v, 1);
+        }
+    }
+    /* receives from one stage in one phase come in the order the sender makes them: each is placed before
+     * its own first reader and before the next one's place */
+    for (int i = nr - 2; i >= 0; i--)
+        for (int j = i + 1; j < nr; j++)
+            if (rv[j].from == rv[i].from && rv[j].phase == rv[i].phase) {
+                if (rv[j].anchor < rv[i].anchor) rv[i].anchor = rv[j].anchor;
+                break;
+            }
+    int slot = nr ? rg->ctx.nslots++ : -1;
+    for (int i = 0; i < nr && !st; i++) {
+        int n1 = g->nnodes;
+        g->vals[rv[i].v].producer = -1; /* the recv makes it here */
+        int w = hp_comm_op_recv(g, rv[i].v, pp->axis, rv[i].from, slot, (hp_phase)rv[i].phase);
+        st = w < 0 ? hp_graph_error(g) : hp_rank_graph_sync_nodes(rg);
+        for (int k = n1; !st && k < g->nnodes; k++) rg->hint[k] = HP_HINT_BEFORE(rv[i].anchor);
+        count_transfer(pp, g, rv[i].v, 0);
+    }
+    free(need), free(first_use), free(rv);
+    return st;
+}
+
+/* Keeps the marked nodes and the values they touch; renumbers everything the rank graph records. */
+static hp_status compact(stage_state *s) {
+    hp_rank_graph *rg = s->rg;
+    hp_graph *g = rg->g;
+    int nn = g->nnodes, nv = g->nvals;
+    int *newn = malloc(sizeof(int) * (size_t)(nn ? nn : 1)), *newv = malloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    unsigned char *kv = calloc((size_t)(nv ? nv : 1), 1);
+    if (!newn || !newv || !kv) {
+        free(newn), free(newv), free(kv);
+        return hp_errorf("pipeline: out of memory");
+    }
+    uint64_t me = bit(s->pp->stage);
+    /* inputs through the substitutions; a parameter's gradient likewise */
+    for (int i = 0; i < nn; i++) {
+        int keep = i >= s->n0 || (s->mask[i] & me);
+        s->keep[i] = (unsigned char)keep;
+        if (!keep) continue;
+        hp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0) n->in[k] = resolve(s, n->in[k]);
+        for (int k = 0; k < n->nxin; k++)
+            if (g->xin[n->xin_at + k] >= 0) g->xin[n->xin_at + k] = resolve(s, g->xin[n->xin_at + k]);
+    }
+    for (int v = 0; v < s->nv0; v++) {
+        if (s->subst[v] < 0) continue;
+        int to = resolve(s, v);
+        if (to < 0) continue;
+        /* the part stands for the sum: it is the parameter's gradient where the sum was */
+        if (g->vals[v].grad_of >= 0) g->vals[to].grad_of = g->vals[v].grad_of;
+        g->vals[to].persistent |= g->vals[v].persistent;
+    }
+    for (int v = 0; v < nv; v++)
+        if (g->vals[v].kind == HP_V_PARAM && g->vals[v].grad >= 0) g->vals[v].grad = resolve(s, g->vals[v].grad);
+    for (int i = 0; i < nn; i++) {
+        if (!s->keep[i]) continue;
+        const hp_node *n = &g->nodes[i];
+        for (int k = 0; k < hp_node_nin_all(n); k++) {
+            int v = hp_node_input(g, n, k);
+            if (v >= 0) kv[v] = 1, kv[base_of(g, v)] = 1;
+        }
+        for (int k = 0; k < n->nout; k++)
+            if (n->out[k] >= 0) kv[n->out[k]] = 1, kv[base_of(g, n->out[k])] = 1;
+    }
+    hp_status st = HP_OK;
+    int k = 0;
+    for (int i = 0; i < nn; i++) newn[i] = s->keep[i] ? k++ : -1;
+    k = 0;
+    for (int v = 0; v < nv; v++) newv[v] = kv[v] ? k++ : -1;
+    for (int v = 0; v < nv && !st; v++) {
+        if (!kv[v]) continue;
+        const hp_value *x = &g->vals[v];
+        if (x->producer >= 0 && !s->keep[x->producer])
+            st = hp_errorf("pipeline (rank %d, stage %d): '%s' is read here but made on another stage", rg->ctx.rank,
+                           s->pp->stage, x->name);
+    }
+    for (int v = 0; v < nv && !st; v++) {
+        if (!kv[v]) continue;
+        hp_value x = g->vals[v];
+#define REMAP(f) x.f = x.f >= 0 ? newv[x.f] : -1
+        REMAP(grad);
+        REMAP(grad_of);
+        REMAP(state_of);
+        REMAP(view_of);
+        REMAP(mirror_of);
+#undef REMAP
+        x.producer = x.producer >= 0 ? newn[x.producer] : -1;
+        g->vals[newv[v]] = x;
+    }
+    for (int i = 0; i < nn && !st; i++) {
+        if (!s->keep[i]) continue;
+        hp_node n = g->nodes[i];
+        for (int q = 0; q < n.nin; q++) n.in[q] = n.in[q] >= 0 ? newv[n.in[q]] : -1;
+        for (int q = 0; q < n.nout; q++) n.out[q] = n.out[q] >= 0 ? newv[n.out[q]] : -1;
+        n.fwd_node = n.fwd_node >= 0 ? newn[n.fwd_node] : -1;
+        int h = rg->hint[i];
+        rg->hint[newn[i]] = h >= 0 ? 3 * newn[h / 3] + h % 3 : h;
+        rg->node_of[newn[i]] = rg->node_of[i];
+        g->nodes[newn[i]] = n;
+    }
+    for (int i = 0; i < g->nxin && !st; i++) g->xin[i] = g->xin[i] >= 0 ? newv[g->xin[i]] : -1;
+    if (!st) {
+        for (int v = 0; v < nv; v++)
+            if (kv[v]) rg->global_of[newv[v]] = v < rg->nglobal_of ? rg->global_of[v] : -1;
+        for (int gv = 0; gv < rg->nglobal; gv++) {
+            int lv = rg->map[gv] >= 0 ? resolve(s, rg->map[gv]) : -1;
+            rg->map[gv] = lv >= 0 ? newv[lv] : -1;
+        }
+        rg->loss = rg->loss >= 0 ? newv[rg->loss] : -1;
+        g->loss = rg->loss;
+        g->loss_seed = g->loss_seed >= 0 ? newv[g->loss_seed] : -1;
+        int nodes = 0;
+        for (int i = 0; i < nn; i++) nodes += s->keep[i];
+        g->nnodes = nodes;
+        int nvals = 0;
+        for (int v = 0; v < nv; v++) nvals += kv[v];
+        g->nvals = nvals;
+        rg->nnode_of = g->nnodes;
+        rg->nglobal_of = g->nvals;
+    }
+    free(newn), free(newv), free(kv);
+    return st;
+}
+
+hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global) {
+    if (p->axis < 0) return HP_OK;
+    stage_state s = {rg, p, rg->g->nnodes, rg->g->nvals, NULL, NULL, NULL, NULL, NULL};
+    s.mask = malloc(sizeof *s.mask * (size_t)(s.n0 ? s.n0 : 1));
+    s.padd = malloc(sizeof(int) * (size_t)(s.n0 ? s.n0 : 1));
+    s.sofar = malloc(sizeof(int) * (size_t)(s.n0 ? s.n0 : 1));
+    s.subst = malloc(sizeof(int) * (size_t)(s.nv0 ? s.nv0 : 1));
+    hp_status st = s.mask && s.padd && s.sofar && s.subst ? HP_OK : hp_errorf("pipeline: out of memory");
+    if (!st) {
+        local_masks(&s, global);
+        st = substitute(&s);
+    }
+    if (!st) st = transfers(&s);
+    if (!st) {
+        s.keep = malloc((size_t)rg->g->nnodes + 1);
+        st = s.keep ? compact(&s) : hp_errorf("pipeline: out of memory");
+    }
+    free(s.mask), free(s.padd), free(s.sofar), free(s.subst), free(s.keep);
+    return st;
+}
+
+/* ---- shared: a tied parameter's gradient parts summed across its stages ---- */
+
+hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global) {
+    if (p->axis < 0) return HP_OK;
+    hp_graph *g = rg->g;
+    int np = hp_graph_params(g, NULL, 0);
+    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    if (!ids) return hp_errorf("pipeline: out of memory");
+    hp_graph_params(g, ids, np);
+    int slot = -1;
+    hp_status st = HP_OK;
+    for (int k = 0; k < np && !st; k++) {
+        int lp = ids[k], gp = rg->global_of[lp];
+        if (gp < 0 || g->vals[lp].grad < 0 || __builtin_popcountll(p->val_mask[gp]) < 2) continue;
+        int G = g->vals[lp].grad, part[HP_PP_MAX_STAGES] = {0}, nparts = 0;
+        if (slot < 0) slot = rg->ctx.nslots++;
+        for (int t = 0; t < p->stages && !st; t++) {
+            if (!(p->val_mask[gp] & bit(t))) continue;
+            if (t == p->stage) {
+                part[nparts++] = G;
+                continue;
+            }
+            char nm[HP_NAME_LEN];
+            snprintf(nm, sizeof nm, "%.70s.stage%d", g->vals[G].name, t);
+            int r = hp_graph_value(g, HP_V_ACT, g->vals[G].dtype, g->vals[G].shape, nm);
+            part[nparts++] = r;
+            /* pairwise in stage order: the lower stage sends first, the higher receives first */
+            if (p->stage < t) {
+                hp_comm_op_send(g, G, p->axis, t, slot, HP_PHASE_OPT);
+                hp_comm_op_recv(g, r, p->axis, t, slot, HP_PHASE_OPT);
+            } else {
+                hp_comm_op_recv(g, r, p->axis, t, slot, HP_PHASE_OPT);
+                hp_comm_op_send(g, G, p->axis, t, slot, HP_PHASE_OPT);
+            }
+            st = hp_graph_error(g);
+        }
+        int acc = part[0];
+        for (int i = 1; i < nparts && !st; i++) {
+            char nm[HP_NAME_LEN];
+            snprintf(nm, sizeof nm, "%.70s.stages%d", global->vals[gp].name, i + 1);
+            int sum = hp_graph_value(g, HP_V_ACT, g->vals[G].dtype, g->vals[G].shape, nm);
+            int in[2] = {acc, part[i]};
+            if (sum < 0 || hp_graph_node_into(g, &hp_op_add, in, 2, &sum, 1, NULL, HP_PHASE_OPT, -1) < 0)
+                st = hp_graph_error(g);
+            acc = sum;
+        }
+        if (!st) {
+            g->vals[acc].persistent = 1, g->vals[acc].no_grad = 1;
+            g->vals[acc].grad_of = lp;
+            g->vals[lp].grad = acc;
+            p->nshared++;
+        }
+    }
+    free(ids);
+    if (!st) st = hp_rank_graph_sync_nodes(rg);
+    return st;
+}

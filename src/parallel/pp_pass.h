@@ -1,0 +1,92 @@
+/* parallel/pp_pass: pipeline parallelism's passes of hp_compile (issue 26).
+ *
+ * A plan pipelines the model when its mesh has an axis named "pp" of size
+ * p > 1: rank r runs stage s = its pp coordinate. The model is cut into p
+ * runs of consecutive units (parallel/pp_stages: the embeddings, the
+ * blocks, the head; balanced by forward FLOPs, even, or the plan's blocks
+ * per stage) and each global node gets the stages that run it:
+ *   - a forward node its unit's stage; a backward node its forward node's;
+ *   - the node that adds two parts of a parameter's gradient (autodiff's
+ *     accumulation) every stage that reads the parameter (a tied embedding:
+ *     the first and the last), and what it feeds likewise; a stage with
+ *     one part takes that part as the gradient, a stage with both adds;
+ *   - anything else the stages of what produces its inputs.
+ *
+ * stage (after lower): the rank's graph keeps its stage's nodes and the
+ * values they touch — the other stages' parameters, gradients and
+ * activations are gone (its store, optimizer state, checkpoint pieces and
+ * memory are the stage's). An activation or activation gradient that a
+ * kept node reads and another stage produces is received (recv start and
+ * wait, right before its first reader, one request slot for all), and one
+ * this stage produces for another is sent right after it is made
+ * (send_staged: a persistent copy, the slot's previous send waited first,
+ * so nothing waits on the receiver inside a micro-batch's own action).
+ * Sends and receives between two stages come in the producers' order on
+ * both sides, so the link's first-in-first-out matching pairs them.
+ *
+ * shared (after accumulate): a parameter read on several stages (GPT-2's
+ * tied wte) has a part of its gradient on each. Once per step, at the start
+ * of the optimizer phase, every holding stage sends its part (accumulated
+ * over the micro-batches, reduced over the data-parallel ranks) to the
+ * others and adds all parts in stage order into a new value, the
+ * parameter's gradient: the same bits on every holder, so their copies
+ * stay equal (Megatron's embedding all-reduce, as point-to-point pairs).
+ *
+ * The schedule pass takes the stage's actions from the table
+ * (parallel/pp_sched: GPipe, 1F1B, ZB-H1); micro-batches are the run's
+ * gradient-accumulation micro-batches. */
+#ifndef HP_PARALLEL_PP_PASS_H
+#define HP_PARALLEL_PP_PASS_H
+
+#include <stdint.h>
+
+#include "core/graph.h"
+#include "layout/layout.h"
+#include "parallel/lower.h"
+#include "parallel/pp_sched.h"
+
+#define HP_PP_MAX_STAGES 64
+
+typedef enum { HP_PP_SPLIT_BALANCED = 0, HP_PP_SPLIT_EVEN = 1, HP_PP_SPLIT_EXPLICIT = 2 } hp_pp_split;
+
+typedef struct {
+    hp_pp_kind kind;   /* the schedule (0: GPipe) */
+    int chunks;        /* model chunks per stage (1) */
+    hp_pp_split split;
+    int blocks[HP_PP_MAX_STAGES]; /* HP_PP_SPLIT_EXPLICIT: blocks per stage */
+    int nblocks;                  /* entries in blocks */
+} hp_pp_opts;
+
+typedef struct {
+    int axis;              /* the mesh axis "pp" (size > 1); -1: no pipeline (nothing else is set) */
+    int stages, stage;     /* p, this rank's */
+    hp_pp_kind kind;
+    int chunks, micro;
+    int first[HP_PP_MAX_STAGES + 1]; /* the units of stage s: first[s] .. first[s + 1] */
+    int nunits;
+    double imbalance;      /* the costliest stage's forward FLOPs over the mean */
+    uint64_t *node_mask;   /* [global nnodes]: the stages running each global node */
+    uint64_t *val_mask;    /* [global nvals]: parameters and inputs: the stages reading them */
+    int nglobal_vals;
+    int loss_rank;         /* the global rank whose loss is the step's (the last stage, other coordinates 0) */
+    hp_pp_sched sched;
+    /* what the passes emitted on this rank */
+    int nsend, nrecv, nshared;
+    double send_bytes, recv_bytes; /* per micro-batch */
+} hp_pp_plan;
+
+/* The plan of rank `rank` on mesh m for the differentiated global graph g
+ * and `micro` micro-batches; no "pp" axis of size > 1: out->axis = -1. */
+hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m, int rank, const hp_pp_opts *o,
+                           int micro);
+void hp_pp_plan_free(hp_pp_plan *p);
+
+/* Whether `rank`'s stage holds global parameter or input v (1 without a pipeline). */
+int hp_pp_holds(const hp_pp_plan *p, const hp_mesh *m, int v, int rank);
+/* How many stages hold global parameter v (1 without a pipeline). */
+int hp_pp_copies(const hp_pp_plan *p, int v);
+
+hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
+hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
+
+#endif
