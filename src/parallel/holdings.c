@@ -205,6 +205,7 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
     memset(out, 0, sizeof *out);
     out->rank = rank;
     out->pp = pp && pp->axis >= 0 ? pp : NULL;
+    out->partial = out->pp != NULL;
     const hp_graph *lg = rg->g;
     builder b = {out, 0};
     out->g = g, out->layouts = prop->val, out->mesh = *m, out->fsdp = *f;

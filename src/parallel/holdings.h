@@ -119,6 +119,7 @@ typedef struct {
     hp_mesh mesh;
     hp_fsdp_plan fsdp;
     const hp_pp_plan *pp;   /* a pipeline's stages (borrowed; NULL: none): a rank holds only its stage's */
+    int partial;            /* 1: some rank holds nothing of some tensor (a pipeline's stages) */
 } hp_holdings;
 
 /* The table of `rank` from its compiled parts: the global graph g (with

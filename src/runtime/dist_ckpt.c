@@ -48,6 +48,7 @@ struct hp_dist_ckpt {
     hp_ckpt_fault fault;                      /* tests: a sharded save that stops before its commit */
     hp_ckpt_pieces *pieces;                   /* the sharded format, from its first use */
     int parts;                                /* 1: some tensor is held in flat parts (the table's) */
+    int partial;                              /* 1: some rank holds nothing of some tensor (the table's) */
 };
 
 /* The pieces rank q holds of entry e, by the compile's table (hosted rank 0's:
@@ -158,7 +159,7 @@ static hp_status list_entries(hp_dist_ckpt *c) {
         for (int v = 0; v < l->nvals; v++) ns_all += l->vals[v].kind == HP_V_STATE;
     }
     int *ids = malloc(sizeof(int) * (size_t)(np + 1));
-    c->e = calloc((size_t)(np + (c->parts ? ns_all + 2 * np : ns) + 1), sizeof *c->e);
+    c->e = calloc((size_t)(np + (c->parts || c->partial ? ns_all + 2 * np : ns) + 1), sizeof *c->e);
     if (!ids || !c->e) {
         free(ids);
         return hp_errorf("checkpoint: out of memory");
@@ -169,7 +170,7 @@ static hp_status list_entries(hp_dist_ckpt *c) {
         c->e[c->ne++] = (entry){strdup(v->name), ids[i], -1, 0, c->parts && held_in_parts(c, i), v->shape, 0};
     }
     c->np = c->ne;
-    if (c->parts) {
+    if (c->parts || c->partial) { /* states named from whichever hosted rank holds them */
         free(ids);
         return list_part_states(c);
     }
@@ -217,6 +218,8 @@ static hp_status find_local(hp_dist_ckpt *c) {
                 p.shape = hp_shape1(n);
                 if (k < 0 && n == 0) k = -2; /* nothing to hold */
             }
+            hp_holding none[2];
+            if (k == -1 && c->partial && !held_of(none, c, e, r->rank)) k = -2; /* the table gives it none */
             if (k == -1) return hp_errorf("checkpoint: rank %d has no tensor '%s'", r->rank, e->name);
             if (k >= 0 && !same_shape(&have, &p.shape))
                 return hp_errorf("checkpoint: rank %d's piece of '%s' does not have its layout's shape", r->rank,
@@ -241,6 +244,8 @@ static hp_status assign_owners(hp_dist_ckpt *c) {
         for (int pass = 0; pass < 2; pass++)
             for (int q = 0; q < c->world; q++) {
                 if (is_lead_host(c, q) != (pass == 0)) continue;
+                hp_holding none[2];
+                if (c->partial && !held_of(none, c, e, q)) continue; /* rank q holds nothing of it */
                 piece p;
                 piece_of(&p, c, e, q);
                 int64_t n = hp_shape_numel(&p.shape);
@@ -276,6 +281,7 @@ hp_status hp_dist_ckpt_create(hp_dist_ckpt **out, hp_dist *d) {
     c->multiproc = hp_comm_uses_mpi(c->w) && hp_comm_supernodes(c->w) > 1;
     c->lead = hp_comm_world_rank(c->w, 0) != NULL;
     if (c->nh > 0) c->parts = hp_dist_rank_at(d, 0)->c.hold.store.parts;
+    if (c->nh > 0) c->partial = hp_dist_rank_at(d, 0)->c.hold.partial;
     hp_status st = c->nh > 0 ? list_entries(c) : hp_errorf("checkpoint: this process hosts no rank");
     if (!st) {
         c->lk = calloc((size_t)c->ne * (size_t)c->nh + 1, sizeof *c->lk);
@@ -529,8 +535,10 @@ hp_status hp_dist_ckpt_load(hp_dist_ckpt *c, const hp_ckpt *ck, int with_state) 
         const entry *e = &c->e[i];
         if (e->is_state && !with_state) continue;
         st = hp_safetensors_read_into(e->is_state ? ck->optim : ck->model, e->name, HP_F32, &e->shape, buf);
-        for (int li = 0; li < c->nh && !st; li++)
-            hp_dist_scatter_value(c->d, hp_dist_rank_at(c->d, li), e->v, local_ptr(c, i, li), buf);
+        for (int li = 0; li < c->nh && !st; li++) {
+            float *dst = local_ptr(c, i, li); /* NULL: the rank holds none of it (another pipeline stage's) */
+            if (dst) hp_dist_scatter_value(c->d, hp_dist_rank_at(c->d, li), e->v, dst, buf);
+        }
     }
     free(buf);
     return st;

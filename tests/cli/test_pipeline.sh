@@ -25,6 +25,31 @@ check dp2_pp2 "$HP" train $small --dp 2 --pp 2 --micro-batches 4
 check tp2_pp2 "$HP" train $small --tp 2 --pp 2 --micro-batches 4
 check dp2_tp2_pp2 "$HP" train $small --dp 2 --tp 2 --pp 2 --micro-batches 4 --pp-schedule zb-h1
 check mpi_pp2 timeout 600 "${MPIRUN[@]}" "$HP" train $small --pp 2 --micro-batches 4
+# checkpoints of a pipelined run, in either format, resume bit for bit (step 10's loss) under PP, on 1 rank, under FSDP and
+# across 2 MPI processes; a 1-rank checkpoint resumes under PP
+ck="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 10 --val-every 0 --val-steps 1 --warmup 2 --run-dir none"
+last() { grep -v val_loss "$1" | tail -1 | sed 's/.*\("loss": [^,]*\).*/\1/'; } # step 10's loss, every digit
+"$HP" train $ck --pp 2 --micro-batches 4 --metrics ck_full.jsonl >/dev/null 2>&1 || fail "ck: full run failed"
+"$HP" train $ck --pp 2 --micro-batches 4 --ckpt-dir ck_pp --ckpt-every 5 --stop-at 5 >/dev/null 2>&1 || fail "ck: save failed"
+"$HP" train $ck --pp 2 --micro-batches 4 --ckpt-dir ck_pps --ckpt-every 5 --stop-at 5 --ckpt-format sharded >/dev/null 2>&1 ||
+  fail "ck: sharded save failed"
+timeout 300 "${MPIRUN[@]}" "$HP" train $ck --pp 2 --micro-batches 4 --ckpt-dir ck_ppm --ckpt-every 5 --stop-at 5 >/dev/null 2>&1 ||
+  fail "ck: MPI save failed"
+"$HP" train $ck --grad-accum 4 --ckpt-dir ck_one --ckpt-every 5 --stop-at 5 >/dev/null 2>&1 || fail "ck: 1-rank save failed"
+resumed() { # name, checkpoint, then the resumed run's flags
+  local name=$1 from=$2
+  shift 2
+  cp -r "$from" "r_$name"
+  "$@" --resume "r_$name" --metrics "r_$name.jsonl" >"r_$name.log" 2>&1 || { fail "ck $name: $(tail -2 "r_$name.log")"; return; }
+  [ "$(last "r_$name.jsonl")" = "$(last ck_full.jsonl)" ] || fail "ck $name: step 10 differs: $(last "r_$name.jsonl")"
+}
+resumed pp_pp ck_pp "$HP" train $ck --pp 2 --micro-batches 4
+resumed pp_one ck_pp "$HP" train $ck --grad-accum 4
+resumed pps_pp ck_pps "$HP" train $ck --pp 2 --micro-batches 4
+resumed pps_fsdp ck_pps "$HP" train $ck --fsdp 2 --grad-accum 4
+resumed ppm_one ck_ppm "$HP" train $ck --grad-accum 4
+resumed one_pp ck_one "$HP" train $ck --pp 2 --micro-batches 4
+resumed pp_mpi ck_pp timeout 300 "${MPIRUN[@]}" "$HP" train $ck --pp 2 --micro-batches 4
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses pp2_1f1b.jsonl | head -1)" -v b="$(losses pp2_1f1b.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
   fail "loss did not fall"

@@ -48,6 +48,15 @@ grep -qF "on group 'tp[0,1]' (rank 1): timed out after $T s waiting for rank 0" 
   fail "threads_tp: error: $(cat threads_tp.err)"
 grep -qF "rank-thread 0 of this process did not return" threads_tp.err || fail "threads_tp: error: $(cat threads_tp.err)"
 
+# pipeline stages (issue 26): the last stage stops answering, the first one's send of its activations times
+# out; the first stops, the last one's receive times out
+stalled pp_last "1" "$HP" train $small --pp 2 --micro-batches 2
+grep -qF "send on group 'pp[0,1]' (rank 0): timed out after $T s waiting for rank 1" pp_last.err ||
+  fail "pp_last: error: $(cat pp_last.err)"
+stalled pp_first "0" "$HP" train $small --pp 2 --micro-batches 2
+grep -qF "recv on group 'pp[0,1]' (rank 1): timed out after $T s waiting for rank 0" pp_first.err ||
+  fail "pp_first: error: $(cat pp_first.err)"
+
 # MPI: 2 processes x 2 rank-threads; rank 1 (process 0) stops answering. Process 0 reports at
 # T (+ 50 ms for its other rank-thread) and aborts the job (MPI_Abort), which ends process 1,
 # whose wait across supernodes for rank 0 would end a quarter of T later (1 s here).
