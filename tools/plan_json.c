@@ -237,6 +237,25 @@ static void json_muon(FILE *f, const hp_plan_muon *m) {
     fputc('}', f);
 }
 
+static void json_pipeline(FILE *f, const hp_plan_pipeline *pl) {
+    if (!pl->stages) {
+        fputs("null", f);
+        return;
+    }
+    kv_num(f, "{", "stages", pl->stages);
+    kv_str(f, ",", "schedule", pl->schedule);
+    kv_num(f, ",", "micro_batches", pl->micro);
+    kv_str(f, ",", "split", pl->split);
+    kv_num(f, ",", "imbalance", pl->imbalance);
+    kv_num(f, ",", "bubble", pl->bubble);
+    kv_num(f, ",", "bubble_formula", pl->bubble_formula);
+    key(f, ",", "in_flight");
+    for (int s = 0; s < pl->stages && s < 64; s++) fputs(s ? "," : "[", f), put_num(f, pl->peak_inflight[s]);
+    fputs("]", f);
+    kv_str(f, ",", "timeline", pl->timeline ? pl->timeline : "");
+    fputc('}', f);
+}
+
 static void json_report(FILE *f, const planner *p) {
     const hp_plan_report *rep = p->rep;
     int all = p->po.all;
@@ -277,6 +296,8 @@ static void json_report(FILE *f, const planner *p) {
     fputs(rep->nnotes ? "]" : "[]", f);
     key(f, ",", "muon");
     json_muon(f, &rep->muon);
+    key(f, ",", "pipeline");
+    json_pipeline(f, &rep->pipeline);
     key(f, ",", "fit");
     if (p->have_fit) json_fit(f, &p->fit);
     else fputs("null", f);

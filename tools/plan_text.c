@@ -214,6 +214,20 @@ static void print_muon(const hp_plan_muon *m) {
     }
 }
 
+/* The pipeline's stages, schedule, bubble and timeline. */
+static void print_pipeline(const hp_plan_pipeline *pl) {
+    if (!pl->stages) return;
+    printf("\npipeline: %d stages, %s, %d micro-batches; stage FLOPs max/mean %.2f\n", pl->stages, pl->schedule,
+           pl->micro, pl->imbalance);
+    printf("  stages     %s\n", pl->split);
+    printf("  bubble     %.3f of the step (simulated: forward 1, backward 2); (p-1)/(m+p-1) = %.3f\n", pl->bubble,
+           pl->bubble_formula);
+    printf("  in flight ");
+    for (int s = 0; s < pl->stages && s < 64; s++) printf(" %d", pl->peak_inflight[s]);
+    printf("  (micro-batches whose activations each stage holds at once)\n");
+    if (pl->timeline) printf("%s", pl->timeline);
+}
+
 void hp_planner_print_text(const planner *p) {
     const hp_plan_report *rep = p->rep;
     const hp_plan_rank_report *r0 = &rep->ranks[0];
@@ -229,6 +243,9 @@ void hp_planner_print_text(const planner *p) {
     else if (o->fsdp > 1 || o->zero)
         printf("plan: GPT-2 FSDP (%s %d --tp %d, ZeRO level %d)\n", o->fsdp > 1 ? "--fsdp" : "--dp",
                o->fsdp > 1 ? o->fsdp : o->dp, o->tp, o->zero ? o->zero : 3);
+    else if (o->pp > 1)
+        printf("plan: GPT-2 data x Megatron tensor parallel x pipeline (--dp %d --tp %d --pp %d)\n", o->dp, o->tp,
+               o->pp);
     else
         printf("plan: GPT-2 data x Megatron tensor parallel (--dp %d --tp %d)\n", o->dp, o->tp);
     const hp_model_config *mc = &rep->model;
@@ -244,6 +261,7 @@ void hp_planner_print_text(const planner *p) {
         print_colls(&rep->ranks[i], p->po.all);
     }
     print_memory(rep);
+    print_pipeline(&rep->pipeline);
     print_muon(&rep->muon);
     if (p->have_fit) print_fit(&p->fit);
     printf("\nnotes\n");

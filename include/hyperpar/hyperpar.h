@@ -566,6 +566,19 @@ typedef struct {
     hp_plan_fsdp fsdp; /* FSDP / ZeRO on this rank (fsdp.level 0: none) */
 } hp_plan_rank_report;
 
+/* A pipelined plan's stages and schedule (stages 0: none). */
+typedef struct {
+    int stages, micro;       /* p stages, m micro-batches per step */
+    char schedule[16];       /* "gpipe", "1f1b", "zb-h1" */
+    char split[512];         /* the units of each stage: "0: embeddings, h.0-h.2 | 1: h.3, head" */
+    double imbalance;        /* the costliest stage's forward FLOPs over the mean */
+    double bubble;           /* the schedule's idle share, simulated with forward 1, backward 2 (input and
+                              * weight parts 1 each) */
+    double bubble_formula;   /* (p - 1) / (m + p - 1): GPipe's and 1F1B's */
+    int peak_inflight[64];   /* per stage: micro-batches whose activations it holds at once */
+    char *timeline;          /* the table as text: one row per stage (owned by the report) */
+} hp_plan_pipeline;
+
 typedef struct {
     char mesh[128]; /* "dp=2,tp=2" */
     int naxes;
@@ -585,6 +598,7 @@ typedef struct {
     const char **notes; /* propagation notes: operators without a sharding rule */
     int nnotes;
     hp_plan_muon muon;  /* optimizer muon: the groups, owners and bytes of its distributed update */
+    hp_plan_pipeline pipeline; /* a mesh axis "pp": the stages, the schedule and its timeline */
 } hp_plan_report;
 
 /* Defaults: world 0, rank 0, adamw, grad clip 1, overlap on, 1 thread. */

@@ -182,6 +182,34 @@ static hp_status gather_muon(hp_plan_muon *out, const hp_graph *model, const hp_
     return st;
 }
 
+/* The pipeline's stages, schedule and timeline (from a rank's compile: every rank's table is the same). */
+static hp_status gather_pipeline(hp_plan_pipeline *out, const hp_compiled *cc) {
+    const hp_pp_plan *pp = &cc->pp;
+    if (pp->axis < 0) return HP_OK;
+    out->stages = pp->stages, out->micro = pp->micro, out->imbalance = pp->imbalance;
+    snprintf(out->schedule, sizeof out->schedule, "%s", hp_pp_kind_name(pp->kind));
+    int L = pp->nunits - 2, used = 0;
+    for (int s = 0; s < pp->stages; s++) {
+        int a = pp->first[s], b = pp->first[s + 1]; /* units a..b-1: 0 embeddings, 1..L blocks, L+1 head */
+        char part[96] = "";
+        int n = 0;
+        if (a == 0) n += snprintf(part + n, sizeof part - (size_t)n, "embeddings");
+        int lo = a > 1 ? a : 1, hi = b - 1 < L ? b - 1 : L; /* blocks lo-1 .. hi-1 */
+        if (lo == hi) n += snprintf(part + n, sizeof part - (size_t)n, "%sh.%d", n ? ", " : "", lo - 1);
+        if (lo < hi) n += snprintf(part + n, sizeof part - (size_t)n, "%sh.%d-h.%d", n ? ", " : "", lo - 1, hi - 1);
+        if (b == L + 2) snprintf(part + strlen(part), sizeof part - strlen(part), "%shead", part[0] ? ", " : "");
+        int w = snprintf(out->split + used, sizeof out->split - (size_t)used, "%s%d: %s", s ? " | " : "", s, part);
+        if (w > 0 && used + w < (int)sizeof out->split) used += w;
+    }
+    hp_pp_sim sim;
+    HP_TRY(hp_pp_sched_simulate(&sim, &pp->sched, 1, 2, 1, 1));
+    out->bubble = sim.bubble;
+    for (int s = 0; s < pp->stages && s < 64; s++) out->peak_inflight[s] = sim.peak[s];
+    hp_pp_sim_free(&sim);
+    out->bubble_formula = (double)(pp->stages - 1) / (double)(pp->micro + pp->stages - 1);
+    return hp_pp_sched_timeline(&out->timeline, &pp->sched);
+}
+
 static void free_muon(hp_plan_muon *m) {
     free(m->matrices), free(m->groups), free(m->gflops), free(m->sent), free(m->recv);
     memset(m, 0, sizeof *m);
@@ -227,6 +255,7 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
         }
         if (st) break;
         if (i == 0) st = gather_shared(r, &list, &nlist, &cc, c->all_values);
+        if (!st && i == 0) st = gather_pipeline(&r->pipeline, &cc);
         if (!st) st = hp_plan_gather_rank(&r->ranks[i], &cc, list, nlist, threads);
         if (!st) hp_api_fsdp_finish(&r->ranks[i].fsdp, plan);
         hp_compiled_free(&cc);
@@ -252,6 +281,7 @@ hp_status hp_plan_report_create(hp_plan_report **out, const hp_plan_report_confi
 
 void hp_plan_report_free(hp_plan_report *r) {
     if (!r) return;
+    free(r->pipeline.timeline);
     for (int i = 0; i < r->nreported && r->ranks; i++) hp_plan_rank_report_free(&r->ranks[i]);
     free(r->ranks);
     free((char *)r->plan_text);

@@ -77,3 +77,46 @@ hp_status hp_action_slots(int *slot, int *nslots, const hp_action_list *l) {
     *nslots = most;
     return HP_OK;
 }
+
+hp_status hp_action_expand(hp_action_expansion *ex, const hp_graph *g, const int *order, int norder,
+                           const hp_action_list *l) {
+    memset(ex, 0, sizeof *ex);
+    ex->l = l;
+    size_t cap = (size_t)norder * (size_t)(l->n ? l->n : 1) + 1;
+    ex->part = malloc(sizeof *ex->part * (size_t)(g->nnodes ? g->nnodes : 1));
+    ex->act_slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1));
+    ex->nodes = malloc(sizeof(int) * cap);
+    ex->tenure = malloc(sizeof(int) * cap);
+    ex->ntenures = (l->nmicro > 0 ? l->nmicro : 1) + 1;
+    ex->slot_of = calloc((size_t)ex->ntenures, sizeof(int));
+    hp_status st = !ex->part || !ex->act_slot || !ex->nodes || !ex->tenure || !ex->slot_of
+                       ? hp_errorf("actions: out of memory")
+                       : HP_OK;
+    if (!st) st = hp_action_parts(ex->part, g, order, norder);
+    if (!st) st = hp_action_slots(ex->act_slot, &ex->nslots, l);
+    for (int a = 0; !st && a < l->n; a++) {
+        int t = l->act[a].micro >= 0 ? l->act[a].micro : ex->ntenures - 1;
+        ex->slot_of[t] = ex->act_slot[a];
+        for (int i = 0; i < norder; i++)
+            if (hp_action_runs(l->act[a].kind, ex->part[order[i]])) {
+                ex->nodes[ex->n] = order[i];
+                ex->tenure[ex->n++] = t;
+            }
+    }
+    if (st) hp_action_expansion_free(ex);
+    return st;
+}
+
+void hp_action_expansion_free(hp_action_expansion *ex) {
+    free(ex->part), free(ex->act_slot), free(ex->nodes), free(ex->tenure), free(ex->slot_of);
+    memset(ex, 0, sizeof *ex);
+}
+
+hp_status hp_action_list_needs_slots(int *needs, const hp_action_list *l) {
+    int *slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nslots = 1, split = 0;
+    hp_status st = slot ? hp_action_slots(slot, &nslots, l) : hp_errorf("actions: out of memory");
+    free(slot);
+    for (int i = 0; i < l->n; i++) split |= l->act[i].kind == HP_ACT_BWD_INPUT || l->act[i].kind == HP_ACT_BWD_WEIGHT;
+    *needs = !st && (nslots > 1 || split);
+    return st;
+}

@@ -56,4 +56,24 @@ static inline int hp_action_runs(hp_action_kind kind, hp_action_kind part) {
  * scratch of l->nmicro ints. */
 hp_status hp_action_slots(int *slot, int *nslots, const hp_action_list *l);
 
+/* An action list's expansion over a step order: position i runs node
+ * nodes[i] for tenure[i] (its action's micro-batch; the optimizer's:
+ * nmicro), which holds activation slot slot_of[tenure]; part and act_slot as
+ * hp_action_parts and hp_action_slots give them. What a program planned for
+ * the list runs, and what its memory plan (core/memplan's slots) covers. */
+typedef struct {
+    const hp_action_list *l;
+    hp_action_kind *part; /* [g->nnodes] */
+    int *act_slot, nslots;
+    int *nodes, *tenure, n;
+    int *slot_of, ntenures;
+} hp_action_expansion;
+
+hp_status hp_action_expand(hp_action_expansion *ex, const hp_graph *g, const int *order, int norder,
+                           const hp_action_list *l);
+void hp_action_expansion_free(hp_action_expansion *ex);
+/* Whether running l needs a program planned for it: micro-batches in flight at once, or backwards split
+ * into their input- and weight-gradient parts. */
+hp_status hp_action_list_needs_slots(int *needs, const hp_action_list *l);
+
 #endif

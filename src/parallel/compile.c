@@ -293,6 +293,21 @@ static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
 
 /* memory: arena offsets by liveness over the step order. */
 static hp_status pass_memory(hp_compiled *c) {
+    int needs = 0;
+    HP_TRY(hp_action_list_needs_slots(&needs, &c->sched.step));
+    if (needs) { /* the program is planned for the step's actions (runtime/dist): an activation slot per
+                  * micro-batch in flight; this is that plan */
+        hp_action_expansion ex;
+        HP_TRY(hp_action_expand(&ex, c->rg.g, c->sched.order, c->sched.n, &c->sched.step));
+        hp_status st = hp_memplan_build_slots(&c->mem, c->rg.g, ex.nodes, ex.tenure, ex.n, ex.slot_of, ex.ntenures,
+                                              ex.nslots);
+        int inflight = ex.nslots;
+        hp_action_expansion_free(&ex);
+        HP_TRY(st);
+        note(c, "memory", "arena %.1f MB, %d micro-batches' activations in flight (one buffer per value: %.1f MB)",
+             (double)c->mem.arena_bytes / 1e6, inflight, (double)c->mem.naive_bytes / 1e6);
+        return HP_OK;
+    }
     HP_TRY(hp_memplan_build(&c->mem, c->rg.g, c->sched.order, c->sched.n));
     note(c, "memory", "arena %.1f MB (one buffer per value: %.1f MB)", (double)c->mem.arena_bytes / 1e6,
          (double)c->mem.naive_bytes / 1e6);

@@ -71,13 +71,9 @@ static hp_status create_store(hp_dist *d, int i) {
  * weight-gradient parts (zero bubble), else over its step order. */
 static hp_status create_program(hp_dist_rank *r, hp_rank_ctx *ctx) {
     const hp_action_list *l = &r->c.sched.step;
-    int *slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nslots = 1;
-    hp_status st = slot ? hp_action_slots(slot, &nslots, l) : hp_errorf("dist: out of memory");
-    free(slot);
-    if (st) return st;
-    int split = 0;
-    for (int i = 0; i < l->n; i++) split |= l->act[i].kind == HP_ACT_BWD_INPUT || l->act[i].kind == HP_ACT_BWD_WEIGHT;
-    if (nslots > 1 || split)
+    int needs = 0;
+    HP_TRY(hp_action_list_needs_slots(&needs, l));
+    if (needs)
         return hp_program_create_actions(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, l, &r->ps, r->pool,
                                          ctx);
     return hp_program_create_ordered(&r->prog, r->c.rg.g, r->c.sched.order, r->c.sched.n, &r->c.mem, &r->ps,

@@ -51,16 +51,7 @@ struct hp_program {
 
 #define NKINDS (HP_ACT_OPT + 1)
 
-/* An action list's expansion: position i runs node nodes[i] for tenure[i]
- * (its action's micro-batch; the optimizer's: nmicro), which holds slot
- * slot_of[tenure]. */
-typedef struct {
-    const hp_action_list *l;
-    hp_action_kind *part; /* per node */
-    int *act_slot, nslots;
-    int *nodes, *tenure, n;
-    int *slot_of, ntenures;
-} expansion;
+typedef hp_action_expansion expansion;
 
 static int uses_gemm(const hp_graph *g) {
     for (int i = 0; i < g->nnodes; i++)
@@ -374,29 +365,10 @@ static hp_status build_kind_steps(hp_program *p, const int *order, int norder, c
 hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const int *order, int norder,
                                     const hp_action_list *l, hp_param_store *ps, hp_pool *pool, void *rank_ctx) {
     *out = NULL;
-    expansion ex = {.l = l};
-    size_t cap = (size_t)norder * (size_t)(l->n ? l->n : 1) + 1;
-    ex.part = malloc(sizeof *ex.part * (size_t)(g->nnodes ? g->nnodes : 1));
-    ex.act_slot = malloc(sizeof(int) * (size_t)(l->n ? l->n : 1));
-    ex.nodes = malloc(sizeof(int) * cap);
-    ex.tenure = malloc(sizeof(int) * cap);
-    ex.ntenures = (l->nmicro > 0 ? l->nmicro : 1) + 1;
-    ex.slot_of = calloc((size_t)ex.ntenures, sizeof(int));
-    hp_status st = !ex.part || !ex.act_slot || !ex.nodes || !ex.tenure || !ex.slot_of ? hp_errorf("program: out of memory")
-                                                                                     : HP_OK;
-    if (!st) st = hp_action_parts(ex.part, g, order, norder);
-    if (!st) st = hp_action_slots(ex.act_slot, &ex.nslots, l);
-    for (int a = 0; !st && a < l->n; a++) {
-        int t = l->act[a].micro >= 0 ? l->act[a].micro : ex.ntenures - 1;
-        ex.slot_of[t] = ex.act_slot[a];
-        for (int i = 0; i < norder; i++)
-            if (hp_action_runs(l->act[a].kind, ex.part[order[i]])) {
-                ex.nodes[ex.n] = order[i];
-                ex.tenure[ex.n++] = t;
-            }
-    }
-    if (!st) st = create_impl(out, NULL, g, order, norder, NULL, ps, pool, rank_ctx, &ex);
-    free(ex.part), free(ex.act_slot), free(ex.nodes), free(ex.tenure), free(ex.slot_of);
+    expansion ex;
+    HP_TRY(hp_action_expand(&ex, g, order, norder, l));
+    hp_status st = create_impl(out, NULL, g, order, norder, NULL, ps, pool, rank_ctx, &ex);
+    hp_action_expansion_free(&ex);
     return st;
 }
 

@@ -53,6 +53,17 @@ resumed pp_mpi ck_pp timeout 300 "${MPIRUN[@]}" "$HP" train $ck --pp 2 --micro-b
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses pp2_1f1b.jsonl | head -1)" -v b="$(losses pp2_1f1b.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
   fail "loss did not fall"
+# hyperpar plan: the stages, the schedule's bubble beside the formula, the timeline (one row per stage), and
+# the memory of a stage planned over its schedule's micro-batches in flight (1F1B: p - s; GPipe: m)
+"$HP" plan --pp 4 --layers 6 --micro-batches 8 --pp-schedule 1f1b --json plan.json >plan.txt 2>&1 || fail "plan: $(tail -2 plan.txt)"
+grep -q "^pipeline: 4 stages, 1f1b, 8 micro-batches" plan.txt || fail "plan: no pipeline section: $(cat plan.txt)"
+grep -q "bubble     0.273 of the step .* = 0.273" plan.txt || fail "plan: 1F1B bubble: $(grep bubble plan.txt)"
+[ "$(grep -c '^stage [0-3] ' plan.txt)" = 4 ] || fail "plan: timeline rows: $(grep '^stage' plan.txt)"
+grep -q "in flight  4 3 2 1 " plan.txt || fail "plan: in flight: $(grep 'in flight' plan.txt)"
+python3 -c "import json,sys; p=json.load(open('plan.json'))['pipeline']; sys.exit(not (p['stages']==4 and abs(p['bubble']-3/11)<1e-9))" ||
+  fail "plan: JSON pipeline"
+"$HP" plan --pp 2 --layers 4 --micro-batches 8 --pp-schedule gpipe >g.txt 2>&1 && grep -q "8 micro-batches' activations in flight" g.txt ||
+  fail "plan: GPipe in flight: $(grep memory g.txt)"
 # bad input, before any step
 expect_error "pp-schedule" "$HP" train --pp 2 --pp-schedule zigzag --steps 1
 expect_error "pp-split" "$HP" train --pp 2 --pp-split 3,x --steps 1
