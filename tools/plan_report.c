@@ -59,6 +59,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c->deterministic = o->deterministic || o->det_slices;
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
+    c->remat = o->remat, c->remat_save = o->remat_save;
     c->seq = o->seq;
     c->plan = plan;
     c->world = po->world, c->rank = po->rank, c->processes = po->processes;

@@ -428,6 +428,7 @@ typedef struct {
     int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
     int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
+    const char *remat, *remat_save; /* hp_train_config's (NULL: none) */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
     const char *pp_split;
     int grad_accum_comm_last;  /* with grad_accum: hp_train_config.grad_accum_comm_last's program */
@@ -832,6 +833,10 @@ typedef struct {
     long warmup_steps;
     float min_lr_frac;
     float grad_clip;            /* global-norm clipping; 0: off */
+    const char *remat;          /* rematerialisation: "none" (NULL), "selective" (the attention core and the
+                                 * pointwise and normalisation operators recomputed in the backward, GEMM outputs
+                                 * kept) or "full" (each block recomputed from its input) */
+    const char *remat_save;     /* selective: the operators kept instead ("linear,attention"; NULL: linear) */
     const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL) or "zb-h1" */
     const char *pp_split;       /* its blocks over the stages: "balanced" (NULL: by forward FLOPs, the head's
                                  * GEMM included), "even" (torchtitan's rule) or blocks per stage ("3,5") */
@@ -1040,6 +1045,8 @@ typedef struct {
     int pp;                     /* pipeline stages (the GPT-2 plan's mesh pp=N outermost) */
     char pp_schedule[16];       /* gpipe | 1f1b | zb-h1 */
     char pp_split[256];         /* balanced | even | blocks per stage ("3,5") */
+    char remat[16];             /* none | selective | full */
+    char remat_save[128];       /* selective's kept operators */
     int micro_batches;          /* micro-batches per step (the pipeline's; --grad-accum's field) */
     int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
     char hsdp[32];              /* "R,S": R replicas x S shards */

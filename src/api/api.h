@@ -14,6 +14,7 @@
 #include "models/gpt2.h"
 #include "optim/optimizer.h"
 #include "parallel/pp_pass.h"
+#include "parallel/remat.h"
 #include "runtime/params.h"
 
 struct hp_model {
@@ -58,6 +59,9 @@ hp_status hp_api_strdup(char **out, const char *s);
 /* A pipeline's compile options from the settings' text: schedule "gpipe" | "1f1b" | "zb-h1" (NULL: 1f1b),
  * split "balanced" | "even" | blocks per stage "3,5" (NULL: balanced); errors name the setting. */
 hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split);
+/* Rematerialisation's compile options: policy "none" | "selective" | "full" (NULL: none), save the kept
+ * operators ("linear,attention"; NULL or "": linear); errors name the setting. */
+hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save);
 
 /* api/bench_peak: the FP32 FMA peak (GFLOP/s) on `threads` threads, the best
  * of `rounds` measurements of milliseconds each, pause_ms apart

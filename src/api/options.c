@@ -178,6 +178,11 @@ static const hp_train_optdef defs[] = {
       "pipeline schedule: gpipe | 1f1b | zb-h1 (zero bubble H1: backward split into input and weight gradients)"),
     D("pp-split", HP_OPT_STR, pp_split, "balanced", NULL, 0,
       "pipeline stages' blocks: balanced (by forward FLOPs, the head included) | even | blocks per stage (3,5)"),
+    D("remat", HP_OPT_STR, remat, "none", "none|selective|full", 0,
+      "recompute in the backward: none | selective (attention core, pointwise and norms; GEMM outputs kept) | full "
+      "(each block from its input)"),
+    D("remat-save", HP_OPT_STR, remat_save, "", NULL, 0,
+      "selective remat: the operators whose outputs are kept (comma-separated, e.g. linear,attention; empty: linear)"),
     D("micro-batches", HP_OPT_INT, micro_batches, "0", NULL, 0,
       "micro-batches of --batch per step (a pipeline's; the same as --grad-accum)"),
     D("fsdp", HP_OPT_INT, fsdp, "0", NULL, PLAN, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
@@ -500,6 +505,7 @@ static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
     c->muon_dist = o->muon_dist;
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
+    c->remat = o->remat, c->remat_save = o->remat_save;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->data = o->data, c->val_data = o->val_data;

@@ -116,6 +116,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
                               .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
                               .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
                               .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
+    HP_TRY(hp_api_remat_opts(&s->co.remat, c->remat, c->remat_save));
     return hp_api_pp_opts(&s->co.pp, c->pp_schedule, c->pp_split);
 }
 

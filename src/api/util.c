@@ -39,3 +39,21 @@ hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *spli
     }
     return HP_OK;
 }
+
+hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save) {
+    memset(out, 0, sizeof *out);
+    HP_TRY(hp_remat_parse(&out->policy, policy));
+    for (const char *c = save ? save : ""; *c;) {
+        const char *end = strchr(c, ',');
+        size_t n = end ? (size_t)(end - c) : strlen(c);
+        if (!n || n >= sizeof out->save[0] || out->nsave == HP_REMAT_MAX_SAVE)
+            return hp_errorf("--remat-save '%s': operator names separated by commas (at most %d, each under %zu "
+                             "characters)", save, HP_REMAT_MAX_SAVE, sizeof out->save[0]);
+        memcpy(out->save[out->nsave], c, n);
+        out->save[out->nsave++][n] = 0;
+        c = end ? end + 1 : c + n;
+    }
+    if (out->nsave && out->policy != HP_REMAT_SELECTIVE)
+        return hp_errorf("--remat-save applies to --remat selective");
+    return HP_OK;
+}

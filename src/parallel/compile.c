@@ -247,6 +247,16 @@ static hp_status pass_gemm_policy(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* remat: blocks' forward values recomputed in the backward. */
+static hp_status pass_remat(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->train || o->remat.policy == HP_REMAT_NONE) return HP_OK;
+    hp_remat_result r;
+    HP_TRY(hp_pass_remat(&r, &c->rg, c->global, &o->remat));
+    note(c, "remat", "%s: %d blocks, %d forward nodes recomputed in the backward (%.2f MB, %.3f GFLOP per micro-batch)",
+         hp_remat_name(o->remat.policy), r.nblocks, r.nnodes, r.bytes / 1e6, r.flops / 1e9);
+    return HP_OK;
+}
+
 /* optimizer: clipping and the update nodes. */
 static hp_status pass_optimizer(hp_compiled *c, const hp_compile_opts *o) {
     memset(&c->optim, -1, sizeof c->optim);
@@ -350,6 +360,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_lower(out);
     if (!st) st = pass_stage(out);
     if (!st) st = pass_gemm_policy(out, o);
+    if (!st) st = pass_remat(out, o);
     if (!st) out->rg.ctx.tree = o->deterministic;
     if (!st) st = pass_fsdp_nodes(out);
     if (!st) st = pass_reduce_dtype(out, o);

@@ -14,6 +14,7 @@
  *   lower         parallel/lower      local kernels + collectives on local shapes
  *   stage         parallel/pp_pass    the rank's graph cut to its stage; sends and receives between stages
  *   gemm policy   parallel/gemm_policy fp32 linears: OpenBLAS, oneDNN or measured (--fp32-gemm)
+ *   remat         parallel/remat      blocks' forward values recomputed in the backward (--remat)
  *   fsdp nodes    parallel/fsdp       each unit's gather and reduction
  *   dp reduce     parallel/reduce_dtype gradient all-reduces in bf16 (--dp-reduce bf16): casts around them
  *   accumulate    parallel/accum      gradient accumulators (grad_accum > 1)
@@ -44,6 +45,7 @@
 #include "parallel/holdings.h"
 #include "parallel/lower.h"
 #include "parallel/pp_pass.h"
+#include "parallel/remat.h"
 #include "parallel/schedule.h"
 
 #define HP_MAX_PASSES 24
@@ -66,6 +68,7 @@ typedef struct {
                                    * (parallel/reduce_dtype: narrowed, summed in fp32, widened) */
     int64_t fsdp_keep_auto;       /* the bytes an FSDP plan's keep_bytes=auto keeps (hp_api_train_fit settles
                                    * them from the memory budget); 0: none */
+    hp_remat_opts remat;          /* rematerialisation (parallel/remat; policy 0: none) */
     hp_pp_opts pp;                /* a pipelined plan's schedule and split (the mesh axis "pp"; the
                                    * micro-batches are grad_accum's) */
     int supernode_ranks;          /* ranks per supernode (contiguous global ranks) where the program will run;

@@ -266,3 +266,43 @@ hp_status hp_rank_graph_sync_nodes(hp_rank_graph *r) {
     r->nnode_of = n;
     return HP_OK;
 }
+
+hp_status hp_rank_graph_place_before(hp_rank_graph *r, int from) {
+    HP_TRY(hp_rank_graph_sync_nodes(r));
+    hp_graph *g = r->g;
+    int n = g->nnodes;
+    int *perm = malloc(sizeof(int) * (size_t)(n ? n : 1)), *order = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *ih = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    hp_node *nodes = malloc(sizeof *nodes * (size_t)(n ? n : 1));
+    if (!perm || !order || !ih || !nodes) {
+        free(perm), free(order), free(ih), free(nodes);
+        return hp_errorf("lower: out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int moved = i >= from && r->hint[i] >= 0 && r->hint[i] % 3 == 0;
+        if (moved) continue;
+        for (int j = from > i ? from : i + 1; j < n; j++) /* the moved nodes anchored here, in creation order */
+            if (r->hint[j] >= 0 && r->hint[j] % 3 == 0 && r->hint[j] / 3 == i) order[k++] = j;
+        order[k++] = i;
+    }
+    for (int i = 0; i < k; i++) perm[order[i]] = i;
+    for (int i = 0; i < k; i++) {
+        int o = order[i], h = r->hint[o];
+        int moved = o >= from && h >= 0 && h % 3 == 0;
+        nodes[i] = g->nodes[o];
+        if (nodes[i].fwd_node >= 0) nodes[i].fwd_node = perm[nodes[i].fwd_node];
+        ih[i] = moved ? -1 : h >= 0 ? 3 * perm[h / 3] + h % 3 : h;
+    }
+    hp_status st = k == n ? HP_OK : hp_errorf("lower: %d of %d nodes placed (an anchor among the moved nodes)", k, n);
+    if (!st) {
+        memcpy(g->nodes, nodes, sizeof *nodes * (size_t)n);
+        memcpy(r->hint, ih, sizeof(int) * (size_t)n);
+        for (int i = 0; i < n; i++) order[i] = r->node_of[order[i]];
+        memcpy(r->node_of, order, sizeof(int) * (size_t)n);
+        for (int v = 0; v < g->nvals; v++)
+            if (g->vals[v].producer >= 0) g->vals[v].producer = perm[g->vals[v].producer];
+    }
+    free(perm), free(order), free(ih), free(nodes);
+    return st;
+}

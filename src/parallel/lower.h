@@ -59,5 +59,11 @@ void hp_rank_graph_free(hp_rank_graph *r);
 /* After later passes appended nodes and values: node_of and global_of cover
  * them (-1: no global node or value). */
 hp_status hp_rank_graph_sync_nodes(hp_rank_graph *r);
+/* Moves the nodes from `from` on that carry an HP_HINT_BEFORE hint to just
+ * before their anchor (in creation order), so that node order is their
+ * place again for passes that read order as time (FSDP's uses); their hints
+ * become -1, every node id (producers, forward nodes, node_of, other hints'
+ * anchors) follows. */
+hp_status hp_rank_graph_place_before(hp_rank_graph *r, int from);
 
 #endif

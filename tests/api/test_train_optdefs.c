@@ -51,9 +51,9 @@ static const char *other_value(char *buf, size_t n, const hp_train_optdef *d) {
 static int same_numbers(const hp_train_config *a, const hp_train_config *b) {
     hp_train_config x = *a, y = *b;
     const char **xs[] = {&x.muon_momentum, &x.muon_scale, &x.muon_dist, &x.newton_schulz, &x.muon_params, &x.adamw_params,
-                         &x.init_llmc, &x.data, &x.val_data, &x.metrics, &x.ckpt_dir, &x.pp_schedule, &x.pp_split};
+                         &x.init_llmc, &x.data, &x.val_data, &x.metrics, &x.ckpt_dir, &x.pp_schedule, &x.pp_split, &x.remat, &x.remat_save};
     const char **ys[] = {&y.muon_momentum, &y.muon_scale, &y.muon_dist, &y.newton_schulz, &y.muon_params, &y.adamw_params,
-                         &y.init_llmc, &y.data, &y.val_data, &y.metrics, &y.ckpt_dir, &y.pp_schedule, &y.pp_split};
+                         &y.init_llmc, &y.data, &y.val_data, &y.metrics, &y.ckpt_dir, &y.pp_schedule, &y.pp_split, &y.remat, &y.remat_save};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) *xs[i] = *ys[i] = NULL;
     x.model = y.model = NULL;
     return !memcmp(&x, &y, sizeof x);
@@ -63,9 +63,9 @@ static int same_numbers(const hp_train_config *a, const hp_train_config *b) {
 static int differ(const hp_train_config *a, const hp_train_config *b) {
     if (!same_numbers(a, b)) return 1;
     const char *as[] = {a->muon_momentum, a->muon_scale, a->muon_dist, a->newton_schulz, a->muon_params, a->adamw_params,
-                        a->init_llmc, a->data, a->val_data, a->metrics, a->ckpt_dir, a->pp_schedule, a->pp_split};
+                        a->init_llmc, a->data, a->val_data, a->metrics, a->ckpt_dir, a->pp_schedule, a->pp_split, a->remat, a->remat_save};
     const char *bs[] = {b->muon_momentum, b->muon_scale, b->muon_dist, b->newton_schulz, b->muon_params, b->adamw_params,
-                        b->init_llmc, b->data, b->val_data, b->metrics, b->ckpt_dir, b->pp_schedule, b->pp_split};
+                        b->init_llmc, b->data, b->val_data, b->metrics, b->ckpt_dir, b->pp_schedule, b->pp_split, b->remat, b->remat_save};
     for (size_t i = 0; i < sizeof as / sizeof as[0]; i++)
         if (strcmp(as[i] ? as[i] : "", bs[i] ? bs[i] : "")) return 1;
     return 0;

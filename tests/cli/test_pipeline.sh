@@ -1,6 +1,6 @@
 # Pipeline parallelism (issue 26): 200 steps of PP 2 and PP 4 with each schedule (GPipe, 1F1B, ZB-H1),
 # DP 2 x PP 2, TP 2 x PP 2, DP 2 x TP 2 x PP 2 (8 rank-threads) and PP 2 across 2 MPI processes against
-# 1 rank with the same micro-batches (gradient accumulation), max |delta loss| <= 1e-5; the tied wte's
+# 1 rank with the same micro-batches (gradient accumulation), max |delta loss| <= 1e-5 (with remat too); the tied wte's
 # gradient parts meet between the first and the last stage. Plus the pipeline's bad input.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
@@ -21,6 +21,8 @@ for s in gpipe 1f1b zb-h1; do
 done
 check pp2_even "$HP" train $small --pp 2 --micro-batches 4 --pp-split even
 check pp2_explicit "$HP" train $small --pp 2 --micro-batches 4 --pp-split 1,3
+check pp2_remat_full "$HP" train $small --pp 2 --micro-batches 4 --remat full
+check pp4_zb_remat_sel "$HP" train $small --pp 4 --micro-batches 4 --pp-schedule zb-h1 --remat selective
 check dp2_pp2 "$HP" train $small --dp 2 --pp 2 --micro-batches 4
 check tp2_pp2 "$HP" train $small --tp 2 --pp 2 --micro-batches 4
 check dp2_tp2_pp2 "$HP" train $small --dp 2 --tp 2 --pp 2 --micro-batches 4 --pp-schedule zb-h1
@@ -70,4 +72,6 @@ expect_error "pp-split" "$HP" train --pp 2 --pp-split 3,x --steps 1
 expect_error "pp axis has 2" "$HP" train --pp 2 --layers 4 --pp-split 1,1,2 --steps 1
 expect_error "8 stages" "$HP" train --pp 8 --layers 2 --heads 2 --channels 32 --steps 1
 expect_error "FSDP" "$HP" train --pp 2 --fsdp 2 --steps 1
+expect_error "--remat" "$HP" train --remat sometimes --steps 1
+expect_error "--remat-save applies" "$HP" train --remat full --remat-save linear --steps 1
 finish
