@@ -22,5 +22,6 @@ int hp_cmd_bench_parallel(int argc, char **argv);
 int hp_cmd_bench_fsdp(int argc, char **argv);
 /* `hyperpar bench muon ...` (argv[0] = "muon"), in tools/bench_muon.c */
 int hp_cmd_bench_muon(int argc, char **argv);
+int hp_cmd_bench_pipeline(int argc, char **argv);
 
 #endif

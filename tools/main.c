@@ -19,7 +19,8 @@ static void usage(FILE *f) {
           "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
           "           bench parallel: sharding plans against the plain engine;\n"
           "           bench fsdp: DP, the fsdp2 style and hyperpar's FSDP/HSDP;\n"
-          "           bench muon: distributed Muon's strategies under FSDP/HSDP)\n"
+          "           bench muon: distributed Muon's strategies under FSDP/HSDP;\n"
+          "           bench pipeline: pipeline schedules' bubble and memory, remat)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",
           f);
 }
@@ -42,6 +43,7 @@ static int dispatch(int argc, char **argv) {
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "fsdp")) return hp_cmd_bench_fsdp(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "muon")) return hp_cmd_bench_muon(argc - 2, argv + 2);
+        if (argc > 2 && !strcmp(argv[2], "pipeline")) return hp_cmd_bench_pipeline(argc - 2, argv + 2);
         return hp_cmd_bench(argc, argv);
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

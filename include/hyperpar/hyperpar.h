@@ -1596,6 +1596,38 @@ typedef struct {
 
 hp_status hp_bench_muon_row(hp_bench_muon_result *res, const hp_bench_muon_config *cfg);
 
+/* `hyperpar bench pipeline` (issue 26): one GPT-2 training configuration on rank threads of this process,
+ * mesh pp=PP,dp=DP (tp 1): `micro` micro-batches of batch x seq per data-parallel rank and step. */
+typedef struct {
+    hp_model_config model;
+    int batch, seq;          /* one micro-batch (split over dp) */
+    int pp, dp;              /* stages, data-parallel ranks (0 or 1: none) */
+    int micro;               /* micro-batches per step (0 or 1: one) */
+    const char *schedule;    /* "gpipe", "1f1b" (NULL), "zb-h1" */
+    const char *remat;       /* "none" (NULL), "selective", "full" */
+    int threads;             /* compute threads in all, shared out among the ranks */
+    int steps;               /* timed steps after 2 untimed (0: 3) */
+} hp_bench_pipeline_config;
+
+typedef struct {
+    int ranks;
+    double step_ms;          /* median step */
+    double tokens_per_s;     /* micro x batch x seq per step */
+    double busy_ms[64];      /* per rank: its computing steps, the optimizer's included (median) */
+    double idle[64];         /* per rank: its idle share of the step: 1 - busy / step */
+    double bubble;           /* the pipeline's stages' mean idle share (the first data-parallel replica's;
+                              * without a pipeline: rank 0's) */
+    double wait[64];         /* per rank: its communicating steps' share of the step (a stage: its sends and
+                              * receives, waiting for its neighbours, and the tied gradients' exchange) */
+    double bubble_wait;      /* the stages' mean wait share */
+    double bubble_formula;   /* (p - 1) / (m + p - 1) */
+    double bubble_sim;       /* the schedule simulated with forward 1, backward 2 (input and weight parts 1) */
+    double arena_mb[64];     /* per rank: the activation arena its program allocated */
+    double planned_mb[64];   /* per rank: the compile's plan of it (what `hyperpar plan` reports) */
+} hp_bench_pipeline_result;
+
+hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pipeline_config *cfg);
+
 /* Collectives (`hyperpar bench comm`), sizes as nccl-tests count them
  * (all-reduce buffer, reduce-scatter input, all-gather output). */
 typedef enum { HP_BENCH_REDUCE_SCATTER = 0, HP_BENCH_ALL_GATHER = 1, HP_BENCH_ALL_REDUCE = 2 } hp_bench_coll;

@@ -205,20 +205,28 @@ int hp_op_linear_gemm_input(const hp_opdef *op) {
     return op == &hp_op_linear ? 0 : op == &hp_op_linear_bwd ? 1 : -1;
 }
 
+int hp_linear_bwd_split_node(hp_graph *g, int node) {
+    const hp_node *n = &g->nodes[node];
+    if (n->op != &hp_op_linear_bwd || n->out[0] < 0 || (n->out[1] < 0 && n->out[2] < 0)) return -1;
+    int in[3] = {n->in[0], n->in[1], n->in[2]}, out[3] = {-1, n->out[1], n->out[2]};
+    hp_attrs a = n->a;
+    char name[HP_NAME_LEN];
+    snprintf(name, sizeof name, "%.88s.wgrad", n->name);
+    int w = hp_graph_node_into(g, &hp_op_linear_bwd, in, 3, out, 3, &a, n->phase, n->fwd_node);
+    if (w < 0) return -1;
+    memcpy(g->nodes[w].name, name, HP_NAME_LEN);
+    g->nodes[node].out[1] = g->nodes[node].out[2] = -1;
+    return w;
+}
+
 hp_status hp_linear_bwd_split(int *nsplit, hp_graph *g, int *order, int *norder, int cap) {
     *nsplit = 0;
     for (int i = 0; i < *norder; i++) {
         const hp_node *n = &g->nodes[order[i]];
         if (n->op != &hp_op_linear_bwd || n->out[0] < 0 || (n->out[1] < 0 && n->out[2] < 0)) continue;
         if (*norder >= cap) return hp_errorf("linear_bwd split: the order has no room for node %d", *norder + 1);
-        int node = order[i], in[3] = {n->in[0], n->in[1], n->in[2]}, out[3] = {-1, n->out[1], n->out[2]};
-        hp_attrs a = n->a;
-        char name[HP_NAME_LEN];
-        snprintf(name, sizeof name, "%.88s.wgrad", n->name);
-        int w = hp_graph_node_into(g, &hp_op_linear_bwd, in, 3, out, 3, &a, n->phase, n->fwd_node);
+        int w = hp_linear_bwd_split_node(g, order[i]);
         HP_TRY(hp_graph_error(g));
-        memcpy(g->nodes[w].name, name, HP_NAME_LEN);
-        g->nodes[node].out[1] = g->nodes[node].out[2] = -1;
         memmove(order + i + 2, order + i + 1, sizeof(int) * (size_t)(*norder - i - 1));
         order[++i] = w;
         ++*norder, ++*nsplit;

@@ -48,6 +48,9 @@ extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
  * node's, bit for bit; the weight part's are what a backward-weight action
  * (core/action) runs. *nsplit: how many were split. */
 hp_status hp_linear_bwd_split(int *nsplit, hp_graph *g, int *order, int *norder, int cap);
+/* The same for one node of g: the weight part's new node (created last), or -1 when the node is no
+ * linear_bwd computing both (or g has an error). */
+int hp_linear_bwd_split_node(hp_graph *g, int node);
 /* linear's attribute a.i[HP_LINEAR_GEMM]: how its fp32 products pick a GEMM
  * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
 #define HP_LINEAR_GEMM 7

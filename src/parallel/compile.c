@@ -284,6 +284,14 @@ static hp_status pass_wgrad_first(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* split backward: linear backwards in input and weight parts (zero-bubble schedules). */
+static hp_status pass_split_backward(hp_compiled *c) {
+    int n = 0;
+    HP_TRY(hp_pass_pp_split_backward(&n, &c->pp, &c->rg));
+    if (n) note(c, "split bwd", "%d linear backwards in input- and weight-gradient nodes (the Ws fill the bubbles)", n);
+    return HP_OK;
+}
+
 /* schedule: the step order. */
 static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
     hp_schedule_opts so = o->schedule;
@@ -369,6 +377,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_rows(out, o);
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_wgrad_first(out, o);
+    if (!st) st = pass_split_backward(out);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
     if (!st) st = pass_holdings(out);

@@ -21,6 +21,7 @@
  *   shared        parallel/pp_pass    a tied parameter's gradient parts summed across its stages
  *   rows          parallel/grad_rows  the split gradients' rows kept, gathered, added after the reduction
  *   optimizer     parallel/optim_phase clipping and AdamW/Muon update nodes
+ *   split bwd     parallel/pp_pass    zero bubble: linear backwards in input and weight parts
  *   schedule      parallel/schedule   the step order; collective start/wait placement
  *   memory        core/memplan        arena offsets for that order
  *   holdings      parallel/holdings   the table of who holds what (parameters, optimizer states)

@@ -520,3 +520,23 @@ hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *gl
     if (!st) st = hp_rank_graph_sync_nodes(rg);
     return st;
 }
+
+hp_status hp_pass_pp_split_backward(int *nsplit, const hp_pp_plan *p, hp_rank_graph *rg) {
+    *nsplit = 0;
+    if (p->axis < 0 || p->kind != HP_PP_ZBH1) return HP_OK;
+    hp_graph *g = rg->g;
+    int n0 = g->nnodes;
+    for (int i = 0; i < n0; i++) {
+        if (g->nodes[i].phase != HP_PHASE_BWD) continue;
+        int w = hp_linear_bwd_split_node(g, i);
+        if (w < 0) {
+            HP_TRY(hp_graph_error(g));
+            continue;
+        }
+        HP_TRY(hp_rank_graph_sync_nodes(rg));
+        rg->hint[w] = HP_HINT_AFTER(i);
+        rg->node_of[w] = rg->node_of[i];
+        ++*nsplit;
+    }
+    return HP_OK;
+}

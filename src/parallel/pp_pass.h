@@ -32,6 +32,9 @@
  * parameter's gradient: the same bits on every holder, so their copies
  * stay equal (Megatron's embedding all-reduce, as point-to-point pairs).
  *
+ * split backward (ZB-H1, before the schedule): linear backwards split into their input- and weight-gradient
+ * nodes, the weight GEMMs left to the W actions that fill the bubbles.
+ *
  * The schedule pass takes the stage's actions from the table
  * (parallel/pp_sched: GPipe, 1F1B, ZB-H1); micro-batches are the run's
  * gradient-accumulation micro-batches. */
@@ -88,5 +91,9 @@ int hp_pp_copies(const hp_pp_plan *p, int v);
 
 hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
 hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
+/* split backward (zero-bubble schedules, after wgrad first): every linear backward that computes both its
+ * input's and its weight's gradient becomes two nodes, the weight part right after the input part, so that
+ * a backward-input action (B) leaves the weight GEMMs to its W (core/action's parts). *nsplit: how many. */
+hp_status hp_pass_pp_split_backward(int *nsplit, const hp_pp_plan *p, hp_rank_graph *rg);
 
 #endif
