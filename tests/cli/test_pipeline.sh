@@ -66,6 +66,13 @@ python3 -c "import json,sys; p=json.load(open('plan.json'))['pipeline']; sys.exi
   fail "plan: JSON pipeline"
 "$HP" plan --pp 2 --layers 4 --micro-batches 8 --pp-schedule gpipe >g.txt 2>&1 && grep -q "8 micro-batches' activations in flight" g.txt ||
   fail "plan: GPipe in flight: $(grep memory g.txt)"
+# a traced pipelined run: one trace per rank (the stages in order), drawn by hyperpar report as per-rank timelines
+"$HP" train --layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 3 --pp 2 --micro-batches 4 --trace on \
+  --trace-steps 1 --run-dir run_pp >run_pp.log 2>&1 || fail "traced run: $(tail -2 run_pp.log)"
+[ -s run_pp/trace.rank0.json ] && [ -s run_pp/trace.rank1.json ] || fail "traced run: no trace per rank: $(ls run_pp)"
+"$HP" report run_pp -o run_pp.html >rep.log 2>&1 || fail "report: $(cat rep.log)"
+grep -q "2 traced ranks" rep.log || fail "report: $(cat rep.log)"
+grep -q "per-rank timeline" run_pp.html && grep -q "rank 1 kernels" run_pp.html || fail "report: no per-rank timeline"
 # bad input, before any step
 expect_error "pp-schedule" "$HP" train --pp 2 --pp-schedule zigzag --steps 1
 expect_error "pp-split" "$HP" train --pp 2 --pp-split 3,x --steps 1
