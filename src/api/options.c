@@ -365,6 +365,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->pp > 1 && (long)o->pp * o->dp * o->tp > HP_TRAIN_MAX_RANKS)
         BAD("--pp %d x --dp %d x --tp %d is %ld ranks, above the limit of %d", o->pp, o->dp, o->tp,
             (long)o->pp * o->dp * o->tp, HP_TRAIN_MAX_RANKS);
+    if (o->pp > 1 && o->validate) BAD("--validate does not run pipelined plans yet (leave out --pp or --validate)");
     if (o->pp > 1 && (o->fsdp > 1 || o->hsdp[0] || o->zero))
         BAD("--pp with --fsdp, --hsdp or --zero: pipeline stages with FSDP/ZeRO are not built yet");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");

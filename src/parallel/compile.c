@@ -202,7 +202,7 @@ static hp_status pass_pipeline(hp_compiled *c, const hp_compile_opts *o) {
                                     "every stage on one rank)");
     if (c->fsdp.level) return hp_errorf("pipeline: stages with FSDP/ZeRO are not built yet (leave out the fsdp line)");
     if (o->optim && o->optim->kind == HP_OPT_MUON)
-        return hp_errorf("pipeline: Muon over pipeline stages is not built yet (use --optim adamw)");
+        return hp_errorf("pipeline: Muon over pipeline stages is not built yet (use --optimizer adamw)");
     note(c, "pipeline", "%d stages over axis %s (%s split over %d units, max/mean %.2f); this rank: stage %d; %s, %d "
          "micro-batches", c->pp.stages, c->mesh.name[c->pp.axis], o->pp.split == HP_PP_SPLIT_EVEN ? "even"
          : o->pp.split == HP_PP_SPLIT_EXPLICIT ? "explicit" : "balanced", c->pp.nunits, c->pp.imbalance,

@@ -80,5 +80,10 @@ expect_error "pp axis has 2" "$HP" train --pp 2 --layers 4 --pp-split 1,1,2 --st
 expect_error "8 stages" "$HP" train --pp 8 --layers 2 --heads 2 --channels 32 --steps 1
 expect_error "FSDP" "$HP" train --pp 2 --fsdp 2 --steps 1
 expect_error "--remat" "$HP" train --remat sometimes --steps 1
+expect_error "--validate does not run pipelined" "$HP" train --pp 2 --validate --steps 1
+expect_error "Muon over pipeline stages" "$HP" train --pp 2 --optimizer muon --steps 1
+# a plan file's mesh makes the pipeline too
+printf 'mesh: pp=2,dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\n' >pp.plan
+check planfile "$HP" train $small --plan pp.plan --micro-batches 4
 expect_error "--remat-save applies" "$HP" train --remat full --remat-save linear --steps 1
 finish
