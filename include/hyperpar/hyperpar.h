@@ -325,6 +325,12 @@ int hp_swiglu(hp_graph *g, int x);
 int hp_attention(hp_graph *g, int qkv, int nh);
 /* Rotary embedding of the q and k parts of qkv[B,T,3,C]. */
 int hp_rope(hp_graph *g, int qkv, int nh, float theta);
+/* a and b joined along dimension dim (equal elsewhere, one dtype): e.g. a
+ * query [B,T,1,C] and keys and values [B,T,2,C] into attention's [B,T,3,C]. */
+int hp_concat(hp_graph *g, int a, int b, int dim);
+/* table[P, C] broadcast over a batch: [B, T, C] = table[t] (T <= P): a learned
+ * per-position vector as an activation (PanGu-α's top query). */
+int hp_pos_table(hp_graph *g, int table, int B, int T);
 /* Mean softmax cross-entropy of logits[..., Vp] (first V columns real) against
  * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
  * value of the per-position losses. */

@@ -26,6 +26,7 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .k_attention_bwd = hp_k_attention_bwd, \
     .k_attention_fwd = hp_k_attention_fwd, \
     .k_copy = hp_k_copy, \
+    .k_copy_rows = hp_k_copy_rows, \
     .k_embedding_bwd = hp_k_embedding_bwd, \
     .k_embedding_bwd_acc = hp_k_embedding_bwd_acc, \
     .k_embedding_fwd = hp_k_embedding_fwd, \

@@ -47,6 +47,7 @@ typedef struct hp_kbackend {
     void (*k_attention_bwd)(hp_pool *pool, float *dqkv, const float *dout, const float *qkv, const float *att, float *scratch, long B, long T, long C, long NH);
     void (*k_attention_fwd)(hp_pool *pool, float *out, float *att, const float *qkv, float *scratch, long B, long T, long C, long NH);
     void (*k_copy)(hp_pool *pool, float *out, const float *inp, long n);
+    void (*k_copy_rows)(hp_pool *pool, void *out, long out_stride, const void *inp, long in_stride, long rows, long row_bytes);
     void (*k_embedding_bwd)(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids, long N, long C, long rows);
     void (*k_embedding_bwd_acc)(hp_pool *pool, float *dtable, const float *dout, const int32_t *ids, long N, long C);
     void (*k_embedding_fwd)(hp_pool *pool, float *out, const int32_t *ids, const float *table, long N, long C);

@@ -100,3 +100,22 @@ void hp_k_copy(hp_pool *pool, float *out, const float *inp, long n) {
     ew_ctx c = {.out = out, .a = inp, .n = n};
     hp_pool_run(n < EW_SERIAL ? NULL : pool, copy_task, &c);
 }
+
+typedef struct {
+    char *out;
+    const char *inp;
+    long out_stride, in_stride, rows, row_bytes;
+} rows_ctx;
+
+static void copy_rows_task(void *c_, int tid, int nt) {
+    rows_ctx *c = c_;
+    long r0, r1;
+    hp_pool_split(&r0, &r1, c->rows, 1, tid, nt);
+    for (long r = r0; r < r1; r++) memcpy(c->out + r * c->out_stride, c->inp + r * c->in_stride, (size_t)c->row_bytes);
+}
+
+void hp_k_copy_rows(hp_pool *pool, void *out, long out_stride, const void *inp, long in_stride, long rows,
+                    long row_bytes) {
+    rows_ctx c = {out, inp, out_stride, in_stride, rows, row_bytes};
+    hp_pool_run(rows * row_bytes < EW_SERIAL * 4 ? NULL : pool, copy_rows_task, &c);
+}

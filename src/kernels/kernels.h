@@ -86,6 +86,9 @@ void hp_k_gelu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *i
 void hp_k_add(hp_pool *pool, float *out, const float *a, const float *b, long n);
 /* out[n] = inp[n] (no overlap). */
 void hp_k_copy(hp_pool *pool, float *out, const float *inp, long n);
+/* rows of row_bytes bytes: out + r out_stride <- inp + r in_stride (strides in bytes; any dtype) */
+void hp_k_copy_rows(hp_pool *pool, void *out, long out_stride, const void *inp, long in_stride, long rows,
+                    long row_bytes);
 /* SwiGLU: inp[N,2H] holds gate (first H columns) and up (last H); out[N,H] = silu(gate) * up. */
 void hp_k_swiglu_fwd(hp_pool *pool, float *out, const float *inp, long N, long H);
 void hp_k_swiglu_bwd(hp_pool *pool, float *dinp, const float *dout, const float *inp, long N,

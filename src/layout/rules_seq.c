@@ -207,6 +207,52 @@ static hp_status add_pos_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* concat(a, b) along i[0]: any other dimension split alike, or both partial */
+static hp_status concat_opts(hp_rule_axis *ra) {
+    int nd = hp_rule_in_ndim(ra, 0), dim = (int)ra->n->a.i[0];
+    hp_rule_option *o;
+    for (int d = 0; d < nd; d++) {
+        if (d == dim) continue;
+        o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->out[0] = S(d);
+    }
+    o = hp_rule_opt(ra);
+    o->in[0] = o->in[1] = o->out[0] = P;
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* concat_bwd(dy) -> (da, db): the slices keep dy's split (never along the joined dimension) */
+static hp_status concat_bwd_opts(hp_rule_axis *ra) {
+    int nd = hp_rule_in_ndim(ra, 0), dim = (int)ra->n->a.i[0];
+    hp_rule_option *o;
+    for (int d = 0; d < nd; d++) {
+        if (d == dim) continue;
+        o = hp_rule_opt(ra);
+        o->in[0] = o->out[0] = o->out[1] = S(d);
+    }
+    o = hp_rule_opt(ra);
+    o->in[0] = o->out[0] = o->out[1] = P;
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* pos_table(table[P, C]) -> [B, T, C]: the batch split from a whole table (each rank its rows), the
+ * channels split with the table's */
+static hp_status pos_table_opts(hp_rule_axis *ra) {
+    hp_rule_option *o;
+    if (ra->m->size[ra->axis] > 1) { /* a free split: only where the axis splits anything */
+        o = hp_rule_opt(ra);
+        o->out[0] = S(0);
+    }
+    o = hp_rule_opt(ra);
+    o->in[0] = S(1), o->out[0] = S(2);
+    o = hp_rule_opt(ra);
+    o->in[0] = o->out[0] = P;
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
 /* ---- cross-entropy: i[0] = V, i[1] = global number of positions ---- */
 
 /* cross_entropy(logits[..., Vp], targets[...]) -> (loss[1], probs, losses) */
@@ -250,6 +296,9 @@ static const hp_rule_family seq[] = {
     {&hp_op_embedding_bwd_acc, embedding_bwd_acc_opts, NULL},
     {&hp_op_add_pos, add_pos_opts, NULL},
     {&hp_op_add_pos_bwd, add_pos_bwd_opts, NULL},
+    {&hp_op_concat, concat_opts, NULL},
+    {&hp_op_concat_bwd, concat_bwd_opts, NULL},
+    {&hp_op_pos_table, pos_table_opts, NULL},
     {&hp_op_xent, xent_opts, NULL},
     {&hp_op_xent_bwd, xent_bwd_opts, NULL},
 };

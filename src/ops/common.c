@@ -18,7 +18,7 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_add,       &hp_op_swiglu,        &hp_op_swiglu_bwd, &hp_op_attention,
     &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
     &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_embedding_vp_bwd_acc, &hp_op_xent_vp_stats,
-    &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd, &hp_op_cast,
+    &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd, &hp_op_cast, &hp_op_concat, &hp_op_concat_bwd, &hp_op_pos_table,
 };
 
 const hp_opdef *const *hp_ops_all(int *count) {

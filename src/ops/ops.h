@@ -26,6 +26,12 @@ int hp_swiglu(hp_graph *g, int x);
 int hp_attention(hp_graph *g, int qkv, int nh);
 /* Rotary embedding of the q and k parts of qkv[B,T,3,C]. */
 int hp_rope(hp_graph *g, int qkv, int nh, float theta);
+/* a and b joined along dimension dim (equal elsewhere, one dtype): e.g. a
+ * query [B,T,1,C] and keys and values [B,T,2,C] into attention's [B,T,3,C]. */
+int hp_concat(hp_graph *g, int a, int b, int dim);
+/* table[P, C] broadcast over a batch: [B, T, C] = table[t] (T <= P): a learned
+ * per-position vector as an activation (PanGu-α's top query). */
+int hp_pos_table(hp_graph *g, int table, int B, int T);
 /* Mean softmax cross-entropy of logits[..., Vp] (first V columns real) against
  * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
  * value of the per-position losses. */
@@ -40,6 +46,7 @@ extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_
 extern const hp_opdef hp_op_grad_rows;
 int hp_op_is_grad_rows(const hp_opdef *op); /* 1: op is grad_rows */
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
+extern const hp_opdef hp_op_concat, hp_op_concat_bwd, hp_op_pos_table;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
 /* Splits every linear_bwd node of order[0..*norder) that computes both the
  * input's gradient and a weight's (or bias's) into the input part (the node,

@@ -2,7 +2,9 @@
  * whole programs (hp_program_create_on), forward and backward, fp32 and bf16:
  *  - two models: GPT-2 (embedding, positions, LayerNorm, linear with bias,
  *    attention, GELU, residual add, cross-entropy) and a second one for the
- *    operators GPT-2 lacks (RMSNorm, SwiGLU, RoPE, linear without bias);
+ *    operators GPT-2 lacks (RMSNorm, SwiGLU, RoPE, linear without bias, and
+ *    PanGu-α's query built from a position table and joined to keys and
+ *    values by concat);
  *    together, with their backward operators and bf16's casts, every
  *    operator of the table but the vocabulary-parallel ones;
  *  - the vocabulary-parallel operators (embedding_vp and its backward
@@ -70,12 +72,16 @@ static void extras_model(model *m) {
     int wte = hp_graph_param(g, "wte", hp_shape2(Vp, C));
     int nw = hp_graph_param(g, "norm.weight", hp_shape1(C));
     int up = hp_graph_param(g, "up.weight", hp_shape3(2, H, C));
-    int qkvw = hp_graph_param(g, "qkv.weight", hp_shape3(3, C, H));
+    int qw = hp_graph_param(g, "q.weight", hp_shape3(1, C, C));
+    int kvw = hp_graph_param(g, "kv.weight", hp_shape3(2, C, H));
+    int tq = hp_graph_param(g, "top_query.weight", hp_shape2(T + 2, C));
     int head = hp_graph_param(g, "head.weight", hp_shape2(Vp, C));
     int x = hp_embedding(g, m->tokens, wte);
     int h = hp_rmsnorm(g, x, nw, 1e-5f);
     h = hp_swiglu(g, hp_linear(g, h, up, -1));
-    h = hp_rope(g, hp_linear(g, h, qkvw, -1), NH, 10000.0f);
+    /* the query from a position table, keys and values from h, joined (PanGu-α's query layer) */
+    int q = hp_linear(g, hp_pos_table(g, tq, B, T), qw, -1);
+    h = hp_rope(g, hp_concat(g, q, hp_linear(g, h, kvw, -1), 2), NH, 10000.0f);
     h = hp_add(g, x, hp_attention(g, h, NH));
     int loss = hp_xent(g, hp_linear(g, h, head, -1), m->targets, V, NULL);
     CHECK_OK(hp_graph_status(g));
