@@ -191,6 +191,13 @@ typedef struct hp_model hp_model;
 
 /* The forward graph of GPT-2 for batches of B x T tokens. */
 hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T);
+/* PanGu-α (Zeng et al. 2021; models/pangu): a GPT-style pre-LN decoder whose last layer is the top query
+ * layer (its attention's query a learned embedding of the position, its keys and values from the last
+ * hidden states), the head tied to the word embedding; layers counts the query layer. The shapes of the
+ * published models by name: "pangu-2.6b", "pangu-13b", "pangu-200b", and "pangu-tiny" (L 4, C 64, NH 4,
+ * V 256, maxT 128), which trains here. The model is a written one (hp_model_from_graph's kind). */
+hp_status hp_model_config_pangu(hp_model_config *out, const char *preset);
+hp_status hp_model_pangu(hp_model **out, const hp_model_config *cfg, int B, int T);
 void hp_model_free(hp_model *m);
 /* Parameters (floats), the padded vocabulary rows included (llm.c's count). */
 long hp_model_num_params(const hp_model *m);

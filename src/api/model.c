@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "models/pangu.h"
 
 hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T) {
     *out = NULL;
@@ -23,6 +24,24 @@ hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T
     }
     *out = m;
     return HP_OK;
+}
+
+hp_status hp_model_config_pangu(hp_model_config *out, const char *preset) {
+    if (!out) return hp_errorf("hp_model_config_pangu: out is NULL");
+    return hp_pangu_preset(out, preset);
+}
+
+hp_status hp_model_pangu(hp_model **out, const hp_model_config *cfg, int B, int T) {
+    *out = NULL;
+    if (!cfg) return hp_errorf("hp_model_pangu: cfg is NULL");
+    hp_graph *g = NULL;
+    HP_TRY(hp_graph_create(&g));
+    hp_status st = hp_pangu_build(g, cfg, B, T);
+    if (st) {
+        hp_graph_destroy(g);
+        return hp_error_wrap(st, "hp_model_pangu");
+    }
+    return hp_model_from_graph(out, g, cfg->vocab);
 }
 
 void hp_model_free(hp_model *m) {

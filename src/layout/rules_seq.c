@@ -237,15 +237,11 @@ static hp_status concat_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* pos_table(table[P, C]) -> [B, T, C]: the batch split from a whole table (each rank its rows), the
- * channels split with the table's */
+/* pos_table(table[P, C]) -> [B, T, C]: the channels split with the table's (no free batch split: the
+ * propagation would take it on any axis, a pipeline's too; a reader that wants the batch split slices it
+ * locally) */
 static hp_status pos_table_opts(hp_rule_axis *ra) {
-    hp_rule_option *o;
-    if (ra->m->size[ra->axis] > 1) { /* a free split: only where the axis splits anything */
-        o = hp_rule_opt(ra);
-        o->out[0] = S(0);
-    }
-    o = hp_rule_opt(ra);
+    hp_rule_option *o = hp_rule_opt(ra);
     o->in[0] = S(1), o->out[0] = S(2);
     o = hp_rule_opt(ra);
     o->in[0] = o->out[0] = P;
