@@ -59,6 +59,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c->deterministic = o->deterministic || o->det_slices;
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
+    c->model_kind = strncmp(o->model, "pangu-", 6) ? "gpt2" : "pangu";
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->seq = o->seq;
     c->plan = plan;
@@ -84,6 +85,12 @@ hp_status hp_planner_build(planner *p) {
         hp_model_config m;
         HP_TRY(hp_model_config_llmc(&m, o->init));
         HP_TRY(hp_train_shape_resolve(&po->o, &m, o->init, "plan"));
+    } else if (!strncmp(o->model, "pangu-", 6)) { /* the preset sets the shape */
+        hp_model_config m;
+        HP_TRY(hp_model_config_pangu(&m, o->model));
+        char what[48];
+        snprintf(what, sizeof what, "--model %s", o->model);
+        HP_TRY(hp_train_shape_resolve(&po->o, &m, what, "plan"));
     } else {
         HP_TRY(hp_train_shape_resolve(&po->o, NULL, NULL, "plan"));
     }

@@ -31,9 +31,10 @@ hp_status hp_train_shape_resolve(hp_train_options *o, const hp_model_config *ini
              {"max-seq", &o->max_seq, d.max_seq, init ? init->max_seq : 0}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (init && *f[i].v != HP_SHAPE_UNSET && *f[i].v != f[i].file)
-            return hp_errorf("hyperpar %s: --%s %d conflicts with --init %s, whose model has %s %d (--init sets the "
+            return hp_errorf("hyperpar %s: --%s %d conflicts with %s%s, whose model has %s %d (it sets the "
                              "model shape: leave --%s out)",
-                             cmd, f[i].flag, *f[i].v, init_path, f[i].flag, f[i].file, f[i].flag);
+                             cmd, f[i].flag, *f[i].v, strncmp(init_path, "--", 2) ? "--init " : "", init_path, f[i].flag,
+                             f[i].file, f[i].flag);
         *f[i].v = init ? f[i].file : *f[i].v == HP_SHAPE_UNSET ? f[i].def : *f[i].v;
     }
     return HP_OK;

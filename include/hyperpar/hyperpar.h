@@ -442,6 +442,8 @@ typedef struct {
     int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
     const char *remat, *remat_save; /* hp_train_config's (NULL: none) */
+    const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; "pangu": PanGu-alpha of that shape
+                                * (hp_model_pangu) */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
     const char *pp_split;
     int grad_accum_comm_last;  /* with grad_accum: hp_train_config.grad_accum_comm_last's program */
@@ -1028,6 +1030,7 @@ void hp_opt_format_float(char *buf, size_t n, float v);
 /* The options' values, as text and numbers (the table's fields). */
 typedef struct {
     int layers, heads, channels, vocab, max_seq;
+    char model[32];             /* gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b */
     char init[512];
     char data[512], val_data[512], data_kind[16];
     float val_fraction;

@@ -102,6 +102,9 @@ static const hp_train_optdef defs[] = {
     D("channels", HP_OPT_INT, channels, "128", NULL, FROZEN, "model width (C)"),
     D("vocab", HP_OPT_INT, vocab, "256", NULL, FROZEN, "vocabulary size V (256 for raw text)"),
     D("max-seq", HP_OPT_INT, max_seq, "128", NULL, FROZEN, "position table length (maxT)"),
+    D("model", HP_OPT_STR, model, "gpt2", NULL, FROZEN,
+      "gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b (PanGu-alpha: the top query layer; the preset sets "
+      "the shape)"),
     D("init", HP_OPT_STR, init, "", NULL, UNSAVED, "start from an llm.c checkpoint (sets the model shape)"),
     D("data", HP_OPT_STR, data, HP_DEFAULT_DATA, NULL, FROZEN, "training data: llm.c token shards (file or glob) or text"),
     D("data-kind", HP_OPT_STR, data_kind, "auto", "auto|tokens|text", FROZEN,
@@ -356,6 +359,13 @@ hp_status hp_train_options_check(const hp_train_options *o) {
                 "depends on the rank count", !strcmp(o->dp_reduce, "bf16") ? "dp-reduce" : "fsdp-reduce");
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
+    hp_model_config pangu;
+    hp_status bad_model = strcmp(o->model, "gpt2") ? hp_model_config_pangu(&pangu, o->model) : HP_OK;
+    if (bad_model) {
+        hp_status_free(bad_model);
+        BAD("--model '%s': gpt2, pangu-tiny, pangu-2.6b, pangu-13b or pangu-200b", o->model);
+    }
+    if (strcmp(o->model, "gpt2") && o->init[0]) BAD("--init reads an llm.c GPT-2 checkpoint: not with --model %s", o->model);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
     if (o->pp < 1 || o->pp > 64) BAD("--pp must be in 1..64, got %d", o->pp);
     if (o->plan[0] && o->pp > 1) BAD("give --plan or --pp, not both (a plan file's mesh says pp=N)");

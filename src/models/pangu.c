@@ -21,7 +21,7 @@ hp_status hp_pangu_preset(hp_model_config *out, const char *name) {
             *out = presets[i].c;
             return HP_OK;
         }
-    return hp_errorf("model '%s': not a PanGu-α preset (pangu-tiny, pangu-2.6b, pangu-13b, pangu-200b)",
+    return hp_errorf("--model %s: not a PanGu-α preset (pangu-tiny, pangu-2.6b, pangu-13b, pangu-200b)",
                      name ? name : "");
 }
 

@@ -105,7 +105,8 @@ static hp_status pass_propagate(hp_compiled *c, const hp_plan *plan) {
     c->fixed = calloc((size_t)(g->nvals ? g->nvals : 1), 1);
     if (!c->layouts || !c->fixed) return hp_errorf("compile: out of memory");
     HP_TRY(hp_layouts_from_plan(c->layouts, c->fixed, plan, g));
-    HP_TRY(hp_propagate(&c->prop, g, &c->mesh, c->layouts, c->fixed));
+    for (int v = 0; v < g->nvals; v++) c->layouts[v] = hp_layout_canonical(&c->layouts[v], &c->lmesh);
+    HP_TRY(hp_propagate(&c->prop, g, &c->lmesh, c->layouts, c->fixed));
     char mb[128];
     note(c, "propagate", "mesh %s: %d values laid out, %d operators without a rule",
          hp_mesh_str(mb, sizeof mb, &c->mesh), g->nvals, c->prop.nnotes);
@@ -231,7 +232,9 @@ static hp_status pass_shared(hp_compiled *c) {
 
 /* lower: the rank's local graph. */
 static hp_status pass_lower(hp_compiled *c) {
-    HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->mesh, c->rank, c->fsdp.level ? c->fsdp.grad_layout : NULL));
+    HP_TRY(hp_lower_rank(&c->rg, c->global, &c->prop, &c->lmesh, c->lrank, c->fsdp.level ? c->fsdp.grad_layout : NULL));
+    c->rg.ctx.rank = c->rank; /* its groups are the real rank's (on every axis but "pp" the same coordinates) */
+    c->rg.ctx.mesh = &c->mesh;
     note(c, "lower", "rank %d: %d local nodes, %d + %d redistributions (%.0f + %.0f bytes per step)", c->rank,
          c->rg.g->nnodes, c->rg.nredist[0], c->rg.nredist[1], c->rg.bytes[0], c->rg.bytes[1]);
     return HP_OK;
@@ -354,10 +357,19 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
         plan = &one;
         own_plan = 1;
     }
-    out->mesh = plan->mesh;
+    out->mesh = out->lmesh = plan->mesh;
     hp_status st = hp_mesh_size(&out->mesh) > rank && rank >= 0
                        ? HP_OK
                        : hp_errorf("compile: rank %d is not in the mesh (%d ranks)", rank, hp_mesh_size(&out->mesh));
+    out->lrank = rank;
+    int ppa = hp_mesh_axis(&out->mesh, "pp");
+    if (!st && ppa >= 0 && out->mesh.size[ppa] > 1) { /* a pipeline: nothing is laid out along its axis */
+        int coord[HP_MESH_MAX_DIMS];
+        hp_mesh_coords(coord, &out->mesh, rank);
+        coord[ppa] = 0;
+        out->lmesh.size[ppa] = 1;
+        out->lrank = hp_mesh_rank(&out->lmesh, coord);
+    }
     if (!st) st = hp_graph_clone(&out->global, model);
     if (!st) st = pass_precision(out, o, plan);
     if (!st) st = pass_autodiff(out, o);

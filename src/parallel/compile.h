@@ -95,6 +95,10 @@ typedef struct {
 typedef struct {
     hp_graph *global;         /* the model graph, differentiated (owned copy) */
     hp_mesh mesh;
+    hp_mesh lmesh;            /* the mesh layouts are decided and lowered on: mesh with a pipeline's "pp" axis
+                               * of size 1 (a stage's ranks never split, slice or gather along it: the other
+                               * stages run other nodes); mesh itself without one */
+    int lrank;                /* rank's place in lmesh (its coordinate on "pp" 0) */
     hp_layout *layouts;       /* [global->nvals]: the plan's layouts (fixed values) */
     unsigned char *fixed;
     hp_propagation prop;

@@ -220,10 +220,12 @@ static hp_status run_step(const step_ctx *c, const hp_redist_step *s, const hp_m
     return hp_errorf("redistribute: unknown step kind %d", (int)s->kind);
 }
 
+/* Mesh a (the comm's) runs plans made on mesh b: the same axes, each of b's sizes a's or 1 (an axis a plan was
+ * made without: a pipeline's, along which nothing is laid out). */
 static int same_mesh(const hp_mesh *a, const hp_mesh *b) {
     if (a->ndim != b->ndim) return 0;
     for (int i = 0; i < a->ndim; i++)
-        if (a->size[i] != b->size[i] || strcmp(a->name[i], b->name[i])) return 0;
+        if ((a->size[i] != b->size[i] && b->size[i] != 1) || strcmp(a->name[i], b->name[i])) return 0;
     return 1;
 }
 

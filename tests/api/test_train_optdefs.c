@@ -14,6 +14,7 @@
 /* The options that do not become an hp_train_config field, and where each goes. */
 static const char *const elsewhere[] = {
     "layers", "heads", "channels", "vocab", "max-seq", "batch", "seq", /* the model (hp_model_gpt2) */
+    "model",                                                           /* which (hp_model_pangu's presets) */
     "log-every",                                                       /* the command's progress lines */
     "resume", "trace", "run-dir",                                      /* resolved by the command first */
 };
@@ -29,6 +30,7 @@ static int goes_elsewhere(const hp_train_optdef *d) {
 /* A value of d other than its default that the checks accept. */
 static const char *other_value(char *buf, size_t n, const hp_train_optdef *d) {
     if (!strcmp(d->name, "optimizer")) return "muon";
+    if (!strcmp(d->name, "model")) return "pangu-tiny";
     if (!strcmp(d->name, "schedule")) return "linear";
     if (!strcmp(d->name, "det-slices")) return "2";
     if (!strcmp(d->name, "memory")) return "-1";

@@ -52,6 +52,23 @@ resumed pps_fsdp ck_pps "$HP" train $ck --fsdp 2 --grad-accum 4
 resumed ppm_one ck_ppm "$HP" train $ck --grad-accum 4
 resumed one_pp ck_one "$HP" train $ck --pp 2 --micro-batches 4
 resumed pp_mpi ck_pp timeout 300 "${MPIRUN[@]}" "$HP" train $ck --pp 2 --micro-batches 4
+# PanGu-alpha: the tiny preset over 2 stages (the query layer on the last) against 1 rank; the 200B
+# configuration of the paper (16 stages x 16 data x 8 tensor parallel) as a plan for 2,048 ranks
+pg="--model pangu-tiny --batch 4 --seq 32 --steps 50 --val-every 0 --val-steps 1 --warmup 5 --lr 2e-3"
+"$HP" train $pg --grad-accum 4 --metrics pangu_one.jsonl >/dev/null 2>&1 || fail "pangu-tiny 1-rank run failed"
+"$HP" train $pg --pp 2 --micro-batches 4 --pp-schedule zb-h1 --metrics pangu_pp.jsonl >pangu.log 2>&1 ||
+  fail "pangu-tiny PP 2 failed: $(tail -2 pangu.log)"
+read -r n m <<<"$(maxdiff pangu_one.jsonl pangu_pp.jsonl)"
+echo "pangu-tiny pp2: $n steps, max |delta loss| $m"
+[ "$n" -eq 50 ] && awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "pangu-tiny pp2: $n steps, max |delta loss| $m"
+awk -v a="$(losses pangu_pp.jsonl | head -1)" -v b="$(losses pangu_pp.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
+  fail "pangu-tiny: the loss did not fall"
+"$HP" plan --model pangu-200b --plan "$(dirname "$0")/../../examples/pangu_200b.plan" --batch 16 --seq 1024 \
+  --micro-batches 32 --remat full --processes 256 --memory 64 >pangu200.txt 2>&1 || fail "pangu-200b plan: $(tail -2 pangu200.txt)"
+grep -q "^mesh pp=16,dp=16,tp=8: 2048 ranks" pangu200.txt && grep -q "^pipeline: 16 stages, 1f1b, 32 micro-batches" pangu200.txt &&
+  grep -q "206862.06M parameters" pangu200.txt || fail "pangu-200b plan: $(head -8 pangu200.txt)"
+grep -q "all-gather(pp\|slice(pp\|(pp," pangu200.txt && fail "pangu-200b plan: a collective along pp: $(grep '(pp' pangu200.txt | head -2)"
+expect_error "not a PanGu-α preset" "$HP" train --model pangu-1t --steps 1
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses pp2_1f1b.jsonl | head -1)" -v b="$(losses pp2_1f1b.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
   fail "loss did not fall"
