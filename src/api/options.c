@@ -347,9 +347,9 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->grad_accum < 0 || o->grad_accum > 4096) BAD("--grad-accum must be in 1..4096, got %d", o->grad_accum);
     if (o->det_slices < 0 || o->det_slices > 4096) BAD("--det-slices must be in 1..4096, got %d", o->det_slices);
     if (o->deterministic || o->det_slices) {
-        if (o->tp > 1 || o->hsdp[0] || o->plan[0])
+        if (o->tp > 1 || o->pp > 1 || o->hsdp[0] || o->plan[0])
             BAD("--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with %s",
-                o->tp > 1 ? "--tp" : o->hsdp[0] ? "--hsdp" : "--plan");
+                o->tp > 1 ? "--tp" : o->pp > 1 ? "--pp" : o->hsdp[0] ? "--hsdp" : "--plan");
         if (o->grad_accum > 1)
             BAD("--deterministic sets the micro-batches itself (--batch / --det-slices per rank): leave out --grad-accum");
         if (!strcmp(o->grad_accum_comm, "last"))

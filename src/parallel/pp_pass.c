@@ -318,8 +318,16 @@ static hp_status transfers(stage_state *s) {
             count_transfer(pp, g, v, 1);
         }
     }
-    /* receives from one stage in one phase come in the order the sender makes them: each is placed before
-     * its own first reader and before the next one's place */
+    /* receives from one stage in one phase come in the order the sender makes them (its sends follow their
+     * producers, several after one producer in value order): sorted so, each is placed before its own first
+     * reader and before the next one's place */
+    for (int i = 1; i < nr; i++)
+        for (int j = i; j > 0; j--) {
+            int pa = g->vals[rv[j - 1].v].producer, pb = g->vals[rv[j].v].producer;
+            if (pa < pb || (pa == pb && rv[j - 1].v < rv[j].v)) break;
+            recv_item t = rv[j];
+            rv[j] = rv[j - 1], rv[j - 1] = t;
+        }
     for (int i = nr - 2; i >= 0; i--)
         for (int j = i + 1; j < nr; j++)
             if (rv[j].from == rv[i].from && rv[j].phase == rv[i].phase) {

@@ -27,6 +27,17 @@ check dp2_pp2 "$HP" train $small --dp 2 --pp 2 --micro-batches 4
 check tp2_pp2 "$HP" train $small --tp 2 --pp 2 --micro-batches 4
 check dp2_tp2_pp2 "$HP" train $small --dp 2 --tp 2 --pp 2 --micro-batches 4 --pp-schedule zb-h1
 check mpi_pp2 timeout 600 "${MPIRUN[@]}" "$HP" train $small --pp 2 --micro-batches 4
+# bf16: PP 2 against 1 rank in bf16 (the config of cli/bf16), max |delta loss| <= 5e-3 over 200 steps — the
+# first steps agree to the bit; the tied embedding's gradient parts are summed per stage and then across
+# them (1 rank: per micro-batch), and bf16's rounding of the weights carries that last-bit difference on
+bf="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --seed 0 --run-dir none --dtype bf16 --steps 200"
+bf="$bf --val-every 100 --val-steps 2"
+"$HP" train $bf --grad-accum 2 --metrics bf_one.jsonl >/dev/null 2>&1 || fail "bf16 1-rank run failed"
+"$HP" train $bf --pp 2 --micro-batches 2 --metrics bf_pp.jsonl >bf.log 2>&1 || fail "bf16 PP 2 failed: $(tail -2 bf.log)"
+read -r n m <<<"$(maxdiff bf_one.jsonl bf_pp.jsonl)"
+echo "bf16 pp2: $n steps, max |delta loss| $m"
+[ "$n" -eq 200 ] && awk -v m="$m" 'BEGIN { exit !(m <= 5e-3) }' || fail "bf16 pp2: $n steps, max |delta loss| $m"
+[ "$(losses bf_one.jsonl | head -5)" = "$(losses bf_pp.jsonl | head -5)" ] || fail "bf16 pp2: the first 5 losses differ"
 # checkpoints of a pipelined run, in either format, resume bit for bit (step 10's loss) under PP, on 1 rank, under FSDP and
 # across 2 MPI processes; a 1-rank checkpoint resumes under PP
 ck="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 10 --val-every 0 --val-steps 1 --warmup 2 --run-dir none"
@@ -99,6 +110,7 @@ expect_error "FSDP" "$HP" train --pp 2 --fsdp 2 --steps 1
 expect_error "--remat" "$HP" train --remat sometimes --steps 1
 expect_error "--validate does not run pipelined" "$HP" train --pp 2 --validate --steps 1
 expect_error "Muon over pipeline stages" "$HP" train --pp 2 --optimizer muon --steps 1
+expect_error "--pp" "$HP" train --pp 2 --deterministic --steps 1
 # a plan file's mesh makes the pipeline too
 printf 'mesh: pp=2,dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\n' >pp.plan
 check planfile "$HP" train $small --plan pp.plan --micro-batches 4
