@@ -70,7 +70,7 @@ static void json_row(FILE *jf, int *nrows, const char *kind, const hp_bench_pipe
 }
 
 int hp_cmd_bench_pipeline(int argc, char **argv) {
-    char json[512] = "", micro[64] = "4,8", scheds[64] = "gpipe,1f1b,zb-h1", rmodel[32] = "gpt2-124m";
+    char json[512] = "", micro[64] = "4,8", scheds[64] = "gpipe,1f1b,zb-h1,interleaved", rmodel[32] = "gpt2-124m";
     int threads = 2, steps = 3, layers = 8, baseline = 1;
     hp_opt tab[] = {
         {"micro", HP_OPT_STR, micro, sizeof micro, "micro-batch counts (comma-separated)"},
@@ -91,13 +91,13 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
     if (!st && (threads < 1 || steps < 1 || layers < 2))
         st = hp_errorf("hyperpar bench pipeline: --threads and --steps must be >= 1, --layers >= 2");
     int ms[8], nm = 0;
-    char *names[4];
+    char *names[4]; /* at most 4 schedules */
     int ns = 0;
     char sbuf[64];
     snprintf(sbuf, sizeof sbuf, "%s", scheds);
     for (char *save = NULL, *t = strtok_r(sbuf, ",", &save); t && !st; t = strtok_r(NULL, ",", &save)) {
-        if (strcmp(t, "gpipe") && strcmp(t, "1f1b") && strcmp(t, "zb-h1"))
-            st = hp_errorf("hyperpar bench pipeline: --schedules: '%s' is not gpipe, 1f1b or zb-h1", t);
+        if (strcmp(t, "gpipe") && strcmp(t, "1f1b") && strcmp(t, "zb-h1") && strcmp(t, "interleaved"))
+            st = hp_errorf("hyperpar bench pipeline: --schedules: '%s' is not gpipe, 1f1b, zb-h1 or interleaved", t);
         else if (ns < 4) names[ns++] = t;
     }
     for (char *p = micro; *p && !st;) {
@@ -124,10 +124,10 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
            "CPU %s\n%-7s %5s %8s %10s %7s %7s %8s %7s %12s %12s\n",
            layers, B, T, threads, steps, cpu, "sched", "m", "step ms", "tok/s", "idle", "waits", "formula", "sim",
            "arena MB s0", "arena MB s1");
-    double pp_tok[3][8] = {{0}};
+    double pp_tok[4][8] = {{0}};
     for (int i = 0; i < ns; i++)
         for (int k = 0; k < nm; k++) {
-            hp_bench_pipeline_config c = {small, B, T, 2, 1, ms[k], names[i], NULL, threads, steps};
+            hp_bench_pipeline_config c = {small, B, T, 2, 1, ms[k], names[i], 0, NULL, threads, steps};
             prow r;
             char what[48];
             snprintf(what, sizeof what, "%s m=%d", names[i], ms[k]);
@@ -136,7 +136,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
                 continue;
             }
             const hp_bench_pipeline_result *x = &r.r;
-            pp_tok[i < 3 ? i : 2][k] = x->tokens_per_s;
+            pp_tok[i][k] = x->tokens_per_s;
             printf("%-7s %5d %8.1f %10.0f %7.3f %7.3f %8.3f %7.3f %5.1f (%5.1f) %5.1f (%5.1f)\n", names[i], ms[k],
                    x->step_ms, x->tokens_per_s, x->bubble, x->bubble_wait, x->bubble_formula, x->bubble_sim,
                    x->arena_mb[0], x->planned_mb[0],
@@ -144,7 +144,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
             json_row(jf, &nrows, "schedule", &c, x);
         }
     for (int k = 0; baseline && k < nm; k++) {
-        hp_bench_pipeline_config c = {small, 2 * B, T, 1, 2, ms[k] / 2 > 0 ? ms[k] / 2 : 1, NULL, NULL, threads, steps};
+        hp_bench_pipeline_config c = {small, 2 * B, T, 1, 2, ms[k] / 2 > 0 ? ms[k] / 2 : 1, NULL, 0, NULL, threads, steps};
         prow r;
         if (run_row(&r, &c, "dp 2")) {
             rc = 1;
@@ -153,8 +153,8 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
         printf("dp 2    %5d %8.1f %10.0f   (the same global batch: %d micro-batches of %d x %d per rank);", ms[k],
                r.r.step_ms, r.r.tokens_per_s, c.micro, B, T);
         for (int i = 0; i < ns; i++)
-            if (pp_tok[i < 3 ? i : 2][k] > 0)
-                printf(" %s %.1f%%", names[i], 100 * pp_tok[i < 3 ? i : 2][k] / r.r.tokens_per_s);
+            if (pp_tok[i][k] > 0)
+                printf(" %s %.1f%%", names[i], 100 * pp_tok[i][k] / r.r.tokens_per_s);
         printf(" of DP's tokens/s\n");
         json_row(jf, &nrows, "dp-baseline", &c, &r.r);
     }
@@ -172,7 +172,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
             printf("remat, 1 rank, %s B%d T%d:\n%-10s %8s %12s %10s %10s\n", rmodel, rb, rt, "policy", "step ms",
                    "arena MB", "time", "memory");
         for (int i = 0; i < 3 && !st; i++) {
-            hp_bench_pipeline_config c = {m, rb, rt, 1, 1, 1, NULL, pol[i], threads, steps};
+            hp_bench_pipeline_config c = {m, rb, rt, 1, 1, 1, NULL, 0, pol[i], threads, steps};
             prow r;
             if (run_row(&r, &c, pol[i])) {
                 rc = 1;

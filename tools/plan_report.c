@@ -58,7 +58,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     HP_TRY(hp_train_micro_batch(&c->batch, &c->grad_accum, o));
     c->grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c->deterministic = o->deterministic || o->det_slices;
-    c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
+    c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->model_kind = strncmp(o->model, "pangu-", 6) ? "gpt2" : "pangu";
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->seq = o->seq;

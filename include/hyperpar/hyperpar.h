@@ -445,6 +445,7 @@ typedef struct {
     const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; "pangu": PanGu-alpha of that shape
                                 * (hp_model_pangu) */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
+    int pp_chunks;
     const char *pp_split;
     int grad_accum_comm_last;  /* with grad_accum: hp_train_config.grad_accum_comm_last's program */
     int deterministic;         /* 1: hp_train_config.deterministic's program (batch: the micro-batch) */
@@ -852,7 +853,9 @@ typedef struct {
                                  * pointwise and normalisation operators recomputed in the backward, GEMM outputs
                                  * kept) or "full" (each block recomputed from its input) */
     const char *remat_save;     /* selective: the operators kept instead ("linear,attention"; NULL: linear) */
-    const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL) or "zb-h1" */
+    const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL), "zb-h1" or
+                                 * "interleaved" (pp_chunks model chunks per stage, Megatron's virtual stages) */
+    int pp_chunks;              /* interleaved: chunks per stage (0: 2) */
     const char *pp_split;       /* its blocks over the stages: "balanced" (NULL: by forward FLOPs, the head's
                                  * GEMM included), "even" (torchtitan's rule) or blocks per stage ("3,5") */
     int grad_accum;             /* micro-batches per optimizer step (0 or 1: none); the model's batch is one
@@ -1059,7 +1062,8 @@ typedef struct {
     char plan[512];
     int dp, tp;
     int pp;                     /* pipeline stages (the GPT-2 plan's mesh pp=N outermost) */
-    char pp_schedule[16];       /* gpipe | 1f1b | zb-h1 */
+    char pp_schedule[16];       /* gpipe | 1f1b | zb-h1 | interleaved */
+    int pp_chunks;              /* interleaved: model chunks per stage */
     char pp_split[256];         /* balanced | even | blocks per stage ("3,5") */
     char remat[16];             /* none | selective | full */
     char remat_save[128];       /* selective's kept operators */
@@ -1619,7 +1623,8 @@ typedef struct {
     int batch, seq;          /* one micro-batch (split over dp) */
     int pp, dp;              /* stages, data-parallel ranks (0 or 1: none) */
     int micro;               /* micro-batches per step (0 or 1: one) */
-    const char *schedule;    /* "gpipe", "1f1b" (NULL), "zb-h1" */
+    const char *schedule;    /* "gpipe", "1f1b" (NULL), "zb-h1", "interleaved" */
+    int chunks;              /* interleaved: chunks per stage (0: 2) */
     const char *remat;       /* "none" (NULL), "selective", "full" */
     int threads;             /* compute threads in all, shared out among the ranks */
     int steps;               /* timed steps after 2 untimed (0: 3) */

@@ -56,9 +56,10 @@ hp_status hp_api_llmc_version(int *version, hp_llmc_dtype dtype, const char *pat
 
 /* A copy of s (NULL stays NULL); *out is malloc'd. */
 hp_status hp_api_strdup(char **out, const char *s);
-/* A pipeline's compile options from the settings' text: schedule "gpipe" | "1f1b" | "zb-h1" (NULL: 1f1b),
+/* A pipeline's compile options from the settings' text: schedule "gpipe" | "1f1b" | "zb-h1" | "interleaved"
+ * (NULL: 1f1b; chunks: its model chunks per stage, 0: 2),
  * split "balanced" | "even" | blocks per stage "3,5" (NULL: balanced); errors name the setting. */
-hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split);
+hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split, int chunks);
 /* Rematerialisation's compile options: policy "none" | "selective" | "full" (NULL: none), save the kept
  * operators ("linear,attention"; NULL or "": linear); errors name the setting. */
 hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save);

@@ -147,7 +147,7 @@ hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pi
                              .threads_per_rank = hp_dist_threads_per_rank(w, cfg->threads > 0 ? cfg->threads : 1)};
         dc.compile = (hp_compile_opts){.train = 1, .optim = &oc, .max_norm = 1.0f, .grad_accum = M,
                                        .schedule = {.overlap = 1, .max_inflight = 4}};
-        st = hp_api_pp_opts(&dc.compile.pp, cfg->schedule, NULL);
+        st = hp_api_pp_opts(&dc.compile.pp, cfg->schedule, NULL, cfg->chunks);
         if (!st) st = hp_api_remat_opts(&dc.compile.remat, cfg->remat, NULL);
         if (!st) st = hp_dist_create(&d, &dc);
     }

@@ -177,8 +177,10 @@ static const hp_train_optdef defs[] = {
     D("tp", HP_OPT_INT, tp, "1", NULL, PLAN, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
     D("pp", HP_OPT_INT, pp, "1", NULL, PLAN,
       "pipeline stages (GPT-2 plan: mesh pp=N outermost; the blocks split over them by --pp-split)"),
-    D("pp-schedule", HP_OPT_STR, pp_schedule, "1f1b", "gpipe|1f1b|zb-h1", 0,
-      "pipeline schedule: gpipe | 1f1b | zb-h1 (zero bubble H1: backward split into input and weight gradients)"),
+    D("pp-schedule", HP_OPT_STR, pp_schedule, "1f1b", "gpipe|1f1b|zb-h1|interleaved", 0,
+      "pipeline schedule: gpipe | 1f1b | zb-h1 (zero bubble H1: backward split into input and weight gradients) | "
+      "interleaved (1F1B over --pp-chunks model chunks per stage)"),
+    D("pp-chunks", HP_OPT_INT, pp_chunks, "0", NULL, 0, "interleaved: model chunks per stage (0: 2)"),
     D("pp-split", HP_OPT_STR, pp_split, "balanced", NULL, 0,
       "pipeline stages' blocks: balanced (by forward FLOPs, the head included) | even | blocks per stage (3,5)"),
     D("remat", HP_OPT_STR, remat, "none", "none|selective|full", 0,
@@ -515,7 +517,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
 static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->muon_momentum = o->muon_momentum, c->muon_scale = o->muon_scale, c->newton_schulz = o->ns;
     c->muon_dist = o->muon_dist;
-    c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split;
+    c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;

@@ -118,7 +118,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
                               .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
                               .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
     HP_TRY(hp_api_remat_opts(&s->co.remat, c->remat, c->remat_save));
-    return hp_api_pp_opts(&s->co.pp, c->pp_schedule, c->pp_split);
+    return hp_api_pp_opts(&s->co.pp, c->pp_schedule, c->pp_split, c->pp_chunks);
 }
 
 /* Distributed Muon's plan (parallel/muon_plan) from the compile of rank 0 (made with AdamW: the plan only
@@ -191,7 +191,7 @@ static hp_status gather_pipeline(hp_plan_pipeline *out, const hp_compiled *cc) {
     out->stages = pp->stages, out->micro = pp->micro, out->imbalance = pp->imbalance;
     snprintf(out->schedule, sizeof out->schedule, "%s", hp_pp_kind_name(pp->kind));
     int L = pp->nunits - 2, used = 0;
-    for (int s = 0; s < pp->stages; s++) {
+    for (int s = 0; s < pp->vstages; s++) { /* virtual stage s: chunk s / p of stage s % p */
         int a = pp->first[s], b = pp->first[s + 1]; /* units a..b-1: 0 embeddings, 1..L blocks, L+1 head */
         char part[96] = "";
         int n = 0;
@@ -200,7 +200,10 @@ static hp_status gather_pipeline(hp_plan_pipeline *out, const hp_compiled *cc) {
         if (lo == hi) n += snprintf(part + n, sizeof part - (size_t)n, "%sh.%d", n ? ", " : "", lo - 1);
         if (lo < hi) n += snprintf(part + n, sizeof part - (size_t)n, "%sh.%d-h.%d", n ? ", " : "", lo - 1, hi - 1);
         if (b == L + 2) snprintf(part + strlen(part), sizeof part - strlen(part), "%shead", part[0] ? ", " : "");
-        int w = snprintf(out->split + used, sizeof out->split - (size_t)used, "%s%d: %s", s ? " | " : "", s, part);
+        char who[24];
+        if (pp->chunks > 1) snprintf(who, sizeof who, "%d.%d", s % pp->stages, s / pp->stages);
+        else snprintf(who, sizeof who, "%d", s);
+        int w = snprintf(out->split + used, sizeof out->split - (size_t)used, "%s%s: %s", s ? " | " : "", who, part);
         if (w > 0 && used + w < (int)sizeof out->split) used += w;
     }
     hp_pp_sim sim;

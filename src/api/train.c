@@ -437,7 +437,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     co->grad_accum = c->grad_accum;
     co->accum_comm_last = c->grad_accum_comm_last;
     co->deterministic = c->deterministic;
-    HP_TRY(hp_api_pp_opts(&co->pp, c->pp_schedule, c->pp_split));
+    HP_TRY(hp_api_pp_opts(&co->pp, c->pp_schedule, c->pp_split, c->pp_chunks));
     HP_TRY(hp_api_remat_opts(&co->remat, c->remat, c->remat_save));
     ic.on_nan = c->on_nan;
     ic.max_skipped = c->max_skipped_steps;

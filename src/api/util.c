@@ -11,17 +11,17 @@ hp_status hp_api_strdup(char **out, const char *s) {
     return *out ? HP_OK : hp_errorf("hyperpar: out of memory copying '%s'", s);
 }
 
-hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split) {
+hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *split, int chunks) {
     memset(out, 0, sizeof *out);
-    out->chunks = 1;
     out->kind = HP_PP_1F1B;
     if (schedule && *schedule) {
         hp_status st = hp_pp_kind_parse(&out->kind, schedule);
         if (st) return hp_error_wrap(st, "--pp-schedule");
-        if (out->kind == HP_PP_INTERLEAVED)
-            return hp_errorf("--pp-schedule interleaved: model chunks per stage are not built into the compiled step "
-                             "yet (gpipe, 1f1b or zb-h1)");
     }
+    if (chunks < 0 || chunks > 16) return hp_errorf("--pp-chunks must be in 1..16, got %d", chunks);
+    if (chunks > 1 && out->kind != HP_PP_INTERLEAVED)
+        return hp_errorf("--pp-chunks %d: model chunks per stage need --pp-schedule interleaved", chunks);
+    out->chunks = out->kind == HP_PP_INTERLEAVED ? (chunks > 1 ? chunks : 2) : 1;
     if (!split || !*split || !strcmp(split, "balanced")) return HP_OK;
     if (!strcmp(split, "even")) {
         out->split = HP_PP_SPLIT_EVEN;

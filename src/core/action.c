@@ -98,7 +98,7 @@ hp_status hp_action_expand(hp_action_expansion *ex, const hp_graph *g, const int
         int t = l->act[a].micro >= 0 ? l->act[a].micro : ex->ntenures - 1;
         ex->slot_of[t] = ex->act_slot[a];
         for (int i = 0; i < norder; i++)
-            if (hp_action_runs(l->act[a].kind, ex->part[order[i]])) {
+            if (hp_action_list_runs(l, &l->act[a], order[i], ex->part[order[i]])) {
                 ex->nodes[ex->n] = order[i];
                 ex->tenure[ex->n++] = t;
             }

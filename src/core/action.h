@@ -32,7 +32,12 @@ typedef struct {
     int loss;   /* value read after every forward as its micro-batch's loss, -1: none */
     int tree;   /* 1: the losses summed as a binary tree over the micro-batch index ((l0+l1)+(l2+l3)),
                  * 0: in run order; either way divided by nmicro when it is > 1 */
+    const int *chunk_of; /* model chunks (an interleaved pipeline stage's): [graph nodes] the chunk each
+                          * forward and backward node belongs to; an action of chunk c runs only chunk c's.
+                          * NULL: one chunk (0) */
+    int nchunks;         /* >= 1 */
 } hp_action_list;
+
 
 /* Which action runs each node of order[0..n) (a step order, phases in order):
  * part[node] for every node of the order. Forward and optimizer nodes are
@@ -49,6 +54,10 @@ hp_status hp_action_parts(hp_action_kind *part, const hp_graph *g, const int *or
 /* Whether an action of kind runs a node of part (a backward runs both parts). */
 static inline int hp_action_runs(hp_action_kind kind, hp_action_kind part) {
     return kind == part || (kind == HP_ACT_BWD && (part == HP_ACT_BWD_INPUT || part == HP_ACT_BWD_WEIGHT));
+}
+/* Whether an action of list l runs node `node` of part `part` (its kind and its chunk). */
+static inline int hp_action_list_runs(const hp_action_list *l, const hp_action *a, int node, hp_action_kind part) {
+    return hp_action_runs(a->kind, part) && (!l->chunk_of || a->kind == HP_ACT_OPT || l->chunk_of[node] == a->chunk);
 }
 /* The activation slot of every action of l (slot[l->n]): a micro-batch holds
  * the lowest free slot from its first action to its last; the optimizer's is 0.

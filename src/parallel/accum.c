@@ -86,16 +86,38 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         return hp_errorf("accumulate: out of memory");
     }
     hp_graph_params(g, ids, np);
-    for (int k = 0; k < np; k++) {
-        int p = ids[k], gv = g->vals[p].grad;
-        if (gv < 0 || (f && f->level && f->unit_of[k] >= 0)) continue; /* FSDP's: per unit below */
-        int a = accumulator(g, gv, g->vals[p].name);
-        if (a < 0) break;
-        xin[nx++] = gv, xin[nx++] = a;
-        if ((nx = tree_levels(g, gv, g->vals[p].name, L, xin, nx)) < 0) break;
-        g->vals[p].grad = a; /* the optimizer reads the accumulator */
+    /* an interleaved pipeline stage's chunks: one accumulating node per chunk, run by that chunk's backward (a
+     * chunk's gradients are rewritten by its next micro-batch before another chunk's backward runs) */
+    int nchunk = 1, *group_at = NULL;
+    for (int k = 0; rg->chunk && k < np; k++) {
+        int gv = g->vals[ids[k]].grad, pr = gv >= 0 ? g->vals[gv].producer : -1;
+        if (pr >= 0 && rg->chunk[pr] + 1 > nchunk) nchunk = rg->chunk[pr] + 1;
     }
-    for (int u = 0; f && f->level && !comm_last && u < f->nunits; u++) {
+    group_at = malloc(sizeof(int) * (size_t)(nchunk + 1));
+    if (!group_at) {
+        free(ids), free(xin);
+        return hp_errorf("accumulate: out of memory");
+    }
+    for (int c = 0; c < nchunk; c++) {
+        group_at[c] = nx;
+        for (int k = 0; k < np && nx >= 0; k++) {
+            int p = ids[k], gv = g->vals[p].grad;
+            if (gv < 0 || (f && f->level && f->unit_of[k] >= 0)) continue; /* FSDP's: per unit below */
+            int pr = g->vals[gv].producer, ck = rg->chunk && pr >= 0 && rg->chunk[pr] > 0 ? rg->chunk[pr] : 0;
+            if (ck != c) continue;
+            int a = accumulator(g, gv, g->vals[p].name);
+            if (a < 0) {
+                nx = -1;
+                break;
+            }
+            xin[nx++] = gv, xin[nx++] = a;
+            if ((nx = tree_levels(g, gv, g->vals[p].name, L, xin, nx)) < 0) break;
+            g->vals[p].grad = a; /* the optimizer reads the accumulator */
+        }
+        if (nx < 0) break;
+    }
+    group_at[nchunk] = nx;
+    for (int u = 0; nx >= 0 && f && f->level && !comm_last && u < f->nunits; u++) {
         hp_fsdp_unit *un = &f->units[u];
         int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
         if (a < 0) break;
@@ -113,20 +135,29 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         }
     }
     if (nx <= 0) { /* nothing else to accumulate (or out of memory: the graph's status says) */
-        free(ids), free(xin);
+        free(ids), free(xin), free(group_at);
         return hp_graph_error(g);
     }
+    group_at[nchunk] = nx; /* FSDP's units join the last group */
     hp_attrs at;
     memset(&at, 0, sizeof at);
     at.i[0] = per - 2;
-    int node = hp_graph_node_list(g, &hp_op_grad_accumulate, micro, 1, xin, nx, NULL, 0, &at, HP_PHASE_BWD);
-    if (node >= 0)
-        snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors%s]", nx / per, L > 1 ? ", tree" : "");
-    free(ids), free(xin);
-    HP_TRY(hp_graph_error(g));
-    HP_TRY(hp_rank_graph_sync_nodes(rg));
-    rg->hint[node] = HP_HINT_END;
-    return HP_OK;
+    hp_status st = HP_OK;
+    for (int c = 0; c < nchunk && !st; c++) {
+        int n = group_at[c + 1] - group_at[c];
+        if (n <= 0) continue;
+        int node = hp_graph_node_list(g, &hp_op_grad_accumulate, micro, 1, xin + group_at[c], n, NULL, 0, &at,
+                                      HP_PHASE_BWD);
+        if (node >= 0)
+            snprintf(g->nodes[node].name, HP_NAME_LEN, "grad_accumulate[%d tensors%s]", n / per, L > 1 ? ", tree" : "");
+        st = hp_graph_error(g);
+        if (!st) st = hp_rank_graph_sync_nodes(rg);
+        if (st) break;
+        rg->hint[node] = HP_HINT_END;
+        if (rg->chunk) rg->chunk[node] = c;
+    }
+    free(ids), free(xin), free(group_at);
+    return st;
 }
 
 /* Micro-batch m of K into a binary tree of partial sums: lv[0] is the

@@ -251,8 +251,15 @@ static void start_on_slot(const hp_kctx *k, const hp_node *n, hp_comm_args a, hp
     c->args[slot] = a;
     c->args[slot].t = &c->tens[slot];
     c->reqs[slot] = NULL;
-    hp_status st = hp_comm_start(&c->reqs[slot], c->comm, hp_mesh_comm_group(c->mc, (int)n->a.i[0], c->rank),
-                                 &c->args[slot]);
+    int axis = (int)n->a.i[0];
+    hp_comm_group *grp = n->a.i[HP_P2P_CHANNEL] ? hp_mesh_comm_group_back(c->mc, axis, c->rank)
+                                               : hp_mesh_comm_group(c->mc, axis, c->rank);
+    if (!grp) {
+        *k->err = hp_errorf("%s: rank %d has no %sgroup along mesh axis %d", n->op->name, c->rank,
+                            n->a.i[HP_P2P_CHANNEL] ? "second " : "", axis);
+        return;
+    }
+    hp_status st = hp_comm_start(&c->reqs[slot], c->comm, grp, &c->args[slot]);
     if (st) *k->err = st;
 }
 

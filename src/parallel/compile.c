@@ -204,8 +204,9 @@ static hp_status pass_pipeline(hp_compiled *c, const hp_compile_opts *o) {
     if (c->fsdp.level) return hp_errorf("pipeline: stages with FSDP/ZeRO are not built yet (leave out the fsdp line)");
     if (o->optim && o->optim->kind == HP_OPT_MUON)
         return hp_errorf("pipeline: Muon over pipeline stages is not built yet (use --optimizer adamw)");
-    note(c, "pipeline", "%d stages over axis %s (%s split over %d units, max/mean %.2f); this rank: stage %d; %s, %d "
-         "micro-batches", c->pp.stages, c->mesh.name[c->pp.axis], o->pp.split == HP_PP_SPLIT_EVEN ? "even"
+    note(c, "pipeline", "%d stages%s over axis %s (%s split over %d units, max/mean %.2f); this rank: stage %d; %s, %d "
+         "micro-batches", c->pp.stages, c->pp.chunks > 1 ? (c->pp.chunks == 2 ? " x 2 chunks" : " x chunks") : "",
+         c->mesh.name[c->pp.axis], o->pp.split == HP_PP_SPLIT_EVEN ? "even"
          : o->pp.split == HP_PP_SPLIT_EXPLICIT ? "explicit" : "balanced", c->pp.nunits, c->pp.imbalance,
          c->pp.stage, hp_pp_kind_name(c->pp.kind), c->pp.micro);
     return HP_OK;
@@ -304,6 +305,7 @@ static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
         const hp_pp_sched *t = &c->pp.sched;
         so.stage_act = t->act + t->at[c->pp.stage];
         so.nstage_act = t->at[c->pp.stage + 1] - t->at[c->pp.stage];
+        so.chunks = c->pp.chunks;
     }
     HP_TRY(hp_pass_schedule(&c->sched, &c->rg, &so));
     note(c, "schedule", "%d steps (%d forward, %d backward, %d optimizer); %d gradient reductions overlapped",

@@ -238,6 +238,7 @@ void hp_rank_graph_free(hp_rank_graph *r) {
     free(r->global_of);
     free(r->node_of);
     free(r->hint);
+    free(r->chunk);
     hp_rank_ctx_free(&r->ctx);
     memset(r, 0, sizeof *r);
     r->loss = -1;
@@ -262,6 +263,12 @@ hp_status hp_rank_graph_sync_nodes(hp_rank_graph *r) {
     int *h = realloc(r->hint, sizeof *h * (size_t)(n ? n : 1));
     if (!h) return hp_errorf("lower: out of memory");
     r->hint = h;
+    if (r->chunk) {
+        int *c = realloc(r->chunk, sizeof *c * (size_t)(n ? n : 1));
+        if (!c) return hp_errorf("lower: out of memory");
+        r->chunk = c;
+        for (int i = r->nnode_of; i < n; i++) r->chunk[i] = -1;
+    }
     for (int i = r->nnode_of; i < n; i++) r->node_of[i] = -1, r->hint[i] = -1;
     r->nnode_of = n;
     return HP_OK;
@@ -298,6 +305,10 @@ hp_status hp_rank_graph_place_before(hp_rank_graph *r, int from) {
     if (!st) {
         memcpy(g->nodes, nodes, sizeof *nodes * (size_t)n);
         memcpy(r->hint, ih, sizeof(int) * (size_t)n);
+        if (r->chunk) { /* the chunks follow the nodes (ih is free again) */
+            for (int i = 0; i < n; i++) ih[i] = r->chunk[order[i]];
+            memcpy(r->chunk, ih, sizeof(int) * (size_t)n);
+        }
         for (int i = 0; i < n; i++) order[i] = r->node_of[order[i]];
         memcpy(r->node_of, order, sizeof(int) * (size_t)n);
         for (int v = 0; v < g->nvals; v++)

@@ -33,6 +33,8 @@ typedef struct {
     int loss;      /* local value of the replicated loss */
     hp_rank_ctx ctx;
     int *hint;       /* [g->nnodes]: where the schedule places a node (HP_HINT_*), or -1: by creation order */
+    int *chunk;      /* [g->nnodes]: an interleaved pipeline stage's model chunk of each node, -1: the schedule
+                      * derives it (from what makes its inputs, else from its readers); NULL: one chunk */
     int nredist[2];    /* redistribution nodes in forward, backward */
     double bytes[2];   /* their bytes per step (per rank) */
 } hp_rank_graph;

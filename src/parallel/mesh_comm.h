@@ -19,5 +19,8 @@ void hp_mesh_comm_destroy(hp_mesh_comm *mc);
 const hp_mesh *hp_mesh_comm_mesh(const hp_mesh_comm *mc);
 /* The group of `rank` along mesh axis `axis` (member i has coordinate i). */
 hp_comm_group *hp_mesh_comm_group(const hp_mesh_comm *mc, int axis, int rank);
+/* The second group of `rank` along an axis named "pp" (the same ranks; a pipeline's backward transfers,
+ * matched apart from the forward ones); NULL for another axis. Created with the others, after them. */
+hp_comm_group *hp_mesh_comm_group_back(const hp_mesh_comm *mc, int axis, int rank);
 
 #endif

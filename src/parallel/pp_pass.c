@@ -30,16 +30,16 @@ static int tied_acc(const hp_graph *g, const hp_node *n, const uint64_t *val_mas
 }
 
 static hp_status split_units(hp_pp_plan *out, const hp_pp_units *u, const hp_pp_opts *o) {
-    int n = u->nblocks + 2, p = out->stages;
+    int n = u->nblocks + 2, p = out->vstages;
     if (n < p)
-        return hp_errorf("pipeline: %d stages but the model has %d units (the embeddings, %d blocks, the head)", p, n,
-                         u->nblocks);
+        return hp_errorf("pipeline: %d stages%s but the model has %d units (the embeddings, %d blocks, the head)", p,
+                         out->chunks > 1 ? " (virtual: stages x chunks)" : "", n, u->nblocks);
     switch (o->split) {
     case HP_PP_SPLIT_EVEN: return hp_pp_split_even(out->first, n, p);
     case HP_PP_SPLIT_EXPLICIT:
         if (o->nblocks != p)
-            return hp_errorf("pipeline: the split names blocks for %d stages, the mesh's pp axis has %d", o->nblocks,
-                             p);
+            return hp_errorf("pipeline: the split names blocks for %d stages, the mesh's pp axis has %d%s", o->nblocks,
+                             p, out->chunks > 1 ? " (virtual: stages x chunks)" : "");
         return hp_pp_split_explicit(out->first, o->blocks, n, p);
     default: return hp_pp_split_balanced(out->first, u->cost, n, p);
     }
@@ -47,7 +47,7 @@ static hp_status split_units(hp_pp_plan *out, const hp_pp_units *u, const hp_pp_
 
 /* The stages of every global node (the header's rules). */
 static hp_status node_masks(hp_pp_plan *out, const hp_graph *g, const hp_pp_cut *cut) {
-    uint64_t all = out->stages == 64 ? ~(uint64_t)0 : bit(out->stages) - 1;
+    uint64_t all = out->vstages == 64 ? ~(uint64_t)0 : bit(out->vstages) - 1;
     uint64_t *made = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *made), *used = NULL;
     if (!made) return hp_errorf("pipeline: out of memory");
     for (int i = 0; i < g->nnodes; i++) {
@@ -103,12 +103,16 @@ hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m,
     if (a < 0 || m->size[a] < 2) return HP_OK;
     int p = m->size[a];
     if (p > HP_PP_MAX_STAGES) return hp_errorf("pipeline: %d stages (the pp axis) is above %d", p, HP_PP_MAX_STAGES);
-    if (o->chunks > 1 || o->kind == HP_PP_INTERLEAVED)
-        return hp_errorf("pipeline: the interleaved schedule (model chunks per stage) is not built into the compiled "
-                         "step yet; use gpipe, 1f1b or zb-h1");
+    int V = o->kind == HP_PP_INTERLEAVED ? (o->chunks > 1 ? o->chunks : 2) : 1;
+    if (o->kind != HP_PP_INTERLEAVED && o->chunks > 1)
+        return hp_errorf("pipeline: model chunks per stage (%d) need the interleaved schedule", o->chunks);
+    if ((long)p * V > HP_PP_MAX_STAGES)
+        return hp_errorf("pipeline: %d stages x %d chunks is above %d virtual stages", p, V, HP_PP_MAX_STAGES);
     int coord[HP_MESH_MAX_DIMS];
     hp_mesh_coords(coord, m, rank);
-    out->axis = a, out->stages = p, out->stage = coord[a], out->kind = o->kind, out->chunks = 1;
+    out->axis = a, out->stages = p, out->stage = coord[a], out->kind = o->kind, out->chunks = V;
+    out->vstages = p * V;
+    for (int j = out->stage; j < p * V; j += p) out->mine |= bit(j);
     out->micro = micro > 1 ? micro : 1;
     for (int d = 0; d < m->ndim; d++) coord[d] = d == a ? p - 1 : 0;
     out->loss_rank = hp_mesh_rank(m, coord);
@@ -119,15 +123,15 @@ hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m,
     HP_TRY(hp_pp_units_of(&u, g));
     out->nunits = u.nblocks + 2;
     hp_status st = split_units(out, &u, o);
-    if (!st) out->imbalance = hp_pp_split_imbalance(out->first, u.cost, p);
-    if (!st) st = hp_pp_cut_of(&cut, g, &u, out->first, p);
+    if (!st) out->imbalance = hp_pp_split_imbalance(out->first, u.cost, p * V);
+    if (!st) st = hp_pp_cut_of(&cut, g, &u, out->first, p * V);
     if (!st) {
         out->node_mask = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *out->node_mask);
         out->val_mask = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->val_mask);
         if (!out->node_mask || !out->val_mask) st = hp_errorf("pipeline: out of memory");
     }
     if (!st) st = node_masks(out, g, &cut);
-    if (!st) st = hp_pp_sched_build(&out->sched, o->kind, p, 1, out->micro);
+    if (!st) st = hp_pp_sched_build(&out->sched, o->kind, p, V, out->micro);
     hp_pp_cut_free(&cut);
     hp_pp_units_free(&u);
     if (st) hp_pp_plan_free(out);
@@ -147,12 +151,22 @@ int hp_pp_holds(const hp_pp_plan *p, const hp_mesh *m, int v, int rank) {
     if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
     int coord[HP_MESH_MAX_DIMS];
     hp_mesh_coords(coord, m, rank);
-    return (p->val_mask[v] & bit(coord[p->axis])) != 0;
+    for (int j = coord[p->axis]; j < p->vstages; j += p->stages)
+        if (p->val_mask[v] & bit(j)) return 1;
+    return 0;
+}
+
+/* The ranks (stages) of virtual-stage mask m, as a mask of stages. */
+static uint64_t ranks_of(const hp_pp_plan *p, uint64_t m) {
+    uint64_t r = 0;
+    for (int j = 0; j < p->vstages; j++)
+        if (m & bit(j)) r |= bit(j % p->stages);
+    return r;
 }
 
 int hp_pp_copies(const hp_pp_plan *p, int v) {
     if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
-    int n = __builtin_popcountll(p->val_mask[v]);
+    int n = __builtin_popcountll(ranks_of(p, p->val_mask[v]));
     return n ? n : 1;
 }
 
@@ -179,7 +193,7 @@ static int resolve(const stage_state *s, int v) {
 static void local_masks(stage_state *s, const hp_graph *global) {
     hp_rank_graph *rg = s->rg;
     const hp_graph *g = rg->g;
-    uint64_t all = s->pp->stages == 64 ? ~(uint64_t)0 : bit(s->pp->stages) - 1;
+    uint64_t all = s->pp->vstages == 64 ? ~(uint64_t)0 : bit(s->pp->vstages) - 1;
     for (int i = 0; i < s->n0; i++) {
         const hp_node *n = &g->nodes[i];
         int gn = rg->node_of[i];
@@ -209,22 +223,23 @@ static void local_masks(stage_state *s, const hp_graph *global) {
     }
 }
 
-/* Whether value v exists on stage t: no producer, or made (or stood for) by a node stage t runs. */
-static int made_on(const stage_state *s, int v, int t) {
+/* Whether value v exists on this rank: no producer, or made (or stood for) by a node one of its virtual stages
+ * runs. */
+static int made_here(const stage_state *s, int v) {
     const hp_graph *g = s->rg->g;
     int pr = g->vals[base_of(g, v)].producer;
-    return pr < 0 || (s->mask[pr] & bit(t));
+    return pr < 0 || (s->mask[pr] & s->pp->mine);
 }
 
 /* Tied parameters' accumulating nodes on this stage: kept where the sum so far and the new part are both
  * made here; else the output stands for what is (the sum so far, or an add's one part), or the node takes its
  * form without the sum so far (grad_rows' fresh form: the new part alone). */
-static hp_status substitute(stage_state *s) {
+static hp_status substitute(stage_state *s, const hp_graph *global) {
     hp_graph *g = s->rg->g;
-    int me = s->pp->stage;
+    uint64_t mine = s->pp->mine;
     for (int v = 0; v < s->nv0; v++) s->subst[v] = -1;
     for (int i = 0; i < s->n0; i++) {
-        if (s->padd[i] < 0 || !(s->mask[i] & bit(me))) continue;
+        if (s->padd[i] < 0 || !(s->mask[i] & mine)) continue;
         hp_node *n = &g->nodes[i];
         int sk = s->sofar[i];
         if (sk >= 0 && (!n->op->grad_rows || !n->op->fresh || sk != n->nin - 1))
@@ -232,18 +247,23 @@ static hp_status substitute(stage_state *s) {
                              "without the sum so far", n->name, n->op->name);
         int a = sk >= 0 ? n->in[sk] : n->in[0], b = sk >= 0 ? -1 : n->in[1];
         a = resolve(s, a), b = b >= 0 ? resolve(s, b) : -1;
-        int ha = a >= 0 && a < s->nv0 && s->subst[a] != -2 && made_on(s, a, me), hb = 1;
-        if (sk >= 0)
-            for (int k = 0; k < n->nin; k++) hb &= k == sk || made_on(s, n->in[k], me);
-        else
-            hb = b >= 0 && s->subst[b] != -2 && made_on(s, b, me);
+        /* the sum so far and an add's parts never travel; an accumulating operator's new part is this rank's
+         * when it runs the forward node the operator differentiates (the rows, an activation's gradient, are
+         * then received like any other) */
+        int ha = a >= 0 && a < s->nv0 && s->subst[a] != -2 && made_here(s, a), hb;
+        if (sk < 0) {
+            hb = b >= 0 && s->subst[b] != -2 && made_here(s, b);
+        } else {
+            int gn = s->rg->node_of[i], f = gn >= 0 ? global->nodes[gn].fwd_node : -1;
+            hb = f >= 0 && (s->pp->node_mask[f] & mine);
+        }
         if (ha && hb) continue;
         if (sk >= 0 && hb) { /* the new part alone */
             n->op = n->op->fresh;
             n->nin--;
             continue;
         }
-        s->mask[i] &= ~bit(me);
+        s->mask[i] &= ~mine;
         s->subst[n->out[0]] = ha ? a : hb ? b : -2; /* -2: no part here */
     }
     return HP_OK;
@@ -274,8 +294,9 @@ static hp_status transfers(stage_state *s) {
     hp_graph *g = rg->g;
     hp_pp_plan *pp = s->pp;
     int me = pp->stage, p = pp->stages;
-    /* need[v]: the other stages that read v (as lowered) and do not make it; first_use[v]: this stage's
-     * first reader of v (through its substitutions) when another stage makes it */
+    uint64_t mine = pp->mine;
+    /* need[v]: the other ranks that read v (as lowered) and do not make it; first_use[v]: this rank's first
+     * reader of v (through its substitutions) when another rank makes it */
     uint64_t *need = calloc((size_t)s->nv0, sizeof *need);
     int *first_use = malloc(sizeof(int) * (size_t)s->nv0);
     recv_item *rv = malloc(sizeof *rv * (size_t)(s->nv0 ? s->nv0 : 1));
@@ -292,10 +313,10 @@ static hp_status transfers(stage_state *s) {
             if (v < 0) continue;
             int b = base_of(g, v);
             uint64_t mk = maker(s, b);
-            if (mk) need[b] |= s->mask[i] & ~mk & ~bit(me);
-            if (!(s->mask[i] & bit(me))) continue;
+            if (mk) need[b] |= ranks_of(pp, s->mask[i] & ~mk) & ~bit(lowest(mk) % p);
+            if (!(s->mask[i] & mine)) continue;
             int r = base_of(g, resolve(s, v)), pr = g->vals[r].producer;
-            if (pr >= 0 && !(s->mask[pr] & bit(me)) && first_use[r] < 0) first_use[r] = i;
+            if (pr >= 0 && !(s->mask[pr] & mine) && first_use[r] < 0) first_use[r] = i;
         }
     }
     hp_status st = HP_OK;
@@ -307,14 +328,17 @@ static hp_status transfers(stage_state *s) {
             st = hp_errorf("pipeline: '%s' crosses stages as a view", x->name);
             break;
         }
-        int pr = x->producer, from = lowest(maker(s, v));
+        int pr = x->producer, from = lowest(maker(s, v)) % p;
         if (first_use[v] >= 0) rv[nr++] = (recv_item){v, from, first_use[v], (int)g->nodes[first_use[v]].phase};
         if (from != me) continue;
         for (int t = 0; t < p && !st; t++) {
-            if (!(need[v] & bit(t))) continue;
+            if (t == me || !(need[v] & bit(t))) continue;
             int node = hp_comm_op_send_staged(g, v, pp->axis, t, rg->ctx.nslots++, g->nodes[pr].phase);
             st = node < 0 ? hp_graph_error(g) : hp_rank_graph_sync_nodes(rg);
-            if (!st) rg->hint[node] = HP_HINT_AFTER(pr);
+            if (st) break;
+            rg->hint[node] = HP_HINT_AFTER(pr);
+            g->nodes[node].a.i[HP_P2P_CHANNEL] = g->nodes[pr].phase == HP_PHASE_BWD;
+            if (rg->chunk) rg->chunk[node] = lowest(s->mask[pr] & mine) / p;
             count_transfer(pp, g, v, 1);
         }
     }
@@ -340,7 +364,11 @@ static hp_status transfers(stage_state *s) {
         g->vals[rv[i].v].producer = -1; /* the recv makes it here */
         int w = hp_comm_op_recv(g, rv[i].v, pp->axis, rv[i].from, slot, (hp_phase)rv[i].phase);
         st = w < 0 ? hp_graph_error(g) : hp_rank_graph_sync_nodes(rg);
-        for (int k = n1; !st && k < g->nnodes; k++) rg->hint[k] = HP_HINT_BEFORE(rv[i].anchor);
+        for (int k = n1; !st && k < g->nnodes; k++) {
+            rg->hint[k] = HP_HINT_BEFORE(rv[i].anchor);
+            g->nodes[k].a.i[HP_P2P_CHANNEL] = rv[i].phase == HP_PHASE_BWD;
+            if (rg->chunk) rg->chunk[k] = lowest(s->mask[rv[i].anchor] & mine) / p;
+        }
         count_transfer(pp, g, rv[i].v, 0);
     }
     free(need), free(first_use), free(rv);
@@ -358,10 +386,11 @@ static hp_status compact(stage_state *s) {
         free(newn), free(newv), free(kv);
         return hp_errorf("pipeline: out of memory");
     }
-    uint64_t me = bit(s->pp->stage);
+    uint64_t me = s->pp->mine;
     /* inputs through the substitutions; a parameter's gradient likewise */
     for (int i = 0; i < nn; i++) {
         int keep = i >= s->n0 || (s->mask[i] & me);
+        if (keep && i < s->n0 && rg->chunk) rg->chunk[i] = lowest(s->mask[i] & me) / s->pp->stages;
         s->keep[i] = (unsigned char)keep;
         if (!keep) continue;
         hp_node *n = &g->nodes[i];
@@ -424,6 +453,7 @@ static hp_status compact(stage_state *s) {
         int h = rg->hint[i];
         rg->hint[newn[i]] = h >= 0 ? 3 * newn[h / 3] + h % 3 : h;
         rg->node_of[newn[i]] = rg->node_of[i];
+        if (rg->chunk) rg->chunk[newn[i]] = rg->chunk[i];
         g->nodes[newn[i]] = n;
     }
     for (int i = 0; i < g->nxin && !st; i++) g->xin[i] = g->xin[i] >= 0 ? newv[g->xin[i]] : -1;
@@ -458,9 +488,14 @@ hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *glo
     s.sofar = malloc(sizeof(int) * (size_t)(s.n0 ? s.n0 : 1));
     s.subst = malloc(sizeof(int) * (size_t)(s.nv0 ? s.nv0 : 1));
     hp_status st = s.mask && s.padd && s.sofar && s.subst ? HP_OK : hp_errorf("pipeline: out of memory");
+    if (!st && p->chunks > 1) { /* each node's model chunk, for the schedule's actions */
+        rg->chunk = malloc(sizeof(int) * (size_t)(rg->capnode > s.n0 ? rg->capnode : s.n0 + 1));
+        if (!rg->chunk) st = hp_errorf("pipeline: out of memory");
+        for (int i = 0; !st && i < s.n0; i++) rg->chunk[i] = -1;
+    }
     if (!st) {
         local_masks(&s, global);
-        st = substitute(&s);
+        st = substitute(&s, global);
     }
     if (!st) st = transfers(&s);
     if (!st) {
@@ -487,8 +522,10 @@ hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *gl
         if (gp < 0 || g->vals[lp].grad < 0 || __builtin_popcountll(p->val_mask[gp]) < 2) continue;
         int G = g->vals[lp].grad, part[HP_PP_MAX_STAGES] = {0}, nparts = 0;
         if (slot < 0) slot = rg->ctx.nslots++;
+        uint64_t holders = ranks_of(p, p->val_mask[gp]);
+        if (__builtin_popcountll(holders) < 2) continue; /* one rank's chunks hold every part */
         for (int t = 0; t < p->stages && !st; t++) {
-            if (!(p->val_mask[gp] & bit(t))) continue;
+            if (!(holders & bit(t))) continue;
             if (t == p->stage) {
                 part[nparts++] = G;
                 continue;

@@ -54,7 +54,7 @@ typedef enum { HP_PP_SPLIT_BALANCED = 0, HP_PP_SPLIT_EVEN = 1, HP_PP_SPLIT_EXPLI
 
 typedef struct {
     hp_pp_kind kind;   /* the schedule (0: GPipe) */
-    int chunks;        /* model chunks per stage (1) */
+    int chunks;        /* model chunks per stage (interleaved: >= 2; else 1) */
     hp_pp_split split;
     int blocks[HP_PP_MAX_STAGES]; /* HP_PP_SPLIT_EXPLICIT: blocks per stage */
     int nblocks;                  /* entries in blocks */
@@ -63,13 +63,16 @@ typedef struct {
 typedef struct {
     int axis;              /* the mesh axis "pp" (size > 1); -1: no pipeline (nothing else is set) */
     int stages, stage;     /* p, this rank's */
+    int vstages;           /* virtual stages p x chunks: chunk c of stage r is virtual stage c p + r (the masks'
+                            * bits, first[]'s entries) */
+    uint64_t mine;         /* this rank's virtual stages */
     hp_pp_kind kind;
     int chunks, micro;
-    int first[HP_PP_MAX_STAGES + 1]; /* the units of stage s: first[s] .. first[s + 1] */
+    int first[HP_PP_MAX_STAGES + 1]; /* the units of virtual stage j: first[j] .. first[j + 1] */
     int nunits;
     double imbalance;      /* the costliest stage's forward FLOPs over the mean */
-    uint64_t *node_mask;   /* [global nnodes]: the stages running each global node */
-    uint64_t *val_mask;    /* [global nvals]: parameters and inputs: the stages reading them */
+    uint64_t *node_mask;   /* [global nnodes]: the virtual stages running each global node */
+    uint64_t *val_mask;    /* [global nvals]: parameters and inputs: the virtual stages reading them */
     int nglobal_vals;
     int loss_rank;         /* the global rank whose loss is the step's (the last stage, other coordinates 0) */
     hp_pp_sched sched;

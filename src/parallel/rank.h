@@ -82,6 +82,10 @@ extern const hp_opdef hp_op_sumsq_combine_exact;
  * pair the slot, bytes what the rank sends (recv: receives). */
 extern const hp_opdef hp_op_send_start, hp_op_recv_start, hp_op_all_to_all_v_start, hp_op_all_gather_v_start,
     hp_op_slot_wait;
+/* A send's or receive's attribute a.i[HP_P2P_CHANNEL] = 1: on the axis's second set of groups
+ * (hp_mesh_comm_group_back: a pipeline's backward traffic, matched apart from its forward traffic between
+ * the same two ranks); 0: the axis's groups. */
+#define HP_P2P_CHANNEL 6
 int hp_comm_op_send(hp_graph *g, int x, int axis, int peer, int slot, hp_phase ph);
 int hp_comm_op_recv(hp_graph *g, int y, int axis, int peer, int slot, hp_phase ph);
 int hp_comm_op_all_to_all_v(hp_graph *g, int y, int x, int axis, const int64_t *send_counts,

@@ -98,6 +98,34 @@ static void link_hint(placer *s, int *list, int j) {
     *at = j;
 }
 
+/* Each node's model chunk: as a pass recorded it (rg->chunk), else that of what makes its inputs, else that of
+ * its readers, else 0. */
+static hp_status chunks_of(hp_schedule *out, const hp_rank_graph *rg) {
+    const hp_graph *g = rg->g;
+    int n = g->nnodes;
+    out->chunk_of = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!out->chunk_of) return hp_errorf("schedule: out of memory");
+    int *c = out->chunk_of;
+    for (int i = 0; i < n; i++) {
+        c[i] = rg->chunk && i < rg->nnode_of ? rg->chunk[i] : -1;
+        for (int k = 0; c[i] < 0 && k < hp_node_nin_all(&g->nodes[i]); k++) {
+            int v = hp_node_input(g, &g->nodes[i], k), pr = v >= 0 ? g->vals[v].producer : -1;
+            if (v >= 0 && g->vals[v].view_of >= 0) pr = g->vals[g->vals[v].view_of].producer;
+            if (pr >= 0 && pr < i) c[i] = c[pr];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        if (c[i] >= 0) continue;
+        const hp_node *nd = &g->nodes[i];
+        for (int j = i + 1; j < n && c[i] < 0; j++)
+            for (int k = 0; k < hp_node_nin_all(&g->nodes[j]) && c[i] < 0; k++)
+                for (int o = 0; o < nd->nout; o++)
+                    if (nd->out[o] >= 0 && hp_node_input(g, &g->nodes[j], k) == nd->out[o]) c[i] = c[j];
+        if (c[i] < 0) c[i] = 0;
+    }
+    return HP_OK;
+}
+
 /* The step's actions: F0 B0 F1 B1 ... Opt (a phase with no steps has no
  * actions); evaluation: forwards of nfwd micro-batches. */
 static hp_status write_actions(hp_schedule *out, const hp_rank_graph *rg, const hp_schedule_opts *o) {
@@ -106,7 +134,7 @@ static hp_status write_actions(hp_schedule *out, const hp_rank_graph *rg, const 
     int opt = out->begin[HP_PHASE_OPT + 1] > out->begin[HP_PHASE_OPT];
     int ne = o->tree ? K : 1;
     out->step.act = malloc(sizeof(hp_action) * (size_t)(2 * K + 1 + (o->stage_act ? o->nstage_act : 0)));
-    out->eval.act = malloc(sizeof(hp_action) * (size_t)ne);
+    out->eval.act = malloc(sizeof(hp_action) * (size_t)ne * (size_t)(o->chunks > 1 ? o->chunks : 1));
     if (!out->step.act || !out->eval.act) return hp_errorf("schedule: out of memory");
     hp_action_list *s = &out->step;
     for (int i = 0; o->stage_act && i < o->nstage_act; i++) s->act[s->n++] = o->stage_act[i];
@@ -116,8 +144,12 @@ static hp_status write_actions(hp_schedule *out, const hp_rank_graph *rg, const 
     }
     if (opt) s->act[s->n++] = (hp_action){HP_ACT_OPT, -1, 0};
     s->nmicro = K, s->loss = rg->loss, s->tree = o->tree;
-    for (int m = 0; m < ne; m++) out->eval.act[out->eval.n++] = (hp_action){HP_ACT_FWD, m, 0};
+    int C = o->chunks > 1 ? o->chunks : 1;
+    for (int m = 0; m < ne; m++)
+        for (int c = 0; c < C; c++) out->eval.act[out->eval.n++] = (hp_action){HP_ACT_FWD, m, c};
     out->eval.nmicro = ne, out->eval.loss = rg->loss, out->eval.tree = 1;
+    s->chunk_of = out->eval.chunk_of = out->chunk_of;
+    s->nchunks = out->eval.nchunks = C;
     return HP_OK;
 }
 
@@ -166,6 +198,7 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     out->begin[HP_NPHASES] = out->n;
     free(s.wait_of), free(s.pending), free(s.before), free(s.after), free(s.after_wait), free(s.next);
     if (!st && out->n != nn) st = hp_errorf("schedule: %d of %d nodes placed", out->n, nn);
+    if (!st && o->chunks > 1) st = chunks_of(out, rg);
     if (!st) st = write_actions(out, rg, o);
     if (st) hp_schedule_free(out);
     return st;
@@ -173,6 +206,7 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
 
 void hp_schedule_free(hp_schedule *s) {
     free(s->order);
+    free(s->chunk_of);
     free(s->step.act);
     free(s->eval.act);
     memset(s, 0, sizeof *s);

@@ -32,6 +32,7 @@ typedef struct {
     const hp_action *stage_act; /* a pipeline stage's actions (parallel/pp_sched's table), then the
                                  * optimizer; NULL: F0 B0 F1 B1 ... */
     int nstage_act;
+    int chunks;                 /* model chunks per stage (an interleaved table's; <= 1: one) */
 } hp_schedule_opts;
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
     int begin[HP_NPHASES + 1];  /* order[begin[ph] .. begin[ph + 1]) is phase ph */
     int nsplit;                 /* collectives split into start and wait */
     hp_action_list step;        /* the training step's actions */
+    int *chunk_of;              /* [nodes] each node's model chunk (chunks > 1; the lists point here), else NULL */
     hp_action_list eval;        /* the evaluation step's: forwards only */
 } hp_schedule;
 

@@ -40,9 +40,9 @@ struct hp_program {
     const hp_allocator *mem; /* of arena, grads, persist and scratch, whose sizes follow */
     size_t arena_n, grads_n, persist_n, scratch_n;
     /* created for an action list (hp_program_create_actions): the list, each action's activation slot, and
-     * per action kind k and slot s the steps it runs, kst[k * nslots + s][0 .. kn[k * nslots + s]) */
+     * per action kind k, chunk c and slot s the steps it runs, kst[(k * nchunks + c) * nslots + s][0 .. kn[same]) */
     hp_action *acts;
-    int nacts, nmicro, nslots;
+    int nacts, nmicro, nslots, nchunks;
     int *act_slot;
     step **kst;
     int *kn;
@@ -328,24 +328,30 @@ static hp_status build_kind_steps(hp_program *p, const int *order, int norder, c
     p->nslots = S, p->nacts = ex->l->n, p->nmicro = ex->l->nmicro;
     p->acts = malloc(sizeof *p->acts * (size_t)(p->nacts ? p->nacts : 1));
     p->act_slot = malloc(sizeof(int) * (size_t)(p->nacts ? p->nacts : 1));
-    p->kst = calloc((size_t)(NKINDS * S), sizeof *p->kst);
-    p->kn = calloc((size_t)(NKINDS * S), sizeof *p->kn);
+    int C = ex->l->nchunks > 1 ? ex->l->nchunks : 1;
+    p->nchunks = C;
+    p->kst = calloc((size_t)(NKINDS * C * S), sizeof *p->kst);
+    p->kn = calloc((size_t)(NKINDS * C * S), sizeof *p->kn);
     size_t nins = 0;
     for (int i = 0; i < norder; i++) nins += (size_t)hp_node_nin_all(&g->nodes[order[i]]);
-    p->kins = calloc(nins * 2 * (size_t)S + 1, sizeof *p->kins); /* a node runs in two kinds (its part, backward) */
+    p->kins = calloc(nins * 2 * (size_t)S + 1, sizeof *p->kins); /* a node runs in two kinds (its part, backward),
+                                                                   * of its one chunk */
     if (!p->acts || !p->act_slot || !p->kst || !p->kn || !p->kins) return hp_errorf("program: out of memory");
     memcpy(p->acts, ex->l->act, sizeof *p->acts * (size_t)p->nacts);
     memcpy(p->act_slot, ex->act_slot, sizeof(int) * (size_t)p->nacts);
     hp_tensor *next_in = p->kins;
     for (int k = 0; k < NKINDS; k++)
+        for (int c = 0; c < C; c++)
         for (int s = 0; s < S; s++) {
-            step *st = p->kst[k * S + s] = calloc((size_t)(norder ? norder : 1), sizeof(step));
+            int ks = (k * C + c) * S + s;
+            step *st = p->kst[ks] = calloc((size_t)(norder ? norder : 1), sizeof(step));
             if (!st) return hp_errorf("program: out of memory");
             void **ptr = p->ptr + (size_t)s * (size_t)g->nvals;
-            for (int i = 0; i < norder; i++) {
+            hp_action a = {(hp_action_kind)k, 0, c};
+            for (int i = 0; i < norder && (k != HP_ACT_OPT || c == 0); i++) { /* the optimizer: once, chunk 0's */
                 const hp_node *n = &g->nodes[order[i]];
-                if (!hp_action_runs((hp_action_kind)k, ex->part[order[i]])) continue;
-                step *t = &st[p->kn[k * S + s]++];
+                if (!hp_action_list_runs(ex->l, &a, order[i], ex->part[order[i]])) continue;
+                step *t = &st[p->kn[ks]++];
                 t->node = n;
                 t->in = next_in;
                 next_in += hp_node_nin_all(n);
@@ -375,7 +381,7 @@ hp_status hp_program_create_actions(hp_program **out, const hp_graph *g, const i
 void hp_program_destroy(hp_program *p) {
     if (!p) return;
     if (p->kst)
-        for (int i = 0; i < NKINDS * p->nslots; i++) free(p->kst[i]);
+        for (int i = 0; i < NKINDS * p->nchunks * p->nslots; i++) free(p->kst[i]);
     free(p->kst), free(p->kn), free(p->kins), free(p->acts), free(p->act_slot);
     if (p->state)
         for (int i = 0; i < p->g->nnodes; i++)
@@ -478,6 +484,8 @@ hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_lis
     if (p->acts && !planned_for(p, l) && !fwd_only)
         return hp_errorf("program: created for another action list (%d actions, %d micro-batches)", p->nacts, p->nmicro);
     int in_slot0 = p->acts && !planned_for(p, l);
+    /* model chunks: the loss is read after its own chunk's forwards only */
+    int lp = l->loss >= 0 ? p->g->vals[l->loss].producer : -1, lchunk = l->chunk_of && lp >= 0 ? l->chunk_of[lp] : -1;
     for (int i = 0; i < l->n; i++) {
         const hp_action *a = &l->act[i];
         if (p->acts) { /* the list the arena was planned for: every action in its micro-batch's slot */
@@ -485,7 +493,8 @@ hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_lis
                 HP_TRY(io->inputs(io->ctx, a->micro));
                 fed = a->micro;
             }
-            int slot = in_slot0 ? 0 : p->act_slot[i], ks = (int)a->kind * p->nslots + slot;
+            int slot = in_slot0 ? 0 : p->act_slot[i];
+            int ks = ((int)a->kind * p->nchunks + (a->chunk < p->nchunks ? a->chunk : 0)) * p->nslots + slot;
             if (a->kind == HP_ACT_OPT && io && io->opt_seconds) {
                 double *prof = p->prof, t0 = hp_now();
                 p->prof = NULL;
@@ -496,11 +505,12 @@ hp_status hp_program_run_actions(hp_program *p, float *loss, const hp_action_lis
             } else {
                 HP_TRY(run_steps(p, p->kst[ks], 0, p->kn[ks]));
             }
-            if (a->kind == HP_ACT_FWD && l->loss >= 0) {
+            int counted = a->kind == HP_ACT_FWD && l->loss >= 0 && (lchunk < 0 || a->chunk == lchunk);
+            if (counted) {
                 float x = ((const float *)p->ptr[(size_t)slot * (size_t)p->g->nvals + (size_t)l->loss])[0];
                 sum = l->tree ? tree_add(lv, x, a->micro) : nfwd ? sum + x : x;
             }
-            nfwd += a->kind == HP_ACT_FWD;
+            nfwd += counted;
             continue;
         }
         /* one activation slot: a backward needs its micro-batch's forward to be the last one run */

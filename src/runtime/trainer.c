@@ -131,7 +131,7 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     io.opt_seconds = &rs->opt_s;
     if (t->validated) { /* the validation executor ran the first step's forward and backward */
         hp_action opt_act = {HP_ACT_OPT, -1, 0};
-        hp_action_list opt = {&opt_act, 1, 0, -1, 0};
+        hp_action_list opt = {&opt_act, 1, 0, -1, 0, NULL, 1};
         rs->loss = ((float *)hp_program_data(r->prog, r->c.rg.loss))[0];
         HP_TRY(hp_program_run_actions(r->prog, NULL, &opt, &io));
     } else {

@@ -1,4 +1,5 @@
-# Pipeline parallelism (issue 26): 200 steps of PP 2 and PP 4 with each schedule (GPipe, 1F1B, ZB-H1),
+# Pipeline parallelism (issue 26): 200 steps of PP 2 and PP 4 with each schedule (GPipe, 1F1B, ZB-H1,
+# interleaved 1F1B with 2 and 3 model chunks per stage),
 # DP 2 x PP 2, TP 2 x PP 2, DP 2 x TP 2 x PP 2 (8 rank-threads) and PP 2 across 2 MPI processes against
 # 1 rank with the same micro-batches (gradient accumulation), max |delta loss| <= 1e-5 (with remat too); the tied wte's
 # gradient parts meet between the first and the last stage. Plus the pipeline's bad input.
@@ -19,6 +20,18 @@ for s in gpipe 1f1b zb-h1; do
   check "pp2_$s" "$HP" train $small --pp 2 --micro-batches 4 --pp-schedule $s
   check "pp4_$s" "$HP" train $small --pp 4 --micro-batches 4 --pp-schedule $s
 done
+check pp2_interleaved "$HP" train $small --pp 2 --micro-batches 4 --pp-schedule interleaved
+check pp2_interleaved3 "$HP" train $small --pp 2 --micro-batches 4 --pp-schedule interleaved --pp-chunks 3
+check dp2_pp2_interleaved "$HP" train $small --dp 2 --pp 2 --micro-batches 4 --pp-schedule interleaved
+check mpi_pp2_interleaved timeout 600 "${MPIRUN[@]}" "$HP" train $small --pp 2 --micro-batches 4 --pp-schedule interleaved
+# PP 4 interleaved needs 8 virtual stages: 6 blocks (its own 1-rank reference)
+six="${small/--layers 4/--layers 6}"
+"$HP" train $six --grad-accum 4 --metrics six.jsonl >/dev/null 2>&1 || fail "6-block 1-rank run failed"
+"$HP" train $six --pp 4 --micro-batches 4 --pp-schedule interleaved --metrics pp4_il.jsonl >pp4_il.log 2>&1 ||
+  fail "pp4 interleaved failed: $(tail -2 pp4_il.log)"
+read -r n m <<<"$(maxdiff six.jsonl pp4_il.jsonl)"
+echo "pp4_interleaved: $n steps, max |delta loss| $m"
+[ "$n" -eq 200 ] && awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "pp4 interleaved: $n steps, max |delta loss| $m"
 check pp2_even "$HP" train $small --pp 2 --micro-batches 4 --pp-split even
 check pp2_explicit "$HP" train $small --pp 2 --micro-batches 4 --pp-split 1,3
 check pp2_remat_full "$HP" train $small --pp 2 --micro-batches 4 --remat full
@@ -111,6 +124,8 @@ expect_error "--remat" "$HP" train --remat sometimes --steps 1
 expect_error "--validate does not run pipelined" "$HP" train --pp 2 --validate --steps 1
 expect_error "Muon over pipeline stages" "$HP" train --pp 2 --optimizer muon --steps 1
 expect_error "--pp" "$HP" train --pp 2 --deterministic --steps 1
+expect_error "--pp-chunks 2: model chunks per stage need --pp-schedule interleaved" "$HP" train --pp 2 --pp-chunks 2 --steps 1
+expect_error "multiple" "$HP" train --pp 2 --micro-batches 3 --pp-schedule interleaved --steps 1
 # a plan file's mesh makes the pipeline too
 printf 'mesh: pp=2,dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\n' >pp.plan
 check planfile "$HP" train $small --plan pp.plan --micro-batches 4

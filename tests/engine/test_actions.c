@@ -114,12 +114,12 @@ int main(void) {
 
     /* two micro-batches in flight, and a split backward: refused, nothing run */
     hp_action fb[] = {{HP_ACT_FWD, 0, 0}, {HP_ACT_FWD, 1, 0}, {HP_ACT_BWD, 0, 0}, {HP_ACT_BWD, 1, 0}};
-    hp_action_list l2 = {fb, 4, K, c.rg.loss, 0};
+    hp_action_list l2 = {fb, 4, K, c.rg.loss, 0, NULL, 1};
     hp_status st = hp_program_run_actions(a.p, NULL, &l2, &(hp_step_io){feeder_feed, &a.fd, NULL});
     CHECK(st && strstr(hp_status_msg(st), "in flight"));
     hp_status_free(st);
     hp_action sp[] = {{HP_ACT_FWD, 0, 0}, {HP_ACT_BWD_INPUT, 0, 0}, {HP_ACT_BWD_WEIGHT, 0, 0}};
-    hp_action_list l3 = {sp, 3, 1, c.rg.loss, 0};
+    hp_action_list l3 = {sp, 3, 1, c.rg.loss, 0, NULL, 1};
     st = hp_program_run_actions(a.p, NULL, &l3, NULL);
     CHECK(st && strstr(hp_status_msg(st), "not built"));
     hp_status_free(st);

@@ -115,7 +115,7 @@ int main(void) {
     run(&ref, &c, g, c.sched.order, c.sched.n, &c.sched.step, 0, tok, tgt, tokens, targets);
 
     hp_action a1[] = {F(0), BW(0), F(1), BW(1), OPT}, a2[] = {F(0), F(1), BW(0), BW(1), OPT};
-    hp_action_list l1 = {a1, 5, K, loss, 0}, l2 = {a2, 5, K, loss, 0};
+    hp_action_list l1 = {a1, 5, K, loss, 0, NULL, 1}, l2 = {a2, 5, K, loss, 0, NULL, 1};
     result r1, r2;
     run(&r1, &c, g, c.sched.order, c.sched.n, &l1, 1, tok, tgt, tokens, targets);
     run(&r2, &c, g, c.sched.order, c.sched.n, &l2, 1, tok, tgt, tokens, targets);
@@ -143,7 +143,7 @@ int main(void) {
     free(part);
     hp_action a3[] = {F(0), BI(0), BWW(0), F(1), BI(1), BWW(1), OPT};
     hp_action a4[] = {F(0), F(1), BI(0), BWW(0), BI(1), BWW(1), OPT};
-    hp_action_list l3 = {a3, 7, K, loss, 0}, l4 = {a4, 7, K, loss, 0};
+    hp_action_list l3 = {a3, 7, K, loss, 0, NULL, 1}, l4 = {a4, 7, K, loss, 0, NULL, 1};
     result r3, r4, r5;
     run(&r3, &cs, cs.rg.g, order, n, &l3, 1, tok, tgt, tokens, targets);
     run(&r4, &cs, cs.rg.g, order, n, &l4, 1, tok, tgt, tokens, targets);
