@@ -121,7 +121,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
     char cpu[256];
     hp_cpu_model(cpu, sizeof cpu);
     printf("pipeline 2 stages, small config with %d blocks, micro-batch %d x %d, %d threads in all, median of %d steps; "
-           "CPU %s\n%-7s %5s %8s %10s %7s %7s %8s %7s %12s %12s\n",
+           "CPU %s\n%-11s %5s %8s %10s %7s %7s %8s %7s %12s %12s\n",
            layers, B, T, threads, steps, cpu, "sched", "m", "step ms", "tok/s", "idle", "waits", "formula", "sim",
            "arena MB s0", "arena MB s1");
     double pp_tok[4][8] = {{0}};
@@ -137,7 +137,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
             }
             const hp_bench_pipeline_result *x = &r.r;
             pp_tok[i][k] = x->tokens_per_s;
-            printf("%-7s %5d %8.1f %10.0f %7.3f %7.3f %8.3f %7.3f %5.1f (%5.1f) %5.1f (%5.1f)\n", names[i], ms[k],
+            printf("%-11s %5d %8.1f %10.0f %7.3f %7.3f %8.3f %7.3f %5.1f (%5.1f) %5.1f (%5.1f)\n", names[i], ms[k],
                    x->step_ms, x->tokens_per_s, x->bubble, x->bubble_wait, x->bubble_formula, x->bubble_sim,
                    x->arena_mb[0], x->planned_mb[0],
                    x->arena_mb[1], x->planned_mb[1]);
@@ -150,7 +150,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
             rc = 1;
             continue;
         }
-        printf("dp 2    %5d %8.1f %10.0f   (the same global batch: %d micro-batches of %d x %d per rank);", ms[k],
+        printf("dp 2        %5d %8.1f %10.0f   (the same global batch: %d micro-batches of %d x %d per rank);", ms[k],
                r.r.step_ms, r.r.tokens_per_s, c.micro, B, T);
         for (int i = 0; i < ns; i++)
             if (pp_tok[i][k] > 0)
