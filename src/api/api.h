@@ -63,6 +63,9 @@ hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *spli
 /* Rematerialisation's compile options: policy "none" | "selective" | "full" (NULL: none), save the kept
  * operators ("linear,attention"; NULL or "": linear); errors name the setting. */
 hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save);
+/* A plan file's 'pipeline:' line (schedule=, split=, chunks=: it replaces the run's settings) and 'remat:' line
+ * (the policy, then save=: where the run's --remat is none); errors name the line. */
+hp_status hp_api_plan_lines(hp_pp_opts *pp, hp_remat_opts *rm, const hp_plan *plan);
 
 /* api/bench_peak: the FP32 FMA peak (GFLOP/s) on `threads` threads, the best
  * of `rounds` measurements of milliseconds each, pause_ms apart

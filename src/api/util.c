@@ -1,4 +1,5 @@
 /* api/util: small helpers of the api room. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,5 +56,50 @@ hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *
     }
     if (out->nsave && out->policy != HP_REMAT_SELECTIVE)
         return hp_errorf("--remat-save applies to --remat selective");
+    return HP_OK;
+}
+
+/* "key=value" tokens of a plan line: the value of key (into buf), 1 when present; an unknown key is an error. */
+static hp_status plan_tokens(const char *text, const char *where, const char *const *keys, int nkeys, char (*vals)[256],
+                             char *first, size_t nfirst) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    if (first) first[0] = 0;
+    for (int k = 0; k < nkeys; k++) vals[k][0] = 0;
+    int i = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save), i++) {
+        char *eq = strchr(t, '=');
+        if (!eq && i == 0 && first) {
+            snprintf(first, nfirst, "%s", t);
+            continue;
+        }
+        int k = 0;
+        while (eq && k < nkeys && (strlen(keys[k]) != (size_t)(eq - t) || strncmp(t, keys[k], (size_t)(eq - t)))) k++;
+        if (!eq || k == nkeys) return hp_errorf("%s: '%s' is not one of this line's settings", where, t);
+        snprintf(vals[k], 256, "%s", eq + 1);
+    }
+    return HP_OK;
+}
+
+hp_status hp_api_plan_lines(hp_pp_opts *pp, hp_remat_opts *rm, const hp_plan *plan) {
+    if (!plan) return HP_OK;
+    char v[3][256];
+    if (plan->pipeline[0]) {
+        static const char *const keys[] = {"schedule", "split", "chunks"};
+        HP_TRY(plan_tokens(plan->pipeline, plan->pipeline_where, keys, 3, v, NULL, 0));
+        char *end;
+        long chunks = v[2][0] ? strtol(v[2], &end, 10) : 0;
+        if (v[2][0] && (*end || chunks < 1 || chunks > 16))
+            return hp_errorf("%s: chunks=%s: 1..16 model chunks per stage", plan->pipeline_where, v[2]);
+        hp_status st = hp_api_pp_opts(pp, v[0][0] ? v[0] : NULL, v[1][0] ? v[1] : NULL, (int)chunks);
+        if (st) return hp_error_wrap(st, "%s", plan->pipeline_where);
+    }
+    if (plan->remat[0] && rm->policy == HP_REMAT_NONE) { /* the run's --remat, when given, wins */
+        static const char *const keys[] = {"save"};
+        char policy[32];
+        HP_TRY(plan_tokens(plan->remat, plan->remat_where, keys, 1, v, policy, sizeof policy));
+        hp_status st = hp_api_remat_opts(rm, policy, v[0][0] ? v[0] : NULL);
+        if (st) return hp_error_wrap(st, "%s", plan->remat_where);
+    }
     return HP_OK;
 }

@@ -134,9 +134,10 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
     if (hp_text_trimmed(kw, sizeof kw, line, kw_end) < 0) kw[0] = 0;
     int is_mesh = !strcmp(kw, "mesh"), is_param = !strcmp(kw, "param"), is_input = !strcmp(kw, "input");
     int is_fsdp = !strcmp(kw, "fsdp"), is_unit = !strcmp(kw, "unit");
-    if (!is_mesh && !is_param && !is_input && !is_fsdp && !is_unit)
-        return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param', 'input', 'fsdp:' or 'unit')", name,
-                         lineno, line);
+    int is_remat = !strcmp(kw, "remat"), is_pipeline = !strcmp(kw, "pipeline");
+    if (!is_mesh && !is_param && !is_input && !is_fsdp && !is_unit && !is_remat && !is_pipeline)
+        return hp_errorf("%s:%d: unknown entry '%.40s' (expected 'mesh:', 'param', 'input', 'fsdp:', 'unit', "
+                         "'remat:' or 'pipeline:')", name, lineno, line);
     if (!colon) return hp_errorf("%s:%d: '%s' entry has no ':'", name, lineno, kw);
     hp_text_trimmed(rest, cap, strrchr(line, ':') + 1, line + strlen(line));
     char where[4096 + 32];
@@ -153,6 +154,19 @@ static hp_status parse_line(hp_plan *p, int *have_mesh, const char *line, const 
         return HP_OK;
     }
     if (!*have_mesh) return hp_errorf("%s: '%s' before the 'mesh:' line (the mesh comes first)", where, kw);
+    if (is_remat || is_pipeline) { /* kept as text: the compile's passes read their settings */
+        hp_text_trimmed(head, cap, kw_end, colon);
+        hp_text_trimmed(rest, cap, colon + 1, line + strlen(line));
+        char *dst = is_remat ? p->remat : p->pipeline, *dw = is_remat ? p->remat_where : p->pipeline_where;
+        size_t dn = is_remat ? sizeof p->remat : sizeof p->pipeline;
+        if (head[0]) return hp_errorf("%s: unexpected '%.80s' between '%s' and ':'", where, head, kw);
+        if (dst[0]) return hp_errorf("%s: '%s:' given twice", where, kw);
+        if (!rest[0]) return hp_errorf("%s: '%s:' has no settings", where, kw);
+        if (strlen(rest) >= dn) return hp_errorf("%s: '%s:' settings are longer than %zu characters", where, kw, dn - 1);
+        snprintf(dst, dn, "%s", rest);
+        snprintf(dw, sizeof p->remat_where, "%.63s", where);
+        return HP_OK;
+    }
     if (is_fsdp || is_unit) {
         hp_text_trimmed(head, cap, kw_end, colon);
         hp_text_trimmed(rest, cap, colon + 1, line + strlen(line));
@@ -321,6 +335,8 @@ static size_t plan_print(char *buf, size_t n, const hp_plan *p) {
         hp_text_appendf(buf, n, &used, "param %s: %s\n", p->params[i].pattern,
                         hp_layout_str(ls, sizeof ls, &p->params[i].layout, &p->mesh));
     hp_fsdp_spec_print(buf, n, &used, &p->fsdp, &p->mesh);
+    if (p->remat[0]) hp_text_appendf(buf, n, &used, "remat: %s\n", p->remat);
+    if (p->pipeline[0]) hp_text_appendf(buf, n, &used, "pipeline: %s\n", p->pipeline);
     return used + 1;
 }
 

@@ -75,6 +75,11 @@ typedef struct {
 typedef struct {
     hp_mesh mesh;
     hp_fsdp_spec fsdp;
+    char remat[160];          /* the 'remat:' line ("selective save=linear,attention", "full"; parallel/remat
+                               * reads it), "" none */
+    char pipeline[256];       /* the 'pipeline:' line ("schedule=zb-h1 chunks=2 split=3,5"; parallel/pp_pass),
+                               * "" none */
+    char remat_where[64], pipeline_where[64]; /* "FILE:LINE" of those lines */
     int nparams, ninputs;
     hp_plan_rule *params; /* [nparams], in priority order */
     hp_plan_rule *inputs; /* [ninputs] */

@@ -129,5 +129,15 @@ expect_error "multiple" "$HP" train --pp 2 --micro-batches 3 --pp-schedule inter
 # a plan file's mesh makes the pipeline too
 printf 'mesh: pp=2,dp=2\ninput tokens: S(0)@dp\ninput targets: S(0)@dp\n' >pp.plan
 check planfile "$HP" train $small --plan pp.plan --micro-batches 4
+# a plan file's pipeline: and remat: lines (its schedule and chunks, its remat policy and save list)
+printf 'mesh: pp=2\npipeline: schedule=interleaved chunks=2\nremat: selective save=linear,attention\n' >lines.plan
+check planlines "$HP" train $small --plan lines.plan --micro-batches 4
+"$HP" plan --plan lines.plan --layers 4 --micro-batches 4 >lines.txt 2>&1 || fail "plan lines: $(tail -2 lines.txt)"
+grep -q "2 stages x 2 chunks .* interleaved" lines.txt && grep -q "^  remat      selective" lines.txt ||
+  fail "plan lines: $(grep -E '^  (pipeline|remat)' lines.txt)"
+printf 'mesh: pp=2\npipeline: schedul=1f1b\n' >bad_line.plan
+expect_error "bad_line.plan:2: 'schedul=1f1b' is not one of this line's settings" "$HP" train --plan bad_line.plan --steps 1
+printf 'mesh: pp=2\nremat: full\nremat: full\n' >twice.plan
+expect_error "twice.plan:3: 'remat:' given twice" "$HP" train --plan twice.plan --steps 1
 expect_error "--remat-save applies" "$HP" train --remat full --remat-save linear --steps 1
 finish

@@ -113,7 +113,8 @@ static void test_parse(void) {
 static void test_errors(void) {
     hp_plan p;
     CHECK_ERR(hp_plan_parse(&p, "mesh: dp=2\nparam x: S(0)@dp\nfoo bar: R\n", "t.plan"),
-              "t.plan:3: unknown entry 'foo bar: R' (expected 'mesh:', 'param', 'input', 'fsdp:' or 'unit')");
+              "t.plan:3: unknown entry 'foo bar: R' (expected 'mesh:', 'param', 'input', 'fsdp:', 'unit', 'remat:' or "
+              "'pipeline:')");
     CHECK_ERR(hp_plan_parse(&p, "# nothing\nparam x: R\n", "t.plan"), "t.plan:2: 'param' before the 'mesh:' line");
     CHECK_ERR(hp_plan_parse(&p, "# only comments\n\n", "t.plan"), "t.plan: no 'mesh:' line");
     CHECK_ERR(hp_plan_parse(&p, "mesh: dp=2\nmesh: dp=2\n", "t.plan"), "t.plan:2: mesh given twice");
