@@ -1,4 +1,5 @@
-/* parallel/pp_pass: the pipeline's stage and shared-gradient passes (see the header). */
+/* parallel/pp_pass: the stage pass — the rank's graph cut to its stage, the transfers between stages
+ * (see the header). */
 #include "parallel/pp_pass.h"
 
 #include <stdio.h>
@@ -6,169 +7,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "parallel/pp_stages.h"
 #include "parallel/rank.h"
-
-static uint64_t bit(int s) { return (uint64_t)1 << s; }
-static int lowest(uint64_t m) { return m ? __builtin_ctzll(m) : -1; }
-static int base_of(const hp_graph *g, int v) { return g->vals[v].view_of >= 0 ? g->vals[v].view_of : v; }
-
-/* A backward node that adds a part to parameter P's gradient summed so far — autodiff's add of two
- * parts (*sofar = -1), or an operator accumulating rows into the sum (grad_rows: *sofar its input
- * index) — where several stages read P: P, else -1. */
-static int tied_acc(const hp_graph *g, const hp_node *n, const uint64_t *val_mask, int *sofar) {
-    *sofar = -1;
-    if (n->phase != HP_PHASE_BWD || n->nout != 1 || n->out[0] < 0) return -1;
-    int of = g->vals[n->out[0]].grad_of;
-    if (of < 0 || g->vals[of].kind != HP_V_PARAM || __builtin_popcountll(val_mask[of]) < 2) return -1;
-    if (hp_op_is_add(n->op)) return of;
-    int rows, ids, so;
-    if (!n->op->grad_rows || !n->op->grad_rows(n, &rows, &ids, &so) || so < 0) return -1;
-    for (int k = 0; k < n->nin; k++)
-        if (n->in[k] == so) *sofar = k;
-    return *sofar >= 0 ? of : -1;
-}
-
-static hp_status split_units(hp_pp_plan *out, const hp_pp_units *u, const hp_pp_opts *o) {
-    int n = u->nblocks + 2, p = out->vstages;
-    if (n < p)
-        return hp_errorf("pipeline: %d stages%s but the model has %d units (the embeddings, %d blocks, the head)", p,
-                         out->chunks > 1 ? " (virtual: stages x chunks)" : "", n, u->nblocks);
-    switch (o->split) {
-    case HP_PP_SPLIT_EVEN: return hp_pp_split_even(out->first, n, p);
-    case HP_PP_SPLIT_EXPLICIT:
-        if (o->nblocks != p)
-            return hp_errorf("pipeline: the split names blocks for %d stages, the mesh's pp axis has %d%s", o->nblocks,
-                             p, out->chunks > 1 ? " (virtual: stages x chunks)" : "");
-        return hp_pp_split_explicit(out->first, o->blocks, n, p);
-    default: return hp_pp_split_balanced(out->first, u->cost, n, p);
-    }
-}
-
-/* The stages of every global node (the header's rules). */
-static hp_status node_masks(hp_pp_plan *out, const hp_graph *g, const hp_pp_cut *cut) {
-    uint64_t all = out->vstages == 64 ? ~(uint64_t)0 : bit(out->vstages) - 1;
-    uint64_t *made = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *made), *used = NULL;
-    if (!made) return hp_errorf("pipeline: out of memory");
-    for (int i = 0; i < g->nnodes; i++) {
-        const hp_node *n = &g->nodes[i];
-        uint64_t m = 0;
-        if (n->phase == HP_PHASE_FWD && cut->stage_of[i] >= 0) {
-            m = bit(cut->stage_of[i]);
-            for (int k = 0; k < hp_node_nin_all(n); k++) {
-                int v = base_of(g, hp_node_input(g, n, k));
-                if (g->vals[v].kind == HP_V_PARAM || g->vals[v].kind == HP_V_INPUT) out->val_mask[v] |= m;
-            }
-        }
-        out->node_mask[i] = m;
-    }
-    for (int i = 0; i < g->nnodes; i++) {
-        const hp_node *n = &g->nodes[i];
-        uint64_t m = out->node_mask[i];
-        if (n->phase != HP_PHASE_FWD) {
-            int so, P = tied_acc(g, n, out->val_mask, &so);
-            if (P >= 0) m = out->val_mask[P];
-            else if (n->fwd_node >= 0) m = out->node_mask[n->fwd_node];
-            for (int k = 0; !m && k < hp_node_nin_all(n); k++) m |= made[base_of(g, hp_node_input(g, n, k))];
-        }
-        out->node_mask[i] = m;
-        for (int k = 0; k < n->nout; k++)
-            if (n->out[k] >= 0) made[base_of(g, n->out[k])] = m;
-    }
-    /* what none of the rules placed: the stages of its readers, else every stage */
-    used = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *used);
-    if (!used) {
-        free(made);
-        return hp_errorf("pipeline: out of memory");
-    }
-    for (int i = g->nnodes - 1; i >= 0; i--) {
-        const hp_node *n = &g->nodes[i];
-        if (!out->node_mask[i]) {
-            for (int k = 0; k < n->nout; k++)
-                if (n->out[k] >= 0) out->node_mask[i] |= used[base_of(g, n->out[k])];
-            if (!out->node_mask[i]) out->node_mask[i] = all;
-        }
-        for (int k = 0; k < hp_node_nin_all(n); k++) used[base_of(g, hp_node_input(g, n, k))] |= out->node_mask[i];
-    }
-    free(made), free(used);
-    return HP_OK;
-}
-
-hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m, int rank, const hp_pp_opts *o,
-                           int micro) {
-    memset(out, 0, sizeof *out);
-    out->axis = -1;
-    out->loss_rank = -1;
-    int a = hp_mesh_axis(m, "pp");
-    if (a < 0 || m->size[a] < 2) return HP_OK;
-    int p = m->size[a];
-    if (p > HP_PP_MAX_STAGES) return hp_errorf("pipeline: %d stages (the pp axis) is above %d", p, HP_PP_MAX_STAGES);
-    int V = o->kind == HP_PP_INTERLEAVED ? (o->chunks > 1 ? o->chunks : 2) : 1;
-    if (o->kind != HP_PP_INTERLEAVED && o->chunks > 1)
-        return hp_errorf("pipeline: model chunks per stage (%d) need the interleaved schedule", o->chunks);
-    if ((long)p * V > HP_PP_MAX_STAGES)
-        return hp_errorf("pipeline: %d stages x %d chunks is above %d virtual stages", p, V, HP_PP_MAX_STAGES);
-    int coord[HP_MESH_MAX_DIMS];
-    hp_mesh_coords(coord, m, rank);
-    out->axis = a, out->stages = p, out->stage = coord[a], out->kind = o->kind, out->chunks = V;
-    out->vstages = p * V;
-    for (int j = out->stage; j < p * V; j += p) out->mine |= bit(j);
-    out->micro = micro > 1 ? micro : 1;
-    for (int d = 0; d < m->ndim; d++) coord[d] = d == a ? p - 1 : 0;
-    out->loss_rank = hp_mesh_rank(m, coord);
-    out->nglobal_vals = g->nvals;
-    hp_pp_units u;
-    hp_pp_cut cut;
-    memset(&cut, 0, sizeof cut);
-    HP_TRY(hp_pp_units_of(&u, g));
-    out->nunits = u.nblocks + 2;
-    hp_status st = split_units(out, &u, o);
-    if (!st) out->imbalance = hp_pp_split_imbalance(out->first, u.cost, p * V);
-    if (!st) st = hp_pp_cut_of(&cut, g, &u, out->first, p * V);
-    if (!st) {
-        out->node_mask = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *out->node_mask);
-        out->val_mask = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->val_mask);
-        if (!out->node_mask || !out->val_mask) st = hp_errorf("pipeline: out of memory");
-    }
-    if (!st) st = node_masks(out, g, &cut);
-    if (!st) st = hp_pp_sched_build(&out->sched, o->kind, p, V, out->micro);
-    hp_pp_cut_free(&cut);
-    hp_pp_units_free(&u);
-    if (st) hp_pp_plan_free(out);
-    return st;
-}
-
-void hp_pp_plan_free(hp_pp_plan *p) {
-    free(p->node_mask);
-    free(p->val_mask);
-    hp_pp_sched_free(&p->sched);
-    memset(p, 0, sizeof *p);
-    p->axis = -1;
-    p->loss_rank = -1;
-}
-
-int hp_pp_holds(const hp_pp_plan *p, const hp_mesh *m, int v, int rank) {
-    if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
-    int coord[HP_MESH_MAX_DIMS];
-    hp_mesh_coords(coord, m, rank);
-    for (int j = coord[p->axis]; j < p->vstages; j += p->stages)
-        if (p->val_mask[v] & bit(j)) return 1;
-    return 0;
-}
-
-/* The ranks (stages) of virtual-stage mask m, as a mask of stages. */
-static uint64_t ranks_of(const hp_pp_plan *p, uint64_t m) {
-    uint64_t r = 0;
-    for (int j = 0; j < p->vstages; j++)
-        if (m & bit(j)) r |= bit(j % p->stages);
-    return r;
-}
-
-int hp_pp_copies(const hp_pp_plan *p, int v) {
-    if (!p || p->axis < 0 || v < 0 || v >= p->nglobal_vals) return 1;
-    int n = __builtin_popcountll(ranks_of(p, p->val_mask[v]));
-    return n ? n : 1;
-}
 
 /* ---- stage: the rank's graph cut to its stage ---- */
 
@@ -193,7 +32,7 @@ static int resolve(const stage_state *s, int v) {
 static void local_masks(stage_state *s, const hp_graph *global) {
     hp_rank_graph *rg = s->rg;
     const hp_graph *g = rg->g;
-    uint64_t all = s->pp->vstages == 64 ? ~(uint64_t)0 : bit(s->pp->vstages) - 1;
+    uint64_t all = s->pp->vstages == 64 ? ~(uint64_t)0 : hp_pp_bit(s->pp->vstages) - 1;
     for (int i = 0; i < s->n0; i++) {
         const hp_node *n = &g->nodes[i];
         int gn = rg->node_of[i];
@@ -201,10 +40,10 @@ static void local_masks(stage_state *s, const hp_graph *global) {
         s->padd[i] = -1;
         if (gn >= 0) {
             m = s->pp->node_mask[gn];
-            s->padd[i] = tied_acc(global, &global->nodes[gn], s->pp->val_mask, &s->sofar[i]);
+            s->padd[i] = hp_pp_tied_acc(global, &global->nodes[gn], s->pp->val_mask, &s->sofar[i]);
         } else {
             for (int k = 0; k < hp_node_nin_all(n); k++) {
-                int v = base_of(g, hp_node_input(g, n, k));
+                int v = hp_pp_base(g, hp_node_input(g, n, k));
                 if (g->vals[v].producer >= 0) m |= s->mask[g->vals[v].producer];
             }
         }
@@ -217,7 +56,7 @@ static void local_masks(stage_state *s, const hp_graph *global) {
         for (int j = i + 1; j < s->n0; j++)
             for (int k = 0; k < hp_node_nin_all(&g->nodes[j]); k++)
                 for (int o = 0; o < n->nout; o++)
-                    if (n->out[o] >= 0 && base_of(g, hp_node_input(g, &g->nodes[j], k)) == base_of(g, n->out[o]))
+                    if (n->out[o] >= 0 && hp_pp_base(g, hp_node_input(g, &g->nodes[j], k)) == hp_pp_base(g, n->out[o]))
                         m |= s->mask[j];
         s->mask[i] = m ? m : all;
     }
@@ -227,7 +66,7 @@ static void local_masks(stage_state *s, const hp_graph *global) {
  * runs. */
 static int made_here(const stage_state *s, int v) {
     const hp_graph *g = s->rg->g;
-    int pr = g->vals[base_of(g, v)].producer;
+    int pr = g->vals[hp_pp_base(g, v)].producer;
     return pr < 0 || (s->mask[pr] & s->pp->mine);
 }
 
@@ -277,7 +116,7 @@ typedef struct {
  * substitutions, which only this stage sees). */
 static uint64_t maker(const stage_state *s, int v) {
     const hp_graph *g = s->rg->g;
-    int pr = g->vals[base_of(g, v)].producer;
+    int pr = g->vals[hp_pp_base(g, v)].producer;
     if (pr < 0) return 0;
     return s->mask[pr] | (s->padd[pr] >= 0 ? s->pp->val_mask[s->padd[pr]] : 0);
 }
@@ -311,11 +150,11 @@ static hp_status transfers(stage_state *s) {
         for (int k = 0; k < hp_node_nin_all(n); k++) {
             int v = hp_node_input(g, n, k);
             if (v < 0) continue;
-            int b = base_of(g, v);
+            int b = hp_pp_base(g, v);
             uint64_t mk = maker(s, b);
-            if (mk) need[b] |= ranks_of(pp, s->mask[i] & ~mk) & ~bit(lowest(mk) % p);
+            if (mk) need[b] |= hp_pp_ranks_of(pp, s->mask[i] & ~mk) & ~hp_pp_bit(hp_pp_lowest(mk) % p);
             if (!(s->mask[i] & mine)) continue;
-            int r = base_of(g, resolve(s, v)), pr = g->vals[r].producer;
+            int r = hp_pp_base(g, resolve(s, v)), pr = g->vals[r].producer;
             if (pr >= 0 && !(s->mask[pr] & mine) && first_use[r] < 0) first_use[r] = i;
         }
     }
@@ -328,17 +167,17 @@ static hp_status transfers(stage_state *s) {
             st = hp_errorf("pipeline: '%s' crosses stages as a view", x->name);
             break;
         }
-        int pr = x->producer, from = lowest(maker(s, v)) % p;
+        int pr = x->producer, from = hp_pp_lowest(maker(s, v)) % p;
         if (first_use[v] >= 0) rv[nr++] = (recv_item){v, from, first_use[v], (int)g->nodes[first_use[v]].phase};
         if (from != me) continue;
         for (int t = 0; t < p && !st; t++) {
-            if (t == me || !(need[v] & bit(t))) continue;
+            if (t == me || !(need[v] & hp_pp_bit(t))) continue;
             int node = hp_comm_op_send_staged(g, v, pp->axis, t, rg->ctx.nslots++, g->nodes[pr].phase);
             st = node < 0 ? hp_graph_error(g) : hp_rank_graph_sync_nodes(rg);
             if (st) break;
             rg->hint[node] = HP_HINT_AFTER(pr);
             g->nodes[node].a.i[HP_P2P_CHANNEL] = g->nodes[pr].phase == HP_PHASE_BWD;
-            if (rg->chunk) rg->chunk[node] = lowest(s->mask[pr] & mine) / p;
+            if (rg->chunk) rg->chunk[node] = hp_pp_lowest(s->mask[pr] & mine) / p;
             count_transfer(pp, g, v, 1);
         }
     }
@@ -367,7 +206,7 @@ static hp_status transfers(stage_state *s) {
         for (int k = n1; !st && k < g->nnodes; k++) {
             rg->hint[k] = HP_HINT_BEFORE(rv[i].anchor);
             g->nodes[k].a.i[HP_P2P_CHANNEL] = rv[i].phase == HP_PHASE_BWD;
-            if (rg->chunk) rg->chunk[k] = lowest(s->mask[rv[i].anchor] & mine) / p;
+            if (rg->chunk) rg->chunk[k] = hp_pp_lowest(s->mask[rv[i].anchor] & mine) / p;
         }
         count_transfer(pp, g, rv[i].v, 0);
     }
@@ -390,7 +229,7 @@ static hp_status compact(stage_state *s) {
     /* inputs through the substitutions; a parameter's gradient likewise */
     for (int i = 0; i < nn; i++) {
         int keep = i >= s->n0 || (s->mask[i] & me);
-        if (keep && i < s->n0 && rg->chunk) rg->chunk[i] = lowest(s->mask[i] & me) / s->pp->stages;
+        if (keep && i < s->n0 && rg->chunk) rg->chunk[i] = hp_pp_lowest(s->mask[i] & me) / s->pp->stages;
         s->keep[i] = (unsigned char)keep;
         if (!keep) continue;
         hp_node *n = &g->nodes[i];
@@ -414,10 +253,10 @@ static hp_status compact(stage_state *s) {
         const hp_node *n = &g->nodes[i];
         for (int k = 0; k < hp_node_nin_all(n); k++) {
             int v = hp_node_input(g, n, k);
-            if (v >= 0) kv[v] = 1, kv[base_of(g, v)] = 1;
+            if (v >= 0) kv[v] = 1, kv[hp_pp_base(g, v)] = 1;
         }
         for (int k = 0; k < n->nout; k++)
-            if (n->out[k] >= 0) kv[n->out[k]] = 1, kv[base_of(g, n->out[k])] = 1;
+            if (n->out[k] >= 0) kv[n->out[k]] = 1, kv[hp_pp_base(g, n->out[k])] = 1;
     }
     hp_status st = HP_OK;
     int k = 0;
@@ -504,84 +343,4 @@ hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *glo
     }
     free(s.mask), free(s.padd), free(s.sofar), free(s.subst), free(s.keep);
     return st;
-}
-
-/* ---- shared: a tied parameter's gradient parts summed across its stages ---- */
-
-hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global) {
-    if (p->axis < 0) return HP_OK;
-    hp_graph *g = rg->g;
-    int np = hp_graph_params(g, NULL, 0);
-    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    if (!ids) return hp_errorf("pipeline: out of memory");
-    hp_graph_params(g, ids, np);
-    int slot = -1;
-    hp_status st = HP_OK;
-    for (int k = 0; k < np && !st; k++) {
-        int lp = ids[k], gp = rg->global_of[lp];
-        if (gp < 0 || g->vals[lp].grad < 0 || __builtin_popcountll(p->val_mask[gp]) < 2) continue;
-        int G = g->vals[lp].grad, part[HP_PP_MAX_STAGES] = {0}, nparts = 0;
-        if (slot < 0) slot = rg->ctx.nslots++;
-        uint64_t holders = ranks_of(p, p->val_mask[gp]);
-        if (__builtin_popcountll(holders) < 2) continue; /* one rank's chunks hold every part */
-        for (int t = 0; t < p->stages && !st; t++) {
-            if (!(holders & bit(t))) continue;
-            if (t == p->stage) {
-                part[nparts++] = G;
-                continue;
-            }
-            char nm[HP_NAME_LEN];
-            snprintf(nm, sizeof nm, "%.70s.stage%d", g->vals[G].name, t);
-            int r = hp_graph_value(g, HP_V_ACT, g->vals[G].dtype, g->vals[G].shape, nm);
-            part[nparts++] = r;
-            /* pairwise in stage order: the lower stage sends first, the higher receives first */
-            if (p->stage < t) {
-                hp_comm_op_send(g, G, p->axis, t, slot, HP_PHASE_OPT);
-                hp_comm_op_recv(g, r, p->axis, t, slot, HP_PHASE_OPT);
-            } else {
-                hp_comm_op_recv(g, r, p->axis, t, slot, HP_PHASE_OPT);
-                hp_comm_op_send(g, G, p->axis, t, slot, HP_PHASE_OPT);
-            }
-            st = hp_graph_error(g);
-        }
-        int acc = part[0];
-        for (int i = 1; i < nparts && !st; i++) {
-            char nm[HP_NAME_LEN];
-            snprintf(nm, sizeof nm, "%.70s.stages%d", global->vals[gp].name, i + 1);
-            int sum = hp_graph_value(g, HP_V_ACT, g->vals[G].dtype, g->vals[G].shape, nm);
-            int in[2] = {acc, part[i]};
-            if (sum < 0 || hp_graph_node_into(g, &hp_op_add, in, 2, &sum, 1, NULL, HP_PHASE_OPT, -1) < 0)
-                st = hp_graph_error(g);
-            acc = sum;
-        }
-        if (!st) {
-            g->vals[acc].persistent = 1, g->vals[acc].no_grad = 1;
-            g->vals[acc].grad_of = lp;
-            g->vals[lp].grad = acc;
-            p->nshared++;
-        }
-    }
-    free(ids);
-    if (!st) st = hp_rank_graph_sync_nodes(rg);
-    return st;
-}
-
-hp_status hp_pass_pp_split_backward(int *nsplit, const hp_pp_plan *p, hp_rank_graph *rg) {
-    *nsplit = 0;
-    if (p->axis < 0 || p->kind != HP_PP_ZBH1) return HP_OK;
-    hp_graph *g = rg->g;
-    int n0 = g->nnodes;
-    for (int i = 0; i < n0; i++) {
-        if (g->nodes[i].phase != HP_PHASE_BWD) continue;
-        int w = hp_linear_bwd_split_node(g, i);
-        if (w < 0) {
-            HP_TRY(hp_graph_error(g));
-            continue;
-        }
-        HP_TRY(hp_rank_graph_sync_nodes(rg));
-        rg->hint[w] = HP_HINT_AFTER(i);
-        rg->node_of[w] = rg->node_of[i];
-        ++*nsplit;
-    }
-    return HP_OK;
 }

@@ -83,6 +83,16 @@ typedef struct {
 
 /* The plan of rank `rank` on mesh m for the differentiated global graph g
  * and `micro` micro-batches; no "pp" axis of size > 1: out->axis = -1. */
+/* Small helpers the pipeline's files share: a stage's bit, the lowest set bit (-1: none), a view's base. */
+static inline uint64_t hp_pp_bit(int s) { return (uint64_t)1 << s; }
+static inline int hp_pp_lowest(uint64_t m) { return m ? __builtin_ctzll(m) : -1; }
+static inline int hp_pp_base(const hp_graph *g, int v) { return g->vals[v].view_of >= 0 ? g->vals[v].view_of : v; }
+/* The stages (ranks along pp) of a mask of virtual stages. */
+uint64_t hp_pp_ranks_of(const hp_pp_plan *p, uint64_t vmask);
+/* A backward node adding a part to a tied parameter's gradient (read by several virtual stages): the
+ * parameter, else -1; *sofar: the input holding the sum so far (-1: an add of two parts). */
+int hp_pp_tied_acc(const hp_graph *g, const hp_node *n, const uint64_t *val_mask, int *sofar);
+
 hp_status hp_pp_plan_build(hp_pp_plan *out, const hp_graph *g, const hp_mesh *m, int rank, const hp_pp_opts *o,
                            int micro);
 void hp_pp_plan_free(hp_pp_plan *p);
