@@ -15,6 +15,7 @@
 #include "optim/optimizer.h"
 #include "parallel/pp_pass.h"
 #include "parallel/remat.h"
+#include "runtime/dist.h"
 #include "runtime/params.h"
 
 struct hp_model {
@@ -100,6 +101,8 @@ typedef struct {
 } hp_api_bench_out;
 /* oc: the optimizer (NULL: AdamW's defaults). hp_api_bench_fsdp: the same
  * on hp_bench_fsdp_row's plan, mesh and emulated supernodes (api/bench_fsdp). */
+/* GPT-2 initialisation of a whole model (graph g), scattered to d's ranks (the benchmarks' start). */
+hp_status hp_api_bench_init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config *m);
 hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc, int B, int T, const hp_plan *plan,
                             hp_comm_world *w, int threads, int steps, int overlap, hp_dtype dtype,
                             const hp_optim_config *oc);

@@ -90,8 +90,7 @@ static void fill_batch(int32_t *tok, int32_t *tgt, int n, int V) {
     }
 }
 
-/* GPT-2 initialisation of a whole model (graph g), scattered to the ranks. */
-static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config *m) {
+hp_status hp_api_bench_init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config *m) {
     hp_param_store ps;
     memset(&ps, 0, sizeof ps);
     hp_status st = hp_param_store_create(&ps, g);
@@ -149,7 +148,7 @@ hp_status hp_api_bench_plan(hp_api_bench_out *out, const hp_gpt2_config *mc_in, 
                                        .dtype = dtype};
         st = hp_dist_create(&d, &dc);
     }
-    if (!st) st = init_params(d, g, &mc);
+    if (!st) st = hp_api_bench_init_params(d, g, &mc);
     if (!st) {
         fill_batch(tok, tgt, B * T, mc.V);
         c->d = d, c->oc = &oc, c->tok = tok, c->tgt = tgt;

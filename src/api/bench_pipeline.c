@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "api/infer.h"
 #include "core/rng.h"
 #include "core/timing.h"
 #include "models/gpt2_plan.h"
@@ -51,16 +50,6 @@ static hp_status rank_step(hp_dist_rank *r, void *c_) {
     feed_ctx f = {c, r};
     hp_step_io io = {feed, &f, NULL}; /* the optimizer's steps profiled with the rest: its waits are idle too */
     return hp_program_run_actions(r->prog, NULL, &r->c.sched.step, &io);
-}
-
-static hp_status init_params(hp_dist *d, const hp_graph *g, const hp_gpt2_config *m) {
-    hp_param_store ps;
-    memset(&ps, 0, sizeof ps);
-    hp_status st = hp_param_store_create(&ps, g);
-    if (!st) st = hp_api_init_params(&ps, m, 1);
-    if (!st) st = hp_dist_scatter_params(d, &ps);
-    hp_param_store_free(&ps);
-    return st;
 }
 
 /* The timed steps: per step the wall time (t[i]), each rank's busy time (its kernels and its optimizer:
@@ -151,7 +140,7 @@ hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pi
         if (!st) st = hp_api_remat_opts(&dc.compile.remat, cfg->remat, NULL);
         if (!st) st = hp_dist_create(&d, &dc);
     }
-    if (!st) st = init_params(d, g, &mc);
+    if (!st) st = hp_api_bench_init_params(d, g, &mc);
     if (!st) {
         hp_rng rng;
         hp_rng_seed(&rng, 5);
