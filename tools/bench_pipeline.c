@@ -52,12 +52,12 @@ static void json_row(FILE *jf, int *nrows, const char *kind, const hp_bench_pipe
     if (!jf) return;
     fprintf(jf,
             "%s  {\"kind\": \"%s\", \"layers\": %d, \"channels\": %d, \"batch\": %d, \"seq\": %d, \"pp\": %d, "
-            "\"dp\": %d, \"micro\": %d, \"schedule\": \"%s\", \"remat\": \"%s\", \"threads\": %d, \"step_ms\": %.3f, "
+            "\"dp\": %d, \"micro\": %d, \"schedule\": \"%s\", \"remat\": \"%s\", \"loss_chunk\": %d, \"threads\": %d, \"step_ms\": %.3f, "
             "\"tokens_per_s\": %.1f, \"bubble\": %.4f, \"bubble_wait\": %.4f, \"bubble_formula\": %.4f, "
             "\"bubble_sim\": %.4f, "
             "\"arena_mb\": [",
             (*nrows)++ ? ",\n" : "", kind, c->model.layers, c->model.channels, c->batch, c->seq, c->pp, c->dp,
-            c->micro, c->schedule ? c->schedule : "1f1b", c->remat ? c->remat : "none", c->threads, x->step_ms,
+            c->micro, c->schedule ? c->schedule : "1f1b", c->remat ? c->remat : "none", c->loss_chunk, c->threads, x->step_ms,
             x->tokens_per_s, x->bubble, x->bubble_wait, x->bubble_formula, x->bubble_sim);
     for (int i = 0; i < x->ranks && i < 64; i++) fprintf(jf, "%s%.3f", i ? ", " : "", x->arena_mb[i]);
     fprintf(jf, "], \"planned_mb\": [");
@@ -71,7 +71,7 @@ static void json_row(FILE *jf, int *nrows, const char *kind, const hp_bench_pipe
 
 int hp_cmd_bench_pipeline(int argc, char **argv) {
     char json[512] = "", micro[64] = "4,8", scheds[64] = "gpipe,1f1b,zb-h1,interleaved", rmodel[32] = "gpt2-124m";
-    int threads = 2, steps = 3, layers = 8, baseline = 1;
+    int threads = 2, steps = 3, layers = 8, baseline = 1, loss_chunk = 0;
     hp_opt tab[] = {
         {"micro", HP_OPT_STR, micro, sizeof micro, "micro-batch counts (comma-separated)"},
         {"schedules", HP_OPT_STR, scheds, sizeof scheds, "schedules (comma-separated: gpipe, 1f1b, zb-h1)"},
@@ -80,6 +80,8 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
         {"steps", HP_OPT_INT, &steps, 0, "timed steps per row (after 2 untimed)"},
         {"baseline", HP_OPT_INT, &baseline, 0, "1: the DP 2 rows on the same global batch"},
         {"remat-model", HP_OPT_STR, rmodel, sizeof rmodel, "the remat rows' model: gpt2-124m, small or none"},
+        {"loss-chunk", HP_OPT_INT, &loss_chunk, 0,
+         "the remat rows: the head and the loss fused over this many vocabulary columns (0: off)"},
         {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -88,8 +90,8 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
         hp_args_usage(tab, ntab, "bench pipeline", "Pipeline schedules (bubble, memory, tokens/s) and remat policies.");
         return 0;
     }
-    if (!st && (threads < 1 || steps < 1 || layers < 2))
-        st = hp_errorf("hyperpar bench pipeline: --threads and --steps must be >= 1, --layers >= 2");
+    if (!st && (threads < 1 || steps < 1 || layers < 2 || loss_chunk < 0))
+        st = hp_errorf("hyperpar bench pipeline: --threads and --steps must be >= 1, --layers >= 2, --loss-chunk >= 0");
     int ms[8], nm = 0;
     char *names[4]; /* at most 4 schedules */
     int ns = 0;
@@ -127,7 +129,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
     double pp_tok[4][8] = {{0}};
     for (int i = 0; i < ns; i++)
         for (int k = 0; k < nm; k++) {
-            hp_bench_pipeline_config c = {small, B, T, 2, 1, ms[k], names[i], 0, NULL, threads, steps};
+            hp_bench_pipeline_config c = {small, B, T, 2, 1, ms[k], names[i], 0, NULL, 0, threads, steps};
             prow r;
             char what[48];
             snprintf(what, sizeof what, "%s m=%d", names[i], ms[k]);
@@ -144,7 +146,7 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
             json_row(jf, &nrows, "schedule", &c, x);
         }
     for (int k = 0; baseline && k < nm; k++) {
-        hp_bench_pipeline_config c = {small, 2 * B, T, 1, 2, ms[k] / 2 > 0 ? ms[k] / 2 : 1, NULL, 0, NULL, threads, steps};
+        hp_bench_pipeline_config c = {small, 2 * B, T, 1, 2, ms[k] / 2 > 0 ? ms[k] / 2 : 1, NULL, 0, NULL, 0, threads, steps};
         prow r;
         if (run_row(&r, &c, "dp 2")) {
             rc = 1;
@@ -169,10 +171,11 @@ int hp_cmd_bench_pipeline(int argc, char **argv) {
         static const char *const pol[3] = {"none", "selective", "full"};
         double base_ms = 0, base_mb = 0;
         if (!st)
-            printf("remat, 1 rank, %s B%d T%d:\n%-10s %8s %12s %10s %10s\n", rmodel, rb, rt, "policy", "step ms",
-                   "arena MB", "time", "memory");
+            printf("remat, 1 rank, %s B%d T%d%s:\n%-10s %8s %12s %10s %10s\n", rmodel, rb, rt,
+                   loss_chunk ? ", head and loss fused over vocabulary chunks" : "", "policy", "step ms", "arena MB", "time",
+                   "memory");
         for (int i = 0; i < 3 && !st; i++) {
-            hp_bench_pipeline_config c = {m, rb, rt, 1, 1, 1, NULL, 0, pol[i], threads, steps};
+            hp_bench_pipeline_config c = {m, rb, rt, 1, 1, 1, NULL, 0, pol[i], loss_chunk, threads, steps};
             prow r;
             if (run_row(&r, &c, pol[i])) {
                 rc = 1;

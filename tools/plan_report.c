@@ -61,6 +61,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->model_kind = strncmp(o->model, "pangu-", 6) ? "gpt2" : "pangu";
     c->remat = o->remat, c->remat_save = o->remat_save;
+    c->loss_chunk = o->loss_chunk;
     c->seq = o->seq;
     c->plan = plan;
     c->world = po->world, c->rank = po->rank, c->processes = po->processes;

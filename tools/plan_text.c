@@ -23,6 +23,7 @@ static char *shape_str(char *buf, size_t n, const int64_t *d, int ndim) {
  * elements of its local piece in the rank's shard of the unit. */
 static char *fsdp_part(char *buf, size_t n, const hp_plan_fsdp *f, const hp_plan_tensor *t) {
     if (strcmp(t->kind, "param")) return strcpy(buf, "");
+    if (t->fsdp_unit == -2) return strcpy(buf, "- (another pipeline stage's)");
     if (t->fsdp_unit < 0) return strcpy(buf, "- (not managed: whole)");
     int64_t numel = 1;
     for (int d = 0; d < t->ndim; d++) numel *= t->local_shape[d];
@@ -239,10 +240,11 @@ void hp_planner_print_text(const planner *p) {
     if (o->plan[0])
         printf("plan: %s\n", o->plan);
     else if (o->hsdp[0])
-        printf("plan: GPT-2 HSDP (--hsdp %s --tp %d, ZeRO level %d)\n", o->hsdp, o->tp, o->zero ? o->zero : 3);
+        printf("plan: GPT-2 HSDP (--hsdp %s --tp %d, ZeRO level %d%s)\n", o->hsdp, o->tp, o->zero ? o->zero : 3,
+               o->pp > 1 ? ", per pipeline stage" : "");
     else if (o->fsdp > 1 || o->zero)
-        printf("plan: GPT-2 FSDP (%s %d --tp %d, ZeRO level %d)\n", o->fsdp > 1 ? "--fsdp" : "--dp",
-               o->fsdp > 1 ? o->fsdp : o->dp, o->tp, o->zero ? o->zero : 3);
+        printf("plan: GPT-2 FSDP (%s %d --tp %d, ZeRO level %d%s)\n", o->fsdp > 1 ? "--fsdp" : "--dp",
+               o->fsdp > 1 ? o->fsdp : o->dp, o->tp, o->zero ? o->zero : 3, o->pp > 1 ? ", per pipeline stage" : "");
     else if (o->pp > 1)
         printf("plan: GPT-2 data x Megatron tensor parallel x pipeline (--dp %d --tp %d --pp %d)\n", o->dp, o->tp,
                o->pp);

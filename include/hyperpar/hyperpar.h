@@ -442,6 +442,7 @@ typedef struct {
     int dp_reduce_bf16;        /* 1: the program of train --dp-reduce bf16 (gradient all-reduces in bf16) */
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
     const char *remat, *remat_save; /* hp_train_config's (NULL: none) */
+    int loss_chunk;            /* hp_train_config's (0: off) */
     const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; "pangu": PanGu-alpha of that shape
                                 * (hp_model_pangu) */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
@@ -853,6 +854,8 @@ typedef struct {
                                  * pointwise and normalisation operators recomputed in the backward, GEMM outputs
                                  * kept) or "full" (each block recomputed from its input) */
     const char *remat_save;     /* selective: the operators kept instead ("linear,attention"; NULL: linear) */
+    int loss_chunk;             /* > 0: the LM head and the cross-entropy fused over this many vocabulary columns
+                                 * at a time, the logits never stored whole (0: off) */
     const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL), "zb-h1" or
                                  * "interleaved" (pp_chunks model chunks per stage, Megatron's virtual stages) */
     int pp_chunks;              /* interleaved: chunks per stage (0: 2) */
@@ -1067,6 +1070,7 @@ typedef struct {
     char pp_split[256];         /* balanced | even | blocks per stage ("3,5") */
     char remat[16];             /* none | selective | full */
     char remat_save[128];       /* selective's kept operators */
+    int loss_chunk;             /* vocabulary columns per chunk of the fused head and loss (0: off) */
     int micro_batches;          /* micro-batches per step (the pipeline's; --grad-accum's field) */
     int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
     char hsdp[32];              /* "R,S": R replicas x S shards */
@@ -1626,6 +1630,7 @@ typedef struct {
     const char *schedule;    /* "gpipe", "1f1b" (NULL), "zb-h1", "interleaved" */
     int chunks;              /* interleaved: chunks per stage (0: 2) */
     const char *remat;       /* "none" (NULL), "selective", "full" */
+    int loss_chunk;          /* the fused head and loss's columns per chunk (0: off) */
     int threads;             /* compute threads in all, shared out among the ranks */
     int steps;               /* timed steps after 2 untimed (0: 3) */
 } hp_bench_pipeline_config;

@@ -138,6 +138,7 @@ hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pi
                                        .schedule = {.overlap = 1, .max_inflight = 4}};
         st = hp_api_pp_opts(&dc.compile.pp, cfg->schedule, NULL, cfg->chunks);
         if (!st) st = hp_api_remat_opts(&dc.compile.remat, cfg->remat, NULL);
+        dc.compile.loss_chunk = cfg->loss_chunk;
         if (!st) st = hp_dist_create(&d, &dc);
     }
     if (!st) st = hp_api_bench_init_params(d, g, &mc);

@@ -188,6 +188,9 @@ static const hp_train_optdef defs[] = {
       "(each block from its input)"),
     D("remat-save", HP_OPT_STR, remat_save, "", NULL, 0,
       "selective remat: the operators whose outputs are kept (comma-separated, e.g. linear,attention; empty: linear)"),
+    D("loss-chunk", HP_OPT_INT, loss_chunk, "0", ">= 0", 0,
+      "fuse the LM head and the cross-entropy over N vocabulary columns at a time: the logits are never stored "
+      "whole (0: off)"),
     D("micro-batches", HP_OPT_INT, micro_batches, "0", NULL, 0,
       "micro-batches of --batch per step (a pipeline's; the same as --grad-accum)"),
     D("fsdp", HP_OPT_INT, fsdp, "0", NULL, PLAN, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
@@ -361,6 +364,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
                 "depends on the rank count", !strcmp(o->dp_reduce, "bf16") ? "dp-reduce" : "fsdp-reduce");
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
+    if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
     hp_model_config pangu;
     hp_status bad_model = strcmp(o->model, "gpt2") ? hp_model_config_pangu(&pangu, o->model) : HP_OK;
     if (bad_model) {
@@ -378,8 +382,6 @@ hp_status hp_train_options_check(const hp_train_options *o) {
         BAD("--pp %d x --dp %d x --tp %d is %ld ranks, above the limit of %d", o->pp, o->dp, o->tp,
             (long)o->pp * o->dp * o->tp, HP_TRAIN_MAX_RANKS);
     if (o->pp > 1 && o->validate) BAD("--validate does not run pipelined plans yet (leave out --pp or --validate)");
-    if (o->pp > 1 && (o->fsdp > 1 || o->hsdp[0] || o->zero))
-        BAD("--pp with --fsdp, --hsdp or --zero: pipeline stages with FSDP/ZeRO are not built yet");
     if (o->plan[0] && (o->dp > 1 || o->tp > 1)) BAD("give --plan or --dp/--tp, not both");
     if ((long)o->dp * o->tp > HP_TRAIN_MAX_RANKS)
         BAD("--dp %d x --tp %d is %ld ranks, above the limit of %d", o->dp, o->tp, (long)o->dp * o->tp, HP_TRAIN_MAX_RANKS);
@@ -519,6 +521,7 @@ static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->muon_dist = o->muon_dist;
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->remat = o->remat, c->remat_save = o->remat_save;
+    c->loss_chunk = o->loss_chunk;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->data = o->data, c->val_data = o->val_data;

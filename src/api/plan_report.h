@@ -38,7 +38,7 @@ void hp_plan_gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads
 
 /* api/plan_report_fsdp: the rank's FSDP units and shards (f->units
  * malloc'd; level 0 without FSDP), and the parameters' parts of them (t:
- * the listed tensors; their fsdp_unit -1 unless managed). */
+ * the listed tensors; their fsdp_unit -1 unless managed, -2 when another pipeline stage holds it). */
 hp_status hp_plan_gather_fsdp(hp_plan_fsdp *f, hp_plan_tensor *t, const hp_compiled *cc, const int *listed,
                               int nlisted);
 /* What the compile does not keep, from the plan (reshard), and the summary. */

@@ -12,16 +12,11 @@
 /* The listed parameters' units and parts: t[k] for global value listed[k]. */
 static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *listed, int nlisted) {
     const hp_fsdp_plan *f = &cc->fsdp;
-    const hp_graph *g = cc->global;
-    int np = hp_graph_params(g, NULL, 0);
-    int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    for (int k = 0; k < nlisted; k++) t[k].fsdp_unit = -1;
-    if (!ids) return; /* the units are still reported; the parameters' parts are left out */
-    hp_graph_params(g, ids, np);
     for (int k = 0; k < nlisted; k++) {
-        int p = 0;
-        while (p < np && ids[p] != listed[k]) p++;
-        if (p == np || p >= f->nparams || f->unit_of[p] < 0) continue;
+        t[k].fsdp_unit = hp_pp_holds(&cc->pp, &cc->mesh, listed[k], cc->rank) ? -1 : -2;
+        int p = 0; /* FSDP's parameter order: the rank's (a pipeline stage's) parameters */
+        while (p < f->nparams && f->gval[p] != listed[k]) p++;
+        if (p == f->nparams || f->unit_of[p] < 0) continue;
         const hp_fsdp_unit *un = &f->units[f->unit_of[p]];
         int64_t numel = 1;
         for (int d = 0; d < t[k].ndim; d++) numel *= t[k].local_shape[d];
@@ -29,7 +24,6 @@ static void gather_params(hp_plan_tensor *t, const hp_compiled *cc, const int *l
         t[k].fsdp_offset = (int64_t)(f->offset[p] - un->offset);
         hp_fsdp_shard_part(&t[k].fsdp_begin, &t[k].fsdp_end, f, p, numel);
     }
-    free(ids);
 }
 
 /* Where node `start` (a unit's reduction start) runs among the backward's steps. */

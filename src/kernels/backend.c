@@ -46,6 +46,9 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .k_swiglu_bwd = hp_k_swiglu_bwd, \
     .k_swiglu_fwd = hp_k_swiglu_fwd, \
     .k_xent_bwd = hp_k_xent_bwd, \
+    .k_xent_chunk_finish = hp_k_xent_chunk_finish, \
+    .k_xent_chunk_grad = hp_k_xent_chunk_grad, \
+    .k_xent_chunk_stats = hp_k_xent_chunk_stats, \
     .k_xent_fwd = hp_k_xent_fwd, \
     .k_xent_vp_bwd = hp_k_xent_vp_bwd, \
     .k_xent_vp_finish = hp_k_xent_vp_finish, \

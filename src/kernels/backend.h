@@ -67,6 +67,9 @@ typedef struct hp_kbackend {
     void (*k_swiglu_bwd)(hp_pool *pool, float *dinp, const float *dout, const float *inp, long N, long H);
     void (*k_swiglu_fwd)(hp_pool *pool, float *out, const float *inp, long N, long H);
     void (*k_xent_bwd)(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets, float dloss, long N, long V, long Vp);
+    void (*k_xent_chunk_finish)(float *lse, float *losses, float *mean_loss, const float *stats, long N);
+    void (*k_xent_chunk_grad)(hp_pool *pool, float *dchunk, const float *chunk, const float *lse, const int32_t *targets, float scale, long N, long w, long v0);
+    void (*k_xent_chunk_stats)(hp_pool *pool, float *stats, const float *chunk, const int32_t *targets, long N, long w, long v0, int first);
     void (*k_xent_fwd)(hp_pool *pool, float *probs, float *losses, float *mean_loss, const float *logits, const int32_t *targets, long N, long V, long Vp);
     void (*k_xent_vp_bwd)(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets, float dloss, long N, long cols, long begin, long V, long divisor);
     void (*k_xent_vp_finish)(hp_pool *pool, float *probs, float *losses, float *loss, const float *logits, const float *gathered, long k, long N, long cols, long begin, long V, long divisor);

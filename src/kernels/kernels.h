@@ -125,6 +125,16 @@ void hp_k_xent_fwd(hp_pool *pool, float *probs, float *losses, float *mean_loss,
  * columns. dlogits may alias probs. */
 void hp_k_xent_bwd(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets,
                    float dloss, long N, long V, long Vp);
+/* The same over vocabulary chunks (kernels/xent_chunk; the fused LM head and loss): chunk[N,w] holds the logits
+ * of columns [v0, v0 + w), real columns only. stats[N,3] (running max, sum of exp(x - max), the target's
+ * logit) start at the first chunk (first = 1) and are updated by each; finish turns them into lse[N] (the
+ * rows' log-sum-exp), losses[N] and *mean_loss (summed in double in row order). grad: dchunk[N,w] =
+ * scale * (exp(chunk - lse) - onehot(target)); dchunk may alias chunk. */
+void hp_k_xent_chunk_stats(hp_pool *pool, float *stats, const float *chunk, const int32_t *targets, long N, long w,
+                           long v0, int first);
+void hp_k_xent_chunk_finish(float *lse, float *losses, float *mean_loss, const float *stats, long N);
+void hp_k_xent_chunk_grad(hp_pool *pool, float *dchunk, const float *chunk, const float *lse, const int32_t *targets,
+                          float scale, long N, long w, long v0);
 
 /* ---- reductions and misc ---- */
 /* sum of squares of x[n], in double, fixed order (for gradient clipping). */

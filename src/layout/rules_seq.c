@@ -282,6 +282,36 @@ static hp_status xent_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* linear_cross_entropy(x[..., C], W[Vp, C], targets[...]) -> (loss[1], lse, losses): rows split, or whole (a
+ * vocabulary-sharded weight is gathered: the chunked loss has no vocabulary-parallel form) */
+static hp_status linear_xent_opts(hp_rule_axis *ra) {
+    int xn = hp_rule_in_ndim(ra, 0), tn = hp_rule_in_ndim(ra, 2);
+    hp_rule_option *o;
+    if (tn == xn - 1)
+        for (int d = 0; d < xn - 1; d++) {
+            o = hp_rule_opt(ra);
+            o->in[0] = o->in[2] = S(d);
+            o->out[0] = P, o->out[1] = o->out[2] = S(d);
+        }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* linear_cross_entropy_bwd(dloss[1], x, W, targets, lse) -> (dx, dW): rows split, the weight's gradient a
+ * partial sum */
+static hp_status linear_xent_bwd_opts(hp_rule_axis *ra) {
+    int xn = hp_rule_in_ndim(ra, 1), tn = hp_rule_in_ndim(ra, 3);
+    hp_rule_option *o;
+    if (tn == xn - 1)
+        for (int d = 0; d < xn - 1; d++) {
+            o = hp_rule_opt(ra);
+            o->in[1] = o->in[3] = o->in[4] = S(d);
+            o->out[0] = S(d), o->out[1] = P;
+        }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
 static const hp_rule_family seq[] = {
     {&hp_op_attention, attention_opts, heads_check0},
     {&hp_op_attention_bwd, attention_bwd_opts, heads_check1},
@@ -297,6 +327,8 @@ static const hp_rule_family seq[] = {
     {&hp_op_pos_table, pos_table_opts, NULL},
     {&hp_op_xent, xent_opts, NULL},
     {&hp_op_xent_bwd, xent_bwd_opts, NULL},
+    {&hp_op_linear_xent, linear_xent_opts, NULL},
+    {&hp_op_linear_xent_bwd, linear_xent_bwd_opts, NULL},
 };
 
 const hp_rule_family *hp_rules_seq(int *count) {

@@ -19,6 +19,7 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
     &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_embedding_vp_bwd_acc, &hp_op_xent_vp_stats,
     &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd, &hp_op_cast, &hp_op_concat, &hp_op_concat_bwd, &hp_op_pos_table,
+    &hp_op_linear_xent, &hp_op_linear_xent_bwd,
 };
 
 const hp_opdef *const *hp_ops_all(int *count) {

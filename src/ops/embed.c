@@ -123,6 +123,8 @@ const hp_opdef hp_op_grad_rows = {
 
 int hp_op_is_grad_rows(const hp_opdef *op) { return op == &hp_op_grad_rows; }
 
+int hp_op_is_embedding_bwd_acc(const hp_opdef *op) { return op == &hp_op_embedding_bwd_acc; }
+
 /* ---- add_pos: in (x[B,T,C], pos[P,C]) -> x + pos[t] ---- */
 static hp_status pos_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0), *p = in_shape(g, n, 1);

@@ -201,6 +201,8 @@ const hp_opdef hp_op_linear_bwd = {
 
 int hp_op_is_linear_bwd(const hp_opdef *op) { return op == &hp_op_linear_bwd; }
 
+int hp_op_is_linear(const hp_opdef *op) { return op == &hp_op_linear; }
+
 int hp_op_linear_gemm_input(const hp_opdef *op) {
     return op == &hp_op_linear ? 0 : op == &hp_op_linear_bwd ? 1 : -1;
 }

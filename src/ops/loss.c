@@ -85,3 +85,5 @@ const hp_opdef hp_op_xent_bwd = {
     .name = "cross_entropy_bwd", .nout = 1, .run = run_bwd, .scratch = scratch, .flops = flops_bwd,
     .bytes = hp_ops_io_bytes,
 };
+
+int hp_op_is_xent(const hp_opdef *op) { return op == &hp_op_xent; }

@@ -45,6 +45,7 @@ extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_
  * only (its local form) it does nothing. */
 extern const hp_opdef hp_op_grad_rows;
 int hp_op_is_grad_rows(const hp_opdef *op); /* 1: op is grad_rows */
+int hp_op_is_embedding_bwd_acc(const hp_opdef *op); /* 1: op is embedding_bwd_acc (dy, ids, dsofar) -> dtable */
 extern const hp_opdef hp_op_add_pos, hp_op_add_pos_bwd;
 extern const hp_opdef hp_op_concat, hp_op_concat_bwd, hp_op_pos_table;
 extern const hp_opdef hp_op_linear, hp_op_linear_bwd;
@@ -62,6 +63,8 @@ int hp_linear_bwd_split_node(hp_graph *g, int node);
  * (kernels/gemm.h hp_gemm_fp32_policy; 0 = OpenBLAS). */
 #define HP_LINEAR_GEMM 7
 int hp_op_is_linear_bwd(const hp_opdef *op); /* 1: op is linear_bwd (dy, x, W) -> (dx, dW, db) */
+int hp_op_is_linear(const hp_opdef *op);     /* 1: op is linear (x, W[, b]) -> y */
+int hp_op_is_xent(const hp_opdef *op);       /* 1: op is cross_entropy (logits, targets) -> (loss, probs, losses) */
 /* Which input of a linear node (forward or backward) is its fp32 GEMM's
  * operand whose dtype decides the policy: 0 or 1; -1: not a linear operator. */
 int hp_op_linear_gemm_input(const hp_opdef *op);
@@ -73,6 +76,8 @@ extern const hp_opdef hp_op_swiglu, hp_op_swiglu_bwd;
 extern const hp_opdef hp_op_attention, hp_op_attention_bwd;
 extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
+/* ops/loss_fused: the LM head and the cross-entropy over vocabulary chunks (see there) */
+extern const hp_opdef hp_op_linear_xent, hp_op_linear_xent_bwd;
 extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */
 int hp_op_is_cast(const hp_opdef *op); /* 1: op is the dtype cast */
 int hp_op_is_add(const hp_opdef *op);  /* 1: op is the elementwise add (autodiff sums gradient parts with it) */

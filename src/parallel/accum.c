@@ -50,6 +50,7 @@ static hp_status unit_accumulators(hp_rank_graph *rg, hp_fsdp_plan *f, int micro
         snprintf(g->nodes[node].name, HP_NAME_LEN, "fsdp.%.60s.grad_accumulate", un->name);
         HP_TRY(hp_rank_graph_sync_nodes(rg));
         rg->hint[node] = HP_HINT_BEFORE(un->reduce_node[0]);
+        if (rg->chunk) rg->chunk[node] = un->chunk;
         /* the unit's reduce start and wait, and the replicas' wait: read the accumulator, skip until the last */
         for (int q = 0; q < 3; q++) {
             if (un->reduce_node[q] < 0) continue;
@@ -93,6 +94,8 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         int gv = g->vals[ids[k]].grad, pr = gv >= 0 ? g->vals[gv].producer : -1;
         if (pr >= 0 && rg->chunk[pr] + 1 > nchunk) nchunk = rg->chunk[pr] + 1;
     }
+    for (int u = 0; rg->chunk && f && f->level && u < f->nunits; u++)
+        if (f->units[u].chunk + 1 > nchunk) nchunk = f->units[u].chunk + 1;
     group_at = malloc(sizeof(int) * (size_t)(nchunk + 1));
     if (!group_at) {
         free(ids), free(xin);
@@ -114,23 +117,41 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
             if ((nx = tree_levels(g, gv, g->vals[p].name, L, xin, nx)) < 0) break;
             g->vals[p].grad = a; /* the optimizer reads the accumulator */
         }
+        /* FSDP's reduced shards, each with its unit's chunk */
+        for (int u = 0; nx >= 0 && f && f->level && !comm_last && u < f->nunits; u++) {
+            hp_fsdp_unit *un = &f->units[u];
+            if ((un->chunk > 0 ? un->chunk : 0) != c) continue;
+            int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
+            if (a < 0) {
+                nx = -1;
+                break;
+            }
+            xin[nx++] = un->grad_shard, xin[nx++] = a;
+            if ((nx = tree_levels(g, un->grad_shard, g->vals[un->grad_shard].name, L, xin, nx)) < 0) break;
+            un->grad_acc = a;
+        }
         if (nx < 0) break;
     }
     group_at[nchunk] = nx;
-    for (int u = 0; nx >= 0 && f && f->level && !comm_last && u < f->nunits; u++) {
-        hp_fsdp_unit *un = &f->units[u];
-        int a = accumulator(g, un->grad_shard, g->vals[un->grad_shard].name);
-        if (a < 0) break;
-        xin[nx++] = un->grad_shard, xin[nx++] = a;
-        if ((nx = tree_levels(g, un->grad_shard, g->vals[un->grad_shard].name, L, xin, nx)) < 0) break;
-        un->grad_acc = a;
-    }
     *micro = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(2), "accum.micro");
     if (*micro >= 0) g->vals[*micro].persistent = 1, g->vals[*micro].no_grad = 1;
+    /* FSDP's forward gathers at the first micro-batch only: nothing writes the store before the optimizer, so
+     * the units it gathered stay gathered (not transient units: their slots are shared) */
+    for (int u = 0; *micro >= 0 && f && f->level && !f->transient && u < f->nunits; u++)
+        for (int q = 0; q < 2; q++) {
+            if (f->units[u].gather_node[q] < 0) continue;
+            hp_node *n = &g->nodes[f->units[u].gather_node[q]];
+            if (n->nin >= HP_MAX_IN) {
+                free(ids), free(xin), free(group_at);
+                return hp_errorf("accumulate: node '%s' has no room for an input", n->name);
+            }
+            n->in[n->nin++] = *micro;
+            n->a.i[1] = 2;
+        }
     if (comm_last && *micro >= 0) {
         hp_status st = unit_accumulators(rg, f, *micro);
         if (st) {
-            free(ids), free(xin);
+            free(ids), free(xin), free(group_at);
             return st;
         }
     }
@@ -138,7 +159,6 @@ hp_status hp_pass_accumulate(int *micro, hp_rank_graph *rg, hp_fsdp_plan *f, int
         free(ids), free(xin), free(group_at);
         return hp_graph_error(g);
     }
-    group_at[nchunk] = nx; /* FSDP's units join the last group */
     hp_attrs at;
     memset(&at, 0, sizeof at);
     at.i[0] = per - 2;

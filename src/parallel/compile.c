@@ -10,7 +10,9 @@
 #include "ops/ops.h"
 #include "parallel/accum.h"
 #include "parallel/gemm_policy.h"
+#include "parallel/grad_inplace.h"
 #include "parallel/grad_rows.h"
+#include "parallel/loss_chunk.h"
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
 #include "parallel/reduce_dtype.h"
@@ -81,6 +83,17 @@ static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o, const 
     return HP_OK;
 }
 
+/* loss chunk: the LM head and its cross-entropy fused over vocabulary chunks. */
+static hp_status pass_loss_chunk(hp_compiled *c, const hp_compile_opts *o, const hp_plan *plan) {
+    if (o->loss_chunk <= 0) return HP_OK;
+    int n = 0;
+    HP_TRY(hp_pass_loss_chunk(&n, c->global, o->loss_chunk, plan));
+    if (!n) return hp_errorf("loss chunk: the model has no cross-entropy over a bias-free linear's logits to fuse");
+    note(c, "loss chunk", "%d head%s and loss%s fused over %lld vocabulary columns at a time", n, n == 1 ? "" : "s",
+         n == 1 ? "" : "es", (long long)o->loss_chunk);
+    return HP_OK;
+}
+
 /* autodiff: backward nodes from each operator's rule. */
 static hp_status pass_autodiff(hp_compiled *c, const hp_compile_opts *o) {
     if (!o->train) {
@@ -138,12 +151,29 @@ static hp_status pass_rows(hp_compiled *c, const hp_compile_opts *o) {
 
 /* fsdp: units, the store layout, the gradients it reduces itself. */
 static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
-    HP_TRY(hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks,
-                           o->fsdp_keep_auto));
+    unsigned char *held = NULL; /* a pipeline stage: its parameters, those tied to other stages marked 2 */
+    if (c->pp.axis >= 0 && plan->fsdp.level > 0) {
+        held = malloc((size_t)c->global->nvals + 1);
+        if (!held) return hp_errorf("compile: out of memory");
+        for (int v = 0; v < c->global->nvals; v++)
+            held[v] = !hp_pp_holds(&c->pp, &c->mesh, v, c->rank) ? 0 : hp_pp_copies(&c->pp, v) > 1 ? 2 : 1;
+    }
+    hp_status st = hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks,
+                                   o->fsdp_keep_auto, held);
+    free(held);
+    HP_TRY(st);
     if (!c->fsdp.level) {
         note(c, "fsdp", "off");
         return HP_OK;
     }
+    if (c->pp.axis >= 0 && c->fsdp.transient)
+        return hp_errorf("%s: pipeline stages with transiently gathered units (level 3 over a shard group that spans "
+                         "supernodes) are not built: use reshard=off or level 2",
+                         plan->fsdp.where ? plan->fsdp.where : "fsdp");
+    if (c->pp.axis >= 0 && c->fsdp.level == 1 && c->pp.kind == HP_PP_ZBH1)
+        return hp_errorf("%s: level 1 reduces each unit's gradient in place, but a zero-bubble schedule has several "
+                         "micro-batches' gradients in flight: use level 2 or 3 with ZB-H1",
+                         plan->fsdp.where ? plan->fsdp.where : "fsdp");
     c->state = (hp_rank_state_hook){hp_fsdp_rt_attach, hp_fsdp_rt_detach, &c->fsdp};
     size_t managed = 0, big = hp_fsdp_largest_unit(&c->fsdp);
     for (int u = 0; u < c->fsdp.nunits; u++) managed += c->fsdp.units[u].size;
@@ -201,7 +231,6 @@ static hp_status pass_pipeline(hp_compiled *c, const hp_compile_opts *o) {
     if (c->pp.axis < 0) return HP_OK;
     if (!o->train) return hp_errorf("pipeline: a pipelined plan compiles for training (a forward-only program runs "
                                     "every stage on one rank)");
-    if (c->fsdp.level) return hp_errorf("pipeline: stages with FSDP/ZeRO are not built yet (leave out the fsdp line)");
     if (o->optim && o->optim->kind == HP_OPT_MUON)
         return hp_errorf("pipeline: Muon over pipeline stages is not built yet (use --optimizer adamw)");
     note(c, "pipeline", "%d stages%s over axis %s (%s split over %d units, max/mean %.2f); this rank: stage %d; %s, %d "
@@ -224,7 +253,7 @@ static hp_status pass_stage(hp_compiled *c) {
 /* shared: tied parameters' gradients summed across their stages. */
 static hp_status pass_shared(hp_compiled *c) {
     if (c->pp.axis < 0) return HP_OK;
-    HP_TRY(hp_pass_pp_shared(&c->pp, &c->rg, c->global));
+    HP_TRY(hp_pass_pp_shared(&c->pp, &c->rg, c->global, &c->fsdp));
     if (c->pp.nshared)
         note(c, "shared", "%d parameter%s read on several stages: gradient parts exchanged and summed in stage order",
              c->pp.nshared, c->pp.nshared == 1 ? "" : "s");
@@ -296,6 +325,15 @@ static hp_status pass_split_backward(hp_compiled *c) {
     return HP_OK;
 }
 
+/* grad in place: a tied parameter's first gradient part written in the gradient's own storage. */
+static hp_status pass_grad_inplace(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->train) return HP_OK;
+    int n = 0;
+    HP_TRY(hp_pass_grad_inplace(&n, &c->rg));
+    if (n) note(c, "grad in place", "%d tied gradient%s: the first part written where the sum goes", n, n == 1 ? "" : "s");
+    return HP_OK;
+}
+
 /* schedule: the step order. */
 static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
     hp_schedule_opts so = o->schedule;
@@ -339,8 +377,35 @@ static hp_status pass_memory(hp_compiled *c) {
 
 /* holdings: the table of the pieces this rank holds (no note: the reported passes stay the ones that
  * transform the program). */
-static hp_status pass_holdings(hp_compiled *c) {
-    return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, c->rank, &c->pp);
+static hp_status pass_holdings(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
+    if (!c->fsdp.level || c->pp.axis < 0)
+        return hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, NULL, c->rank, &c->pp);
+    /* a pipeline under FSDP: every stage lays out its own units, and the table gives every rank's pieces */
+    int nv = c->global->nvals;
+    hp_fsdp_place *place = calloc((size_t)nv + 1, sizeof *place);
+    unsigned char *held = malloc((size_t)nv + 1);
+    hp_status st = place && held ? HP_OK : hp_errorf("compile: out of memory");
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, &c->mesh, c->rank);
+    for (int s = 0; s < c->pp.stages && !st; s++) {
+        if (s == c->pp.stage) {
+            hp_fsdp_places(place, &c->fsdp);
+            continue;
+        }
+        coord[c->pp.axis] = s;
+        int r = hp_mesh_rank(&c->mesh, coord);
+        for (int v = 0; v < nv; v++)
+            held[v] = !hp_pp_holds(&c->pp, &c->mesh, v, r) ? 0 : hp_pp_copies(&c->pp, v) > 1 ? 2 : 1;
+        hp_fsdp_plan other;
+        st = hp_fsdp_prepare(&other, c->global, &c->prop, &c->mesh, plan, r, o->supernode_ranks, o->fsdp_keep_auto,
+                             held);
+        if (st) break;
+        hp_fsdp_places(place, &other);
+        hp_fsdp_plan_free(&other);
+    }
+    if (!st) st = hp_holdings_build(&c->hold, c->global, &c->prop, &c->mesh, &c->rg, &c->fsdp, place, c->rank, &c->pp);
+    free(place), free(held);
+    return st;
 }
 
 hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *plan, int rank,
@@ -373,12 +438,13 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
         out->lrank = hp_mesh_rank(&out->lmesh, coord);
     }
     if (!st) st = hp_graph_clone(&out->global, model);
+    if (!st) st = pass_loss_chunk(out, o, plan);
     if (!st) st = pass_precision(out, o, plan);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_rows_split(out, o);
-    if (!st) st = pass_fsdp(out, plan, o);
     if (!st) st = pass_pipeline(out, o);
+    if (!st) st = pass_fsdp(out, plan, o);
     if (!st) st = pass_lower(out);
     if (!st) st = pass_stage(out);
     if (!st) st = pass_gemm_policy(out, o);
@@ -392,9 +458,10 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_optimizer(out, o);
     if (!st) st = pass_wgrad_first(out, o);
     if (!st) st = pass_split_backward(out);
+    if (!st) st = pass_grad_inplace(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
-    if (!st) st = pass_holdings(out);
+    if (!st) st = pass_holdings(out, plan, o);
     if (own_plan) hp_plan_free(&one);
     if (st) hp_compiled_free(out);
     return st;

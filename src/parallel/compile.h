@@ -2,14 +2,16 @@
  * program. The passes run in this order, each a function over the rank's
  * graph with its own header:
  *
+ *   loss chunk    parallel/loss_chunk the LM head and its cross-entropy fused over vocabulary chunks
+ *                                     (--loss-chunk): the logits never stored whole
  *   precision     parallel/precision  bf16 compute (--dtype bf16): casts, dtypes per operator
  *   autodiff      core/autodiff       backward nodes, on a copy of the model graph
  *   propagate     layout/propagate    a layout for every value (the plan's mesh)
  *   rows split    parallel/grad_rows  a gradient of a dense part and rows (a tied embedding's)
  *                                     reduced in two parts: the dense part is the parameter's gradient
- *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
- *                                     managed gradients stay Partial)
  *   pipeline      parallel/pp_pass    the stages (a mesh axis "pp"): which stage runs which node
+ *   fsdp          parallel/fsdp       FSDP/ZeRO units and the store layout (the
+ *                                     managed gradients stay Partial); a pipeline stage's own
  *   [transforms]  remat, expert parallel go here
  *   lower         parallel/lower      local kernels + collectives on local shapes
  *   stage         parallel/pp_pass    the rank's graph cut to its stage; sends and receives between stages
@@ -70,6 +72,8 @@ typedef struct {
     int64_t fsdp_keep_auto;       /* the bytes an FSDP plan's keep_bytes=auto keeps (hp_api_train_fit settles
                                    * them from the memory budget); 0: none */
     hp_remat_opts remat;          /* rematerialisation (parallel/remat; policy 0: none) */
+    int64_t loss_chunk;           /* > 0: the LM head and its loss fused over this many vocabulary columns at a
+                                   * time (parallel/loss_chunk); 0: off */
     hp_pp_opts pp;                /* a pipelined plan's schedule and split (the mesh axis "pp"; the
                                    * micro-batches are grad_accum's) */
     int supernode_ranks;          /* ranks per supernode (contiguous global ranks) where the program will run;

@@ -116,13 +116,19 @@ typedef struct {
     int grad_acc;   /* gradient accumulation (parallel/accum): the shard's accumulator, -1: none */
     int reduce_node[3]; /* the unit's reduction nodes: start, wait, the replicas' wait (-1: none);
                          * parallel/accum rewires them */
+    int gather_node[2]; /* the forward's gather start and wait (-1: none); parallel/accum has them run at the
+                         * first micro-batch only (the store keeps the gathered unit until the optimizer) */
     int slot;           /* transient: the compute slot its gathers fill (-1: nothing reads the unit) */
     int bwd_gather;     /* transient: 1 when the backward gathers it again (another unit took its slot) */
     int keep;           /* transient: 1 when kept whole from its forward to its backward (keep_bytes): its slot
                          * is its own */
+    int chunk;          /* an interleaved pipeline stage's model chunk running the unit's nodes (0: one chunk) */
+    int grad_sum;       /* local value: the reduced shard summed over the pipeline stages holding the unit (its
+                         * one parameter is tied across stages; parallel/pp_shared), what the optimizer reads;
+                         * -1: none */
 } hp_fsdp_unit;
 
-typedef struct {
+typedef struct hp_fsdp_plan {
     int level; /* 0: no FSDP (the rest is unused) */
     hp_fsdp_style style;
     int shard_axis, replicate_axis;
@@ -146,7 +152,8 @@ typedef struct {
                            * (the fsdp2 style's transient slots: the rank's own only) */
     int nunits;
     hp_fsdp_unit *units;
-    int nparams;        /* the graph's parameters, in graph order */
+    int nparams;        /* the rank's parameters (a pipeline stage's: those it holds), in graph order */
+    int *gval;          /* [nparams]: each one's global value */
     int *unit_of;       /* [nparams]: the unit, -1 when not managed */
     size_t *offset;     /* [nparams]: floats into the store */
     size_t total;       /* store floats */
@@ -156,9 +163,15 @@ typedef struct {
 /* Before lowering: units, the store layout, and the layouts the managed
  * parameters' gradients are brought to (Partial on the shard and replicate
  * axes: the reduction is this pass's). plan->fsdp.level == 0: nothing.
- * keep_auto: the bytes kept where the plan says keep_bytes=auto. */
+ * keep_auto: the bytes kept where the plan says keep_bytes=auto.
+ * held[g->nvals] (a pipeline stage's parameters; NULL: every parameter):
+ * 0 for a parameter the rank does not hold (it is not laid out), 1 for one it
+ * holds, 2 for one that other stages hold too (a tied embedding): such a
+ * parameter is a unit of its own, so that its unit, and each member's shard
+ * of it, is the same on every stage holding it. */
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto);
+                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto,
+                          const unsigned char *held);
 /* After lowering: the gather and reduce nodes of every unit. */
 hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg);
 /* The optimizer's pieces of local parameter `p` (its index k in graph order):
@@ -171,6 +184,16 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
  * (and an empty range) when the shard holds none of it. */
 int hp_fsdp_shard_part(int64_t *begin, int64_t *end, const hp_fsdp_plan *f, int k, int64_t numel);
 void hp_fsdp_plan_free(hp_fsdp_plan *f);
+/* Where a managed parameter's local piece lies in its unit: `at` floats from
+ * the unit's start, in a unit split into members' ranges of `shard` floats
+ * (0: not managed). Every member of a shard group lays its units out alike,
+ * so one plan gives the places for all of them; a pipeline's other stages
+ * lay out their own parameters (a plan made for one of their ranks). */
+typedef struct {
+    int64_t at, shard;
+} hp_fsdp_place;
+/* Writes the place of each parameter f manages into out[its global value]. */
+void hp_fsdp_places(hp_fsdp_place *out, const hp_fsdp_plan *f);
 /* Floats of the plan's largest unit (0 without units). */
 size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f);
 /* transient: the store's parts that are memory in this rank's supernode, as

@@ -8,13 +8,14 @@
 #include "kernels/bf16.h"
 #include "parallel/rank.h"
 
-/* Gradient accumulation that communicates at the last micro-batch only
- * (parallel/accum): the reduction nodes carry the micro-batch input last
- * (a.i[1] = 1) and do nothing before the last micro-batch. */
+/* Gradient accumulation (parallel/accum): the node carries the micro-batch
+ * input last; a reduction that communicates at the last micro-batch only
+ * (a.i[1] = 1) does nothing before it, a forward gather (a.i[1] = 2) nothing
+ * after the first (the store keeps the gathered unit until the optimizer). */
 static int skipped(const hp_node *n, const hp_tensor *in) {
     if (!n->a.i[1]) return 0;
     const int32_t *m = in[n->nin - 1].data;
-    return m[0] != m[1] - 1;
+    return n->a.i[1] == 2 ? m[0] != 0 : m[0] != m[1] - 1;
 }
 
 static hp_fsdp_rt *rt_of(const hp_kctx *k) { return ((hp_rank_ctx *)k->rank)->fsdp; }
@@ -47,9 +48,11 @@ static void wait_slot(const hp_kctx *k, int slot) {
 }
 
 static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)in, (void)out;
+    (void)out;
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
+    rt->req[3 * u] = NULL;
+    if (skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     float *base = rt->params + un->offset, *mine = base + un->shard * (size_t)rt->plan->me;
     if (rt->slots && !rt->staging) { /* transient: the rank's shard from the store into the unit's slot, the slot gathered in place,
@@ -76,11 +79,11 @@ static void gather_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
 }
 
 static void gather_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)in, (void)out;
+    (void)out;
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
     wait_slot(k, 3 * u);
-    if (!rt->staging || *k->err) return;
+    if (!rt->staging || *k->err || skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     size_t es = rt->params16 ? sizeof(uint16_t) : sizeof(float);
     void *to = rt->params16 ? (void *)(rt->params16 + un->offset) : (void *)(rt->params + un->offset);

@@ -13,12 +13,21 @@
 
 void hp_fsdp_plan_free(hp_fsdp_plan *f) {
     free(f->units);
+    free(f->gval);
     free(f->unit_of);
     free(f->offset);
     free(f->grad_layout);
     free(f->local);
     free(f->slot_at);
     memset(f, 0, sizeof *f);
+}
+
+void hp_fsdp_places(hp_fsdp_place *out, const hp_fsdp_plan *f) {
+    for (int k = 0; f->level && k < f->nparams; k++) {
+        int u = f->unit_of[k];
+        if (u >= 0) out[f->gval[k]] = (hp_fsdp_place){(int64_t)(f->offset[k] - f->units[u].offset),
+                                                       (int64_t)f->units[u].shard};
+    }
 }
 
 size_t hp_fsdp_largest_unit(const hp_fsdp_plan *f) {
@@ -191,7 +200,8 @@ static hp_status supernode_members(hp_fsdp_plan *out, const hp_mesh *m, const hp
 }
 
 hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto) {
+                          const hp_plan *plan, int rank, int supernode_ranks, int64_t keep_auto,
+                          const unsigned char *held) {
     memset(out, 0, sizeof *out);
     const hp_fsdp_spec *s = &plan->fsdp;
     if (s->level <= 0) return HP_OK;
@@ -211,15 +221,25 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->keep_bytes = s->keep_bytes == HP_FSDP_KEEP_AUTO ? keep_auto : s->keep_bytes;
     int np = hp_graph_params(g, NULL, 0);
     int *ids = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    out->nparams = np;
     out->unit_of = malloc(sizeof(int) * (size_t)(np ? np : 1));
     out->offset = calloc((size_t)(np ? np : 1), sizeof(size_t));
     out->units = calloc((size_t)(np + s->nunits + 1), sizeof *out->units);
     out->grad_layout = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->grad_layout);
-    hp_status st = ids && out->unit_of && out->offset && out->units && out->grad_layout
+    unsigned char *matched = calloc((size_t)s->nunits + 1, 1);
+    hp_status st = ids && out->unit_of && out->offset && out->units && out->grad_layout && matched
                        ? HP_OK
                        : hp_errorf("fsdp: out of memory");
-    if (!st) hp_graph_params(g, ids, np);
+    if (!st) { /* the rank's parameters: a pipeline stage's only */
+        hp_graph_params(g, ids, np);
+        int n = 0;
+        for (int k = 0; k < np; k++)
+            if (!held || held[ids[k]]) ids[n++] = ids[k];
+        np = n;
+        out->gval = malloc(sizeof(int) * (size_t)(np ? np : 1));
+        if (out->gval) memcpy(out->gval, ids, sizeof(int) * (size_t)np);
+        else st = hp_errorf("fsdp: out of memory");
+    }
+    out->nparams = np;
     /* the plan's units first (in the plan's order), then the default ones as met */
     for (int u = 0; !st && u < s->nunits; u++) snprintf(out->units[out->nunits++].name, HP_NAME_LEN, "%s", s->units[u].name);
     for (int k = 0; !st && k < np; k++) {
@@ -227,6 +247,13 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         out->unit_of[k] = -1;
         if (v->grad < 0 || !managed(&prop->val[ids[k]], s)) continue;
         int u = -1;
+        if (held && held[ids[k]] == 2) { /* tied across stages: a unit of its own, made below */
+            for (int r = 0; r < s->nunits; r++)
+                for (int q = 0; q < s->units[r].nglobs; q++)
+                    if (fnmatch(s->units[r].globs[q], v->name, 0) == 0) matched[r] = 1;
+            out->unit_of[k] = -3;
+            continue;
+        }
         if (s->unit_bytes > 0) {
             out->unit_of[k] = 0; /* managed: byte_units below */
             continue;
@@ -249,8 +276,14 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         if (u >= 0) out->units[u].nparams++;
     }
     if (!st && s->unit_bytes > 0) st = byte_units(out, g, prop, m, rank, ids, s->unit_bytes);
+    for (int k = 0; !st && k < np; k++) {
+        if (out->unit_of[k] != -3) continue;
+        int u = out->unit_of[k] = out->nunits++;
+        snprintf(out->units[u].name, HP_NAME_LEN, "%s", g->vals[ids[k]].name);
+        out->units[u].nparams = 1;
+    }
     for (int u = 0; !st && u < s->nunits; u++)
-        if (!out->units[u].nparams)
+        if (!out->units[u].nparams && !matched[u])
             st = hp_errorf("%s: unit '%s' matches no parameter FSDP manages", s->units[u].where, s->units[u].name);
     /* the store: the unmanaged parameters (unit -1), then unit by unit */
     size_t at = 0;
@@ -284,7 +317,7 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         if (s->replicate_axis >= 0 && m->size[s->replicate_axis] > 1) l.p[s->replicate_axis] = hp_partial(HP_PARTIAL_SUM);
         out->grad_layout[ids[k]] = l;
     }
-    free(ids);
+    free(ids), free(matched);
     if (st) hp_fsdp_plan_free(out);
     return st;
 }
@@ -319,7 +352,7 @@ static int emit(hp_rank_graph *rg, const hp_opdef *op, const int *in, int nin, c
 /* Unit u's gather start and wait in phase ph over its parameters' values
  * xp[nx] (what: the names' suffix), hinted before nodes `start` and `wait`;
  * a.i[2] gather=bf16, a.i[3] the unit's transient slot (-1: none). */
-static hp_status emit_gather(hp_rank_graph *rg, const hp_fsdp_plan *f, int u, const int *xp, int nx, hp_phase ph,
+static hp_status emit_gather(hp_rank_graph *rg, hp_fsdp_plan *f, int u, const int *xp, int nx, hp_phase ph,
                              const char *what, int start, int wait) {
     char wn[24];
     snprintf(wn, sizeof wn, "%s_wait", what);
@@ -332,6 +365,8 @@ static hp_status emit_gather(hp_rank_graph *rg, const hp_fsdp_plan *f, int u, co
     ns->a.i[3] = nw->a.i[3] = f->transient ? f->units[u].slot : -1;
     rg->hint[s] = HP_HINT_BEFORE(start);
     rg->hint[w] = HP_HINT_BEFORE(wait);
+    if (rg->chunk) rg->chunk[s] = rg->chunk[w] = f->units[u].chunk;
+    if (ph == HP_PHASE_FWD) f->units[u].gather_node[0] = s, f->units[u].gather_node[1] = w;
     return HP_OK;
 }
 
@@ -366,7 +401,14 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     unsigned char *mp = calloc((size_t)g->nvals, 1), *mg = calloc((size_t)g->nvals, 1);
     hp_status st = ids && xp && first && last && mp && mg ? HP_OK : hp_errorf("fsdp: out of memory");
     hp_fsdp_slots sl = {0};
+    if (!st && hp_graph_params(g, NULL, 0) != f->nparams)
+        st = hp_errorf("fsdp: the rank's graph has %d parameters, FSDP laid out %d", hp_graph_params(g, NULL, 0),
+                       f->nparams);
     if (!st) hp_graph_params(g, ids, f->nparams);
+    for (int k = 0; !st && k < f->nparams; k++)
+        if (ids[k] < rg->nglobal_of && rg->global_of[ids[k]] != f->gval[k])
+            st = hp_errorf("fsdp: the rank's parameter %d ('%s') is not the one FSDP laid out there", k,
+                           g->vals[ids[k]].name);
     if (!st && f->gather_bf16) st = mirror_copies(f, g, ids, mp);
     if (!st && f->transient) { /* the readers move onto the compute copies in the slots */
         st = hp_fsdp_slots_make(&sl, f, g, ids, n0);
@@ -390,11 +432,23 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
             if (g->vals[v].mirror_of >= 0 && mp[g->vals[v].mirror_of]) mp[v] = 1;
         first[2 * u] = last[2 * u] = -1;
         first[2 * u + 1] = last[2 * u + 1] = u;
-        for (int i = 0; i < n0; i++) {
+        f->units[u].chunk = -1;
+        f->units[u].gather_node[0] = f->units[u].gather_node[1] = -1;
+        for (int i = 0; i < n0 && !st; i++) {
             const hp_node *n = &g->nodes[i];
-            if (n->phase == HP_PHASE_FWD && first[2 * u] < 0 && touches(g, n, mp)) first[2 * u] = i;
-            if (n->phase == HP_PHASE_BWD && (touches(g, n, mp) || touches(g, n, mg))) last[2 * u] = i;
+            int fw = n->phase == HP_PHASE_FWD && touches(g, n, mp);
+            int bw = n->phase == HP_PHASE_BWD && (touches(g, n, mp) || touches(g, n, mg));
+            if (fw && first[2 * u] < 0) first[2 * u] = i;
+            if (bw) last[2 * u] = i;
+            /* an interleaved pipeline stage: the unit's gathers and reductions run in its model chunk's actions */
+            int c = (fw || bw) && rg->chunk && i < rg->nnode_of ? rg->chunk[i] : -1;
+            if (c < 0) continue;
+            if (f->units[u].chunk >= 0 && f->units[u].chunk != c)
+                st = hp_errorf("fsdp: unit '%s' has parameters in model chunks %d and %d of this pipeline stage "
+                               "(give each chunk's blocks units of their own)", f->units[u].name, f->units[u].chunk, c);
+            f->units[u].chunk = c;
         }
+        if (f->units[u].chunk < 0) f->units[u].chunk = 0;
     }
     if (!st) {
         qsort(first, (size_t)nu, 2 * sizeof(int), by_key);
@@ -427,7 +481,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
     /* each unit's gradient as one value, its parameters' gradients views into it */
     for (int u = 0; !st && u < nu; u++) {
         hp_fsdp_unit *un = &f->units[u];
-        un->grad_acc = -1;
+        un->grad_acc = un->grad_sum = -1;
         un->reduce_node[0] = un->reduce_node[1] = un->reduce_node[2] = -1; /* set below when the unit has a backward */
         char nm[HP_NAME_LEN];
         snprintf(nm, sizeof nm, "fsdp.%.60s.grad", un->name);
@@ -475,6 +529,10 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         /* hyperpar: the previous unit's reduction overlaps this unit's; fsdp2: one in flight */
         if (prev >= 0) rg->hint[prev] = f->style == HP_FSDP_STYLE_FSDP2 ? HP_HINT_BEFORE(s) : HP_HINT_AFTER(s);
         if (a >= 0) rg->hint[a] = HP_HINT_END;
+        if (rg->chunk) {
+            rg->chunk[s] = rg->chunk[w] = un->chunk;
+            if (a >= 0) rg->chunk[a] = un->chunk;
+        }
         prev = w;
     }
     free(ids), free(xp), free(first), free(last), free(mp), free(mg);
@@ -503,7 +561,9 @@ int hp_fsdp_optim_pieces(hp_optim_phase_param *out, const hp_fsdp_plan *f, hp_ra
     int pv = hp_graph_view(g, p, pa, hp_shape1(pb - pa), nm);
     snprintf(nm, sizeof nm, "%.64s.grad[%lld:%lld]", g->vals[p].name, (long long)pa, (long long)pb);
     int gv = -1;
-    if (pv >= 0 && un->grad_acc >= 0) /* accumulated: the shard's accumulator */
+    if (pv >= 0 && un->grad_sum >= 0) /* tied across pipeline stages: the stages' shards summed */
+        gv = hp_graph_view(g, un->grad_sum, a - lo, hp_shape1(pb - pa), nm);
+    else if (pv >= 0 && un->grad_acc >= 0) /* accumulated: the shard's accumulator */
         gv = hp_graph_view(g, un->grad_acc, a - lo, hp_shape1(pb - pa), nm);
     else if (pv >= 0 && g->vals[un->grad_shard].view_of >= 0) /* level 1: the shard is a view of the unit's gradient */
         gv = hp_graph_view(g, un->grad, a, hp_shape1(pb - pa), nm);

@@ -9,16 +9,15 @@ static void box_of(hp_shape *box, int64_t *start, const hp_holdings *h, int v, i
     hp_local_shape(box, start, &h->g->vals[v].shape, &h->layouts[v], &h->mesh, q);
 }
 
-/* FSDP: the part of managed parameter fk's box (n elements) that rank q's
- * shard covers: elements [*lo, *hi) of the box (empty: *lo == *hi). Every
- * rank of a shard group lays its units out alike, so f (any rank's plan)
- * serves for every q. */
-static void fsdp_part(int64_t *lo, int64_t *hi, const hp_fsdp_plan *f, const hp_mesh *m, int fk, int q, int64_t n) {
-    const hp_fsdp_unit *un = &f->units[f->unit_of[fk]];
+/* Flat parts (FSDP): the part of tensor t's box (n elements) that rank q's
+ * shard covers, from the parameter's place in its unit (every member of a
+ * shard group lays its units out alike): elements [*lo, *hi) of the box
+ * (empty: *lo == *hi). */
+static void fsdp_part(int64_t *lo, int64_t *hi, const hp_holdings *h, const hp_held_tensor *t, int q, int64_t n) {
     int coord[HP_MESH_MAX_DIMS];
-    hp_mesh_coords(coord, m, q);
-    int64_t o = (int64_t)(f->offset[fk] - un->offset), s = (int64_t)un->shard * coord[f->shard_axis];
-    int64_t a = o > s ? o : s, b = o + n < s + (int64_t)un->shard ? o + n : s + (int64_t)un->shard;
+    hp_mesh_coords(coord, &h->mesh, q);
+    int64_t o = t->part_at, s = t->part_shard * coord[h->fsdp.shard_axis];
+    int64_t a = o > s ? o : s, b = o + n < s + t->part_shard ? o + n : s + t->part_shard;
     *lo = a - o, *hi = b > a ? b - o : a - o;
 }
 
@@ -28,13 +27,13 @@ int hp_holdings_pieces_for(hp_holding *out, const hp_holdings *h, int t, int sta
     hp_holding p = {.tensor = t};
     box_of(&p.box, p.start, h, ht->v, q);
     int64_t n = hp_shape_numel(&p.box);
-    if (ht->fsdp < 0) {
+    if (!ht->parts) {
         p.lo = 0, p.hi = n, p.current = p.loaded = 1;
         out[0] = p;
         return 1;
     }
     int k = 0;
-    fsdp_part(&p.lo, &p.hi, &h->fsdp, &h->mesh, ht->fsdp, q, n);
+    fsdp_part(&p.lo, &p.hi, h, &h->tensors[ht->param], q, n);
     p.part = p.current = 1;
     p.loaded = state || h->fsdp.level == 3;
     if (p.hi > p.lo) out[k++] = p;
@@ -78,7 +77,7 @@ static hp_status add_pieces(builder *b, int t, int k, int s, const hp_shape *hav
     ht->first = h->npieces;
     hp_holding ps[2];
     int n = hp_holdings_pieces_for(ps, h, ht->param, s >= 0, h->rank);
-    if (ht->fsdp < 0 ? !hp_shape_eq(have, &ps[0].box)
+    if (!ht->parts ? !hp_shape_eq(have, &ps[0].box)
                      : s >= 0 && hp_shape_numel(have) != (n ? ps[0].hi - ps[0].lo : 0))
         return hp_errorf("holdings: rank %d's piece of '%s' does not have its layout's shape", h->rank, ht->name);
     for (int i = 0; i < n; i++) {
@@ -106,7 +105,7 @@ static hp_status find_replicas(builder *b, hp_holding *p, int *cap) {
         box_of(&box, start, h, ht->v, q);
         if (!same_box(&box, start, &p->box, p->start)) continue;
         hi = hp_shape_numel(&box);
-        if (flat) fsdp_part(&lo, &hi, &h->fsdp, &h->mesh, ht->fsdp, q, hi);
+        if (flat) fsdp_part(&lo, &hi, h, &h->tensors[ht->param], q, hi);
         if (lo != p->lo || hi != p->hi) continue;
         if (h->nreplicas == *cap) {
             int c = *cap ? 2 * *cap : 256;
@@ -188,7 +187,7 @@ static hp_status add_units(hp_holdings *h, const hp_fsdp_plan *f) {
         ht->unit = u, ht->unit_at = f->offset[ht->fsdp] - f->units[u].offset;
         hp_holding p = {.tensor = t, .part = 1, .current = 1, .place = HP_HOLD_VALUE, .local = h->units[u].grad};
         box_of(&p.box, p.start, h, ht->v, h->rank);
-        fsdp_part(&p.lo, &p.hi, f, &h->mesh, ht->fsdp, h->rank, hp_shape_numel(&p.box));
+        fsdp_part(&p.lo, &p.hi, h, ht, h->rank, hp_shape_numel(&p.box));
         if (p.hi <= p.lo || h->units[u].grad < 0) continue;
         p.at = ht->unit_at + (size_t)p.lo - h->units[u].shard * (size_t)h->units[u].member;
         ht->grad = h->ngrads;
@@ -201,7 +200,8 @@ static hp_status add_units(hp_holdings *h, const hp_fsdp_plan *f) {
 }
 
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank, const hp_pp_plan *pp) {
+                            const hp_rank_graph *rg, const hp_fsdp_plan *f, const hp_fsdp_place *place, int rank,
+                            const hp_pp_plan *pp) {
     memset(out, 0, sizeof *out);
     out->rank = rank;
     out->pp = pp && pp->axis >= 0 ? pp : NULL;
@@ -226,7 +226,12 @@ hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propag
         memcpy(t->name, g->vals[ids[i]].name, HP_NAME_LEN);
         t->v = ids[i], t->param = out->ntensors, t->shape = g->vals[ids[i]].shape;
         t->fsdp = f->level && k >= 0 && k < f->nparams && f->unit_of[k] >= 0 ? k : -1;
-        t->parts = t->fsdp >= 0;
+        if (f->level && place && place[ids[i]].shard > 0) /* laid out by its holders (maybe other stages) */
+            t->part_at = place[ids[i]].at, t->part_shard = place[ids[i]].shard;
+        else if (t->fsdp >= 0)
+            t->part_at = (int64_t)(f->offset[k] - f->units[f->unit_of[k]].offset),
+            t->part_shard = (int64_t)f->units[f->unit_of[k]].shard;
+        t->parts = t->part_shard > 0;
         t->unit = t->grad = -1;
         t->first = out->npieces;
         out->ntensors++;

@@ -51,6 +51,7 @@ typedef struct {
     int param;              /* a state's parameter: its tensor index here; a parameter's: itself */
     int fsdp;               /* the parameter's index in FSDP's parameter order when FSDP manages it, else -1 */
     int parts;              /* 1: the ranks hold flat parts of its boxes (FSDP manages it) */
+    int64_t part_at, part_shard; /* parts: the box's start in its unit and the unit's shard floats */
     hp_shape shape;         /* global */
     int first, count;       /* its pieces: pieces[first .. first + count) */
     int unit;               /* parts: the unit its box is laid out in (units[unit]); -1: held whole */
@@ -124,10 +125,13 @@ typedef struct {
 
 /* The table of `rank` from its compiled parts: the global graph g (with
  * its propagation prop over mesh m), the rank's graph rg (optimizer phase
- * included), its FSDP plan f (level 0: none) and its pipeline plan pp (NULL or axis -1: none; borrowed:
+ * included), its FSDP plan f (level 0: none), the places of every managed
+ * parameter in its unit ([g->nvals], hp_fsdp_places over every pipeline
+ * stage's plan; NULL: f's) and its pipeline plan pp (NULL or axis -1: none; borrowed:
  * ranks of other stages hold none of the stage's tensors). */
 hp_status hp_holdings_build(hp_holdings *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                            const hp_rank_graph *rg, const hp_fsdp_plan *f, int rank, const hp_pp_plan *pp);
+                            const hp_rank_graph *rg, const hp_fsdp_plan *f, const hp_fsdp_place *place, int rank,
+                            const hp_pp_plan *pp);
 void hp_holdings_free(hp_holdings *h);
 /* Rank q's pieces (any rank, hosted anywhere) of parameter tensor t (state 0)
  * or of each of its optimizer states (state 1), as rank q's own table lists

@@ -103,7 +103,10 @@ int hp_pp_holds(const hp_pp_plan *p, const hp_mesh *m, int v, int rank);
 int hp_pp_copies(const hp_pp_plan *p, int v);
 
 hp_status hp_pass_pp_stage(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
-hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global);
+/* f: the rank's FSDP plan (level 0: none): a tied parameter FSDP manages is a unit of its own, whose reduced
+ * shard is exchanged and summed (into hp_fsdp_unit.grad_sum) instead of the whole gradient. */
+struct hp_fsdp_plan;
+hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global, struct hp_fsdp_plan *f);
 /* split backward (zero-bubble schedules, after wgrad first): every linear backward that computes both its
  * input's and its weight's gradient becomes two nodes, the weight part right after the input part, so that
  * a backward-input action (B) leaves the weight GEMMs to its W (core/action's parts). *nsplit: how many. */

@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "parallel/fsdp.h"
 #include "parallel/pp_pass.h"
 #include "parallel/rank.h"
 
 /* ---- shared: a tied parameter's gradient parts summed across its stages ---- */
 
-hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global) {
+hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *global, struct hp_fsdp_plan *f) {
     if (p->axis < 0) return HP_OK;
     hp_graph *g = rg->g;
     int np = hp_graph_params(g, NULL, 0);
@@ -22,7 +23,15 @@ hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *gl
     for (int k = 0; k < np && !st; k++) {
         int lp = ids[k], gp = rg->global_of[lp];
         if (gp < 0 || g->vals[lp].grad < 0 || __builtin_popcountll(p->val_mask[gp]) < 2) continue;
-        int G = g->vals[lp].grad, part[HP_PP_MAX_STAGES] = {0}, nparts = 0;
+        /* FSDP: the unit (the parameter alone: fsdp_prepare) has the same shards on every holder; the
+         * rank's reduced (and accumulated) shard travels */
+        hp_fsdp_unit *un = f && f->level && k < f->nparams && f->unit_of[k] >= 0 ? &f->units[f->unit_of[k]] : NULL;
+        if (un && un->nparams != 1)
+            st = hp_errorf("pipeline: '%s' is read on several stages but shares FSDP unit '%s'", g->vals[lp].name,
+                           un->name);
+        if (st) break;
+        int G = !un ? g->vals[lp].grad : un->grad_acc >= 0 ? un->grad_acc : un->grad_shard;
+        int part[HP_PP_MAX_STAGES] = {0}, nparts = 0;
         if (slot < 0) slot = rg->ctx.nslots++;
         uint64_t holders = hp_pp_ranks_of(p, p->val_mask[gp]);
         if (__builtin_popcountll(holders) < 2) continue; /* one rank's chunks hold every part */
@@ -58,8 +67,12 @@ hp_status hp_pass_pp_shared(hp_pp_plan *p, hp_rank_graph *rg, const hp_graph *gl
         }
         if (!st) {
             g->vals[acc].persistent = 1, g->vals[acc].no_grad = 1;
-            g->vals[acc].grad_of = lp;
-            g->vals[lp].grad = acc;
+            if (un) {
+                un->grad_sum = acc;
+            } else {
+                g->vals[acc].grad_of = lp;
+                g->vals[lp].grad = acc;
+            }
             p->nshared++;
         }
     }

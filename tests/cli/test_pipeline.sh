@@ -2,7 +2,9 @@
 # interleaved 1F1B with 2 and 3 model chunks per stage),
 # DP 2 x PP 2, TP 2 x PP 2, DP 2 x TP 2 x PP 2 (8 rank-threads) and PP 2 across 2 MPI processes against
 # 1 rank with the same micro-batches (gradient accumulation), max |delta loss| <= 1e-5 (with remat too); the tied wte's
-# gradient parts meet between the first and the last stage. Plus the pipeline's bad input.
+# gradient parts meet between the first and the last stage. The head and loss fused over vocabulary chunks
+# (--loss-chunk) alone, under PP with full remat and under FSDP, and GPT-2 124M's planned arena with it (full remat
+# >= 4x below none). Plus the pipeline's bad input.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 small="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 200 --val-every 100 --val-steps 2 --warmup 10 --lr 1e-3"
@@ -36,6 +38,21 @@ check pp2_even "$HP" train $small --pp 2 --micro-batches 4 --pp-split even
 check pp2_explicit "$HP" train $small --pp 2 --micro-batches 4 --pp-split 1,3
 check pp2_remat_full "$HP" train $small --pp 2 --micro-batches 4 --remat full
 check pp4_zb_remat_sel "$HP" train $small --pp 4 --micro-batches 4 --pp-schedule zb-h1 --remat selective
+# the head and the loss fused over vocabulary chunks (--loss-chunk): the same losses up to rounding, alone, with
+# full remat under PP, and with FSDP
+check one_loss_chunk "$HP" train $small --grad-accum 4 --loss-chunk 100
+check pp2_remat_full_loss_chunk "$HP" train $small --pp 2 --micro-batches 4 --remat full --loss-chunk 100
+check dp2_fsdp_loss_chunk "$HP" train $small --fsdp 2 --grad-accum 4 --loss-chunk 64
+# GPT-2 124M at B4 T256 on one rank (compiled, not run: the memory pass's arena is what the program allocates):
+# with the head and loss fused, full remat holds >= 4x less than none, selective >= 1.5x
+arena() { "$HP" plan --layers 12 --heads 12 --channels 768 --vocab 50257 --max-seq 256 --batch 4 --seq 256 "$@" 2>&1 |
+  sed -n 's/^  memory     arena \([0-9.]*\) MB.*/\1/p'; }
+a_none=$(arena --loss-chunk 4096) a_sel=$(arena --loss-chunk 4096 --remat selective) a_full=$(arena --loss-chunk 4096 --remat full)
+a_plain=$(arena)
+echo "gpt2-124m arena MB: none $a_none, selective $a_sel, full $a_full (head and loss fused); unfused none $a_plain"
+awk -v n="$a_none" -v s="$a_sel" -v f="$a_full" -v p="$a_plain" \
+  'BEGIN { exit !(n > 0 && f > 0 && s > 0 && n / f >= 4 && n / s >= 1.5 && p > n) }' ||
+  fail "remat with the fused loss: none $a_none, selective $a_sel, full $a_full MB (unfused none $a_plain)"
 check dp2_pp2 "$HP" train $small --dp 2 --pp 2 --micro-batches 4
 check tp2_pp2 "$HP" train $small --tp 2 --pp 2 --micro-batches 4
 check dp2_tp2_pp2 "$HP" train $small --dp 2 --tp 2 --pp 2 --micro-batches 4 --pp-schedule zb-h1
@@ -88,10 +105,14 @@ echo "pangu-tiny pp2: $n steps, max |delta loss| $m"
 awk -v a="$(losses pangu_pp.jsonl | head -1)" -v b="$(losses pangu_pp.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
   fail "pangu-tiny: the loss did not fall"
 "$HP" plan --model pangu-200b --plan "$(dirname "$0")/../../examples/pangu_200b.plan" --batch 16 --seq 1024 \
-  --micro-batches 32 --remat full --processes 256 --memory 64 >pangu200.txt 2>&1 || fail "pangu-200b plan: $(tail -2 pangu200.txt)"
+  --micro-batches 32 --remat full --processes 256 --memory 256 >pangu200.txt 2>&1 || fail "pangu-200b plan: $(tail -2 pangu200.txt)"
 grep -q "^mesh pp=16,dp=16,tp=8: 2048 ranks" pangu200.txt && grep -q "^pipeline: 16 stages, 1f1b, 32 micro-batches" pangu200.txt &&
   grep -q "206862.06M parameters" pangu200.txt || fail "pangu-200b plan: $(head -8 pangu200.txt)"
 grep -q "all-gather(pp\|slice(pp\|(pp," pangu200.txt && fail "pangu-200b plan: a collective along pp: $(grep '(pp' pangu200.txt | head -2)"
+# optimizer parallel (the plan's fsdp line, level 1 over each stage's 16 data-parallel ranks): rank 0 fits a 32 GB device
+awk '/^memory per rank/ { getline; getline; exit !($NF == "GB" && $(NF-1) + 0 > 10 && $(NF-1) + 0 < 32) }' pangu200.txt ||
+  fail "pangu-200b plan: rank 0 over 32 GB: $(grep -A2 '^memory per rank' pangu200.txt)"
+grep -q "^fsdp (rank 0): level 1 (ZeRO-1), .* shard group dp=16" pangu200.txt || fail "pangu-200b plan: no optimizer parallel"
 expect_error "not a PanGu-α preset" "$HP" train --model pangu-1t --steps 1
 # the loss must really fall (the comparison is not of two flat lines)
 awk -v a="$(losses pp2_1f1b.jsonl | head -1)" -v b="$(losses pp2_1f1b.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
@@ -119,8 +140,9 @@ expect_error "pp-schedule" "$HP" train --pp 2 --pp-schedule zigzag --steps 1
 expect_error "pp-split" "$HP" train --pp 2 --pp-split 3,x --steps 1
 expect_error "pp axis has 2" "$HP" train --pp 2 --layers 4 --pp-split 1,1,2 --steps 1
 expect_error "8 stages" "$HP" train --pp 8 --layers 2 --heads 2 --channels 32 --steps 1
-expect_error "FSDP" "$HP" train --pp 2 --fsdp 2 --steps 1
 expect_error "--remat" "$HP" train --remat sometimes --steps 1
+expect_error "vocabulary-parallel" "$HP" train --tp 2 --loss-chunk 128 --steps 1
+expect_error "--loss-chunk must be >= 0" "$HP" train --loss-chunk -3 --steps 1
 expect_error "--validate does not run pipelined" "$HP" train --pp 2 --validate --steps 1
 expect_error "Muon over pipeline stages" "$HP" train --pp 2 --optimizer muon --steps 1
 expect_error "--pp" "$HP" train --pp 2 --deterministic --steps 1

@@ -15,6 +15,10 @@
  *    whole-vocabulary operators' values on the same table (fp32 1e-5, bf16
  *    1e-2 relative L2), the two tables the same bits in fp32, and bf16 is
  *    within 1% (loss) and 3% (gradients) of fp32;
+ *  - GPT-2 again with its head and loss fused over vocabulary chunks of 7
+ *    columns (linear_cross_entropy: 23 columns in 4 chunks, the last of 2):
+ *    the same checks, and its loss and gradients those of the unfused
+ *    program within 1e-5 (relative);
  *  - the test enumerates the operator table (hp_ops_all): an operator that
  *    none of the above runs fails it;
  *  - fp32: each table's gradient matches central finite differences of its
@@ -43,6 +47,7 @@ enum { B = 2, T = 8 };
 typedef struct {
     hp_graph *g;
     int tokens, targets, V;
+    int64_t loss_chunk; /* > 0: compiled with the head and the loss fused over this many columns */
 } model;
 
 typedef struct {
@@ -92,7 +97,7 @@ static void extras_model(model *m) {
 }
 
 static void build(run *r, const model *m, hp_dtype dt, const hp_kbackend *kern, hp_pool *pool) {
-    hp_compile_opts o = {.train = 1, .dtype = dt};
+    hp_compile_opts o = {.train = 1, .dtype = dt, .loss_chunk = m->loss_chunk};
     CHECK_OK(hp_compile(&r->c, m->g, NULL, 0, &o));
     CHECK_OK(hp_param_store_create(&r->ps, r->c.rg.g));
     hp_rng rng;
@@ -213,6 +218,29 @@ static void test_model(const model *m, const char *name, int *seen, hp_pool *poo
     }
     CHECK(hp_program_gemm_creations(b16[1].p) == 0); /* portable: no oneDNN product */
     for (int t = 0; t < 2; t++) release(&f32[t]), release(&b16[t]);
+}
+
+/* The fused head and loss against the plain one: the same loss and gradients up to rounding. */
+static void test_fused_vs_plain(const model *plain, const model *fused, hp_pool *pool) {
+    run a, b;
+    build(&a, plain, HP_F32, hp_kbackend_cpu(), pool);
+    build(&b, fused, HP_F32, hp_kbackend_cpu(), pool);
+    step(&a), step(&b);
+    CHECK(a.ps.total == b.ps.total);
+    const float *ga = hp_program_grads(a.p), *gb = hp_program_grads(b.p);
+    double big = 0, diff = 0;
+    for (size_t i = 0; i < a.ps.total; i++) {
+        if (fabs(ga[i]) > big) big = fabs(ga[i]);
+        if (fabs(ga[i] - gb[i]) > diff) diff = fabs(ga[i] - gb[i]);
+    }
+    printf("fused head and loss vs plain: loss %.7f vs %.7f, max |gradient difference| %.3g of %.3g\n", b.loss,
+           a.loss, diff, big);
+    CHECK(fabs(a.loss - b.loss) <= 1e-5 * fabs(a.loss));
+    CHECK(big > 0 && diff <= 1e-5 * big);
+    int fused_node = 0;
+    for (int i = 0; i < b.c.rg.g->nnodes; i++) fused_node |= b.c.rg.g->nodes[i].op == &hp_op_linear_xent_bwd;
+    CHECK(fused_node);
+    release(&a), release(&b);
 }
 
 /* ---- the vocabulary-parallel operators, node by node ---- */
@@ -401,18 +429,22 @@ int main(void) {
     const hp_opdef *const *all = hp_ops_all(&nops);
     int *seen = calloc((size_t)nops, sizeof *seen);
     CHECK(seen);
-    model m[2];
+    model m[3];
     gpt2_model(&m[0]);
     extras_model(&m[1]);
+    gpt2_model(&m[2]);
+    m[0].loss_chunk = m[1].loss_chunk = 0, m[2].loss_chunk = 7;
     test_model(&m[0], "gpt2", seen, pool);
     test_model(&m[1], "extras", seen, pool);
+    test_model(&m[2], "gpt2 fused loss", seen, pool);
+    test_fused_vs_plain(&m[0], &m[2], pool);
     test_vocab_parallel(seen, pool);
     for (int k = 0; k < nops; k++) {
         if (seen[k]) continue;
         fprintf(stderr, "operator %s not run by this test\n", all[k]->name);
         CHECK(0);
     }
-    for (int i = 0; i < 2; i++) hp_graph_destroy(m[i].g);
+    for (int i = 0; i < 3; i++) hp_graph_destroy(m[i].g);
     free(seen);
     hp_pool_destroy(pool);
     return 0;

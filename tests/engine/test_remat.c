@@ -5,7 +5,8 @@
  * the recomputed nodes are forward operators run in the backward phase
  * (full: every block's, linear included; selective: no linear); the memory
  * plan's arena shrinks none > selective > full; a save list keeps what it
- * names; bad names are refused. */
+ * names; bad names are refused. The same with the head and the loss fused
+ * over vocabulary chunks (--loss-chunk), whose arenas are smaller still. */
 #include <string.h>
 
 #include "feeder.h"
@@ -24,7 +25,7 @@ typedef struct {
 } run;
 
 static void run_step(run *r, const hp_graph *model, const hp_gpt2_io *io, const hp_gpt2_config *mc,
-                     const hp_remat_opts *ro, int split) {
+                     const hp_remat_opts *ro, int split, int64_t loss_chunk) {
     static const int32_t *tok, *tgt;
     static int32_t tokb[K * B * T], tgtb[K * B * T];
     for (int i = 0; i < K * B * T; i++) tokb[i] = (i * 37 + 5) % 200, tgtb[i] = (i * 53 + 11) % 200;
@@ -32,7 +33,7 @@ static void run_step(run *r, const hp_graph *model, const hp_gpt2_io *io, const 
     hp_optim_config oc;
     hp_optim_config_default(&oc);
     hp_compile_opts o = {.train = 1, .optim = &oc, .max_norm = 1.0f, .grad_accum = K, .remat = *ro,
-                         .schedule = {.overlap = 1, .max_inflight = 4}};
+                         .schedule = {.overlap = 1, .max_inflight = 4}, .loss_chunk = loss_chunk};
     CHECK_OK(hp_compile(&r->c, model, NULL, 0, &o));
     const hp_graph *g = r->c.rg.g;
     CHECK_OK(hp_param_store_create(&r->ps, g));
@@ -112,11 +113,13 @@ int main(void) {
     hp_remat_opts none = {0}, sel = {.policy = HP_REMAT_SELECTIVE}, full = {.policy = HP_REMAT_FULL};
     hp_remat_opts keep_attn = {.policy = HP_REMAT_SELECTIVE, .nsave = 2, .save = {"linear", "attention"}};
     const hp_remat_opts *pol[4] = {&none, &sel, &full, &keep_attn};
-    for (int split = 0; split < 2; split++) {
+    size_t plain_arena[3] = {0};
+    for (int split = 0; split < 3; split++) {
+        int64_t lc = split == 2 ? 64 : 0; /* the third round: the head and the loss fused (4 chunks of 200) */
         run r[4];
         size_t arena[4];
         for (int i = 0; i < 4; i++) {
-            run_step(&r[i], model, &io, &mc, pol[i], split);
+            run_step(&r[i], model, &io, &mc, pol[i], split == 1, lc);
             arena[i] = r[i].c.mem.arena_bytes;
         }
         for (int i = 1; i < 4; i++) {
@@ -138,7 +141,13 @@ int main(void) {
             for (int k = 0; k < r[i].c.rg.g->nnodes; k++)
                 CHECK(!(strstr(r[i].c.rg.g->nodes[k].name, ".remat") && !strcmp(r[i].c.rg.g->nodes[k].op->name,
                                                                                   "attention") && i == 3));
-        if (!split) CHECK(arena[0] > arena[1] && arena[1] > arena[2]);
+        if (split != 1) CHECK(arena[0] > arena[1] && arena[1] > arena[2]);
+        if (!split) memcpy(plain_arena, arena, sizeof plain_arena);
+        if (split == 2) /* the fused loss holds a chunk where the logits, their probabilities and gradient were */
+            for (int i = 0; i < 3; i++) {
+                printf("arena %d: %zu fused, %zu plain\n", i, arena[i], plain_arena[i]);
+                CHECK(i == 0 ? arena[i] < plain_arena[i] : arena[i] <= plain_arena[i]);
+            }
         for (int i = 0; i < 4; i++) run_free(&r[i]);
     }
     hp_remat_policy p;
