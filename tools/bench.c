@@ -27,8 +27,8 @@ typedef struct {
 } bench_config;
 
 static const bench_config configs[] = {
-    {"gpt2-124m", {12, 12, 768, 50257, 1024}, 4, 256, 4},
-    {"small", {4, 4, 256, 256, 128}, 8, 128, 30},
+    {"gpt2-124m", {.layers = 12, .heads = 12, .channels = 768, .vocab = 50257, .max_seq = 1024}, 4, 256, 4},
+    {"small", {.layers = 4, .heads = 4, .channels = 256, .vocab = 256, .max_seq = 128}, 8, 128, 30},
 };
 
 typedef struct {

@@ -5,11 +5,11 @@
 
 hp_status hp_bench_model(hp_model_config *m, int *B, int *T, const char *name, const char *cmd) {
     if (!strcmp(name, "small")) {
-        *m = (hp_model_config){4, 4, 256, 256, 128}, *B = 8, *T = 128;
+        *m = (hp_model_config){.layers = 4, .heads = 4, .channels = 256, .vocab = 256, .max_seq = 128}, *B = 8, *T = 128;
         return HP_OK;
     }
     if (!strcmp(name, "gpt2-124m")) {
-        *m = (hp_model_config){12, 12, 768, 50257, 1024}, *B = 4, *T = 256;
+        *m = (hp_model_config){.layers = 12, .heads = 12, .channels = 768, .vocab = 50257, .max_seq = 1024}, *B = 4, *T = 256;
         return HP_OK;
     }
     return hp_errorf("hyperpar %s: --model '%s' is not small or gpt2-124m", cmd, name);

@@ -53,13 +53,19 @@ static hp_status check_mesh(plan_opts *po, const hp_shard_plan *plan) {
 static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, const hp_shard_plan *plan) {
     const hp_train_options *o = &po->o;
     hp_plan_report_config_default(c);
-    c->model = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
+    c->model = (hp_model_config){.layers = o->layers, .heads = o->heads, .channels = o->channels, .vocab = o->vocab, .max_seq = o->max_seq};
+    hp_model_config preset; /* a named model: the rest of its shape (kv heads, MLP width, RoPE base, experts) */
+    if (strcmp(o->model, "gpt2") && !hp_model_config_named(&preset, o->model)) {
+        preset.layers = o->layers, preset.heads = o->heads, preset.channels = o->channels, preset.vocab = o->vocab;
+        preset.max_seq = o->max_seq;
+        c->model = preset;
+    }
     c->init_llmc = o->init[0] ? o->init : NULL;
     HP_TRY(hp_train_micro_batch(&c->batch, &c->grad_accum, o));
     c->grad_accum_comm_last = !strcmp(o->grad_accum_comm, "last");
     c->deterministic = o->deterministic || o->det_slices;
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
-    c->model_kind = strncmp(o->model, "pangu-", 6) ? "gpt2" : "pangu";
+    c->model_kind = hp_model_family_name(o->model);
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->loss_chunk = o->loss_chunk;
     c->seq = o->seq;
@@ -86,9 +92,9 @@ hp_status hp_planner_build(planner *p) {
         hp_model_config m;
         HP_TRY(hp_model_config_llmc(&m, o->init));
         HP_TRY(hp_train_shape_resolve(&po->o, &m, o->init, "plan"));
-    } else if (!strncmp(o->model, "pangu-", 6)) { /* the preset sets the shape */
+    } else if (strcmp(o->model, "gpt2")) { /* a named model's preset sets the shape */
         hp_model_config m;
-        HP_TRY(hp_model_config_pangu(&m, o->model));
+        HP_TRY(hp_model_config_named(&m, o->model));
         char what[48];
         snprintf(what, sizeof what, "--model %s", o->model);
         HP_TRY(hp_train_shape_resolve(&po->o, &m, what, "plan"));

@@ -251,9 +251,16 @@ void hp_planner_print_text(const planner *p) {
     else
         printf("plan: GPT-2 data x Megatron tensor parallel (--dp %d --tp %d)\n", o->dp, o->tp);
     const hp_model_config *mc = &rep->model;
-    printf("model: GPT-2 L=%d NH=%d C=%d V=%d (Vp %d) maxT=%d, %.2fM parameters; batch %d x %d tokens\n", mc->layers,
-           mc->heads, mc->channels, mc->vocab, rep->vocab_padded, mc->max_seq, (double)rep->nparams / 1e6,
-           rep->batch, rep->seq);
+    char extra[160] = "";
+    if (mc->kv_heads > 0 || mc->ffn > 0)
+        snprintf(extra, sizeof extra, " KV=%d F=%d theta=%g", mc->kv_heads > 0 ? mc->kv_heads : mc->heads, mc->ffn,
+                 (double)(mc->rope_theta > 0 ? mc->rope_theta : 10000.0f));
+    if (mc->experts > 0)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " E=%d top-%d Fe=%d shared=%d", mc->experts,
+                 mc->top_k, mc->expert_ffn, mc->shared_experts);
+    printf("model: %s L=%d NH=%d C=%d%s V=%d (Vp %d) maxT=%d, %.2fM parameters; batch %d x %d tokens\n",
+           strcmp(o->model, "gpt2") ? o->model : "GPT-2", mc->layers, mc->heads, mc->channels, extra, mc->vocab,
+           rep->vocab_padded, mc->max_seq, (double)rep->nparams / 1e6, rep->batch, rep->seq);
     printf("\npasses (hp_compile, rank %d)\n", r0->rank);
     for (int i = 0; i < rep->npasses; i++) printf("  %-10s %s\n", rep->passes[i].name, rep->passes[i].note);
     for (int i = 0; i < rep->nreported; i++) {

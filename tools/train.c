@@ -204,14 +204,14 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
         HP_TRY(hp_train_shape_resolve(o, &m, o->init, "train"));
-    } else if (strncmp(o->model, "pangu-", 6) == 0) { /* the preset sets the shape, as --init does */
-        HP_TRY(hp_model_config_pangu(&m, o->model));
+    } else if (strcmp(o->model, "gpt2")) { /* a named model's preset sets the shape, as --init does */
+        HP_TRY(hp_model_config_named(&m, o->model));
         char what[48];
         snprintf(what, sizeof what, "--model %s", o->model);
         HP_TRY(hp_train_shape_resolve(o, &m, what, "train"));
     } else {
         HP_TRY(hp_train_shape_resolve(o, NULL, NULL, "train"));
-        m = (hp_model_config){o->layers, o->heads, o->channels, o->vocab, o->max_seq};
+        m = (hp_model_config){.layers = o->layers, .heads = o->heads, .channels = o->channels, .vocab = o->vocab, .max_seq = o->max_seq};
     }
     HP_TRY(resolve_run_dir(t));
     HP_TRY(default_ckpt_dir(t));
@@ -224,8 +224,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }
     HP_TRY(hp_train_micro_batch(&t->micro_batch, &t->grad_accum, o));
-    if (!strncmp(o->model, "pangu-", 6)) HP_TRY(hp_model_pangu(&t->model, &t->m, t->micro_batch, o->seq));
-    else HP_TRY(hp_model_gpt2(&t->model, &t->m, t->micro_batch, o->seq));
+    HP_TRY(hp_model_named(&t->model, o->model, &t->m, t->micro_batch, o->seq));
     hp_ckpt_args_fill(&t->args, t->tab, t->ntab);
     return record_settings(t, argc, argv);
 }

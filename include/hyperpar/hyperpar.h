@@ -185,6 +185,18 @@ typedef struct {
     int channels; /* model width (C) */
     int vocab;    /* vocabulary size (V; 256 for raw text); padded to 128 inside */
     int max_seq;  /* position table length (maxT); >= T */
+    /* Llama-style models only (0: their defaults; GPT-2 and PanGu-α ignore them): */
+    int kv_heads;     /* key/value heads of grouped-query attention (0: heads); heads % kv_heads == 0 */
+    int ffn;          /* the SwiGLU MLP's hidden width (0: 8C/3 rounded up to a multiple of 256) */
+    float rope_theta; /* RoPE's base (0: 10000) */
+    /* Mixture-of-Experts (the moe-* presets: Llama-style blocks whose MLP is routed; 0: dense): */
+    int experts;           /* routed experts per block (E) */
+    int top_k;             /* experts per token */
+    int expert_ffn;        /* each expert's SwiGLU width (0: ffn) */
+    int shared_experts;    /* experts every token goes through (DeepSeek's), expert_ffn wide each, one MLP */
+    int moe_flags;         /* HP_MOE_SIGMOID (scores), HP_MOE_RENORM (top-k weights sum to 1) */
+    float capacity_factor; /* 0: dropless */
+    float aux_coef, z_coef; /* the load-balancing and z losses' coefficients */
 } hp_model_config;
 
 typedef struct hp_model hp_model;
@@ -198,6 +210,18 @@ hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T
  * V 256, maxT 128), which trains here. The model is a written one (hp_model_from_graph's kind). */
 hp_status hp_model_config_pangu(hp_model_config *out, const char *preset);
 hp_status hp_model_pangu(hp_model **out, const hp_model_config *cfg, int B, int T);
+/* A Llama-style decoder (models/llama): RMSNorm, grouped-query attention (kv_heads, hp_repeat_heads) with RoPE
+ * (rope_theta), a SwiGLU MLP (ffn), an untied head, no biases. Presets: "llama-tiny" (L 4, C 64, 4 heads, 2 kv
+ * heads, F 192, V 256, maxT 128; trains here), "llama3-8b" and "llama3-70b" (the published shapes). A written
+ * model, like PanGu-α. */
+hp_status hp_model_config_llama(hp_model_config *out, const char *preset);
+hp_status hp_model_llama(hp_model **out, const hp_model_config *cfg, int B, int T);
+/* By --model name: the preset's shape of any family ("pangu-13b", "llama3-8b"; an error listing every name,
+ * "gpt2" included, which has no preset), the family's name ("gpt2" for "gpt2", "pangu", "llama"; NULL for an
+ * unknown name), and the model of the named family built on cfg's shape. */
+hp_status hp_model_config_named(hp_model_config *out, const char *name);
+const char *hp_model_family_name(const char *name);
+hp_status hp_model_named(hp_model **out, const char *name, const hp_model_config *cfg, int B, int T);
 void hp_model_free(hp_model *m);
 /* Parameters (floats), the padded vocabulary rows included (llm.c's count). */
 long hp_model_num_params(const hp_model *m);
@@ -342,6 +366,20 @@ int hp_pos_table(hp_graph *g, int table, int B, int T);
  * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
  * value of the per-position losses. */
 int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
+/* Grouped-query attention's keys and values: x[..., Hkv * hs] -> [..., Hkv * copies * hs], head j * copies + k a
+ * copy of head j (query head i reads kv head i / copies; Llama's repeat_kv). */
+int hp_repeat_heads(hp_graph *g, int x, int head_size, int copies);
+/* A Mixture-of-Experts MLP (ops/moe): x[N..., C] routed by router[E, C] (scores: softmax, or sigmoid with
+ * HP_MOE_SIGMOID; each token's top_k experts, their weights renormalised over them with HP_MOE_RENORM; with
+ * capacity_factor > 0 an expert keeps at most ceil(tokens top_k / E x factor) slots, the highest scores), each
+ * expert a SwiGLU MLP of the stacked weights gate_up[E, 2, F, C] and down[E, C, F] run as one GEMM over its
+ * tokens, the outputs weighted and summed per token: returns y[N..., C]. *aux: the load-balancing loss
+ * aux_coef E sum_e f_e P_e of the batch plus the z-loss z_coef mean(logsumexp(logits)^2), a scalar to add to
+ * the model's loss. */
+#define HP_MOE_SIGMOID 1
+#define HP_MOE_RENORM 2
+int hp_moe(hp_graph *g, int *aux, int x, int router, int gate_up, int down, int top_k, int flags,
+           double capacity_factor, double aux_coef, double z_coef);
 
 /* Marks the scalar loss training differentiates and its per-position losses
  * (-1: none); both are kept for the whole step. */
@@ -379,6 +417,10 @@ hp_status hp_shard_plan_gpt2_replicated(hp_shard_plan **out, int replicas, int d
  * contiguous; rep only when replicas > 1); the blocks' split and the schedule are the run's
  * (hp_train_config.pp_split, pp_schedule). */
 hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas, int dp, int tp);
+/* The shortcut plan of a --model name's family (hp_model_family_name): GPT-2's for gpt2 and PanGu-α, Llama's
+ * for the llama presets (the query and kv heads, the MLP and the untied vocabulary cut along tp), on mesh
+ * [pp=PP,][rep=R,]dp=DP,tp=TP. */
+hp_status hp_shard_plan_named(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int tp);
 /* FSDP / ZeRO on a plan, in the plan file's `fsdp:` form: "shard=dp level=3
  * prefetch=1 reshard=on reduce=fp32 style=hyperpar", and "replicate=rep" for
  * HSDP. Levels: 1 = optimizer state sharded, 2 = + gradients, 3 = +
@@ -443,8 +485,8 @@ typedef struct {
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
     const char *remat, *remat_save; /* hp_train_config's (NULL: none) */
     int loss_chunk;            /* hp_train_config's (0: off) */
-    const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; "pangu": PanGu-alpha of that shape
-                                * (hp_model_pangu) */
+    const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; a family's name ("pangu", "llama";
+                                * hp_model_family_name): that family's model of that shape */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
     int pp_chunks;
     const char *pp_split;

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "models/llama.h"
 #include "models/pangu.h"
+#include "models/zoo.h"
 
 hp_status hp_model_gpt2(hp_model **out, const hp_model_config *cfg, int B, int T) {
     *out = NULL;
@@ -42,6 +44,52 @@ hp_status hp_model_pangu(hp_model **out, const hp_model_config *cfg, int B, int 
         return hp_error_wrap(st, "hp_model_pangu");
     }
     return hp_model_from_graph(out, g, cfg->vocab);
+}
+
+hp_status hp_model_config_llama(hp_model_config *out, const char *preset) {
+    if (!out) return hp_errorf("hp_model_config_llama: out is NULL");
+    return hp_llama_preset(out, preset);
+}
+
+/* A family's model built on cfg's shape (what = the caller's name, for messages). */
+static hp_status family_model(hp_model **out, const hp_model_family *f, const hp_model_config *cfg, int B, int T,
+                              const char *what) {
+    *out = NULL;
+    if (!cfg) return hp_errorf("%s: cfg is NULL", what);
+    hp_graph *g = NULL;
+    HP_TRY(hp_graph_create(&g));
+    hp_status st = f->build(g, cfg, B, T);
+    if (st) {
+        hp_graph_destroy(g);
+        return hp_error_wrap(st, what);
+    }
+    return hp_model_from_graph(out, g, cfg->vocab);
+}
+
+hp_status hp_model_llama(hp_model **out, const hp_model_config *cfg, int B, int T) {
+    return family_model(out, hp_model_family_named("llama"), cfg, B, T, "hp_model_llama");
+}
+
+hp_status hp_model_config_named(hp_model_config *out, const char *name) {
+    if (!out) return hp_errorf("hp_model_config_named: out is NULL");
+    const hp_model_family *f = hp_model_family_of(name);
+    if (!f) return hp_errorf("--model '%s': not a known model (%s)", name ? name : "", hp_model_names());
+    return f->preset(out, name);
+}
+
+const char *hp_model_family_name(const char *name) {
+    if (name && !strcmp(name, "gpt2")) return "gpt2";
+    const hp_model_family *f = hp_model_family_of(name);
+    return f ? f->family : NULL;
+}
+
+hp_status hp_model_named(hp_model **out, const char *name, const hp_model_config *cfg, int B, int T) {
+    if (out) *out = NULL;
+    if (!out) return hp_errorf("hp_model_named: out is NULL");
+    if (name && !strcmp(name, "gpt2")) return hp_model_gpt2(out, cfg, B, T);
+    const hp_model_family *f = hp_model_family_of(name);
+    if (!f) return hp_errorf("hp_model_named: --model '%s': %s", name ? name : "", hp_model_names());
+    return family_model(out, f, cfg, B, T, "hp_model_named");
 }
 
 void hp_model_free(hp_model *m) {

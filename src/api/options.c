@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "models/zoo.h"
 #include "layout/text.h"
 
 /* Groups (hp_train_optdef.groups). */
@@ -103,7 +104,8 @@ static const hp_train_optdef defs[] = {
     D("vocab", HP_OPT_INT, vocab, "256", NULL, FROZEN, "vocabulary size V (256 for raw text)"),
     D("max-seq", HP_OPT_INT, max_seq, "128", NULL, FROZEN, "position table length (maxT)"),
     D("model", HP_OPT_STR, model, "gpt2", NULL, FROZEN,
-      "gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b (PanGu-alpha: the top query layer; the preset sets "
+      "gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b (PanGu-alpha: the top query layer) | llama-tiny | "
+      "llama3-8b | llama3-70b (Llama: grouped-query attention, RoPE, SwiGLU; the preset sets "
       "the shape)"),
     D("init", HP_OPT_STR, init, "", NULL, UNSAVED, "start from an llm.c checkpoint (sets the model shape)"),
     D("data", HP_OPT_STR, data, HP_DEFAULT_DATA, NULL, FROZEN, "training data: llm.c token shards (file or glob) or text"),
@@ -365,12 +367,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
-    hp_model_config pangu;
-    hp_status bad_model = strcmp(o->model, "gpt2") ? hp_model_config_pangu(&pangu, o->model) : HP_OK;
-    if (bad_model) {
-        hp_status_free(bad_model);
-        BAD("--model '%s': gpt2, pangu-tiny, pangu-2.6b, pangu-13b or pangu-200b", o->model);
-    }
+    if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
     if (strcmp(o->model, "gpt2") && o->init[0]) BAD("--init reads an llm.c GPT-2 checkpoint: not with --model %s", o->model);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
     if (o->pp < 1 || o->pp > 64) BAD("--pp must be in 1..64, got %d", o->pp);
@@ -457,8 +454,7 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
     if (!strcmp(o->fsdp_keep_bytes, "auto")) kb = HP_FSDP_KEEP_AUTO;
     else if (o->fsdp_keep_bytes[0] && hp_text_bytes(&kb, o->fsdp_keep_bytes))
         return hp_errorf("%s: --fsdp-keep-bytes '%s' is not a byte count", prog, o->fsdp_keep_bytes);
-    if (o->pp > 1) HP_TRY(hp_shard_plan_gpt2_pipelined(out, o->pp, reps, dp, o->tp));
-    else HP_TRY(reps > 1 ? hp_shard_plan_gpt2_replicated(out, reps, dp, o->tp) : hp_shard_plan_gpt2(out, dp, o->tp));
+    HP_TRY(hp_shard_plan_named(out, o->model, o->pp > 1 ? o->pp : 1, reps, dp, o->tp));
     if (!fsdp) return HP_OK;
     hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
     hp_fsdp_settings_default(&set);

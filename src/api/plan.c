@@ -61,6 +61,15 @@ hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas
     return wrap(out, &p);
 }
 
+hp_status hp_shard_plan_named(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int tp) {
+    *out = NULL;
+    const char *family = hp_model_family_name(model ? model : "gpt2");
+    if (!family) return hp_errorf("hp_shard_plan_named: unknown model '%s'", model);
+    hp_plan p;
+    HP_TRY(hp_plan_model_pp(&p, family, pp, replicas, dp, tp));
+    return wrap(out, &p);
+}
+
 /* The plan's text again after its FSDP settings changed. */
 static hp_status retext(hp_shard_plan *p) {
     size_t n = hp_plan_str_size(&p->plan);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "models/pangu.h"
+#include "models/zoo.h"
 #include "api/plan_report.h"
 #include "api/train.h"
 #include "models/gpt2_plan.h"
@@ -289,15 +289,16 @@ hp_status hp_plan_fit_check(hp_plan_fit *out, const hp_plan_report_config *c, do
     fit_case k = {.mc = s->mc, .B = c->batch, .T = c->seq, .plan = plan, .co = s->co, .processes = procs,
                   .rank = c->rank, .threads = c->threads};
     out->ranks_here = n / procs, out->first_rank = c->rank / out->ranks_here * out->ranks_here;
-    int pangu = c->model_kind && !strcmp(c->model_kind, "pangu");
+    const hp_model_family *fam = hp_model_family_named(c->model_kind); /* NULL: GPT-2 */
+    int named = fam != NULL;
     hp_graph *g = NULL;
-    if (pangu) { /* PanGu-alpha's graph (the hints below rebuild GPT-2: none for it) */
+    if (fam) { /* a named family's graph (the hints below rebuild GPT-2: none for it) */
         st = hp_graph_create(&g);
-        if (!st) st = hp_pangu_build(g, &c->model, c->batch, c->seq);
+        if (!st) st = fam->build(g, &c->model, c->batch, c->seq);
     }
     if (!st) st = case_total(&out->needed, &k, g);
     if (!st) verdict(out, limit_bytes);
-    if (!st && !out->fits && !pangu) find_hints(out, &k, out->available);
+    if (!st && !out->fits && !named) find_hints(out, &k, out->available);
     hp_graph_destroy(g);
     free(s);
     return st;

@@ -11,7 +11,7 @@
 #include "api/plan_report.h"
 #include "parallel/muon_plan.h"
 #include "models/gpt2_config.h"
-#include "models/pangu.h"
+#include "models/zoo.h"
 
 _Static_assert(HP_PLAN_MAX_AXES >= HP_MESH_MAX_DIMS, "hp_plan_report holds every mesh axis");
 _Static_assert(sizeof(((hp_plan_report *)0)->axis_name[0]) >= HP_AXIS_NAME_LEN, "axis names fit");
@@ -228,10 +228,12 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     const hp_gpt2_config *mc = &s.mc;
     const hp_plan *plan = &c->plan->plan;
     int n = hp_mesh_size(&plan->mesh);
-    r->model = (hp_model_config){mc->L, mc->NH, mc->C, mc->V, mc->maxT};
+    r->model = c->model;
+    r->model.layers = mc->L, r->model.heads = mc->NH, r->model.channels = mc->C, r->model.vocab = mc->V;
+    r->model.max_seq = mc->maxT;
     r->vocab_padded = mc->Vp;
-    int pangu = c->model_kind && !strcmp(c->model_kind, "pangu");
-    r->nparams = pangu ? (long)hp_pangu_num_params(&r->model) : (long)hp_gpt2_num_params(mc);
+    const hp_model_family *fam = hp_model_family_named(c->model_kind); /* NULL: GPT-2 */
+    r->nparams = fam ? (long)fam->num_params(&r->model) : (long)hp_gpt2_num_params(mc);
     r->batch = c->batch, r->seq = c->seq;
     r->nranks = n, r->world = c->world ? c->world : n;
     HP_TRY(hp_api_strdup((char **)&r->plan_text, c->plan->text));
@@ -239,7 +241,7 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     hp_graph *model = NULL;
     hp_gpt2_io io;
     hp_status st = hp_graph_create(&model);
-    if (!st) st = pangu ? hp_pangu_build(model, &r->model, c->batch, c->seq) : hp_gpt2_build(model, &io, mc, c->batch, c->seq);
+    if (!st) st = fam ? fam->build(model, &r->model, c->batch, c->seq) : hp_gpt2_build(model, &io, mc, c->batch, c->seq);
     r->nreported = c->all_ranks ? n : 1;
     r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
     if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");

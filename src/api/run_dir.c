@@ -270,7 +270,7 @@ static hp_status write_plan(const hp_api_run *r, const hp_train_config *c, const
     }
     hp_plan_report_config pc;
     hp_plan_report_config_default(&pc);
-    pc.model = (hp_model_config){m->cfg.L, m->cfg.NH, m->cfg.C, m->cfg.V, m->cfg.maxT};
+    pc.model = (hp_model_config){.layers = m->cfg.L, .heads = m->cfg.NH, .channels = m->cfg.C, .vocab = m->cfg.V, .max_seq = m->cfg.maxT};
     pc.batch = m->B, pc.seq = m->T;
     pc.plan = plan;
     pc.all_ranks = 1;

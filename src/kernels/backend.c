@@ -39,10 +39,17 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .k_layernorm_fwd = hp_k_layernorm_fwd, \
     .k_matmul_bwd = hp_k_matmul_bwd, \
     .k_matmul_fwd = hp_k_matmul_fwd, \
+    .k_moe_combine = hp_k_moe_combine, \
+    .k_moe_combine_bwd = hp_k_moe_combine_bwd, \
+    .k_moe_dispatch = hp_k_moe_dispatch, \
+    .k_moe_dispatch_bwd = hp_k_moe_dispatch_bwd, \
+    .k_moe_route = hp_k_moe_route, \
+    .k_moe_route_bwd = hp_k_moe_route_bwd, \
     .k_rmsnorm_bwd = hp_k_rmsnorm_bwd, \
     .k_rmsnorm_fwd = hp_k_rmsnorm_fwd, \
     .k_rope_bwd = hp_k_rope_bwd, \
     .k_rope_fwd = hp_k_rope_fwd, \
+    .k_sum_heads = hp_k_sum_heads, \
     .k_swiglu_bwd = hp_k_swiglu_bwd, \
     .k_swiglu_fwd = hp_k_swiglu_fwd, \
     .k_xent_bwd = hp_k_xent_bwd, \
@@ -74,6 +81,7 @@ static hp_status att_mm_prepare_portable(hp_kb_att_mm **out, hp_gemm_ctx *ctx, l
     .kb_layernorm_fwd = hp_kb_layernorm_fwd, \
     .kb_rmsnorm_bwd = hp_kb_rmsnorm_bwd, \
     .kb_rmsnorm_fwd = hp_kb_rmsnorm_fwd, \
+    .kb_sum_heads = hp_kb_sum_heads, \
     .kb_swiglu_bwd = hp_kb_swiglu_bwd, \
     .kb_swiglu_fwd = hp_kb_swiglu_fwd, \
     .kb_xent_bwd = hp_kb_xent_bwd, \

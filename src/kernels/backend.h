@@ -60,10 +60,17 @@ typedef struct hp_kbackend {
     void (*k_layernorm_fwd)(hp_pool *pool, float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, long N, long C, float eps);
     void (*k_matmul_bwd)(hp_pool *pool, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, long N, long IC, long OC);
     void (*k_matmul_fwd)(hp_pool *pool, float *out, const float *inp, const float *weight, const float *bias, long N, long IC, long OC);
+    void (*k_moe_combine)(float *y, const float *yp, const float *weights, const int32_t *rowof, long N, long C, long k);
+    void (*k_moe_combine_bwd)(float *dyp, float *dweights, const float *dy, const float *yp, const float *weights, const int32_t *rowof, long N, long C, long k, long R);
+    void (*k_moe_dispatch)(float *xp, int32_t *eid, int32_t *rowof, const float *x, const int32_t *index, long N, long C, long E, long k);
+    void (*k_moe_dispatch_bwd)(float *dx, const float *dxp, const int32_t *rowof, long N, long C, long k);
+    void (*k_moe_route)(hp_pool *pool, float *weights, int32_t *index, float *psum, float *count, float *zsum, float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm, long capacity, float zscale);
+    void (*k_moe_route_bwd)(hp_pool *pool, float *dlogits, const float *dweights, const float *dpsum, float dz, const float *logits, const int32_t *index, long N, long E, long k, int sigmoid, int renorm);
     void (*k_rmsnorm_bwd)(hp_pool *pool, float *dinp, float *dw, const float *dout, const float *inp, const float *w, const float *rstd, float *scratch, long N, long C);
     void (*k_rmsnorm_fwd)(hp_pool *pool, float *out, float *rstd, const float *inp, const float *w, long N, long C, float eps);
     void (*k_rope_bwd)(hp_pool *pool, float *dinp, const float *dout, long B, long T, long C, long NH, float theta);
     void (*k_rope_fwd)(hp_pool *pool, float *out, const float *inp, long B, long T, long C, long NH, float theta);
+    void (*k_sum_heads)(hp_pool *pool, float *dx, const float *dy, long rows, long hkv, long hs, long rep);
     void (*k_swiglu_bwd)(hp_pool *pool, float *dinp, const float *dout, const float *inp, long N, long H);
     void (*k_swiglu_fwd)(hp_pool *pool, float *out, const float *inp, long N, long H);
     void (*k_xent_bwd)(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets, float dloss, long N, long V, long Vp);
@@ -98,6 +105,7 @@ typedef struct hp_kbackend {
     void (*kb_layernorm_fwd)(hp_pool *pool, uint16_t *out, float *mean, float *rstd, const uint16_t *inp, const float *w, const float *b, float *scratch, long N, long C, float eps);
     void (*kb_rmsnorm_bwd)(hp_pool *pool, uint16_t *dinp, float *dw, const uint16_t *dout, const uint16_t *inp, const float *w, const float *rstd, float *scratch, long N, long C);
     void (*kb_rmsnorm_fwd)(hp_pool *pool, uint16_t *out, float *rstd, const uint16_t *inp, const float *w, float *scratch, long N, long C, float eps);
+    void (*kb_sum_heads)(hp_pool *pool, uint16_t *dx, const uint16_t *dy, long rows, long hkv, long hs, long rep);
     void (*kb_swiglu_bwd)(hp_pool *pool, uint16_t *dinp, const uint16_t *dout, const uint16_t *inp, float *scratch, long N, long H);
     void (*kb_swiglu_fwd)(hp_pool *pool, uint16_t *out, const uint16_t *inp, float *scratch, long N, long H);
     void (*kb_xent_bwd)(hp_pool *pool, uint16_t *dlogits, const float *probs, const int32_t *targets, float dloss, float *scratch, long N, long V, long Vp);

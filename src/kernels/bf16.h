@@ -59,6 +59,8 @@ void hp_kb_add_pos_bwd(hp_pool *pool, float *dpos, const uint16_t *dout, long B,
 /* ---- linear layers: the GEMMs are kernels/gemm.h; the bias gradient: ---- */
 /* dbias[OC] (fp32) = sum_n dout[n,:] (bf16 [N,OC]), in double, row order. */
 void hp_kb_colsum(hp_pool *pool, float *dbias, const uint16_t *dout, long N, long OC);
+/* hp_k_sum_heads in bf16: the copies summed in fp32, rounded once (kernels/heads). */
+void hp_kb_sum_heads(hp_pool *pool, uint16_t *dx, const uint16_t *dy, long rows, long hkv, long hs, long rep);
 
 /* ---- normalisation (weights w[C], b[C] fp32; mean[N], rstd[N] fp32) ---- */
 size_t hp_kb_norm_scratch(long C, int nthreads); /* floats, for all four below */

@@ -125,6 +125,34 @@ void hp_k_xent_fwd(hp_pool *pool, float *probs, float *losses, float *mean_loss,
  * columns. dlogits may alias probs. */
 void hp_k_xent_bwd(hp_pool *pool, float *dlogits, const float *probs, const int32_t *targets,
                    float dloss, long N, long V, long Vp);
+/* Repeated heads' gradient (kernels/heads; grouped-query attention): dy[rows, hkv * rep * hs], head j * rep + k
+ * a copy of kv head j; dx[rows, hkv * hs] = the sum over k of the copies' gradients, in k order. */
+void hp_k_sum_heads(hp_pool *pool, float *dx, const float *dy, long rows, long hkv, long hs, long rep);
+/* Mixture-of-Experts (kernels/moe, ops/moe), fp32. Routing logits[N, E] -> probs[N, E] (softmax, or sigmoid),
+ * each token's top k experts index[N, k] (the higher score first, ties to the lower id) and weights[N, k] (their
+ * scores, renormalised over the k when renorm), psum[E] (the scores summed over tokens), count[E] (routed slots
+ * per expert, before drops), zsum[1] = zscale * sum of logsumexp(logits)^2; capacity > 0: each expert keeps at
+ * most that many slots, the highest scores (ties: the earlier token), the rest index -1 and weight 0. The
+ * backward: dlogits from the weights' and psum's gradients through the scores, plus dz * d(lse^2). */
+#define HP_MOE_MAX_EXPERTS 1024
+#define HP_MOE_MAX_TOPK 64
+/* scratch: hp_k_moe_route_scratch floats (the scores, the rows' logsumexp, the capacity's sort). */
+size_t hp_k_moe_route_scratch(long N, long E, long k);
+void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *psum, float *count, float *zsum,
+                    float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm,
+                    long capacity, float zscale);
+void hp_k_moe_route_bwd(hp_pool *pool, float *dlogits, const float *dweights, const float *dpsum, float dz,
+                        const float *logits, const int32_t *index, long N, long E, long k, int sigmoid, int renorm);
+/* Dispatch: xp[N k, C] the routed slots' rows grouped by expert (ascending; within one, slot order), zero rows
+ * after the kept ones; eid[N k] each row's expert (-1 past the kept); rowof[N k] each slot's row (-1: dropped).
+ * Its backward sums each token's rows, in slot order. Combine: y[N, C] = sum over a token's kept slots of
+ * weight * yp[row]; its backward: dyp[R, C] (rows no slot reads: 0) and dweights[N, k] (dropped: 0). */
+void hp_k_moe_dispatch(float *xp, int32_t *eid, int32_t *rowof, const float *x, const int32_t *index, long N,
+                       long C, long E, long k);
+void hp_k_moe_dispatch_bwd(float *dx, const float *dxp, const int32_t *rowof, long N, long C, long k);
+void hp_k_moe_combine(float *y, const float *yp, const float *weights, const int32_t *rowof, long N, long C, long k);
+void hp_k_moe_combine_bwd(float *dyp, float *dweights, const float *dy, const float *yp, const float *weights,
+                          const int32_t *rowof, long N, long C, long k, long R);
 /* The same over vocabulary chunks (kernels/xent_chunk; the fused LM head and loss): chunk[N,w] holds the logits
  * of columns [v0, v0 + w), real columns only. stats[N,3] (running max, sum of exp(x - max), the target's
  * logit) start at the first chunk (first = 1) and are updated by each; finish turns them into lse[N] (the

@@ -13,12 +13,14 @@
 #include "layout/rules_family.h"
 
 static const hp_rule_family *find_family(const hp_opdef *op) {
-    int nd, ns;
-    const hp_rule_family *d = hp_rules_dense(&nd), *s = hp_rules_seq(&ns);
+    int nd, ns, nm;
+    const hp_rule_family *d = hp_rules_dense(&nd), *s = hp_rules_seq(&ns), *m = hp_rules_moe(&nm);
     for (int i = 0; i < nd; i++)
         if (d[i].op == op) return &d[i];
     for (int i = 0; i < ns; i++)
         if (s[i].op == op) return &s[i];
+    for (int i = 0; i < nm; i++)
+        if (m[i].op == op) return &m[i];
     return NULL;
 }
 

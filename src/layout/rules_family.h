@@ -43,6 +43,7 @@ typedef struct {
 /* The family tables (count entries each). */
 const hp_rule_family *hp_rules_dense(int *count); /* linear, norms, pointwise, add */
 const hp_rule_family *hp_rules_seq(int *count);   /* attention, rope, embeddings, cross-entropy */
+const hp_rule_family *hp_rules_moe(int *count);   /* Mixture-of-Experts: routing, dispatch, experts, combine */
 
 /* A new option of ra, every placement Replicate. */
 static inline hp_rule_option *hp_rule_opt(hp_rule_axis *ra) {

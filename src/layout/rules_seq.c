@@ -249,6 +249,37 @@ static hp_status pos_table_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* ---- repeated heads (grouped-query attention): i[0] = head size, i[1] = copies ---- */
+
+/* repeat_heads(x[..., Hkv hs]) -> [..., Hkv rep hs] and its backward (dy -> dx): any other dimension split
+ * alike; the heads' dimension split by whole kv heads (each rank's copies are its kv heads'); partial sums
+ * pass through (the op is linear) */
+static hp_status repeat_heads_any(hp_rule_axis *ra, int bwd) {
+    const hp_value *x = &ra->g->vals[ra->n->in[0]];
+    int xn = x->shape.ndim;
+    int64_t hs = ra->n->a.i[0], rep = ra->n->a.i[1], hkv = x->shape.d[xn - 1] / hs / (bwd ? rep : 1);
+    hp_rule_option *o;
+    for (int d = 0; d < xn - 1; d++) {
+        o = hp_rule_opt(ra);
+        o->in[0] = o->out[0] = S(d);
+    }
+    if (hkv % ra->m->size[ra->axis] == 0) {
+        o = hp_rule_opt(ra);
+        o->in[0] = o->out[0] = S(xn - 1);
+    } else if (ra->arriving && ra->arriving[0].kind == HP_SHARD && ra->arriving[0].dim == xn - 1) {
+        return hp_errorf("%s: input '%s' is S(%d)@%s but its %lld kv heads cannot be split %d ways (the axis must "
+                         "divide the kv heads)", ra->n->name, x->name, xn - 1, ra->m->name[ra->axis], (long long)hkv,
+                         ra->m->size[ra->axis]);
+    }
+    o = hp_rule_opt(ra);
+    o->in[0] = o->out[0] = P;
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+static hp_status repeat_heads_opts(hp_rule_axis *ra) { return repeat_heads_any(ra, 0); }
+static hp_status repeat_heads_bwd_opts(hp_rule_axis *ra) { return repeat_heads_any(ra, 1); }
+
 /* ---- cross-entropy: i[0] = V, i[1] = global number of positions ---- */
 
 /* cross_entropy(logits[..., Vp], targets[...]) -> (loss[1], probs, losses) */
@@ -327,6 +358,8 @@ static const hp_rule_family seq[] = {
     {&hp_op_pos_table, pos_table_opts, NULL},
     {&hp_op_xent, xent_opts, NULL},
     {&hp_op_xent_bwd, xent_bwd_opts, NULL},
+    {&hp_op_repeat_heads, repeat_heads_opts, NULL},
+    {&hp_op_repeat_heads_bwd, repeat_heads_bwd_opts, NULL},
     {&hp_op_linear_xent, linear_xent_opts, NULL},
     {&hp_op_linear_xent_bwd, linear_xent_bwd_opts, NULL},
 };

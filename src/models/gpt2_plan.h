@@ -19,5 +19,8 @@ hp_status hp_plan_gpt2(hp_plan *out, int replicas, int dp, int tp);
 /* The same with pp > 1 pipeline stages on mesh "pp=PP,[rep=R,]dp=DP,tp=TP" (pp outermost; nothing is laid
  * out along pp: parallel/pp_pass cuts the model into stages). */
 hp_status hp_plan_gpt2_pp(hp_plan *out, int pp, int replicas, int dp, int tp);
+/* The same for a model family by name ("gpt2" and "pangu": GPT-2's rules; "llama": the query and kv heads,
+ * the MLP's hidden width and the untied embedding's and head's vocabulary cut along tp). */
+hp_status hp_plan_model_pp(hp_plan *out, const char *family, int pp, int replicas, int dp, int tp);
 
 #endif

@@ -9,10 +9,10 @@ static const struct {
     const char *name;
     hp_model_config c;
 } presets[] = {
-    {"pangu-tiny", {4, 4, 64, 256, 128}},
-    {"pangu-2.6b", {32, 32, 2560, 40000, 1024}},
-    {"pangu-13b", {40, 40, 5120, 40000, 1024}},
-    {"pangu-200b", {64, 128, 16384, 40000, 1024}},
+    {"pangu-tiny", {.layers = 4, .heads = 4, .channels = 64, .vocab = 256, .max_seq = 128}},
+    {"pangu-2.6b", {.layers = 32, .heads = 32, .channels = 2560, .vocab = 40000, .max_seq = 1024}},
+    {"pangu-13b", {.layers = 40, .heads = 40, .channels = 5120, .vocab = 40000, .max_seq = 1024}},
+    {"pangu-200b", {.layers = 64, .heads = 128, .channels = 16384, .vocab = 40000, .max_seq = 1024}},
 };
 
 hp_status hp_pangu_preset(hp_model_config *out, const char *name) {
@@ -102,5 +102,6 @@ hp_status hp_pangu_build(hp_graph *g, const hp_model_config *c, int B, int T) {
     hp_graph_scope(g, "head");
     int per, loss = hp_xent(g, hp_linear(g, x, wte, -1), targets, c->vocab, &per);
     hp_set_loss(g, loss, per);
-    return hp_graph_status(g);
+    hp_status gs = hp_graph_status(g); /* the graph's own: the caller gets a copy */
+    return gs ? hp_errorf("%s", hp_status_msg(gs)) : HP_OK;
 }

@@ -19,7 +19,10 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_attention_bwd, &hp_op_rope,      &hp_op_rope_bwd, &hp_op_xent,
     &hp_op_xent_bwd,  &hp_op_embedding_bwd_acc, &hp_op_embedding_vp, &hp_op_embedding_vp_bwd, &hp_op_embedding_vp_bwd_acc, &hp_op_xent_vp_stats,
     &hp_op_xent_vp_finish, &hp_op_xent_vp_bwd, &hp_op_cast, &hp_op_concat, &hp_op_concat_bwd, &hp_op_pos_table,
-    &hp_op_linear_xent, &hp_op_linear_xent_bwd,
+    &hp_op_linear_xent, &hp_op_linear_xent_bwd, &hp_op_repeat_heads, &hp_op_repeat_heads_bwd,
+    &hp_op_moe_route, &hp_op_moe_route_bwd, &hp_op_moe_aux, &hp_op_moe_aux_bwd, &hp_op_moe_dispatch,
+    &hp_op_moe_dispatch_bwd, &hp_op_grouped_linear, &hp_op_grouped_linear_bwd, &hp_op_moe_combine,
+    &hp_op_moe_combine_bwd,
 };
 
 const hp_opdef *const *hp_ops_all(int *count) {
@@ -83,6 +86,41 @@ int hp_attention(hp_graph *g, int qkv, int nh) {
 int hp_rope(hp_graph *g, int qkv, int nh, float theta) {
     hp_attrs a = {.i = {head_size(g, qkv, nh)}, .f = {theta}};
     return node1(g, &hp_op_rope, &qkv, 1, &a);
+}
+
+int hp_moe(hp_graph *g, int *aux, int x, int router, int gate_up, int down, int top_k, int flags,
+           double capacity_factor, double aux_coef, double z_coef) {
+    if (aux) *aux = -1;
+    if (hp_graph_status(g)) return -1;
+    if (router < 0 || router >= g->nvals || x < 0 || x >= g->nvals) {
+        hp_graph_fail(g, hp_errorf("hp_moe: x or the router's weight is not a value of the graph"));
+        return -1;
+    }
+    const hp_shape *xs = &g->vals[x].shape;
+    int64_t tokens = hp_shape_numel(xs) / xs->d[xs->ndim - 1];
+    hp_attrs ra = {.i = {top_k, (flags & HP_MOE_SIGMOID) != 0, (flags & HP_MOE_RENORM) != 0, tokens},
+                   .f = {capacity_factor, z_coef}};
+    int rin[2] = {x, router}, rout[HP_MAX_OUT];
+    if (hp_graph_node(g, rout, &hp_op_moe_route, rin, 2, &ra) < 0) return -1;
+    hp_attrs da = {.i = {g->vals[router].shape.d[0]}};
+    int din[2] = {x, rout[1]}, dout[HP_MAX_OUT];
+    if (hp_graph_node(g, dout, &hp_op_moe_dispatch, din, 2, &da) < 0) return -1;
+    hp_attrs none = {{0}, {0}};
+    int gin[3] = {dout[0], gate_up, dout[1]};
+    int h = node1(g, &hp_op_grouped_linear, gin, 3, &none); /* [N k, 2, F] */
+    int din2[3] = {hp_swiglu(g, h), down, dout[1]};
+    int yp = node1(g, &hp_op_grouped_linear, din2, 3, &none); /* [N k, C] */
+    int cin[3] = {yp, rout[0], dout[2]};
+    int y = node1(g, &hp_op_moe_combine, cin, 3, &none);
+    hp_attrs aa = {.i = {tokens, top_k}, .f = {aux_coef}};
+    int a = node1(g, &hp_op_moe_aux, &rout[2], 1, &aa);
+    if (aux && a >= 0) *aux = hp_add(g, a, rout[3]);
+    return y;
+}
+
+int hp_repeat_heads(hp_graph *g, int x, int head_size, int copies) {
+    hp_attrs a = {.i = {head_size, copies}};
+    return node1(g, &hp_op_repeat_heads, &x, 1, &a);
 }
 
 int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position) {

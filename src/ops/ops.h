@@ -36,6 +36,13 @@ int hp_pos_table(hp_graph *g, int table, int B, int T);
  * targets[...] (i32) -> scalar loss. *per_position (may be NULL) gets the
  * value of the per-position losses. */
 int hp_xent(hp_graph *g, int logits, int targets, int V, int *per_position);
+/* Grouped-query attention's keys and values: heads repeated (ops/heads). */
+int hp_repeat_heads(hp_graph *g, int x, int head_size, int copies);
+/* A Mixture-of-Experts MLP (ops/moe; the public header says more). */
+#define HP_MOE_SIGMOID 1
+#define HP_MOE_RENORM 2
+int hp_moe(hp_graph *g, int *aux, int x, int router, int gate_up, int down, int top_k, int flags,
+           double capacity_factor, double aux_coef, double z_coef);
 
 /* ---- operator records (forward and backward) ---- */
 extern const hp_opdef hp_op_embedding, hp_op_embedding_bwd, hp_op_embedding_bwd_acc;
@@ -76,6 +83,11 @@ extern const hp_opdef hp_op_swiglu, hp_op_swiglu_bwd;
 extern const hp_opdef hp_op_attention, hp_op_attention_bwd;
 extern const hp_opdef hp_op_rope, hp_op_rope_bwd;
 extern const hp_opdef hp_op_xent, hp_op_xent_bwd;
+/* ops/heads: grouped-query attention's repeated kv heads (see there) */
+extern const hp_opdef hp_op_repeat_heads, hp_op_repeat_heads_bwd;
+/* ops/moe: the Mixture-of-Experts layer (see there) */
+extern const hp_opdef hp_op_moe_route, hp_op_moe_route_bwd, hp_op_moe_aux, hp_op_moe_aux_bwd, hp_op_moe_dispatch,
+    hp_op_moe_dispatch_bwd, hp_op_grouped_linear, hp_op_grouped_linear_bwd, hp_op_moe_combine, hp_op_moe_combine_bwd;
 /* ops/loss_fused: the LM head and the cross-entropy over vocabulary chunks (see there) */
 extern const hp_opdef hp_op_linear_xent, hp_op_linear_xent_bwd;
 extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */

@@ -72,6 +72,10 @@ hp_status hp_pass_precision(hp_graph *g, hp_dtype dtype, int all_params, int *nc
             break;
         }
         const hp_precision *r = n.op->bf16;
+        int scalars = n.nin > 0; /* an operator over fp32 scalars only (losses summed) stays fp32 */
+        for (int k = 0; k < n.nin; k++)
+            scalars &= g->vals[n.in[k]].dtype == HP_F32 && hp_val_numel(g, n.in[k]) == 1;
+        if (scalars) r = NULL;
         int in[HP_MAX_IN];
         for (int k = 0; k < n.nin; k++) {
             int v = n.in[k];

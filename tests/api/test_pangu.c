@@ -60,7 +60,7 @@ static void fd_check(hp_program *p, const hp_compiled *c, hp_param_store *ps, co
 }
 
 static void gradients(void) {
-    hp_model_config mc = {2, 2, 16, 40, T + 4};
+    hp_model_config mc = {.layers = 2, .heads = 2, .channels = 16, .vocab = 40, .max_seq = T + 4};
     hp_graph *g;
     CHECK_OK(hp_graph_create(&g));
     CHECK_OK(hp_pangu_build(g, &mc, B, T));
@@ -208,7 +208,7 @@ static void bad(void) {
     hp_status_free(st);
     hp_graph *g;
     CHECK_OK(hp_graph_create(&g));
-    hp_model_config one = {1, 2, 16, 40, 8};
+    hp_model_config one = {.layers = 1, .heads = 2, .channels = 16, .vocab = 40, .max_seq = 8};
     st = hp_pangu_build(g, &one, 2, 8);
     CHECK(st && strstr(hp_status_msg(st), "query layer"));
     hp_status_free(st);

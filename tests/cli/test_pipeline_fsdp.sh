@@ -73,3 +73,4 @@ resumed p_ppf ck_p "$HP" train $ck --pp 2 --fsdp 2 --micro-batches 4
 # not built: said in one line, before any step
 expect_error "level 1 reduces each unit's gradient in place" "$HP" train --pp 2 --dp 2 --zero 1 --pp-schedule zb-h1 --steps 1
 expect_error "transiently gathered units" "$HP" train --pp 2 --fsdp 2 --fsdp-style fsdp2 --steps 1
+finish

@@ -135,9 +135,9 @@ int main(void) {
     CHECK_OK(hp_compile(&c1, model, NULL, 0, &o));
     CHECK(model->nnodes == nfwd && model->loss_seed < 0); /* the model is not changed */
     CHECK(c1.global->nnodes > nfwd && c1.global->loss_seed >= 0);
-    CHECK(c1.npasses == 7);
-    const char *names[] = {"autodiff", "propagate", "fsdp", "lower", "optimizer", "schedule", "memory"};
-    for (int i = 0; i < 7 && i < c1.npasses; i++) CHECK(!strcmp(c1.passes[i].name, names[i]));
+    CHECK(c1.npasses == 8);
+    const char *names[] = {"autodiff", "propagate", "fsdp", "lower", "optimizer", "grad in place", "schedule", "memory"};
+    for (int i = 0; i < 8 && i < c1.npasses; i++) CHECK(!strcmp(c1.passes[i].name, names[i]));
     const hp_graph *lg = c1.rg.g;
     CHECK(count_op(lg, &hp_op_grad_sumsq) == 1 && count_op(lg, &hp_op_sumsq_combine) == 0);
     CHECK(count_op(lg, &hp_op_adamw_update) == 1 && count_op(lg, &hp_op_muon_update) == 0);

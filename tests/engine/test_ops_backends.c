@@ -2,9 +2,9 @@
  * whole programs (hp_program_create_on), forward and backward, fp32 and bf16:
  *  - two models: GPT-2 (embedding, positions, LayerNorm, linear with bias,
  *    attention, GELU, residual add, cross-entropy) and a second one for the
- *    operators GPT-2 lacks (RMSNorm, SwiGLU, RoPE, linear without bias, and
- *    PanGu-α's query built from a position table and joined to keys and
- *    values by concat);
+ *    operators GPT-2 lacks (RMSNorm, SwiGLU, RoPE, linear without bias,
+ *    grouped-query attention's repeated kv heads, and PanGu-α's query built
+ *    from a position table and joined to keys and values by concat);
  *    together, with their backward operators and bf16's casts, every
  *    operator of the table but the vocabulary-parallel ones;
  *  - the vocabulary-parallel operators (embedding_vp and its backward
@@ -15,6 +15,8 @@
  *    whole-vocabulary operators' values on the same table (fp32 1e-5, bf16
  *    1e-2 relative L2), the two tables the same bits in fp32, and bf16 is
  *    within 1% (loss) and 3% (gradients) of fp32;
+ *  - a Mixture-of-Experts model (router, dispatch, the experts' grouped
+ *    GEMMs, combine, the balancing and z losses: ops/moe);
  *  - GPT-2 again with its head and loss fused over vocabulary chunks of 7
  *    columns (linear_cross_entropy: 23 columns in 4 chunks, the last of 2):
  *    the same checks, and its loss and gradients those of the unfused
@@ -25,7 +27,8 @@
  *    loss in random directions (2%), and the two tables give the same bits
  *    (they share every fp32 kernel);
  *  - bf16: each table's loss within 1% and every parameter's gradient within
- *    3% (relative L2, cosine >= 0.9995) of the fp32 program's; the portable
+ *    3% (relative L2, cosine >= 0.9995; the MoE model 6%: a near-tie's routing
+ *    may turn) of the fp32 program's; the portable
  *    table creates no oneDNN primitive. */
 #include <math.h>
 #include <string.h>
@@ -36,6 +39,7 @@
 #include "kernels/kernels.h"
 #include "kernels/vocab_parallel.h"
 #include "models/gpt2.h"
+#include "models/llama.h"
 #include "ops/ops.h"
 #include "parallel/compile.h"
 #include "runtime/params.h"
@@ -48,6 +52,7 @@ typedef struct {
     hp_graph *g;
     int tokens, targets, V;
     int64_t loss_chunk; /* > 0: compiled with the head and the loss fused over this many columns */
+    double bf16_tol;    /* bf16 gradients' relative error allowed (0: 3%) */
 } model;
 
 typedef struct {
@@ -66,8 +71,9 @@ static void gpt2_model(model *m) {
     m->tokens = io.tokens, m->targets = io.targets, m->V = c.V;
 }
 
-/* tokens -> embedding -> RMSNorm -> linear -> SwiGLU -> linear (qkv) -> RoPE ->
- * attention -> + embedding -> linear (head) -> cross-entropy. */
+/* tokens -> embedding -> RMSNorm -> linear -> SwiGLU -> the query from a position table, one kv head repeated
+ * to the query heads (grouped-query attention) -> RoPE -> attention -> + embedding -> linear (head) ->
+ * cross-entropy. */
 static void extras_model(model *m) {
     const int C = 16, H = 24, NH = 2, V = 23, Vp = 32;
     hp_graph *g;
@@ -78,7 +84,7 @@ static void extras_model(model *m) {
     int nw = hp_graph_param(g, "norm.weight", hp_shape1(C));
     int up = hp_graph_param(g, "up.weight", hp_shape3(2, H, C));
     int qw = hp_graph_param(g, "q.weight", hp_shape3(1, C, C));
-    int kvw = hp_graph_param(g, "kv.weight", hp_shape3(2, C, H));
+    int kvw = hp_graph_param(g, "kv.weight", hp_shape3(2, C / NH, H)); /* one kv head for the NH query heads */
     int tq = hp_graph_param(g, "top_query.weight", hp_shape2(T + 2, C));
     int head = hp_graph_param(g, "head.weight", hp_shape2(Vp, C));
     int x = hp_embedding(g, m->tokens, wte);
@@ -86,7 +92,7 @@ static void extras_model(model *m) {
     h = hp_swiglu(g, hp_linear(g, h, up, -1));
     /* the query from a position table, keys and values from h, joined (PanGu-α's query layer) */
     int q = hp_linear(g, hp_pos_table(g, tq, B, T), qw, -1);
-    h = hp_rope(g, hp_concat(g, q, hp_linear(g, h, kvw, -1), 2), NH, 10000.0f);
+    h = hp_rope(g, hp_concat(g, q, hp_repeat_heads(g, hp_linear(g, h, kvw, -1), C / NH, NH), 2), NH, 10000.0f);
     h = hp_add(g, x, hp_attention(g, h, NH));
     int loss = hp_xent(g, hp_linear(g, h, head, -1), m->targets, V, NULL);
     CHECK_OK(hp_graph_status(g));
@@ -94,6 +100,17 @@ static void extras_model(model *m) {
     g->loss = loss;
     m->g = g;
     m->V = V;
+}
+
+/* A Mixture-of-Experts model (models/llama's MoE blocks): router, top-2 of 4 experts renormalised, dispatch,
+ * the experts' grouped GEMMs and SwiGLU, combine, one shared expert, the balancing and z losses. */
+static void moe_model(model *m) {
+    hp_model_config c = {.layers = 1, .heads = 2, .channels = 16, .vocab = 23, .max_seq = T, .kv_heads = 1,
+                         .experts = 4, .top_k = 2, .expert_ffn = 8, .shared_experts = 1, .moe_flags = HP_MOE_RENORM,
+                         .aux_coef = 0.05f, .z_coef = 0.01f};
+    CHECK_OK(hp_graph_create(&m->g));
+    CHECK_OK(hp_llama_build(m->g, &c, B, T));
+    m->tokens = hp_graph_find(m->g, "tokens"), m->targets = hp_graph_find(m->g, "targets"), m->V = c.vocab;
 }
 
 static void build(run *r, const model *m, hp_dtype dt, const hp_kbackend *kern, hp_pool *pool) {
@@ -171,7 +188,8 @@ static void check_directions(run *r, const char *what) {
 }
 
 /* Every parameter's gradient of b against a's (the fp32 reference). */
-static void compare_grads(const run *a, const run *b, const char *what) {
+static void compare_grads(const run *a, const run *b, const char *what, double tol) {
+    double cmin = 1.0 - tol * tol / 1.8; /* 3%: 0.9995 */
     const float *ga = hp_program_grads(a->p), *gb = hp_program_grads(b->p);
     CHECK(a->ps.n == b->ps.n);
     for (int i = 0; i < a->ps.n; i++) {
@@ -183,10 +201,10 @@ static void compare_grads(const run *a, const run *b, const char *what) {
             x2 += (double)x[k] * x[k], y2 += (double)y[k] * y[k], xy += (double)x[k] * y[k];
         }
         double rel = sqrt(d2) / (sqrt(x2) + 1e-30), cosv = xy / (sqrt(x2) * sqrt(y2) + 1e-30);
-        if (rel > 0.03 || cosv < 0.9995)
+        if (rel > tol || cosv < cmin)
             fprintf(stderr, "%s: %s gradient relative error %.4f, cosine %.5f\n", what, a->ps.name[i], rel, cosv);
-        CHECK(rel <= 0.03);
-        CHECK(cosv >= 0.9995);
+        CHECK(rel <= tol);
+        CHECK(cosv >= cmin);
     }
 }
 
@@ -213,7 +231,7 @@ static void test_model(const model *m, const char *name, int *seen, hp_pool *poo
                hp_program_gemm_creations(b16[t].p));
         CHECK(isfinite(b16[t].loss));
         CHECK(fabs(b16[t].loss - f32[0].loss) <= 0.01 * fabs(f32[0].loss));
-        compare_grads(&f32[0], &b16[t], what);
+        compare_grads(&f32[0], &b16[t], what, m->bf16_tol > 0 ? m->bf16_tol : 0.03);
         mark_ops(seen, b16[t].c.rg.g);
     }
     CHECK(hp_program_gemm_creations(b16[1].p) == 0); /* portable: no oneDNN product */
@@ -429,14 +447,18 @@ int main(void) {
     const hp_opdef *const *all = hp_ops_all(&nops);
     int *seen = calloc((size_t)nops, sizeof *seen);
     CHECK(seen);
-    model m[3];
+    model m[4];
     gpt2_model(&m[0]);
     extras_model(&m[1]);
     gpt2_model(&m[2]);
-    m[0].loss_chunk = m[1].loss_chunk = 0, m[2].loss_chunk = 7;
+    moe_model(&m[3]);
+    m[0].loss_chunk = m[1].loss_chunk = m[3].loss_chunk = 0, m[2].loss_chunk = 7;
+    for (int i = 0; i < 4; i++) m[i].bf16_tol = 0;
+    m[3].bf16_tol = 0.06; /* the router's input rounded to bf16 can turn a near-tie's choice of expert */
     test_model(&m[0], "gpt2", seen, pool);
     test_model(&m[1], "extras", seen, pool);
     test_model(&m[2], "gpt2 fused loss", seen, pool);
+    test_model(&m[3], "moe", seen, pool);
     test_fused_vs_plain(&m[0], &m[2], pool);
     test_vocab_parallel(seen, pool);
     for (int k = 0; k < nops; k++) {
@@ -444,7 +466,7 @@ int main(void) {
         fprintf(stderr, "operator %s not run by this test\n", all[k]->name);
         CHECK(0);
     }
-    for (int i = 0; i < 3; i++) hp_graph_destroy(m[i].g);
+    for (int i = 0; i < 4; i++) hp_graph_destroy(m[i].g);
     free(seen);
     hp_pool_destroy(pool);
     return 0;

@@ -1,0 +1,121 @@
+/* layout/rules_moe: strategies of the Mixture-of-Experts operators
+ * (ops/moe) per mesh axis: the tokens split along their first dimension
+ * (the batch), every row-shaped output split alike (the dispatched rows
+ * [N k, C] along theirs); the router's statistics
+ * and z-loss become partial sums there, the experts' weights stay whole and
+ * their gradients partial sums. The balancing loss takes its statistics
+ * whole (summed over the ranks first), so its value is the batch's whatever
+ * the split. Expert parallelism (the weights split by expert, tokens moved
+ * by all-to-all) is the operators' parallel form to come. */
+#include "layout/rules_family.h"
+#include "ops/ops.h"
+
+#define S(d) hp_shard(d)
+#define P hp_partial(HP_PARTIAL_SUM)
+
+/* moe_route(x[N..., C], router[E, C]) -> (weights, index [N..., k], stats[2, E], zsum[1]) */
+static hp_status route_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 0) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->out[0] = o->out[1] = S(0);
+        o->out[2] = o->out[3] = P;
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_route_bwd(dweights, dstats, dzsum, x, router, index) -> (dx, drouter partial) */
+static hp_status route_bwd_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 3) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[3] = o->in[5] = o->out[0] = S(0);
+        o->out[1] = P;
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_aux(stats) -> aux and its backward: whole (the batch's statistics) */
+static hp_status whole_opts(hp_rule_axis *ra) {
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_dispatch(x[N..., C], index[N..., k]) -> (xp[N k, C], eid[N k], rowof[N..., k]) */
+static hp_status dispatch_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 0) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->out[0] = o->out[1] = o->out[2] = S(0);
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_dispatch_bwd(dxp, rowof) -> dx */
+static hp_status dispatch_bwd_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 1) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->out[0] = S(0);
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y: the rows split, the weight whole */
+static hp_status grouped_opts(hp_rule_axis *ra) {
+    {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[2] = o->out[0] = S(0);
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* grouped_linear_bwd(dy, xp, W, eid) -> (dxp, dW partial) */
+static hp_status grouped_bwd_opts(hp_rule_axis *ra) {
+    {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->in[3] = o->out[0] = S(0);
+        o->out[1] = P;
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_combine(yp[N k, C], weights, rowof [N..., k]) -> y[N..., C] */
+static hp_status combine_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 1) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->in[2] = o->out[0] = S(0);
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_combine_bwd(dy, yp, weights, rowof) -> (dyp, dweights) */
+static hp_status combine_bwd_opts(hp_rule_axis *ra) {
+    if (hp_rule_in_ndim(ra, 2) > 1) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->out[0] = o->out[1] = S(0);
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+static const hp_rule_family moe[] = {
+    {&hp_op_moe_route, route_opts, NULL},
+    {&hp_op_moe_route_bwd, route_bwd_opts, NULL},
+    {&hp_op_moe_aux, whole_opts, NULL},
+    {&hp_op_moe_aux_bwd, whole_opts, NULL},
+    {&hp_op_moe_dispatch, dispatch_opts, NULL},
+    {&hp_op_moe_dispatch_bwd, dispatch_bwd_opts, NULL},
+    {&hp_op_grouped_linear, grouped_opts, NULL},
+    {&hp_op_grouped_linear_bwd, grouped_bwd_opts, NULL},
+    {&hp_op_moe_combine, combine_opts, NULL},
+    {&hp_op_moe_combine_bwd, combine_bwd_opts, NULL},
+};
+
+const hp_rule_family *hp_rules_moe(int *count) {
+    *count = (int)(sizeof moe / sizeof moe[0]);
+    return moe;
+}

@@ -1,0 +1,357 @@
+/* ops/moe: the Mixture-of-Experts layer's operators (issue 27), fp32 (under
+ * bf16 the precision pass casts around them). hp_moe (ops/common) builds the
+ * layer from them:
+ *   moe_route(x[N..., C], router[E, C]) -> weights[N..., k], index[N..., k] i32,
+ *     stats[2, E] (row 0: the scores summed over the tokens, row 1: the
+ *     routed slots per expert), zsum[1] (z-loss: zcoef / divisor x the sum of
+ *     the tokens' logsumexp^2), the logits x router^T made inside in fp32 (the
+ *     router's math, under bf16 too). Attributes: i[0] k, i[1] 1: sigmoid scores
+ *     (0: softmax), i[2] renormalise the k weights, i[3] the divisor (the
+ *     global number of tokens), f[0] the capacity factor (0: dropless; a
+ *     rank's capacity is ceil(its tokens k / E x factor)), f[1] zcoef.
+ *     stats and zsum are sums over tokens: Partial where the tokens are split.
+ *   moe_aux(stats[2, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
+ *     (divisor k), P_e = scores_e / divisor: the load-balancing loss of the
+ *     whole batch (its stats summed over every rank first: a Replicate input).
+ *     i[0] the divisor, i[1] k, f[0] coef.
+ *   moe_dispatch(x[N..., C], index[N..., k]) -> xp[N k, C] the routed slots'
+ *     rows grouped by expert, eid[N k] each row's expert (-1: none),
+ *     rowof[N..., k] each slot's row (-1: dropped). The rows are the rank's
+ *     own (split with the tokens' first dimension).
+ *   grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y[..., O...]: each
+ *     run of rows of one expert times that expert's weight (one GEMM per
+ *     expert, no per-token loop); rows of no expert give 0.
+ *   moe_combine(yp[N k, C], weights[N..., k], rowof[N..., k]) -> y[N..., C]
+ *     = sum over each token's kept slots of weight x its row.
+ * Each has its backward; the router's gradient goes through the scores with
+ * the routing held fixed (and through the balancing loss's P_e, f_e held). */
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "ops/ops_util.h"
+
+#define OI32(t) ((int32_t *)(t).data)
+
+/* ---- moe_route ---- */
+
+static hp_status route_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *x = in_shape(g, n, 0), *w = in_shape(g, n, 1);
+    int64_t E = w->d[0], k = n->a.i[0];
+    char b1[64], b2[64];
+    if (w->ndim != 2 || w->d[1] != last_dim(x))
+        return SHAPE_ERR("moe_route: router weight %s does not match x %s (expected [E, %lld])",
+                         hp_shape_str(b1, sizeof b1, w), hp_shape_str(b2, sizeof b2, x), (long long)last_dim(x));
+    if (E < 1 || E > HP_MOE_MAX_EXPERTS) return SHAPE_ERR("moe_route: %lld experts (1..%d)", (long long)E, HP_MOE_MAX_EXPERTS);
+    if (k < 1 || k > E || k > HP_MOE_MAX_TOPK)
+        return SHAPE_ERR("moe_route: top-%lld of %lld experts (1..%d)", (long long)k, (long long)E, HP_MOE_MAX_TOPK);
+    if (!(n->a.f[0] >= 0) || !(n->a.f[1] >= 0))
+        return SHAPE_ERR("moe_route: capacity factor %g and z coefficient %g must be >= 0", n->a.f[0], n->a.f[1]);
+    os[0] = os[1] = *x;
+    os[0].d[x->ndim - 1] = os[1].d[x->ndim - 1] = k;
+    os[2] = hp_shape2(2, E);
+    os[3] = hp_shape1(1);
+    od[0] = HP_F32, od[1] = HP_I32, od[2] = od[3] = HP_F32;
+    return HP_OK;
+}
+
+static long route_capacity(const hp_node *n, long N, long E) {
+    double f = n->a.f[0];
+    return f > 0 ? (long)ceil((double)N * (double)n->a.i[0] / (double)E * f) : 0;
+}
+
+/* forward: the logits [N, E] and the routing's scratch; backward: the logits and their gradient */
+static size_t route_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    int fwd = n->op == &hp_op_moe_route;
+    const hp_shape *x = &g->vals[n->in[fwd ? 0 : 3]].shape, *w = &g->vals[n->in[fwd ? 1 : 4]].shape;
+    long N = (long)rows_of(x), E = (long)w->d[0];
+    return (size_t)(2 * N * E) + (fwd ? hp_k_moe_route_scratch(N, E, (long)n->a.i[0]) : 0);
+}
+
+static float zscale(const hp_node *n, long N) {
+    return (float)(n->a.f[1] / (double)(n->a.i[3] > 0 ? n->a.i[3] : (N ? N : 1)));
+}
+
+/* in (x[N..., C], W[E, C]): the logits in fp32 (the router's math), then the routing */
+static void route_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long N = t_rows(&in[0]), C = t_last(&in[0]), E = in[1].shape.d[0], K = (long)n->a.i[0];
+    float *logits = k->scratch, *stats = F32(out[2]);
+    kern_of(k)->k_matmul_fwd(k->pool, logits, CF32(in[0]), CF32(in[1]), NULL, N, C, E);
+    kern_of(k)->k_moe_route(k->pool, F32(out[0]), OI32(out[1]), stats, stats + E, F32(out[3]), logits + 2 * N * E,
+                            logits, N, E, K, (int)n->a.i[1], (int)n->a.i[2], route_capacity(n, N, E), zscale(n, N));
+}
+
+static void route_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0), dw = grad_for(g, node, 1);
+    if (dx < 0 && dw < 0) return;
+    int in[6] = {gout[0], gout[2], gout[3], g->nodes[node].in[0], g->nodes[node].in[1], g->nodes[node].out[1]};
+    for (int q = 0; q < 3; q++) /* an output nothing differentiates: a zero gradient */
+        if (in[q] < 0) {
+            int o = g->nodes[node].out[q == 0 ? 0 : q + 1];
+            in[q] = hp_graph_value(g, HP_V_CONST, HP_F32, g->vals[o].shape, "moe_route.zero_grad");
+            if (in[q] < 0) return;
+        }
+    int out[2] = {dx, dw};
+    emit_bwd(g, &hp_op_moe_route_bwd, node, in, 6, out, 2);
+    gin[0] = dx, gin[1] = dw;
+}
+
+const hp_opdef hp_op_moe_route = {
+    .name = "moe_route", .nout = 4, .nograd_outs = 2, .infer = route_infer, .run = route_run,
+    .backward = route_backward, .scratch = route_scratch, .bytes = hp_ops_io_bytes,
+};
+
+/* in (dweights, dstats, dzsum, x, W, index) -> (dx, dW), either may be -1 */
+static void route_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long N = t_rows(&in[3]), C = t_last(&in[3]), E = in[4].shape.d[0], K = (long)n->a.i[0];
+    float *logits = k->scratch, *dlogits = logits + N * E;
+    kern_of(k)->k_matmul_fwd(k->pool, logits, CF32(in[3]), CF32(in[4]), NULL, N, C, E);
+    float dz = CF32(in[2])[0] * zscale(n, N);
+    kern_of(k)->k_moe_route_bwd(k->pool, dlogits, CF32(in[0]), CF32(in[1]), dz, logits, I32(in[5]), N, E, K,
+                                (int)n->a.i[1], (int)n->a.i[2]);
+    kern_of(k)->k_matmul_bwd(k->pool, n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL, NULL,
+                             dlogits, CF32(in[3]), CF32(in[4]), N, C, E);
+}
+
+const hp_opdef hp_op_moe_route_bwd = {
+    .name = "moe_route_bwd", .nout = 2, .run = route_bwd_run, .scratch = route_scratch, .bytes = hp_ops_io_bytes,
+};
+
+/* ---- moe_aux ---- */
+
+static hp_status aux_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *s = in_shape(g, n, 0);
+    if (s->ndim != 2 || s->d[0] != 2) return SHAPE_ERR("moe_aux: statistics must be [2, E], got %d dimensions", s->ndim);
+    if (n->a.i[0] < 1 || n->a.i[1] < 1)
+        return SHAPE_ERR("moe_aux: divisor %lld and k %lld must be >= 1", (long long)n->a.i[0], (long long)n->a.i[1]);
+    os[0] = hp_shape1(1);
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+/* d aux / d scores_e (the routed counts held) */
+static double aux_slope(const hp_node *n, long E, float count) {
+    double D = (double)n->a.i[0], K = (double)n->a.i[1];
+    return n->a.f[0] * (double)E * ((double)count / (D * K)) / D;
+}
+
+static void aux_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)k;
+    long E = t_last(&in[0]);
+    const float *s = CF32(in[0]);
+    double a = 0;
+    for (long e = 0; e < E; e++) a += aux_slope(n, E, s[E + e]) * (double)s[e];
+    F32(out[0])[0] = (float)a;
+}
+
+static void aux_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int ds = grad_for(g, node, 0);
+    if (ds < 0) return;
+    int in[2] = {gout[0], g->nodes[node].in[0]};
+    emit_bwd(g, &hp_op_moe_aux_bwd, node, in, 2, &ds, 1);
+    gin[0] = ds;
+}
+
+const hp_opdef hp_op_moe_aux = {
+    .name = "moe_aux", .nout = 1, .infer = aux_infer, .run = aux_run, .backward = aux_backward,
+    .bytes = hp_ops_io_bytes,
+};
+
+/* in (daux, stats) -> dstats (the counts' row 0) */
+static void aux_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)k;
+    long E = t_last(&in[1]);
+    const float *s = CF32(in[1]);
+    float da = CF32(in[0])[0], *d = F32(out[0]);
+    for (long e = 0; e < E; e++) d[e] = (float)((double)da * aux_slope(n, E, s[E + e])), d[E + e] = 0.0f;
+}
+
+const hp_opdef hp_op_moe_aux_bwd = {
+    .name = "moe_aux_bwd", .nout = 1, .run = aux_bwd_run, .bytes = hp_ops_io_bytes,
+};
+
+/* ---- moe_dispatch ---- */
+
+static hp_status dispatch_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *x = in_shape(g, n, 0), *ix = in_shape(g, n, 1);
+    char b1[64], b2[64];
+    if (g->vals[n->in[1]].dtype != HP_I32 || ix->ndim != x->ndim || x->ndim + 1 > HP_MAX_DIMS)
+        return SHAPE_ERR("moe_dispatch: index %s must be i32 [N..., k] for x %s", hp_shape_str(b1, sizeof b1, ix),
+                         hp_shape_str(b2, sizeof b2, x));
+    for (int d = 0; d + 1 < x->ndim; d++)
+        if (ix->d[d] != x->d[d])
+            return SHAPE_ERR("moe_dispatch: index %s does not match x %s", hp_shape_str(b1, sizeof b1, ix),
+                             hp_shape_str(b2, sizeof b2, x));
+    if (n->a.i[0] < 1) return SHAPE_ERR("moe_dispatch: %lld experts", (long long)n->a.i[0]);
+    os[0] = hp_shape2(hp_shape_numel(ix), last_dim(x));
+    os[1] = hp_shape1(hp_shape_numel(ix));
+    os[2] = *ix;
+    od[0] = HP_F32, od[1] = od[2] = HP_I32;
+    return HP_OK;
+}
+
+static void dispatch_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long C = t_last(&in[0]), N = t_rows(&in[0]), K = t_last(&in[1]);
+    kern_of(k)->k_moe_dispatch(F32(out[0]), OI32(out[1]), OI32(out[2]), CF32(in[0]), I32(in[1]), N, C,
+                               (long)n->a.i[0], K);
+}
+
+static void dispatch_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0);
+    if (dx < 0) return;
+    int in[2] = {gout[0], g->nodes[node].out[2]};
+    emit_bwd(g, &hp_op_moe_dispatch_bwd, node, in, 2, &dx, 1);
+    gin[0] = dx;
+}
+
+const hp_opdef hp_op_moe_dispatch = {
+    .name = "moe_dispatch", .nout = 3, .nograd_outs = 6, .infer = dispatch_infer, .run = dispatch_run,
+    .backward = dispatch_backward, .bytes = hp_ops_io_bytes,
+};
+
+/* in (dxp, rowof) -> dx */
+static void dispatch_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    long C = t_last(&out[0]), N = t_rows(&out[0]), K = t_last(&in[1]);
+    kern_of(k)->k_moe_dispatch_bwd(F32(out[0]), CF32(in[0]), I32(in[1]), N, C, K);
+}
+
+const hp_opdef hp_op_moe_dispatch_bwd = {
+    .name = "moe_dispatch_bwd", .nout = 1, .run = dispatch_bwd_run, .bytes = hp_ops_io_bytes,
+};
+
+/* ---- grouped_linear ---- */
+
+static hp_status grouped_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *x = in_shape(g, n, 0), *w = in_shape(g, n, 1), *e = in_shape(g, n, 2);
+    char b1[64], b2[64];
+    if (w->ndim < 3 || w->d[w->ndim - 1] != last_dim(x) || x->ndim - 1 + w->ndim - 2 > HP_MAX_DIMS)
+        return SHAPE_ERR("grouped_linear: weight %s does not match rows %s (expected [E, O..., %lld])",
+                         hp_shape_str(b1, sizeof b1, w), hp_shape_str(b2, sizeof b2, x), (long long)last_dim(x));
+    if (g->vals[n->in[2]].dtype != HP_I32 || hp_shape_numel(e) != rows_of(x))
+        return SHAPE_ERR("grouped_linear: expert ids %s must be i32, one per row of %s", hp_shape_str(b1, sizeof b1, e),
+                         hp_shape_str(b2, sizeof b2, x));
+    os[0] = *x;
+    os[0].ndim = x->ndim - 1;
+    for (int d = 1; d < w->ndim - 1; d++) os[0].d[os[0].ndim++] = w->d[d];
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+/* The rows [*r1 ...) of the run starting at r0 (all of expert eid[r0]). */
+static long run_end(const int32_t *eid, long r0, long R) {
+    long r1 = r0 + 1;
+    while (r1 < R && eid[r1] == eid[r0]) r1++;
+    return r1;
+}
+
+static void grouped_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    long I = t_last(&in[0]), R = t_rows(&in[0]), E = in[1].shape.d[0];
+    long O = (long)(hp_shape_numel(&in[1].shape) / E / I);
+    const int32_t *eid = I32(in[2]);
+    const float *x = CF32(in[0]), *W = CF32(in[1]);
+    float *y = F32(out[0]);
+    for (long r0 = 0; r0 < R;) {
+        long r1 = run_end(eid, r0, R), e = eid[r0];
+        if (e < 0 || e >= E) memset(y + r0 * O, 0, sizeof(float) * (size_t)((r1 - r0) * O));
+        else kern_of(k)->k_matmul_fwd(k->pool, y + r0 * O, x + r0 * I, W + e * O * I, NULL, r1 - r0, I, O);
+        r0 = r1;
+    }
+}
+
+static void grouped_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dx = grad_for(g, node, 0), dw = grad_for(g, node, 1);
+    if (dx < 0 && dw < 0) return;
+    const hp_node *n = &g->nodes[node];
+    int in[4] = {gout[0], n->in[0], n->in[1], n->in[2]}, out[2] = {dx, dw};
+    emit_bwd(g, &hp_op_grouped_linear_bwd, node, in, 4, out, 2);
+    gin[0] = dx, gin[1] = dw;
+}
+
+static double grouped_flops(const hp_graph *g, const hp_node *n) {
+    const hp_shape *w = in_shape(g, n, 1);
+    return 2.0 * (double)rows_of(in_shape(g, n, 0)) * (double)hp_shape_numel(w) / (double)w->d[0];
+}
+
+const hp_opdef hp_op_grouped_linear = {
+    .name = "grouped_linear", .nout = 1, .infer = grouped_infer, .run = grouped_run, .backward = grouped_backward,
+    .flops = grouped_flops, .bytes = hp_ops_io_bytes,
+};
+
+/* in (dy, xp, W, eid) -> (dxp, dW), either may be -1 */
+static void grouped_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long I = t_last(&in[1]), R = t_rows(&in[1]), E = in[2].shape.d[0];
+    long O = (long)(hp_shape_numel(&in[2].shape) / E / I);
+    const int32_t *eid = I32(in[3]);
+    const float *dy = CF32(in[0]), *x = CF32(in[1]), *W = CF32(in[2]);
+    float *dx = n->out[0] >= 0 ? F32(out[0]) : NULL, *dW = n->out[1] >= 0 ? F32(out[1]) : NULL;
+    if (dW) memset(dW, 0, sizeof(float) * (size_t)(E * O * I)); /* experts no row reached */
+    for (long r0 = 0; r0 < R;) {
+        long r1 = run_end(eid, r0, R), e = eid[r0];
+        if (e < 0 || e >= E) {
+            if (dx) memset(dx + r0 * I, 0, sizeof(float) * (size_t)((r1 - r0) * I));
+        } else {
+            kern_of(k)->k_matmul_bwd(k->pool, dx ? dx + r0 * I : NULL, dW ? dW + e * O * I : NULL, NULL, dy + r0 * O,
+                                     x + r0 * I, W + e * O * I, r1 - r0, I, O);
+        }
+        r0 = r1;
+    }
+}
+
+static double grouped_flops_bwd(const hp_graph *g, const hp_node *n) {
+    const hp_shape *w = in_shape(g, n, 2);
+    double f = 2.0 * (double)rows_of(in_shape(g, n, 1)) * (double)hp_shape_numel(w) / (double)w->d[0];
+    return f * ((n->out[0] >= 0) + (n->out[1] >= 0));
+}
+
+const hp_opdef hp_op_grouped_linear_bwd = {
+    .name = "grouped_linear_bwd", .nout = 2, .run = grouped_bwd_run, .flops = grouped_flops_bwd,
+    .bytes = hp_ops_io_bytes,
+};
+
+/* ---- moe_combine ---- */
+
+static hp_status combine_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
+    const hp_shape *yp = in_shape(g, n, 0), *w = in_shape(g, n, 1);
+    char b1[64], b2[64];
+    if (yp->ndim != 2 || hp_shape_numel(w) * last_dim(yp) != hp_shape_numel(yp) || g->vals[n->in[2]].dtype != HP_I32)
+        return SHAPE_ERR("moe_combine: rows %s do not match weights %s", hp_shape_str(b1, sizeof b1, yp),
+                         hp_shape_str(b2, sizeof b2, w));
+    os[0] = *w;
+    os[0].d[w->ndim - 1] = last_dim(yp);
+    od[0] = HP_F32;
+    return HP_OK;
+}
+
+static void combine_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    (void)n;
+    long C = t_last(&in[0]), K = t_last(&in[1]), N = t_rows(&in[1]);
+    kern_of(k)->k_moe_combine(F32(out[0]), CF32(in[0]), CF32(in[1]), I32(in[2]), N, C, K);
+}
+
+static void combine_backward(hp_graph *g, int node, const int *gout, int *gin) {
+    int dyp = grad_for(g, node, 0), dw = grad_for(g, node, 1);
+    if (dyp < 0 && dw < 0) return;
+    const hp_node *n = &g->nodes[node];
+    int in[4] = {gout[0], n->in[0], n->in[1], n->in[2]}, out[2] = {dyp, dw};
+    emit_bwd(g, &hp_op_moe_combine_bwd, node, in, 4, out, 2);
+    gin[0] = dyp, gin[1] = dw;
+}
+
+const hp_opdef hp_op_moe_combine = {
+    .name = "moe_combine", .nout = 1, .infer = combine_infer, .run = combine_run, .backward = combine_backward,
+    .bytes = hp_ops_io_bytes,
+};
+
+/* in (dy, yp, weights, rowof) -> (dyp, dweights) */
+static void combine_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
+    long C = t_last(&in[1]), K = t_last(&in[2]), N = t_rows(&in[2]), R = t_rows(&in[1]);
+    kern_of(k)->k_moe_combine_bwd(n->out[0] >= 0 ? F32(out[0]) : NULL, n->out[1] >= 0 ? F32(out[1]) : NULL,
+                                  CF32(in[0]), CF32(in[1]), CF32(in[2]), I32(in[3]), N, C, K, R);
+}
+
+const hp_opdef hp_op_moe_combine_bwd = {
+    .name = "moe_combine_bwd", .nout = 2, .run = combine_bwd_run, .bytes = hp_ops_io_bytes,
+};
