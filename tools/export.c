@@ -1,6 +1,7 @@
 /* tools/export: `hyperpar export` — writes a checkpoint's weights in the llm.c
- * format, fp32 or bf16 (atomically). */
+ * format, fp32 or bf16 (atomically), or as a Hugging Face model directory. */
 #include <stdio.h>
+#include <string.h>
 
 #include <hyperpar/hyperpar.h>
 
@@ -35,21 +36,33 @@ static hp_status export_llmc(const char *ckpt, const char *init, const char *out
 }
 
 int hp_cmd_export(int argc, char **argv) {
-    char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32";
+    char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32", hf[512] = "", hf_dtype[16] = "fp32";
     hp_opt tab[] = {
         {"ckpt", HP_OPT_STR, ckpt, sizeof ckpt, "checkpoint directory (or a run directory with 'latest')"},
         {"init", HP_OPT_STR, init, sizeof init, "read the weights from an llm.c checkpoint instead"},
         {"llmc", HP_OPT_STR, llmc, sizeof llmc, "write the weights as an llm.c checkpoint (.bin)"},
         {"llmc-dtype", HP_OPT_STR, dtype, sizeof dtype,
          "the parameters' type in the file: fp32 (llm.c version 3) or bf16 (version 5, rounded to nearest even)"},
+        {"hf", HP_OPT_STR, hf, sizeof hf,
+         "write a Hugging Face model directory (config.json, model.safetensors): GPT-2, Llama, Mixtral-style MoE"},
+        {"hf-dtype", HP_OPT_STR, hf_dtype, sizeof hf_dtype, "the Hugging Face tensors' type: fp32 or bf16"},
     };
-    int help = 0, n = 4;
+    int help = 0, n = 6;
     hp_status st = hp_args_parse(&help, tab, n, argc, argv, 2, "export");
     if (!st && help) {
-        hp_args_usage(tab, n, "export", "Writes a checkpoint's weights in the llm.c format.");
+        hp_args_usage(tab, n, "export", "Writes a checkpoint's weights in the llm.c or the Hugging Face format.");
         return 0;
     }
-    if (!st) st = export_llmc(ckpt, init, llmc, dtype);
+    if (!st && hf[0]) {
+        if (strcmp(hf_dtype, "fp32") && strcmp(hf_dtype, "bf16"))
+            st = hp_errorf("hyperpar export: --hf-dtype must be fp32 or bf16, got '%s'", hf_dtype);
+        else if (!ckpt[0]) st = hp_errorf("hyperpar export: --hf needs --ckpt DIR");
+        else if (llmc[0] || init[0]) st = hp_errorf("hyperpar export: give --hf or --llmc, not both");
+        if (!st) st = hp_export_hf(hf, ckpt, !strcmp(hf_dtype, "bf16"));
+        if (!st) printf("wrote %s (config.json, model.safetensors, %s)\n", hf, hf_dtype);
+    } else if (!st) {
+        st = export_llmc(ckpt, init, llmc, dtype);
+    }
     if (st) {
         hp_cli_error(st);
         return 1;

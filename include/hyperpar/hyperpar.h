@@ -1402,6 +1402,12 @@ const char *hp_settings_file(const hp_settings *s);
  * (HP_LLMC_FP32: version 3, HP_LLMC_BF16: version 5), atomically: written
  * under a temporary name, synced, then renamed. */
 hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dtype dtype);
+/* A checkpoint's weights as a Hugging Face model directory out_dir (new; written beside it, then renamed):
+ * config.json and model.safetensors ("format": "pt"; fp32, or bf16 when bf16 != 0) with the names, shapes and
+ * layouts transformers' GPT2LMHeadModel (Conv1D weights transposed, the head tied), LlamaForCausalLM (q/k/v/o
+ * and gate/up/down apart, the query and key rows permuted to Hugging Face's RoPE halves) and
+ * MixtralForCausalLM (MoE presets without shared experts) load; the padded vocabulary rows are cut. */
+hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16);
 
 /* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
  * as the new checkpoint directory dst (which must not exist) in the format
