@@ -343,8 +343,12 @@ static hp_status run(trainer *t) {
     if (o->ckpt_dir[0] && hp_train_is_lead(t->tr)) { /* how to use what was trained */
         size_t rn = strlen(t->run_dir);
         int in_run = rn && !strncmp(o->ckpt_dir, t->run_dir, rn) && !strcmp(o->ckpt_dir + rn, "/ckpt");
-        printf("sample from it: %s sample --ckpt %s%s\n", t->prog, in_run ? t->run_dir : o->ckpt_dir,
-               o->vocab == 256 ? " --prompt \"The \"" : " --tokenizer DIR --prompt \"...\"");
+        const char *where = in_run ? t->run_dir : o->ckpt_dir;
+        if (!strcmp(o->model, "gpt2")) /* sampling runs GPT-2; other models' weights go out to Hugging Face */
+            printf("sample from it: %s sample --ckpt %s%s\n", t->prog, where,
+                   o->vocab == 256 ? " --prompt \"The \"" : " --tokenizer DIR --prompt \"...\"");
+        else if (strncmp(o->model, "pangu-", 6) && t->m.shared_experts == 0) /* Llama, Mixtral-style MoE */
+            printf("export it: %s export --ckpt %s --hf DIR\n", t->prog, where);
     }
     return HP_OK;
 }
