@@ -130,9 +130,8 @@ static hp_status put(hf_list *l, const src *s, const char *name, const char *hf,
     return transpose ? add(l, hf, o, cols, rows, ndim) : add(l, hf, o, rows, cols, ndim);
 }
 
-static hp_status gpt2_tensors(hf_list *l, const src *s, const hp_model_config *c, int64_t Vp, char *cfg, size_t cap) {
+static hp_status gpt2_tensors(hf_list *l, const src *s, const hp_model_config *c, char *cfg, size_t cap) {
     int64_t C = c->channels, V = c->vocab;
-    (void)Vp;
     char a[96], b[96];
     HP_TRY(put(l, s, "wte", "transformer.wte.weight", 0, V, C, 0, 0, 2));
     HP_TRY(put(l, s, "wpe", "transformer.wpe.weight", 0, c->max_seq, C, 0, 0, 2));
@@ -268,7 +267,7 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     char *cfg = malloc(4096);
     if (!st && !cfg) st = hp_errorf("hf export: out of memory");
     src s = {&ck, g, dir};
-    if (!st) st = fam ? llama_tensors(&l, &s, &c, cfg, 4096) : gpt2_tensors(&l, &s, &c, 0, cfg, 4096);
+    if (!st) st = fam ? llama_tensors(&l, &s, &c, cfg, 4096) : gpt2_tensors(&l, &s, &c, cfg, 4096);
     /* a temporary directory beside the target, renamed when complete */
     char *tmp = NULL, *st_path = NULL, *cfg_path = NULL;
     if (!st) {

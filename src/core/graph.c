@@ -240,6 +240,13 @@ int hp_graph_params(const hp_graph *g, int *ids, int cap) {
     return n;
 }
 
+int hp_graph_readers(const hp_graph *g, int v) {
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        for (int k = 0; k < hp_node_nin_all(&g->nodes[i]); k++) n += hp_node_input(g, &g->nodes[i], k) == v;
+    return n;
+}
+
 int hp_graph_find(const hp_graph *g, const char *name) {
     for (int i = 0; i < g->nvals; i++)
         if (strcmp(g->vals[i].name, name) == 0) return i;

@@ -144,6 +144,8 @@ static inline int64_t hp_val_numel(const hp_graph *g, int id) {
 int hp_graph_params(const hp_graph *g, int *ids, int cap);
 /* The value with this name, or -1. */
 int hp_graph_find(const hp_graph *g, const char *name);
+/* How many node inputs (extra inputs included) read value v. */
+int hp_graph_readers(const hp_graph *g, int v);
 /* A view: a value of `shape` whose elements are base's from element `offset`
  * on (base's dtype; the range must lie inside base, and base is no view).
  * Returns its id, or -1 once the graph has an error. */

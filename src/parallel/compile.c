@@ -149,14 +149,20 @@ static hp_status pass_rows(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* What rank's pipeline stage holds of every global value, as hp_fsdp_prepare takes it: 0 none, 1 the stage's
+ * own, 2 read by other stages too (a tied parameter). */
+static void stage_held(unsigned char *held, const hp_compiled *c, int rank) {
+    for (int v = 0; v < c->global->nvals; v++)
+        held[v] = !hp_pp_holds(&c->pp, &c->mesh, v, rank) ? 0 : hp_pp_copies(&c->pp, v) > 1 ? 2 : 1;
+}
+
 /* fsdp: units, the store layout, the gradients it reduces itself. */
 static hp_status pass_fsdp(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
     unsigned char *held = NULL; /* a pipeline stage: its parameters, those tied to other stages marked 2 */
     if (c->pp.axis >= 0 && plan->fsdp.level > 0) {
         held = malloc((size_t)c->global->nvals + 1);
         if (!held) return hp_errorf("compile: out of memory");
-        for (int v = 0; v < c->global->nvals; v++)
-            held[v] = !hp_pp_holds(&c->pp, &c->mesh, v, c->rank) ? 0 : hp_pp_copies(&c->pp, v) > 1 ? 2 : 1;
+        stage_held(held, c, c->rank);
     }
     hp_status st = hp_fsdp_prepare(&c->fsdp, c->global, &c->prop, &c->mesh, plan, c->rank, o->supernode_ranks,
                                    o->fsdp_keep_auto, held);
@@ -394,8 +400,7 @@ static hp_status pass_holdings(hp_compiled *c, const hp_plan *plan, const hp_com
         }
         coord[c->pp.axis] = s;
         int r = hp_mesh_rank(&c->mesh, coord);
-        for (int v = 0; v < nv; v++)
-            held[v] = !hp_pp_holds(&c->pp, &c->mesh, v, r) ? 0 : hp_pp_copies(&c->pp, v) > 1 ? 2 : 1;
+        stage_held(held, c, r);
         hp_fsdp_plan other;
         st = hp_fsdp_prepare(&other, c->global, &c->prop, &c->mesh, plan, r, o->supernode_ranks, o->fsdp_keep_auto,
                              held);

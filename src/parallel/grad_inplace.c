@@ -3,13 +3,6 @@
 
 #include "ops/ops.h"
 
-static int readers(const hp_graph *g, int v) {
-    int n = 0;
-    for (int i = 0; i < g->nnodes; i++)
-        for (int k = 0; k < hp_node_nin_all(&g->nodes[i]); k++) n += hp_node_input(g, &g->nodes[i], k) == v;
-    return n;
-}
-
 hp_status hp_pass_grad_inplace(int *n, hp_rank_graph *rg) {
     *n = 0;
     hp_graph *g = rg->g;
@@ -21,7 +14,7 @@ hp_status hp_pass_grad_inplace(int *n, hp_rank_graph *rg) {
         const hp_value *o = &g->vals[out];
         if (s->persistent || s->view_of >= 0 || s->mirror_of >= 0 || s->store_slot >= 0 || s->kind == HP_V_PARAM ||
             s->producer < 0 || s->dtype != o->dtype || hp_val_numel(g, sofar) != hp_val_numel(g, out) ||
-            o->mirror_of >= 0 || o->store_slot >= 0 || readers(g, sofar) != 1)
+            o->mirror_of >= 0 || o->store_slot >= 0 || hp_graph_readers(g, sofar) != 1)
             continue;
         s->view_of = o->view_of >= 0 ? o->view_of : out;
         s->view_offset = o->view_of >= 0 ? o->view_offset : 0;

@@ -6,14 +6,6 @@
 
 #include "ops/ops.h"
 
-/* How many nodes read value v. */
-static int readers(const hp_graph *g, int v) {
-    int n = 0;
-    for (int i = 0; i < g->nnodes; i++)
-        for (int k = 0; k < hp_node_nin_all(&g->nodes[i]); k++) n += hp_node_input(g, &g->nodes[i], k) == v;
-    return n;
-}
-
 /* Node i out of the graph (a forward graph: no node refers to another but through its values). */
 static void remove_node(hp_graph *g, int i) {
     for (int k = 0; k < g->nodes[i].nout; k++)
@@ -33,7 +25,7 @@ hp_status hp_pass_loss_chunk(int *nfused, hp_graph *g, int64_t chunk, const hp_p
         if (!hp_op_is_xent(xn->op)) continue;
         int logits = xn->in[0], lin = g->vals[logits].producer;
         if (lin < 0 || !hp_op_is_linear(g->nodes[lin].op) || g->nodes[lin].nin != 2) continue;
-        if (g->vals[logits].persistent || g->vals[logits].view_of >= 0 || readers(g, logits) != 1) continue;
+        if (g->vals[logits].persistent || g->vals[logits].view_of >= 0 || hp_graph_readers(g, logits) != 1) continue;
         int w = g->nodes[lin].in[1];
         if (plan && g->vals[w].kind == HP_V_PARAM) {
             hp_layout l;
