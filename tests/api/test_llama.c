@@ -26,40 +26,10 @@
 #include "parallel/compile.h"
 #include "runtime/params.h"
 #include "runtime/program.h"
+#include "fd_params.h"
 #include "testutil.h"
 
 enum { B = 2, T = 8 };
-
-static float run_loss(hp_program *p, int loss) {
-    CHECK_OK(hp_program_run(p, HP_PHASE_FWD));
-    return ((float *)hp_program_data(p, loss))[0];
-}
-
-/* Finite differences of the loss along a random direction of parameter `name` against its gradient. */
-static void fd_check(hp_program *p, const hp_compiled *c, hp_param_store *ps, const char *name, hp_rng *rng) {
-    const hp_graph *g = c->rg.g;
-    int v = hp_graph_find(g, name), k = hp_param_store_find(ps, name);
-    CHECK(v >= 0 && k >= 0 && g->vals[v].grad >= 0);
-    if (v < 0 || k < 0) return;
-    size_t n = hp_param_numel(ps, k);
-    float *w = hp_param_ptr(ps, k), dir[8192];
-    CHECK(n <= 8192);
-    if (n > 8192) return;
-    CHECK_OK(hp_program_run(p, HP_PHASE_FWD));
-    CHECK_OK(hp_program_run(p, HP_PHASE_BWD));
-    const float *grad = hp_program_data(p, g->vals[v].grad);
-    double analytic = 0;
-    for (size_t i = 0; i < n; i++) dir[i] = (float)hp_rng_normal(rng), analytic += (double)dir[i] * grad[i];
-    const float eps = 2e-3f;
-    for (size_t i = 0; i < n; i++) w[i] += eps * dir[i];
-    double lp = run_loss(p, c->rg.loss);
-    for (size_t i = 0; i < n; i++) w[i] -= 2 * eps * dir[i];
-    double lm = run_loss(p, c->rg.loss);
-    for (size_t i = 0; i < n; i++) w[i] += eps * dir[i];
-    double numeric = (lp - lm) / (2 * eps);
-    printf("%-24s analytic %10.6f numeric %10.6f\n", name, analytic, numeric);
-    CHECK(fabs(analytic - numeric) <= 0.02 * fabs(numeric) + 1e-4);
-}
 
 static void gradients(void) {
     hp_model_config mc = {.layers = 2, .heads = 2, .channels = 16, .vocab = 40, .max_seq = T + 4, .kv_heads = 1, .ffn = 24, .rope_theta = 10000.0f}; /* 2 query heads share 1 kv head */
@@ -70,34 +40,11 @@ static void gradients(void) {
     for (int v = 0; v < g->nvals; v++)
         if (g->vals[v].kind == HP_V_PARAM) counted += hp_val_numel(g, v);
     CHECK(counted == hp_llama_num_params(&mc));
-    hp_compile_opts o = {.train = 1};
-    hp_compiled c;
-    CHECK_OK(hp_compile(&c, g, NULL, 0, &o));
-    hp_param_store ps;
-    CHECK_OK(hp_param_store_create(&ps, c.rg.g));
-    hp_rng rng;
-    hp_rng_seed(&rng, 5);
-    for (int i = 0; i < ps.n; i++) {
-        int norm = strstr(ps.name[i], "norm") != NULL;
-        float *w = hp_param_ptr(&ps, i);
-        for (size_t k = 0; k < hp_param_numel(&ps, i); k++) w[k] = (float)((norm ? 1.0 : 0.0) + 0.15 * hp_rng_normal(&rng));
-    }
-    hp_pool *pool;
-    CHECK_OK(hp_pool_create(&pool, 1));
-    hp_program *p;
-    CHECK_OK(hp_program_create_ordered(&p, c.rg.g, c.sched.order, c.sched.n, &c.mem, &ps, pool, NULL));
-    int32_t *tok = hp_program_data(p, hp_graph_find(c.rg.g, "tokens"));
-    int32_t *tgt = hp_program_data(p, hp_graph_find(c.rg.g, "targets"));
-    for (int i = 0; i < B * T; i++) tok[i] = (i * 7 + 3) % mc.vocab, tgt[i] = (i * 13 + 5) % mc.vocab;
     static const char *const names[] = {"h.0.attn.q.weight",    "h.0.attn.kv.weight",   "h.1.attn.kv.weight",
                                         "h.0.attn.proj.weight", "h.0.mlp.gate_up.weight", "h.1.mlp.down.weight",
                                         "h.0.attn_norm.weight", "h.1.mlp_norm.weight",  "norm.weight",
                                         "tok_embeddings.weight", "output.weight"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) fd_check(p, &c, &ps, names[i], &rng);
-    hp_program_destroy(p);
-    hp_pool_destroy(pool);
-    hp_param_store_free(&ps);
-    hp_compiled_free(&c);
+    fd_params(g, B, T, mc.vocab, "norm", 0.15, 2e-3f, 5, names, (int)(sizeof names / sizeof names[0]));
     hp_graph_destroy(g);
 }
 

@@ -30,6 +30,17 @@ expect_error_any() {
 losses() { grep -v val_loss "$1" | sed -n 's/.*"loss": \([^,]*\),.*/\1/p'; }
 # maxdiff a b: "n maxdiff" over two metrics files' training losses (n: the steps compared)
 maxdiff() { paste <(losses "$1") <(losses "$2") | awk '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%d %.3g\n", n, m }'; }
+# check_equiv REF STEPS TOL NAME cmd...: runs cmd with --metrics NAME.jsonl (its output in NAME.log); it must
+# succeed, and its training losses match REF's over STEPS steps within TOL (max |delta loss|).
+check_equiv() {
+  local ref=$1 steps=$2 tol=$3 name=$4 n m
+  shift 4
+  "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || { fail "$name failed: $(tail -2 "$name.log")"; return; }
+  read -r n m <<<"$(maxdiff "$ref" "$name.jsonl")"
+  echo "$name: $n steps, max |delta loss| $m"
+  [ "$n" -eq "$steps" ] || fail "$name: $n steps compared"
+  awk -v m="$m" -v t="$tol" 'BEGIN { exit !(m <= t) }' || fail "$name: max |delta loss| $m above $tol"
+}
 finish() {
   if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed"; exit 1; fi
   echo "all checks passed"

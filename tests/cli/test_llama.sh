@@ -12,11 +12,7 @@ awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'B
 check() { # name, then the run's flags
   local name=$1
   shift
-  "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || { fail "$name failed: $(tail -2 "$name.log")"; return; }
-  read -r n m <<<"$(maxdiff one.jsonl "$name.jsonl")"
-  echo "$name: $n steps, max |delta loss| $m"
-  [ "$n" -eq 200 ] || fail "$name: $n steps compared"
-  awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "$name: max |delta loss| $m above 1e-5"
+  check_equiv one.jsonl 200 1e-5 "$name" "$@"
 }
 check dp2 "$HP" train $lt --dp 2 --grad-accum 4
 check tp2 "$HP" train $lt --tp 2 --grad-accum 4

@@ -12,11 +12,7 @@ small="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 200 --val-e
 check() { # name, then the run's flags
   local name=$1
   shift
-  "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || { fail "$name failed: $(tail -2 "$name.log")"; return; }
-  read -r n m <<<"$(maxdiff one.jsonl "$name.jsonl")"
-  echo "$name: $n steps, max |delta loss| $m"
-  [ "$n" -eq 200 ] || fail "$name: $n steps compared"
-  awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "$name: max |delta loss| $m above 1e-5"
+  check_equiv one.jsonl 200 1e-5 "$name" "$@"
 }
 for s in gpipe 1f1b zb-h1; do
   check "pp2_$s" "$HP" train $small --pp 2 --micro-batches 4 --pp-schedule $s
@@ -29,11 +25,7 @@ check mpi_pp2_interleaved timeout 600 "${MPIRUN[@]}" "$HP" train $small --pp 2 -
 # PP 4 interleaved needs 8 virtual stages: 6 blocks (its own 1-rank reference)
 six="${small/--layers 4/--layers 6}"
 "$HP" train $six --grad-accum 4 --metrics six.jsonl >/dev/null 2>&1 || fail "6-block 1-rank run failed"
-"$HP" train $six --pp 4 --micro-batches 4 --pp-schedule interleaved --metrics pp4_il.jsonl >pp4_il.log 2>&1 ||
-  fail "pp4 interleaved failed: $(tail -2 pp4_il.log)"
-read -r n m <<<"$(maxdiff six.jsonl pp4_il.jsonl)"
-echo "pp4_interleaved: $n steps, max |delta loss| $m"
-[ "$n" -eq 200 ] && awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "pp4 interleaved: $n steps, max |delta loss| $m"
+check_equiv six.jsonl 200 1e-5 pp4_interleaved "$HP" train $six --pp 4 --micro-batches 4 --pp-schedule interleaved
 check pp2_even "$HP" train $small --pp 2 --micro-batches 4 --pp-split even
 check pp2_explicit "$HP" train $small --pp 2 --micro-batches 4 --pp-split 1,3
 check pp2_remat_full "$HP" train $small --pp 2 --micro-batches 4 --remat full
@@ -63,10 +55,7 @@ check mpi_pp2 timeout 600 "${MPIRUN[@]}" "$HP" train $small --pp 2 --micro-batch
 bf="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --seed 0 --run-dir none --dtype bf16 --steps 200"
 bf="$bf --val-every 100 --val-steps 2"
 "$HP" train $bf --grad-accum 2 --metrics bf_one.jsonl >/dev/null 2>&1 || fail "bf16 1-rank run failed"
-"$HP" train $bf --pp 2 --micro-batches 2 --metrics bf_pp.jsonl >bf.log 2>&1 || fail "bf16 PP 2 failed: $(tail -2 bf.log)"
-read -r n m <<<"$(maxdiff bf_one.jsonl bf_pp.jsonl)"
-echo "bf16 pp2: $n steps, max |delta loss| $m"
-[ "$n" -eq 200 ] && awk -v m="$m" 'BEGIN { exit !(m <= 5e-3) }' || fail "bf16 pp2: $n steps, max |delta loss| $m"
+check_equiv bf_one.jsonl 200 5e-3 bf_pp "$HP" train $bf --pp 2 --micro-batches 2
 [ "$(losses bf_one.jsonl | head -5)" = "$(losses bf_pp.jsonl | head -5)" ] || fail "bf16 pp2: the first 5 losses differ"
 # checkpoints of a pipelined run, in either format, resume bit for bit (step 10's loss) under PP, on 1 rank, under FSDP and
 # across 2 MPI processes; a 1-rank checkpoint resumes under PP
@@ -97,11 +86,7 @@ resumed pp_mpi ck_pp timeout 300 "${MPIRUN[@]}" "$HP" train $ck --pp 2 --micro-b
 # configuration of the paper (16 stages x 16 data x 8 tensor parallel) as a plan for 2,048 ranks
 pg="--model pangu-tiny --batch 4 --seq 32 --steps 50 --val-every 0 --val-steps 1 --warmup 5 --lr 2e-3"
 "$HP" train $pg --grad-accum 4 --metrics pangu_one.jsonl >/dev/null 2>&1 || fail "pangu-tiny 1-rank run failed"
-"$HP" train $pg --pp 2 --micro-batches 4 --pp-schedule zb-h1 --metrics pangu_pp.jsonl >pangu.log 2>&1 ||
-  fail "pangu-tiny PP 2 failed: $(tail -2 pangu.log)"
-read -r n m <<<"$(maxdiff pangu_one.jsonl pangu_pp.jsonl)"
-echo "pangu-tiny pp2: $n steps, max |delta loss| $m"
-[ "$n" -eq 50 ] && awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "pangu-tiny pp2: $n steps, max |delta loss| $m"
+check_equiv pangu_one.jsonl 50 1e-5 pangu_pp "$HP" train $pg --pp 2 --micro-batches 4 --pp-schedule zb-h1
 awk -v a="$(losses pangu_pp.jsonl | head -1)" -v b="$(losses pangu_pp.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
   fail "pangu-tiny: the loss did not fall"
 "$HP" plan --model pangu-200b --plan "$(dirname "$0")/../../examples/pangu_200b.plan" --batch 16 --seq 1024 \

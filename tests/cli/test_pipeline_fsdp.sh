@@ -13,11 +13,7 @@ small="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 200 --val-e
 check() { # name, then the run's flags
   local name=$1
   shift
-  "$@" --metrics "$name.jsonl" >"$name.log" 2>&1 || { fail "$name failed: $(tail -2 "$name.log")"; return; }
-  read -r n m <<<"$(maxdiff one.jsonl "$name.jsonl")"
-  echo "$name: $n steps, max |delta loss| $m"
-  [ "$n" -eq 200 ] || fail "$name: $n steps compared"
-  awk -v m="$m" 'BEGIN { exit !(m <= 1e-5) }' || fail "$name: max |delta loss| $m above 1e-5"
+  check_equiv one.jsonl 200 1e-5 "$name" "$@"
 }
 check pp2_fsdp2 "$HP" train $small --pp 2 --fsdp 2 --micro-batches 4
 grep -q "^fsdp: level 3" pp2_fsdp2.log || fail "pp2_fsdp2: no FSDP line: $(head -4 pp2_fsdp2.log)"
