@@ -63,20 +63,27 @@ typedef struct {
     const hp_ckpt *ck;
     const hp_graph *g;
     const char *dir;
+    int last;     /* the value whose elements `held` holds (-1: none): a stacked parameter exported in several
+                   * pieces (q/k/v, gate/up, the experts) is read once */
+    float *held;
+    int64_t numel;
 } src;
 
-/* Parameter `name` of the model whole (fp32, malloc'd); *numel its size. */
-static hp_status read_param(float **out, int64_t *numel, const src *s, const char *name) {
+/* Parameter `name` of the model whole (fp32, held by s until another is read); *numel its size. */
+static hp_status read_param(const float **out, int64_t *numel, src *s, const char *name) {
     *out = NULL;
     int v = hp_graph_find(s->g, name);
     if (v < 0) return hp_errorf("%s: the model has no parameter '%s'", s->dir, name);
-    const hp_shape *sh = &s->g->vals[v].shape;
-    *numel = hp_shape_numel(sh);
-    float *b = malloc(sizeof(float) * (size_t)*numel);
-    if (!b) return hp_errorf("%s: out of memory reading '%s'", s->dir, name);
-    hp_status st = hp_ckpt_read(s->ck, HP_CKPT_GROUP_MODEL, name, HP_F32, sh, b);
-    if (st) return free(b), st;
-    *out = b;
+    if (v != s->last) {
+        const hp_shape *sh = &s->g->vals[v].shape;
+        free(s->held);
+        s->last = -1, s->numel = hp_shape_numel(sh);
+        s->held = malloc(sizeof(float) * (size_t)s->numel);
+        if (!s->held) return hp_errorf("%s: out of memory reading '%s'", s->dir, name);
+        HP_TRY(hp_ckpt_read(s->ck, HP_CKPT_GROUP_MODEL, name, HP_F32, sh, s->held));
+        s->last = v;
+    }
+    *out = s->held, *numel = s->numel;
     return HP_OK;
 }
 
@@ -111,17 +118,14 @@ static hp_status rope_rows(float *w, int64_t rows, int64_t cols, int64_t hs) {
 }
 
 /* One piece of parameter `name` (its rows [r0, r0 + rows) of cols) under hf name, transposed or RoPE-permuted. */
-static hp_status put(hf_list *l, const src *s, const char *name, const char *hf, int64_t r0, int64_t rows,
+static hp_status put(hf_list *l, src *s, const char *name, const char *hf, int64_t r0, int64_t rows,
                      int64_t cols, int transpose, int64_t rope_hs, int ndim) {
-    float *p;
+    const float *p;
     int64_t n;
     HP_TRY(read_param(&p, &n, s, name));
-    if ((r0 + rows) * cols > n) {
-        free(p);
+    if ((r0 + rows) * cols > n)
         return hp_errorf("%s: '%s' has %lld elements, fewer than its export reads", s->dir, name, (long long)n);
-    }
     float *o = slice(p, r0, rows, cols, transpose);
-    free(p);
     if (!o) return hp_errorf("hf export: out of memory");
     if (rope_hs > 0) {
         hp_status st = rope_rows(o, rows, cols, rope_hs);
@@ -130,7 +134,7 @@ static hp_status put(hf_list *l, const src *s, const char *name, const char *hf,
     return transpose ? add(l, hf, o, cols, rows, ndim) : add(l, hf, o, rows, cols, ndim);
 }
 
-static hp_status gpt2_tensors(hf_list *l, const src *s, const hp_model_config *c, char *cfg, size_t cap) {
+static hp_status gpt2_tensors(hf_list *l, src *s, const hp_model_config *c, char *cfg, size_t cap) {
     int64_t C = c->channels, V = c->vocab;
     char a[96], b[96];
     HP_TRY(put(l, s, "wte", "transformer.wte.weight", 0, V, C, 0, 0, 2));
@@ -166,7 +170,7 @@ static hp_status gpt2_tensors(hf_list *l, const src *s, const hp_model_config *c
     return HP_OK;
 }
 
-static hp_status llama_tensors(hf_list *l, const src *s, const hp_model_config *c, char *cfg, size_t cap) {
+static hp_status llama_tensors(hf_list *l, src *s, const hp_model_config *c, char *cfg, size_t cap) {
     int64_t C = c->channels, V = c->vocab, NH = c->heads, KV = c->kv_heads > 0 ? c->kv_heads : c->heads;
     int64_t hs = C / NH, Ckv = KV * hs, E = c->experts;
     int64_t F = c->ffn > 0 ? c->ffn : (8 * C / 3 + 255) / 256 * 256, Fe = c->expert_ffn > 0 ? c->expert_ffn : F;
@@ -194,12 +198,14 @@ static hp_status llama_tensors(hf_list *l, const src *s, const hp_model_config *
             P("mlp.down.weight", "mlp.down_proj.weight", 0, C, F, 0, 2);
         } else {
             P("moe.router.weight", "block_sparse_moe.gate.weight", 0, E, C, 0, 2);
-            for (int64_t e = 0; e < E; e++) {
-                char w[64];
+            char w[64];
+            for (int64_t e = 0; e < E; e++) { /* each stack's pieces one after the other: it is read once */
                 snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w1.weight", (long long)e);
                 P("moe.experts.gate_up.weight", w, 2 * e * Fe, Fe, C, 0, 2);
                 snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
                 P("moe.experts.gate_up.weight", w, (2 * e + 1) * Fe, Fe, C, 0, 2);
+            }
+            for (int64_t e = 0; e < E; e++) {
                 snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w2.weight", (long long)e);
                 P("moe.experts.down.weight", w, e * C, C, Fe, 0, 2);
             }
@@ -266,7 +272,7 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     hf_list l = {NULL, 0, 0, bf16};
     char *cfg = malloc(4096);
     if (!st && !cfg) st = hp_errorf("hf export: out of memory");
-    src s = {&ck, g, dir};
+    src s = {&ck, g, dir, -1, NULL, 0};
     if (!st) st = fam ? llama_tensors(&l, &s, &c, cfg, 4096) : gpt2_tensors(&l, &s, &c, cfg, 4096);
     /* a temporary directory beside the target, renamed when complete */
     char *tmp = NULL, *st_path = NULL, *cfg_path = NULL;
@@ -289,6 +295,7 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     if (st && tmp && hp_fs_exists(tmp)) hp_status_free(hp_fs_remove_tree(tmp)); /* nothing half-written stays */
     free(st_path), free(cfg_path), free(tmp), free(cfg);
     list_free(&l);
+    free(s.held);
     hp_graph_destroy(g);
     hp_ckpt_close(&ck);
     free(dir);
