@@ -41,12 +41,13 @@ hp_status hp_train_shape_resolve(hp_train_options *o, const hp_model_config *ini
 }
 
 int hp_train_is_distributed(const hp_train_options *o) {
-    return o->plan[0] || o->dp > 1 || o->tp > 1 || o->pp > 1 || o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
+    return o->plan[0] || o->dp > 1 || o->tp > 1 || o->ep > 1 || o->pp > 1 || o->fsdp > 1 || o->hsdp[0] || o->zero > 0;
 }
 
 void hp_train_plan_describe(char *buf, size_t n, const hp_train_options *o) {
     char tp[64] = "", zero[32] = "";
-    if (o->tp > 1) snprintf(tp, sizeof tp, " x tp %d", o->tp);
+    if (o->ep > 1) snprintf(tp, sizeof tp, " x ep %d", o->ep);
+    if (o->tp > 1) snprintf(tp + strlen(tp), sizeof tp - strlen(tp), " x tp %d", o->tp);
     if (o->pp > 1) snprintf(tp + strlen(tp), sizeof tp - strlen(tp), " x pp %d (%s)", o->pp, o->pp_schedule);
     if (o->zero && o->zero != 3) snprintf(zero, sizeof zero, " (zero-%d)", o->zero);
     if (o->plan[0]) snprintf(buf, n, "plan file %s", o->plan);
@@ -54,6 +55,6 @@ void hp_train_plan_describe(char *buf, size_t n, const hp_train_options *o) {
     else if (o->fsdp > 1) snprintf(buf, n, "fsdp %d%s%s", o->fsdp, zero, tp);
     else if (o->zero) snprintf(buf, n, "zero-%d x dp %d%s", o->zero, o->dp, tp);
     else if (o->dp > 1) snprintf(buf, n, "dp %d%s", o->dp, tp);
-    else if (o->tp > 1 || o->pp > 1) snprintf(buf, n, "%s", tp + 3);
+    else if (o->tp > 1 || o->pp > 1 || o->ep > 1) snprintf(buf, n, "%s", tp + 3);
     else snprintf(buf, n, "1 rank");
 }

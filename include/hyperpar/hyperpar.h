@@ -421,6 +421,12 @@ hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas
  * for the llama presets (the query and kv heads, the MLP and the untied vocabulary cut along tp), on mesh
  * [pp=PP,][rep=R,]dp=DP,tp=TP. */
 hp_status hp_shard_plan_named(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int tp);
+/* The same with ep > 1 expert-parallel members (a Mixture-of-Experts model only), on mesh
+ * [pp=PP,][rep=R,]dp=DP,ep=EP,tp=TP: the batch split over rep, dp and ep, each routed expert stack split by
+ * expert along ep (`param h.*.moe.experts.*: S(0)@ep`), the tokens sent to their experts' members and back by
+ * all-to-all. */
+hp_status hp_shard_plan_named_ep(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int ep,
+                                 int tp);
 /* FSDP / ZeRO on a plan, in the plan file's `fsdp:` form: "shard=dp level=3
  * prefetch=1 reshard=on reduce=fp32 style=hyperpar", and "replicate=rep" for
  * HSDP. Levels: 1 = optimizer state sharded, 2 = + gradients, 3 = +
@@ -1106,6 +1112,8 @@ typedef struct {
     /* parallelism */
     char plan[512];
     int dp, tp;
+    int ep;                     /* expert-parallel members: a MoE model's routed experts split by expert, the tokens
+                                 * exchanged by all-to-all (mesh dp,ep,tp; the batch split over dp and ep) */
     int pp;                     /* pipeline stages (the GPT-2 plan's mesh pp=N outermost) */
     char pp_schedule[16];       /* gpipe | 1f1b | zb-h1 | interleaved */
     int pp_chunks;              /* interleaved: model chunks per stage */

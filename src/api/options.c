@@ -177,6 +177,9 @@ static const hp_train_optdef defs[] = {
     D("dp", HP_OPT_INT, dp, "1", NULL, PLAN,
       "data-parallel ranks (GPT-2 plan; ranks are threads, or MPI processes x threads)"),
     D("tp", HP_OPT_INT, tp, "1", NULL, PLAN, "tensor-parallel ranks (Megatron-style GPT-2 plan)"),
+    D("ep", HP_OPT_INT, ep, "1", NULL, PLAN,
+      "expert-parallel ranks (a MoE model: each holds experts/N of every layer's routed experts, the tokens go to "
+      "them and back by all-to-all; the batch is split over --dp x --ep)"),
     D("pp", HP_OPT_INT, pp, "1", NULL, PLAN,
       "pipeline stages (GPT-2 plan: mesh pp=N outermost; the blocks split over them by --pp-split)"),
     D("pp-schedule", HP_OPT_STR, pp_schedule, "1f1b", "gpipe|1f1b|zb-h1|interleaved", 0,
@@ -370,6 +373,16 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
     if (strcmp(o->model, "gpt2") && o->init[0]) BAD("--init reads an llm.c GPT-2 checkpoint: not with --model %s", o->model);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
+    if (o->ep < 0 || o->ep > HP_TRAIN_MAX_RANKS) BAD("--ep must be in 1..%d, got %d", HP_TRAIN_MAX_RANKS, o->ep);
+    if (o->ep > 1 && strcmp(hp_model_family_name(o->model), "moe"))
+        BAD("--ep %d splits a Mixture-of-Experts model's experts: --model %s has none", o->ep, o->model);
+    if (o->ep > 1 && o->plan[0]) BAD("give --plan or --ep, not both (a plan file says 'param h.*.moe.experts.*: S(0)@ep')");
+    if ((long)(o->fsdp > 1 ? o->fsdp : o->dp) * (o->ep > 1 ? o->ep : 1) * o->tp * o->pp > HP_TRAIN_MAX_RANKS)
+        BAD("--dp/--fsdp x --ep %d x --tp %d x --pp %d is above the limit of %d ranks", o->ep, o->tp, o->pp,
+            HP_TRAIN_MAX_RANKS);
+    if (o->ep > 1 && (long)(o->fsdp > 1 ? o->fsdp : o->dp) * o->ep > o->batch)
+        BAD("--ep %d x %d data-parallel ranks is more than --batch %d: every rank needs at least one sequence", o->ep,
+            o->fsdp > 1 ? o->fsdp : o->dp, o->batch);
     if (o->pp < 1 || o->pp > 64) BAD("--pp must be in 1..64, got %d", o->pp);
     if (o->plan[0] && o->pp > 1) BAD("give --plan or --pp, not both (a plan file's mesh says pp=N)");
     if (o->micro_batches < 0 || o->micro_batches > 4096) BAD("--micro-batches must be in 1..4096, got %d", o->micro_batches);
@@ -395,6 +408,8 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->zero < 0 || o->zero > 3) BAD("--zero must be 1, 2 or 3, got %d", o->zero);
     if (o->fsdp > 1 && o->dp > 1) BAD("give --fsdp or --dp, not both (--zero L --dp N is ZeRO)");
     if (o->hsdp[0] && (o->fsdp > 1 || o->dp > 1)) BAD("--hsdp R,S replaces --fsdp and --dp");
+    if (o->hsdp[0] && o->ep > 1) BAD("--hsdp with --ep: not built (the parameters besides the experts are replicated over ep "
+                                     "as over HSDP's replicas; use --fsdp N --ep M)");
     if ((o->fsdp > 1 || o->hsdp[0] || o->zero) && o->plan[0])
         BAD("with --plan, FSDP goes into the plan file ('fsdp: shard=dp ...')");
     if (!strcmp(o->fsdp_gather, "bf16") && strcmp(o->dtype, "bf16"))
@@ -454,11 +469,13 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
     if (!strcmp(o->fsdp_keep_bytes, "auto")) kb = HP_FSDP_KEEP_AUTO;
     else if (o->fsdp_keep_bytes[0] && hp_text_bytes(&kb, o->fsdp_keep_bytes))
         return hp_errorf("%s: --fsdp-keep-bytes '%s' is not a byte count", prog, o->fsdp_keep_bytes);
-    HP_TRY(hp_shard_plan_named(out, o->model, o->pp > 1 ? o->pp : 1, reps, dp, o->tp));
+    HP_TRY(hp_shard_plan_named_ep(out, o->model, o->pp > 1 ? o->pp : 1, reps, dp, o->ep > 1 ? o->ep : 1, o->tp));
     if (!fsdp) return HP_OK;
     hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
     hp_fsdp_settings_default(&set);
-    set.replicate = reps > 1 ? "rep" : NULL;
+    /* with experts split along ep: the other parameters' gradients are summed over ep too, as over HSDP's
+     * replicas (the experts' own, split along ep, stay out of the units: reduced over dp as in data parallelism) */
+    set.replicate = reps > 1 ? "rep" : o->ep > 1 ? "ep" : NULL;
     set.level = o->zero ? o->zero : 3, set.prefetch = o->prefetch, set.reshard = !strcmp(o->reshard, "on");
     set.style_fsdp2 = !strcmp(o->fsdp_style, "fsdp2");
     set.reduce_bf16 = !strcmp(o->fsdp_reduce, "bf16"), set.gather_bf16 = !strcmp(o->fsdp_gather, "bf16");

@@ -62,11 +62,16 @@ hp_status hp_shard_plan_gpt2_pipelined(hp_shard_plan **out, int pp, int replicas
 }
 
 hp_status hp_shard_plan_named(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int tp) {
+    return hp_shard_plan_named_ep(out, model, pp, replicas, dp, 1, tp);
+}
+
+hp_status hp_shard_plan_named_ep(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int ep,
+                                 int tp) {
     *out = NULL;
     const char *family = hp_model_family_name(model ? model : "gpt2");
     if (!family) return hp_errorf("hp_shard_plan_named: unknown model '%s'", model);
     hp_plan p;
-    HP_TRY(hp_plan_model_pp(&p, family, pp, replicas, dp, tp));
+    HP_TRY(hp_plan_model_ep(&p, family, pp, replicas, dp, ep, tp));
     return wrap(out, &p);
 }
 

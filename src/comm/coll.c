@@ -140,8 +140,11 @@ static hp_status check_args(ctx *c, const hp_comm_args *a) {
     const char *w = c->what, *gn = c->g->name;
     int n = c->g->n;
     if (a->kind == HP_COMM_BARRIER) return HP_OK;
-    if (a->dtype != HP_F32 && a->dtype != HP_BF16)
-        return hp_errorf("comm: %s on group '%s': dtype %s is not f32 or bf16", w, gn, hp_dtype_name(a->dtype));
+    int moves = a->kind == HP_COMM_ALL_TO_ALL || a->kind == HP_COMM_ALL_GATHER || a->kind == HP_COMM_BROADCAST ||
+                a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV; /* bytes moved, never added */
+    if (a->dtype != HP_F32 && a->dtype != HP_BF16 && !(moves && a->dtype == HP_I32))
+        return hp_errorf("comm: %s on group '%s': dtype %s is not f32 or bf16%s", w, gn, hp_dtype_name(a->dtype),
+                         moves ? " (or i32)" : "");
     if (a->nt < 1 || !a->t) return hp_errorf("comm: %s on group '%s': needs at least one tensor", w, gn);
     if (a->nt > 1 && (a->kind == HP_COMM_ALL_TO_ALL || a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV))
         return hp_errorf("comm: %s on group '%s': takes one tensor, got %d", w, gn, a->nt);

@@ -16,7 +16,8 @@
  * a group calls the group's collectives in the same order.
  *
  * Counts are in elements of the dtype (HP_F32 or HP_BF16; bf16 is summed in
- * fp32 and rounded once per tier). Member indices are positions in the
+ * fp32 and rounded once per tier; HP_I32 too where nothing is added: the
+ * all-to-all, all-gather, broadcast, send and receive). Member indices are positions in the
  * group's rank list; shards are laid out in member order.
  *
  * Shared outputs: when every rank of a supernode passes the same recv buffer

@@ -166,16 +166,46 @@ void hp_k_moe_route_bwd(hp_pool *pool, float *dlogits, const float *dweights, co
 
 void hp_k_moe_dispatch(float *xp, int32_t *eid, int32_t *rowof, const float *x, const int32_t *index, long N,
                        long C, long E, long k) {
-    long r = 0;
-    for (long e = 0; e < E; e++)
-        for (long i = 0; i < N * k; i++)
-            if (index[i] == e) {
-                memcpy(xp + r * C, x + (i / k) * C, sizeof(float) * (size_t)C);
-                eid[r] = (int32_t)e, rowof[i] = (int32_t)r, r++;
-            }
-    for (long i = 0; i < N * k; i++)
-        if (index[i] < 0) rowof[i] = -1;
-    for (; r < N * k; r++) {
+    long R = N * k, used = 0;
+    if (E > R) { /* more experts than slots: expert by expert */
+        for (long e = 0; e < E; e++)
+            for (long i = 0; i < R; i++)
+                if (index[i] == e) {
+                    memcpy(xp + used * C, x + (i / k) * C, sizeof(float) * (size_t)C);
+                    eid[used] = (int32_t)e, rowof[i] = (int32_t)used, used++;
+                }
+        for (long i = 0; i < R; i++)
+            if (index[i] < 0 || index[i] >= E) rowof[i] = -1;
+        for (long r = used; r < R; r++) {
+            memset(xp + r * C, 0, sizeof(float) * (size_t)C);
+            eid[r] = -1;
+        }
+        return;
+    }
+    /* a counting sort: eid[e] first counts expert e's slots, then holds its next free row */
+    for (long r = 0; r < R; r++) eid[r] = 0;
+    for (long i = 0; i < R; i++)
+        if (index[i] >= 0 && index[i] < E) eid[index[i]]++;
+    for (long e = 0; e < E; e++) {
+        long c = eid[e];
+        eid[e] = (int32_t)used, used += c;
+    }
+    for (long i = 0; i < R; i++) {
+        int32_t e = index[i];
+        if (e < 0 || e >= E) {
+            rowof[i] = -1;
+            continue;
+        }
+        rowof[i] = eid[e]++; /* eid[e] now: the next free row of expert e */
+    }
+    for (long i = 0; i < R; i++)
+        if (rowof[i] >= 0) {
+            long r = rowof[i];
+            memcpy(xp + r * C, x + (i / k) * C, sizeof(float) * (size_t)C);
+        }
+    for (long i = 0; i < R; i++)
+        if (rowof[i] >= 0) eid[rowof[i]] = index[i];
+    for (long r = used; r < R; r++) {
         memset(xp + r * C, 0, sizeof(float) * (size_t)C);
         eid[r] = -1;
     }

@@ -5,8 +5,13 @@
  * and z-loss become partial sums there, the experts' weights stay whole and
  * their gradients partial sums. The balancing loss takes its statistics
  * whole (summed over the ranks first), so its value is the batch's whatever
- * the split. Expert parallelism (the weights split by expert, tokens moved
- * by all-to-all) is the operators' parallel form to come. */
+ * the split. Expert parallelism: along the axis the expert-parallel pass
+ * (parallel/ep_pass) put moe_ep_send over, grouped_linear's rows are the ones
+ * a member's own experts received, so there its weight is split by expert
+ * (S(0)) and the weight's gradient is whole per expert (not partial); the
+ * exchange operators themselves split their rows along every axis that
+ * splits the tokens and are replicated along the others, never along the
+ * exchange's own axis. */
 #include "layout/rules_family.h"
 #include "ops/ops.h"
 
@@ -61,8 +66,17 @@ static hp_status dispatch_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y: the rows split, the weight whole */
+/* The mesh axis of the rows' exchange (grouped_linear's HP_GROUPED_EP_AXIS), -1 none. */
+static int ep_axis_of(const hp_rule_axis *ra) { return (int)ra->n->a.i[HP_GROUPED_EP_AXIS] - 1; }
+
+/* grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y: the rows split, the weight whole; along the rows'
+ * exchange axis the weight split by expert */
 static hp_status grouped_opts(hp_rule_axis *ra) {
+    if (ra->axis == ep_axis_of(ra)) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->in[2] = o->out[0] = S(0);
+        return HP_OK;
+    }
     {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[2] = o->out[0] = S(0);
@@ -71,8 +85,13 @@ static hp_status grouped_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* grouped_linear_bwd(dy, xp, W, eid) -> (dxp, dW partial) */
+/* grouped_linear_bwd(dy, xp, W, eid) -> (dxp, dW partial; along the exchange axis dW split by expert) */
 static hp_status grouped_bwd_opts(hp_rule_axis *ra) {
+    if (ra->axis == ep_axis_of(ra)) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->out[0] = o->out[1] = S(0);
+        return HP_OK;
+    }
     {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->in[3] = o->out[0] = S(0);
@@ -102,7 +121,20 @@ static hp_status combine_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
+/* moe_ep_send(xp, eid) -> (xr, er, src), moe_ep_return / moe_ep_resend(rows, src, eid) -> rows: every value's
+ * rows split alike, or (not along the exchange's own axis, a.i[2]) every value whole */
+static hp_status exchange_opts(hp_rule_axis *ra) {
+    hp_rule_option *o = hp_rule_opt(ra);
+    for (int k = 0; k < ra->n->nin; k++) o->in[k] = S(0);
+    for (int k = 0; k < ra->n->nout; k++) o->out[k] = S(0);
+    if (ra->axis != (int)ra->n->a.i[2]) hp_rule_opt(ra);
+    return HP_OK;
+}
+
 static const hp_rule_family moe[] = {
+    {&hp_op_moe_ep_send, exchange_opts, NULL},
+    {&hp_op_moe_ep_return, exchange_opts, NULL},
+    {&hp_op_moe_ep_resend, exchange_opts, NULL},
     {&hp_op_moe_route, route_opts, NULL},
     {&hp_op_moe_route_bwd, route_bwd_opts, NULL},
     {&hp_op_moe_aux, whole_opts, NULL},

@@ -22,5 +22,9 @@ hp_status hp_plan_gpt2_pp(hp_plan *out, int pp, int replicas, int dp, int tp);
 /* The same for a model family by name ("gpt2" and "pangu": GPT-2's rules; "llama": the query and kv heads,
  * the MLP's hidden width and the untied embedding's and head's vocabulary cut along tp). */
 hp_status hp_plan_model_pp(hp_plan *out, const char *family, int pp, int replicas, int dp, int tp);
+/* The same with ep > 1 expert-parallel members ("moe" only): mesh "[pp=PP,][rep=R,]dp=DP,ep=EP,tp=TP", the batch
+ * split over rep, dp and ep, the routed experts' stacks split by expert along ep (each member owns E/EP
+ * experts; parallel/ep). */
+hp_status hp_plan_model_ep(hp_plan *out, const char *family, int pp, int replicas, int dp, int ep, int tp);
 
 #endif

@@ -22,7 +22,7 @@ static const hp_opdef *const all_ops[] = {
     &hp_op_linear_xent, &hp_op_linear_xent_bwd, &hp_op_repeat_heads, &hp_op_repeat_heads_bwd,
     &hp_op_moe_route, &hp_op_moe_route_bwd, &hp_op_moe_aux, &hp_op_moe_aux_bwd, &hp_op_moe_dispatch,
     &hp_op_moe_dispatch_bwd, &hp_op_grouped_linear, &hp_op_grouped_linear_bwd, &hp_op_moe_combine,
-    &hp_op_moe_combine_bwd,
+    &hp_op_moe_combine_bwd, &hp_op_moe_ep_send, &hp_op_moe_ep_return, &hp_op_moe_ep_resend,
 };
 
 const hp_opdef *const *hp_ops_all(int *count) {

@@ -20,7 +20,9 @@
  *     own (split with the tokens' first dimension).
  *   grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y[..., O...]: each
  *     run of rows of one expert times that expert's weight (one GEMM per
- *     expert, no per-token loop); rows of no expert give 0.
+ *     expert, no per-token loop); rows of no expert give 0. i[0]: the id of
+ *     W's first expert (a member's experts under expert parallelism), i[1]:
+ *     1 + the mesh axis the rows came over (ops.h HP_GROUPED_*).
  *   moe_combine(yp[N k, C], weights[N..., k], rowof[N..., k]) -> y[N..., C]
  *     = sum over each token's kept slots of weight x its row.
  * Each has its backward; the router's gradient goes through the scores with
@@ -247,14 +249,13 @@ static long run_end(const int32_t *eid, long r0, long R) {
 }
 
 static void grouped_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)n;
     long I = t_last(&in[0]), R = t_rows(&in[0]), E = in[1].shape.d[0];
     long O = (long)(hp_shape_numel(&in[1].shape) / E / I);
     const int32_t *eid = I32(in[2]);
     const float *x = CF32(in[0]), *W = CF32(in[1]);
     float *y = F32(out[0]);
     for (long r0 = 0; r0 < R;) {
-        long r1 = run_end(eid, r0, R), e = eid[r0];
+        long r1 = run_end(eid, r0, R), e = eid[r0] < 0 ? -1 : eid[r0] - (long)n->a.i[HP_GROUPED_E0];
         if (e < 0 || e >= E) memset(y + r0 * O, 0, sizeof(float) * (size_t)((r1 - r0) * O));
         else kern_of(k)->k_matmul_fwd(k->pool, y + r0 * O, x + r0 * I, W + e * O * I, NULL, r1 - r0, I, O);
         r0 = r1;
@@ -289,7 +290,7 @@ static void grouped_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor 
     float *dx = n->out[0] >= 0 ? F32(out[0]) : NULL, *dW = n->out[1] >= 0 ? F32(out[1]) : NULL;
     if (dW) memset(dW, 0, sizeof(float) * (size_t)(E * O * I)); /* experts no row reached */
     for (long r0 = 0; r0 < R;) {
-        long r1 = run_end(eid, r0, R), e = eid[r0];
+        long r1 = run_end(eid, r0, R), e = eid[r0] < 0 ? -1 : eid[r0] - (long)n->a.i[HP_GROUPED_E0];
         if (e < 0 || e >= E) {
             if (dx) memset(dx + r0 * I, 0, sizeof(float) * (size_t)((r1 - r0) * I));
         } else {

@@ -88,6 +88,24 @@ extern const hp_opdef hp_op_repeat_heads, hp_op_repeat_heads_bwd;
 /* ops/moe: the Mixture-of-Experts layer (see there) */
 extern const hp_opdef hp_op_moe_route, hp_op_moe_route_bwd, hp_op_moe_aux, hp_op_moe_aux_bwd, hp_op_moe_dispatch,
     hp_op_moe_dispatch_bwd, hp_op_grouped_linear, hp_op_grouped_linear_bwd, hp_op_moe_combine, hp_op_moe_combine_bwd;
+/* grouped_linear's attributes: i[0] the first expert the local weight holds (its lowered form under expert
+ * parallelism; ids outside the weight's experts give 0), i[1] 1 + the mesh axis its rows came over from
+ * moe_ep_send (0: none; the sharding rules then let the weight be split by expert along it). */
+#define HP_GROUPED_E0 0
+#define HP_GROUPED_EP_AXIS 1
+/* ops/moe_ep: expert parallelism's token exchange (see there) */
+extern const hp_opdef hp_op_moe_ep_send, hp_op_moe_ep_return, hp_op_moe_ep_resend;
+/* What a MoE pass needs to know of an operator: its part in the layer. */
+typedef enum {
+    HP_MOE_ROLE_NONE,
+    HP_MOE_ROLE_DISPATCH, /* moe_dispatch */
+    HP_MOE_ROLE_EXPERTS,  /* grouped_linear */
+    HP_MOE_ROLE_ROWWISE,  /* row for row (swiglu, gelu, cast): the experts' rows stay where they are */
+    HP_MOE_ROLE_SEND,
+    HP_MOE_ROLE_RETURN,
+    HP_MOE_ROLE_RESEND
+} hp_moe_role;
+hp_moe_role hp_op_moe_role(const hp_opdef *op);
 /* ops/loss_fused: the LM head and the cross-entropy over vocabulary chunks (see there) */
 extern const hp_opdef hp_op_linear_xent, hp_op_linear_xent_bwd;
 extern const hp_opdef hp_op_cast; /* a.i[0]: the output dtype (ops/cast.c) */

@@ -1,5 +1,6 @@
 /* parallel/compile: hp_compile's pass list (see the header). */
 #include "parallel/compile.h"
+#include "parallel/ep.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,6 +81,17 @@ static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o, const 
     for (int v = 0; v < c->global->nvals; v++) nb += c->global->vals[v].dtype == HP_BF16;
     note(c, "precision", "%s: %d casts (%d parameter copies%s), %d bf16 values", hp_dtype_name(o->dtype), ncasts,
          nparams, all ? ", every parameter through bf16" : "", nb);
+    return HP_OK;
+}
+
+/* expert parallelism: the token exchange around experts split by expert. */
+static hp_status pass_ep(hp_compiled *c, const hp_plan *plan) {
+    int layers = 0, axis = -1;
+    if (c->global->loss_seed >= 0) return HP_OK; /* a differentiated graph is taken as it comes */
+    HP_TRY(hp_pass_ep(c->global, plan, &c->lmesh, &layers, &axis));
+    if (layers)
+        note(c, "ep", "%d MoE layer%s: experts split over '%s' (%d members), tokens exchanged by all-to-all", layers,
+             layers == 1 ? "" : "s", c->lmesh.name[axis], c->lmesh.size[axis]);
     return HP_OK;
 }
 
@@ -445,6 +457,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = hp_graph_clone(&out->global, model);
     if (!st) st = pass_loss_chunk(out, o, plan);
     if (!st) st = pass_precision(out, o, plan);
+    if (!st) st = pass_ep(out, plan);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_rows_split(out, o);

@@ -139,7 +139,12 @@ static hp_status describe_store(hp_held_store *st, const hp_graph *lg, const hp_
         memcpy(st->offset, f->offset, sizeof *st->offset * (size_t)n);
         st->total = f->total;
         st->mirror = f->gather_bf16;
-        st->shared = f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR;
+        /* one store per supernode only when every trainable parameter is in a unit: a parameter outside the
+         * units (an expert split along ep, reduced as in data parallelism) is updated by each rank holding it,
+         * which in a shared store would update it once per sharer */
+        int outside = 0;
+        for (int k = 0; k < n; k++) outside |= f->unit_of[k] < 0 && lg->vals[ids[k]].grad >= 0;
+        st->shared = f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR && !outside;
         st->shared_axis = st->shared ? f->shard_axis : -1;
         if (f->transient) {
             int ns = hp_fsdp_store_spans(NULL, 0, f);

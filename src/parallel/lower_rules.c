@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "parallel/ep.h"
 #include "parallel/rank.h"
 
 int hp_lower_shard_axis(const hp_layout *l, int dim) {
@@ -117,10 +118,41 @@ static int lower_xent_bwd(hp_lower_ctx *c) {
     return 1;
 }
 
+/* ---- expert parallelism: the exchange's communicating forms (parallel/ep_ops), and each grouped GEMM over
+ * its member's experts (the first one's id, so the kernel finds its rows' experts in the local stack) ---- */
+
+static int lower_ep_as(hp_lower_ctx *c, const hp_opdef *local) {
+    const hp_node *gn = &c->g->nodes[c->node];
+    hp_lower_emit(c, local, c->in, gn->nin, c->out, gn->nout, &gn->a);
+    return 1;
+}
+
+static int lower_ep_send(hp_lower_ctx *c) { return lower_ep_as(c, &hp_op_ep_send); }
+static int lower_ep_return(hp_lower_ctx *c) { return lower_ep_as(c, &hp_op_ep_return); }
+static int lower_ep_resend(hp_lower_ctx *c) { return lower_ep_as(c, &hp_op_ep_resend); }
+
+static int lower_grouped_at(hp_lower_ctx *c, int w) {
+    const hp_node *gn = &c->g->nodes[c->node];
+    const hp_layout *wl = &c->prop->need[c->node][w];
+    if (hp_lower_shard_axis(wl, 0) < 0) return 0;
+    hp_attrs a = gn->a;
+    a.i[HP_GROUPED_E0] = hp_lower_offset(c, wl, gn->in[w], 0);
+    hp_lower_emit(c, gn->op, c->in, gn->nin, c->out, gn->nout, &a);
+    return 1;
+}
+
+static int lower_grouped(hp_lower_ctx *c) { return lower_grouped_at(c, 1); }
+static int lower_grouped_bwd(hp_lower_ctx *c) { return lower_grouped_at(c, 2); }
+
 static const struct {
     const hp_opdef *op;
     hp_lower_fn fn;
 } registry[] = {
+    {&hp_op_moe_ep_send, lower_ep_send},
+    {&hp_op_moe_ep_return, lower_ep_return},
+    {&hp_op_moe_ep_resend, lower_ep_resend},
+    {&hp_op_grouped_linear, lower_grouped},
+    {&hp_op_grouped_linear_bwd, lower_grouped_bwd},
     {&hp_op_embedding, lower_embedding},
     {&hp_op_embedding_bwd, lower_embedding_bwd},
     {&hp_op_embedding_bwd_acc, lower_embedding_bwd_acc},
