@@ -358,7 +358,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->det_slices < 0 || o->det_slices > 4096) BAD("--det-slices must be in 1..4096, got %d", o->det_slices);
     if (o->deterministic || o->det_slices) {
         if (o->tp > 1 || o->pp > 1 || o->hsdp[0] || o->plan[0])
-            BAD("--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with %s",
+            BAD("--deterministic is built for data parallelism (--dp, --fsdp, --zero, and --ep's experts): not with %s",
                 o->tp > 1 ? "--tp" : o->pp > 1 ? "--pp" : o->hsdp[0] ? "--hsdp" : "--plan");
         if (o->grad_accum > 1)
             BAD("--deterministic sets the micro-batches itself (--batch / --det-slices per rank): leave out --grad-accum");
@@ -438,7 +438,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
 hp_status hp_train_micro_batch(int *batch, int *grad_accum, const hp_train_options *o) {
     *batch = o->batch, *grad_accum = o->micro_batches > 0 ? o->micro_batches : o->grad_accum;
     if (!o->deterministic && !o->det_slices) return HP_OK;
-    int ranks = o->fsdp > 1 ? o->fsdp : o->dp;
+    int ranks = (o->fsdp > 1 ? o->fsdp : o->dp) * (o->ep > 1 ? o->ep : 1);
     hp_status st = hp_deterministic_split(batch, grad_accum, o->batch, ranks, o->det_slices ? o->det_slices : 8);
     return st ? hp_error_wrap(st, "hyperpar train --batch %d --det-slices %d", o->batch,
                               o->det_slices ? o->det_slices : 8)

@@ -82,12 +82,15 @@ static hp_status check_deterministic(const hp_train_config *c) {
             "count (leave dp_reduce_bf16 0)");
     if (!c->plan) return HP_OK;
     const hp_plan *p = &c->plan->plan;
-    int ranks = 1;
+    int ranks = 1, last = -1;
     for (int d = 0; d < p->mesh.ndim; d++) {
-        if (p->mesh.size[d] > 1 && ranks > 1)
-            BAD("the mesh %s has more than one axis of size > 1: only pure data parallelism (--dp, --fsdp, --zero) "
-                "sums in one tree", c->plan->mesh);
-        if (p->mesh.size[d] > 1) ranks = p->mesh.size[d];
+        /* expert parallelism's axis right after dp: the ranks in mesh order are the slices' tree order (an
+         * expert's gradient adds its sources along ep first, then over dp, as the other gradients' one tree) */
+        int ep_after_dp = last >= 0 && !strcmp(p->mesh.name[d], "ep") && !strcmp(p->mesh.name[last], "dp");
+        if (p->mesh.size[d] > 1 && ranks > 1 && !ep_after_dp)
+            BAD("the mesh %s has more than one axis of size > 1: only data parallelism (--dp, --fsdp, --zero, and "
+                "--ep after --dp) sums in one tree", c->plan->mesh);
+        if (p->mesh.size[d] > 1) ranks *= p->mesh.size[d], last = d;
     }
     if (!pow2(ranks)) BAD("%d ranks is not a power of two", ranks);
     if (p->fsdp.level && p->fsdp.replicate_axis >= 0) BAD("HSDP (a replicate axis) is not built for it");

@@ -29,19 +29,35 @@ static hp_status route_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* moe_route_bwd(dweights, dstats, dzsum, x, router, index) -> (dx, drouter partial) */
+/* moe_route_bwd(dweights, dstats, dzsum, x, router, index) -> (dx, drouter partial); per part (HP_MOE_ROUTE_PER_PART)
+ * the statistics' gradient is each part's own (partial) */
 static hp_status route_bwd_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 3) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[3] = o->in[5] = o->out[0] = S(0);
+        if (ra->n->a.i[HP_MOE_ROUTE_PER_PART]) o->in[1] = P;
         o->out[1] = P;
     }
     hp_rule_opt(ra);
     return HP_OK;
 }
 
-/* moe_aux(stats) -> aux and its backward: whole (the batch's statistics) */
-static hp_status whole_opts(hp_rule_axis *ra) {
+/* moe_aux(stats) -> aux: whole (the batch's statistics), or per part (HP_MOE_PER_PART): partial in and out */
+static hp_status aux_opts(hp_rule_axis *ra) {
+    if (ra->n->a.i[HP_MOE_PER_PART]) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[0] = o->out[0] = P;
+    }
+    hp_rule_opt(ra);
+    return HP_OK;
+}
+
+/* moe_aux_bwd(daux, stats) -> dstats: whole, or per part (each part's gradient from its statistics) */
+static hp_status aux_bwd_opts(hp_rule_axis *ra) {
+    if (ra->n->a.i[HP_MOE_PER_PART]) {
+        hp_rule_option *o = hp_rule_opt(ra);
+        o->in[1] = o->out[0] = P;
+    }
     hp_rule_opt(ra);
     return HP_OK;
 }
@@ -74,27 +90,27 @@ static int ep_axis_of(const hp_rule_axis *ra) { return (int)ra->n->a.i[HP_GROUPE
 static hp_status grouped_opts(hp_rule_axis *ra) {
     if (ra->axis == ep_axis_of(ra)) {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->in[1] = o->in[2] = o->out[0] = S(0);
+        o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->out[0] = S(0);
         return HP_OK;
     }
     {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->in[2] = o->out[0] = S(0);
+        o->in[0] = o->in[2] = o->in[3] = o->out[0] = S(0); /* in[3]: the rows' sources, when given */
     }
     hp_rule_opt(ra);
     return HP_OK;
 }
 
-/* grouped_linear_bwd(dy, xp, W, eid) -> (dxp, dW partial; along the exchange axis dW split by expert) */
+/* grouped_linear_bwd(dy, xp, W, eid[, src]) -> (dxp, dW partial; along the exchange axis dW split by expert) */
 static hp_status grouped_bwd_opts(hp_rule_axis *ra) {
     if (ra->axis == ep_axis_of(ra)) {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->out[0] = o->out[1] = S(0);
+        o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->in[4] = o->out[0] = o->out[1] = S(0);
         return HP_OK;
     }
     {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->in[1] = o->in[3] = o->out[0] = S(0);
+        o->in[0] = o->in[1] = o->in[3] = o->in[4] = o->out[0] = S(0);
         o->out[1] = P;
     }
     hp_rule_opt(ra);
@@ -137,8 +153,8 @@ static const hp_rule_family moe[] = {
     {&hp_op_moe_ep_resend, exchange_opts, NULL},
     {&hp_op_moe_route, route_opts, NULL},
     {&hp_op_moe_route_bwd, route_bwd_opts, NULL},
-    {&hp_op_moe_aux, whole_opts, NULL},
-    {&hp_op_moe_aux_bwd, whole_opts, NULL},
+    {&hp_op_moe_aux, aux_opts, NULL},
+    {&hp_op_moe_aux_bwd, aux_bwd_opts, NULL},
     {&hp_op_moe_dispatch, dispatch_opts, NULL},
     {&hp_op_moe_dispatch_bwd, dispatch_bwd_opts, NULL},
     {&hp_op_grouped_linear, grouped_opts, NULL},

@@ -13,7 +13,11 @@
  *   moe_aux(stats[2, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
  *     (divisor k), P_e = scores_e / divisor: the load-balancing loss of the
  *     whole batch (its stats summed over every rank first: a Replicate input).
- *     i[0] the divisor, i[1] k, f[0] coef.
+ *     i[0] the divisor, i[1] k, f[0] coef. i[2] = 1 (the deterministic mode's
+ *     per-part form, HP_MOE_PER_PART): each part of the batch (a rank's
+ *     slice) its own balancing loss from its own statistics, weighted f[1]
+ *     (its share of the batch): Partial in, Partial out; moe_route's i[4]
+ *     then takes the statistics' gradient per part.
  *   moe_dispatch(x[N..., C], index[N..., k]) -> xp[N k, C] the routed slots'
  *     rows grouped by expert, eid[N k] each row's expert (-1: none),
  *     rowof[N..., k] each slot's row (-1: dropped). The rows are the rank's
@@ -22,7 +26,10 @@
  *     run of rows of one expert times that expert's weight (one GEMM per
  *     expert, no per-token loop); rows of no expert give 0. i[0]: the id of
  *     W's first expert (a member's experts under expert parallelism), i[1]:
- *     1 + the mesh axis the rows came over (ops.h HP_GROUPED_*).
+ *     1 + the mesh axis the rows came over (ops.h HP_GROUPED_*). With a
+ *     fourth input src[..., 2] (moe_ep_send's sources) and i[2] = G, runs
+ *     are also cut where the source changes, and the weight's gradient adds
+ *     the sources' parts as a binary tree (the deterministic mode).
  *   moe_combine(yp[N k, C], weights[N..., k], rowof[N..., k]) -> y[N..., C]
  *     = sum over each token's kept slots of weight x its row.
  * Each has its backward; the router's gradient goes through the scores with
@@ -138,13 +145,16 @@ static double aux_slope(const hp_node *n, long E, float count) {
     return n->a.f[0] * (double)E * ((double)count / (D * K)) / D;
 }
 
+/* the part's weight (f[1]; 0: 1): a slice's loss in the deterministic mode's per-part form */
+static float aux_scale(const hp_node *n) { return n->a.f[1] > 0 ? (float)n->a.f[1] : 1.0f; }
+
 static void aux_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)k;
     long E = t_last(&in[0]);
     const float *s = CF32(in[0]);
     double a = 0;
     for (long e = 0; e < E; e++) a += aux_slope(n, E, s[E + e]) * (double)s[e];
-    F32(out[0])[0] = (float)a;
+    F32(out[0])[0] = (float)a * aux_scale(n);
 }
 
 static void aux_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -166,7 +176,8 @@ static void aux_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
     long E = t_last(&in[1]);
     const float *s = CF32(in[1]);
     float da = CF32(in[0])[0], *d = F32(out[0]);
-    for (long e = 0; e < E; e++) d[e] = (float)((double)da * aux_slope(n, E, s[E + e])), d[E + e] = 0.0f;
+    float w = aux_scale(n);
+    for (long e = 0; e < E; e++) d[e] = (float)((double)da * aux_slope(n, E, s[E + e])) * w, d[E + e] = 0.0f;
 }
 
 const hp_opdef hp_op_moe_aux_bwd = {
@@ -234,6 +245,11 @@ static hp_status grouped_infer(const hp_graph *g, const hp_node *n, hp_shape *os
     if (g->vals[n->in[2]].dtype != HP_I32 || hp_shape_numel(e) != rows_of(x))
         return SHAPE_ERR("grouped_linear: expert ids %s must be i32, one per row of %s", hp_shape_str(b1, sizeof b1, e),
                          hp_shape_str(b2, sizeof b2, x));
+    if (n->nin > 3 && (g->vals[n->in[3]].dtype != HP_I32 || in_numel(g, n, 3) != 2 * rows_of(x) ||
+                       n->a.i[HP_GROUPED_SOURCES] < 1 || n->a.i[HP_GROUPED_SOURCES] > HP_MOE_MAX_SOURCES))
+        return SHAPE_ERR("grouped_linear: sources %s must be i32 [rows, 2] for rows %s, from 1..%d members",
+                         hp_shape_str(b1, sizeof b1, in_shape(g, n, 3)), hp_shape_str(b2, sizeof b2, x),
+                         HP_MOE_MAX_SOURCES);
     os[0] = *x;
     os[0].ndim = x->ndim - 1;
     for (int d = 1; d < w->ndim - 1; d++) os[0].d[os[0].ndim++] = w->d[d];
@@ -241,22 +257,28 @@ static hp_status grouped_infer(const hp_graph *g, const hp_node *n, hp_shape *os
     return HP_OK;
 }
 
-/* The rows [*r1 ...) of the run starting at r0 (all of expert eid[r0]). */
-static long run_end(const int32_t *eid, long r0, long R) {
+/* The end of the run of rows starting at r0: one expert (and, with sources, one source). */
+static long run_end(const int32_t *eid, const int32_t *src, long r0, long R) {
     long r1 = r0 + 1;
-    while (r1 < R && eid[r1] == eid[r0]) r1++;
+    while (r1 < R && eid[r1] == eid[r0] && (!src || src[2 * r1] == src[2 * r0])) r1++;
     return r1;
+}
+
+/* The local expert of row r (-1: none): its id less the weight's first expert. */
+static long expert_at(const hp_node *n, const int32_t *eid, long r, long E) {
+    long e = eid[r] < 0 ? -1 : eid[r] - (long)n->a.i[HP_GROUPED_E0];
+    return e >= 0 && e < E ? e : -1;
 }
 
 static void grouped_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long I = t_last(&in[0]), R = t_rows(&in[0]), E = in[1].shape.d[0];
     long O = (long)(hp_shape_numel(&in[1].shape) / E / I);
-    const int32_t *eid = I32(in[2]);
+    const int32_t *eid = I32(in[2]), *src = n->nin > 3 ? I32(in[3]) : NULL;
     const float *x = CF32(in[0]), *W = CF32(in[1]);
     float *y = F32(out[0]);
     for (long r0 = 0; r0 < R;) {
-        long r1 = run_end(eid, r0, R), e = eid[r0] < 0 ? -1 : eid[r0] - (long)n->a.i[HP_GROUPED_E0];
-        if (e < 0 || e >= E) memset(y + r0 * O, 0, sizeof(float) * (size_t)((r1 - r0) * O));
+        long r1 = run_end(eid, src, r0, R), e = expert_at(n, eid, r0, E);
+        if (e < 0) memset(y + r0 * O, 0, sizeof(float) * (size_t)((r1 - r0) * O));
         else kern_of(k)->k_matmul_fwd(k->pool, y + r0 * O, x + r0 * I, W + e * O * I, NULL, r1 - r0, I, O);
         r0 = r1;
     }
@@ -266,8 +288,8 @@ static void grouped_backward(hp_graph *g, int node, const int *gout, int *gin) {
     int dx = grad_for(g, node, 0), dw = grad_for(g, node, 1);
     if (dx < 0 && dw < 0) return;
     const hp_node *n = &g->nodes[node];
-    int in[4] = {gout[0], n->in[0], n->in[1], n->in[2]}, out[2] = {dx, dw};
-    emit_bwd(g, &hp_op_grouped_linear_bwd, node, in, 4, out, 2);
+    int in[5] = {gout[0], n->in[0], n->in[1], n->in[2], n->nin > 3 ? n->in[3] : -1}, out[2] = {dx, dw};
+    emit_bwd(g, &hp_op_grouped_linear_bwd, node, in, n->nin > 3 ? 5 : 4, out, 2);
     gin[0] = dx, gin[1] = dw;
 }
 
@@ -281,23 +303,54 @@ const hp_opdef hp_op_grouped_linear = {
     .flops = grouped_flops, .bytes = hp_ops_io_bytes,
 };
 
-/* in (dy, xp, W, eid) -> (dxp, dW), either may be -1 */
+/* with sources: one expert's weight gradient per source in scratch, G slots of O x I */
+static size_t grouped_bwd_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    if (n->nin < 5 || n->out[1] < 0) return 0;
+    const hp_shape *w = in_shape(g, n, 2);
+    return (size_t)n->a.i[HP_GROUPED_SOURCES] * (size_t)(hp_shape_numel(w) / w->d[0]);
+}
+
+/* in (dy, xp, W, eid[, src]) -> (dxp, dW), either may be -1. With sources, each expert's weight gradient is
+ * the sum of one GEMM per source run, added as a binary tree over the G sources ((s0 + s1) + (s2 + s3) ...; a
+ * source without rows adds zeros): the deterministic mode's order, the same bits for any split of the
+ * sources over ranks. */
 static void grouped_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long I = t_last(&in[1]), R = t_rows(&in[1]), E = in[2].shape.d[0];
-    long O = (long)(hp_shape_numel(&in[2].shape) / E / I);
-    const int32_t *eid = I32(in[3]);
+    long O = (long)(hp_shape_numel(&in[2].shape) / E / I), OI = O * I;
+    const int32_t *eid = I32(in[3]), *src = n->nin > 4 ? I32(in[4]) : NULL;
     const float *dy = CF32(in[0]), *x = CF32(in[1]), *W = CF32(in[2]);
     float *dx = n->out[0] >= 0 ? F32(out[0]) : NULL, *dW = n->out[1] >= 0 ? F32(out[1]) : NULL;
-    if (dW) memset(dW, 0, sizeof(float) * (size_t)(E * O * I)); /* experts no row reached */
+    long G = src ? (long)n->a.i[HP_GROUPED_SOURCES] : 1;
+    if (dW) memset(dW, 0, sizeof(float) * (size_t)(E * OI)); /* experts no row reached */
     for (long r0 = 0; r0 < R;) {
-        long r1 = run_end(eid, r0, R), e = eid[r0] < 0 ? -1 : eid[r0] - (long)n->a.i[HP_GROUPED_E0];
-        if (e < 0 || e >= E) {
+        long e = expert_at(n, eid, r0, E), r1 = run_end(eid, src, r0, R);
+        if (e < 0) {
             if (dx) memset(dx + r0 * I, 0, sizeof(float) * (size_t)((r1 - r0) * I));
-        } else {
-            kern_of(k)->k_matmul_bwd(k->pool, dx ? dx + r0 * I : NULL, dW ? dW + e * O * I : NULL, NULL, dy + r0 * O,
-                                     x + r0 * I, W + e * O * I, r1 - r0, I, O);
+            r0 = r1;
+            continue;
         }
-        r0 = r1;
+        if (!src || !dW) {
+            kern_of(k)->k_matmul_bwd(k->pool, dx ? dx + r0 * I : NULL, dW ? dW + e * OI : NULL, NULL, dy + r0 * O,
+                                     x + r0 * I, W + e * OI, r1 - r0, I, O);
+            r0 = r1;
+            continue;
+        }
+        float *slot = k->scratch; /* [G][O I] */
+        memset(slot, 0, sizeof(float) * (size_t)(G * OI));
+        long q = r0; /* every run of expert e, one per source */
+        while (q < R && expert_at(n, eid, q, E) == e) {
+            long q1 = run_end(eid, src, q, R), s = src[2 * q];
+            if (s < 0 || s >= G) s = 0;
+            kern_of(k)->k_matmul_bwd(k->pool, dx ? dx + q * I : NULL, slot + s * OI, NULL, dy + q * O, x + q * I,
+                                     W + e * OI, q1 - q, I, O);
+            q = q1;
+        }
+        for (long step = 1; step < G; step *= 2)
+            for (long a = 0; a + step < G; a += 2 * step)
+                for (long j = 0; j < OI; j++) slot[a * OI + j] += slot[(a + step) * OI + j];
+        memcpy(dW + e * OI, slot, sizeof(float) * (size_t)OI);
+        r0 = q;
     }
 }
 
@@ -308,8 +361,8 @@ static double grouped_flops_bwd(const hp_graph *g, const hp_node *n) {
 }
 
 const hp_opdef hp_op_grouped_linear_bwd = {
-    .name = "grouped_linear_bwd", .nout = 2, .run = grouped_bwd_run, .flops = grouped_flops_bwd,
-    .bytes = hp_ops_io_bytes,
+    .name = "grouped_linear_bwd", .nout = 2, .run = grouped_bwd_run, .scratch = grouped_bwd_scratch,
+    .flops = grouped_flops_bwd, .bytes = hp_ops_io_bytes,
 };
 
 /* ---- moe_combine ---- */

@@ -157,6 +157,8 @@ const hp_opdef hp_op_moe_ep_resend = {
 };
 
 hp_moe_role hp_op_moe_role(const hp_opdef *op) {
+    if (op == &hp_op_moe_route) return HP_MOE_ROLE_ROUTE;
+    if (op == &hp_op_moe_aux) return HP_MOE_ROLE_AUX;
     if (op == &hp_op_moe_dispatch) return HP_MOE_ROLE_DISPATCH;
     if (op == &hp_op_grouped_linear) return HP_MOE_ROLE_EXPERTS;
     if (op == &hp_op_swiglu || op == &hp_op_gelu || op == &hp_op_cast) return HP_MOE_ROLE_ROWWISE;

@@ -93,11 +93,19 @@ extern const hp_opdef hp_op_moe_route, hp_op_moe_route_bwd, hp_op_moe_aux, hp_op
  * moe_ep_send (0: none; the sharding rules then let the weight be split by expert along it). */
 #define HP_GROUPED_E0 0
 #define HP_GROUPED_EP_AXIS 1
+#define HP_GROUPED_SOURCES 2 /* with a 4th input (the rows' sources): G, the members they came from */
+#define HP_MOE_MAX_SOURCES 4096
+/* moe_aux's a.i[HP_MOE_PER_PART] and moe_route's a.i[HP_MOE_ROUTE_PER_PART] = 1: the balancing loss per part of
+ * the batch (ops/moe; the deterministic mode: each slice's own, whatever the rank count) */
+#define HP_MOE_PER_PART 2
+#define HP_MOE_ROUTE_PER_PART 4
 /* ops/moe_ep: expert parallelism's token exchange (see there) */
 extern const hp_opdef hp_op_moe_ep_send, hp_op_moe_ep_return, hp_op_moe_ep_resend;
 /* What a MoE pass needs to know of an operator: its part in the layer. */
 typedef enum {
     HP_MOE_ROLE_NONE,
+    HP_MOE_ROLE_ROUTE,    /* moe_route */
+    HP_MOE_ROLE_AUX,      /* moe_aux */
     HP_MOE_ROLE_DISPATCH, /* moe_dispatch */
     HP_MOE_ROLE_EXPERTS,  /* grouped_linear */
     HP_MOE_ROLE_ROWWISE,  /* row for row (swiglu, gelu, cast): the experts' rows stay where they are */

@@ -85,10 +85,10 @@ static hp_status pass_precision(hp_compiled *c, const hp_compile_opts *o, const 
 }
 
 /* expert parallelism: the token exchange around experts split by expert. */
-static hp_status pass_ep(hp_compiled *c, const hp_plan *plan) {
+static hp_status pass_ep(hp_compiled *c, const hp_plan *plan, const hp_compile_opts *o) {
     int layers = 0, axis = -1;
     if (c->global->loss_seed >= 0) return HP_OK; /* a differentiated graph is taken as it comes */
-    HP_TRY(hp_pass_ep(c->global, plan, &c->lmesh, &layers, &axis));
+    HP_TRY(hp_pass_ep(c->global, plan, &c->lmesh, o->deterministic, &layers, &axis));
     if (layers)
         note(c, "ep", "%d MoE layer%s: experts split over '%s' (%d members), tokens exchanged by all-to-all", layers,
              layers == 1 ? "" : "s", c->lmesh.name[axis], c->lmesh.size[axis]);
@@ -457,7 +457,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = hp_graph_clone(&out->global, model);
     if (!st) st = pass_loss_chunk(out, o, plan);
     if (!st) st = pass_precision(out, o, plan);
-    if (!st) st = pass_ep(out, plan);
+    if (!st) st = pass_ep(out, plan, o);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);
     if (!st) st = pass_rows_split(out, o);

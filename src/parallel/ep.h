@@ -19,9 +19,11 @@
 extern const hp_opdef hp_op_ep_send, hp_op_ep_return, hp_op_ep_resend;
 
 /* The pass, on the forward graph (before autodiff) with plan p over mesh m (its pipeline axis, if any, of size
- * 1): *layers gets the MoE layers given an exchange and *axis the mesh axis (-1: none). A layer whose experts are
- * split over an axis the plan does not also split the tokens over, or whose stacks are split differently, is an
- * error naming the parameter. */
-hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int *layers, int *axis);
+ * 1): *layers gets the MoE layers given an exchange and *axis the mesh axis (-1: none). Stacks split other than
+ * by expert, or over two axes, or layers split over different axes are errors naming the parameter.
+ * deterministic (the deterministic mode): every MoE layer's balancing loss per part of the batch (a rank's
+ * slice: HP_MOE_PER_PART), and the experts' GEMMs per source run with their weight gradients added as a tree
+ * over the sources, so the results do not depend on how the slices are spread over ranks. */
+hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int deterministic, int *layers, int *axis);
 
 #endif

@@ -62,9 +62,15 @@ static hp_status check_shapes(const hp_graph *g, int id) {
     return HP_OK;
 }
 
-hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int *nlayers, int *axis_out) {
+hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int deterministic, int *nlayers,
+                     int *axis_out) {
     *nlayers = 0, *axis_out = -1;
     if (g->err) return hp_errorf("expert parallelism: the graph has an error: %s", hp_status_msg(g->err));
+    for (int i = 0; i < g->nnodes && deterministic; i++) { /* each slice its own balancing loss */
+        hp_moe_role r = hp_op_moe_role(g->nodes[i].op);
+        if (r == HP_MOE_ROLE_ROUTE) g->nodes[i].a.i[HP_MOE_ROUTE_PER_PART] = 1;
+        if (r == HP_MOE_ROLE_AUX) g->nodes[i].a.i[HP_MOE_PER_PART] = 1;
+    }
     int nnodes = g->nnodes, nv0 = g->nvals;
     /* each dispatch's layer, found from the grouped GEMMs reading its expert ids */
     layer *ly = malloc(sizeof *ly * (size_t)(nnodes ? nnodes : 1));
@@ -146,6 +152,11 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int *nlaye
                 if (n.in[0] == L->xp) n.in[0] = L->xr;
                 n.in[2] = L->er;
                 n.a.i[HP_GROUPED_EP_AXIS] = L->axis + 1;
+                if (deterministic) { /* one GEMM per source run, the weight's gradient a tree over sources */
+                    n.in[3] = L->src;
+                    n.nin = 4;
+                    n.a.i[HP_GROUPED_SOURCES] = L->G;
+                }
             }
             for (int k = 0; k < n.nout; k++)
                 if (n.out[k] >= 0) {

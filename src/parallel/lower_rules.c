@@ -144,10 +144,32 @@ static int lower_grouped_at(hp_lower_ctx *c, int w) {
 static int lower_grouped(hp_lower_ctx *c) { return lower_grouped_at(c, 1); }
 static int lower_grouped_bwd(hp_lower_ctx *c) { return lower_grouped_at(c, 2); }
 
+/* ---- the balancing loss per part (the deterministic mode): statistics partial over N ranks, each rank's
+ * loss from its own with its own token count, weighted 1/N ---- */
+
+static int lower_aux_at(hp_lower_ctx *c, int stats) {
+    const hp_node *gn = &c->g->nodes[c->node];
+    const hp_layout *l = &c->prop->need[c->node][stats];
+    int parts = 1;
+    for (int a = 0; a < l->ndim; a++)
+        if (l->p[a].kind == HP_PARTIAL) parts *= c->m->size[a];
+    if (parts <= 1) return 0;
+    hp_attrs a = gn->a;
+    a.i[0] = gn->a.i[0] / parts;
+    a.f[1] = 1.0 / parts;
+    hp_lower_emit(c, gn->op, c->in, gn->nin, c->out, gn->nout, &a);
+    return 1;
+}
+
+static int lower_aux(hp_lower_ctx *c) { return lower_aux_at(c, 0); }
+static int lower_aux_bwd(hp_lower_ctx *c) { return lower_aux_at(c, 1); }
+
 static const struct {
     const hp_opdef *op;
     hp_lower_fn fn;
 } registry[] = {
+    {&hp_op_moe_aux, lower_aux},
+    {&hp_op_moe_aux_bwd, lower_aux_bwd},
     {&hp_op_moe_ep_send, lower_ep_send},
     {&hp_op_moe_ep_return, lower_ep_return},
     {&hp_op_moe_ep_resend, lower_ep_resend},
