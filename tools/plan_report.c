@@ -22,8 +22,8 @@ const char *hp_planner_fit_source(const hp_plan_fit *f) { return strcmp(f->sourc
 static hp_status check_opts(const plan_opts *po) {
     const hp_train_options *o = &po->o;
     if (o->dp < 1 || o->tp < 1) return hp_errorf("hyperpar plan: --dp and --tp must be >= 1");
-    if (o->plan[0] && (o->dp > 1 || o->tp > 1 || o->ep > 1))
-        return hp_errorf("hyperpar plan: give --plan or --dp/--tp/--ep, not both");
+    if (o->plan[0] && (o->dp > 1 || o->tp > 1)) return hp_errorf("hyperpar plan: give --plan or --dp/--tp, not both");
+    if (o->plan[0] && o->ep > 1) return hp_errorf("hyperpar plan: give --plan or --ep, not both");
     if (o->batch < 1 || o->seq < 1) return hp_errorf("hyperpar plan: --batch and --seq must be >= 1");
     if (o->threads < 1) return hp_errorf("hyperpar plan: --threads must be >= 1, got %d", o->threads);
     if (po->world < 0) return hp_errorf("hyperpar plan: --world must be >= 1 (or 0: the mesh's size), got %d", po->world);

@@ -200,7 +200,14 @@ static hp_status setup(trainer *t, int argc, char **argv) {
                  new_plan ? " (the plan given now)" : " (the checkpoint's plan)");
         /* checkpoints go where this run resumed from unless --ckpt-dir says otherwise */
         if (!o->ckpt_dir[0]) HP_TRY(resumed_from_dir(o->ckpt_dir, sizeof o->ckpt_dir, dir));
-        hp_ckpt_info_model(t->ck, &m);
+        if (strcmp(o->model, "gpt2")) { /* a named model: its preset (and the shape flags saved in args) */
+            HP_TRY(hp_model_config_named(&m, o->model));
+            char what[48];
+            snprintf(what, sizeof what, "--model %s", o->model);
+            HP_TRY(hp_train_shape_resolve(o, &m, what, "train"));
+        } else {
+            hp_ckpt_info_model(t->ck, &m);
+        }
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
         HP_TRY(hp_train_shape_resolve(o, &m, o->init, "train"));

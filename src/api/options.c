@@ -377,7 +377,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->ep > 1 && strcmp(hp_model_family_name(o->model), "moe"))
         BAD("--ep %d splits a Mixture-of-Experts model's experts: --model %s has none", o->ep, o->model);
     if (o->ep > 1 && o->plan[0]) BAD("give --plan or --ep, not both (a plan file says 'param h.*.moe.experts.*: S(0)@ep')");
-    if ((long)(o->fsdp > 1 ? o->fsdp : o->dp) * (o->ep > 1 ? o->ep : 1) * o->tp * o->pp > HP_TRAIN_MAX_RANKS)
+    if (o->ep > 1 && (long)(o->fsdp > 1 ? o->fsdp : o->dp) * o->ep * o->tp * o->pp > HP_TRAIN_MAX_RANKS)
         BAD("--dp/--fsdp x --ep %d x --tp %d x --pp %d is above the limit of %d ranks", o->ep, o->tp, o->pp,
             HP_TRAIN_MAX_RANKS);
     if (o->ep > 1 && (long)(o->fsdp > 1 ? o->fsdp : o->dp) * o->ep > o->batch)

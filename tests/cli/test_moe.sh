@@ -1,4 +1,4 @@
-# Mixture-of-Experts (issue 27, the layer without expert parallelism yet): moe-tiny (Llama-style blocks whose MLP
+# Mixture-of-Experts (issue 27): moe-tiny (Llama-style blocks whose MLP
 # routes each token to 2 of 8 experts, plus one shared expert; balancing and z losses) trains and its loss falls
 # over 200 steps; the first 40 steps under the shortcut plans against 1 rank with the same micro-batches, max
 # |delta loss| <= 1e-5 — DP 2, FSDP 2, TP 2 (attention, the shared expert and the vocabulary cut; the routed
@@ -24,6 +24,44 @@ check fsdp2 "$HP" train $mt --fsdp 2 --grad-accum 4
 check tp2 "$HP" train $mt --tp 2 --grad-accum 4
 check pp2 "$HP" train $mt --pp 2 --micro-batches 4
 check mpi_dp2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --dp 2 --grad-accum 4
+# expert parallelism (the routed experts split by expert over ep, the tokens sent to them and back by all-to-all),
+# the same 40 steps: EP 2 and 4, DP 2 x EP 2, EP 2 x TP 2, FSDP 2 x EP 2, ZeRO-1 x DP 2 x EP 2, PP 2 x EP 2, and
+# over 2 MPI processes (EP 2: one rank each; EP 4: two rank-threads each, the exchange across both tiers)
+check ep2 "$HP" train $mt --ep 2 --grad-accum 4
+check ep4 "$HP" train $mt --ep 4 --grad-accum 4
+check dp2ep2 "$HP" train $mt --dp 2 --ep 2 --grad-accum 4
+check ep2tp2 "$HP" train $mt --ep 2 --tp 2 --grad-accum 4
+check fsdp2ep2 "$HP" train $mt --fsdp 2 --ep 2 --grad-accum 4
+check zero1ep2 "$HP" train $mt --zero 1 --dp 2 --ep 2 --grad-accum 4
+check pp2ep2 "$HP" train $mt --pp 2 --ep 2 --micro-batches 4
+check mpi_ep2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 2 --grad-accum 4
+check mpi_ep4 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4
+# 200 steps in the deterministic mode (each slice its own balancing loss, the experts' weight gradients a tree
+# over the slices): bit for bit at EP 2, 4 and across 2 MPI processes, DP 2 x EP 2 within 1e-5; a checkpoint of
+# EP 2 resumes bit for bit under EP 4 and on 1 rank
+md="--model moe-tiny --batch 8 --seq 32 --steps 200 --val-every 100 --val-steps 2 --warmup 10 --lr 6e-4 --deterministic"
+"$HP" train $md --metrics det1.jsonl >det1.log 2>&1 || fail "deterministic 1 rank: $(tail -2 det1.log)"
+for e in 2 4; do
+  "$HP" train $md --ep $e --metrics det_ep$e.jsonl >det_ep$e.log 2>&1 || fail "deterministic EP $e: $(tail -2 det_ep$e.log)"
+  [ "$(losses det1.jsonl)" = "$(losses det_ep$e.jsonl)" ] || fail "deterministic EP $e: the losses differ from 1 rank's"
+done
+check_equiv det1.jsonl 200 1e-5 det_dp2ep2 "$HP" train $md --dp 2 --ep 2
+timeout 600 "${MPIRUN[@]}" "$HP" train $md --ep 2 --metrics det_mpi.jsonl >det_mpi.log 2>&1 ||
+  fail "deterministic EP 2 over MPI: $(tail -2 det_mpi.log)"
+[ "$(losses det1.jsonl)" = "$(losses det_mpi.jsonl)" ] || fail "deterministic EP 2 over MPI: the losses differ"
+"$HP" train $md --ep 2 --stop-at 100 --ckpt-every 100 --ckpt-dir ck --metrics r0.jsonl >r0.log 2>&1 ||
+  fail "EP 2 to step 100: $(tail -2 r0.log)"
+for plan in "--ep 4" "--ep 1"; do
+  n=$(echo "$plan" | tr -d ' -')
+  "$HP" train $md $plan --resume ck --ckpt-dir ck_$n --metrics r_$n.jsonl >r_$n.log 2>&1 ||
+    fail "resume under $plan: $(tail -2 r_$n.log)"
+  [ "$(losses det1.jsonl | tail -100)" = "$(losses r_$n.jsonl | tail -100)" ] ||
+    fail "EP 2's checkpoint resumed under $plan: steps 101-200 differ from the uninterrupted run"
+done
+expect_error "'h.0.moe.experts.gate_up.weight' has 8 experts, not a multiple of the 3 members of 'ep'" \
+  "$HP" train --model moe-tiny --batch 6 --ep 3 --steps 1
+expect_error "--ep 2 splits a Mixture-of-Experts model's experts: --model llama-tiny has none" \
+  "$HP" train --model llama-tiny --ep 2 --steps 1
 # the presets' sizes
 "$HP" plan --model moe-deepseek-v3 --batch 8 --seq 256 --fsdp 8 >pd.txt 2>&1 || fail "plan moe-deepseek-v3: $(tail -2 pd.txt)"
 grep -q "E=256 top-8 Fe=2048 shared=1 .* 704921.04M parameters" pd.txt || fail "plan moe-deepseek-v3: $(grep '^model' pd.txt)"

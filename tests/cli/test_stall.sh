@@ -57,6 +57,11 @@ stalled pp_first "0" "$HP" train $small --pp 2 --micro-batches 2
 grep -qF "recv on group 'pp[0,1]' (rank 1): timed out after $T s waiting for rank 0" pp_first.err ||
   fail "pp_first: error: $(cat pp_first.err)"
 
+# expert parallelism (issue 27): rank 1 stops answering; rank 0's exchange of the first MoE layer's tokens times out
+stalled ep "1" "$HP" train --model moe-tiny --batch 4 --seq 32 --steps 4 --threads 2 --comm-timeout $T --ep 2
+grep -qF "ep_send: comm: all_to_all on group 'ep[0,1]' (rank 0): timed out after $T s waiting for rank 1" ep.err ||
+  fail "ep: error: $(cat ep.err)"
+
 # MPI: 2 processes x 2 rank-threads; rank 1 (process 0) stops answering. Process 0 reports at
 # T (+ 50 ms for its other rank-thread) and aborts the job (MPI_Abort), which ends process 1,
 # whose wait across supernodes for rank 0 would end a quarter of T later (1 s here).
