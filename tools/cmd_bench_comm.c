@@ -1,7 +1,7 @@
 /* tools/cmd_bench_comm: `hyperpar bench comm` measures the collectives and
  * prints algorithm and bus bandwidth (as nccl-tests define them) per
- * collective and size, next to Open MPI's own all-reduce, reduce-scatter
- * and all-gather when started under mpirun.
+ * collective and size, next to Open MPI's own all-reduce, reduce-scatter,
+ * all-gather and all-to-all (MPI_Alltoallv) when started under mpirun.
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
  *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi]
@@ -41,7 +41,10 @@ typedef struct {
 } bc_out;
 
 static const char *bc_name(hp_bench_coll k) {
-    return k == HP_BENCH_ALL_REDUCE ? "all_reduce" : k == HP_BENCH_REDUCE_SCATTER ? "reduce_scatter" : "all_gather";
+    return k == HP_BENCH_ALL_REDUCE       ? "all_reduce"
+           : k == HP_BENCH_REDUCE_SCATTER ? "reduce_scatter"
+           : k == HP_BENCH_ALL_TO_ALL     ? "all_to_all"
+                                          : "all_gather";
 }
 
 /* nccl-tests: bus bandwidth = algbw * 2(n-1)/n (all-reduce) or (n-1)/n. */
@@ -232,7 +235,8 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         }
         fputs("[\n", out.json);
     }
-    static const hp_bench_coll kinds[3] = {HP_BENCH_REDUCE_SCATTER, HP_BENCH_ALL_GATHER, HP_BENCH_ALL_REDUCE};
+    static const hp_bench_coll kinds[4] = {HP_BENCH_REDUCE_SCATTER, HP_BENCH_ALL_GATHER, HP_BENCH_ALL_REDUCE,
+                                           HP_BENCH_ALL_TO_ALL};
     int rc = 0;
     if (me == 0) {
         printf("load average (1 min) at start: %.2f; median of %d run(s)\n", out.load1, repeat);
@@ -251,7 +255,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             char tier[64];
             snprintf(tier, sizeof tier, "1 supernode x %d", R);
             if (bc_has(sections, "supernode"))
-                for (int k = 0; k < 3; k++)
+                for (int k = 0; k < 4; k++)
                     for (int s = 0; s < nsz; s++) {
                         double sec = bc_time(cfg, w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, NULL);
                         if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
@@ -323,7 +327,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         char tier[64], tip[64];
         snprintf(tier, sizeof tier, "%d processes x 1", np);
         snprintf(tip, sizeof tip, "%d processes x 1, in place", np);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             for (int s = 0; s < nsz; s++) {
                 int it = bc_iters(sz[s], iters);
                 double ms = hp_bench_comm_mpi(cfg, kinds[k], sz[s], it, 0, 0);

@@ -23,5 +23,7 @@ int hp_cmd_bench_fsdp(int argc, char **argv);
 /* `hyperpar bench muon ...` (argv[0] = "muon"), in tools/bench_muon.c */
 int hp_cmd_bench_muon(int argc, char **argv);
 int hp_cmd_bench_pipeline(int argc, char **argv);
+/* `hyperpar bench moe ...` (argv[0] = "moe"), in tools/bench_moe.c */
+int hp_cmd_bench_moe(int argc, char **argv);
 
 #endif

@@ -20,7 +20,8 @@ static void usage(FILE *f) {
           "           bench parallel: sharding plans against the plain engine;\n"
           "           bench fsdp: DP, the fsdp2 style and hyperpar's FSDP/HSDP;\n"
           "           bench muon: distributed Muon's strategies under FSDP/HSDP;\n"
-          "           bench pipeline: pipeline schedules' bubble and memory, remat)\n"
+          "           bench pipeline: pipeline schedules' bubble and memory, remat;\n"
+          "           bench moe: a MoE model under expert parallelism, all-to-all and load)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",
           f);
 }
@@ -44,6 +45,7 @@ static int dispatch(int argc, char **argv) {
         if (argc > 2 && !strcmp(argv[2], "fsdp")) return hp_cmd_bench_fsdp(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "muon")) return hp_cmd_bench_muon(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "pipeline")) return hp_cmd_bench_pipeline(argc - 2, argv + 2);
+        if (argc > 2 && !strcmp(argv[2], "moe")) return hp_cmd_bench_moe(argc - 2, argv + 2);
         return hp_cmd_bench(argc, argv);
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

@@ -1710,9 +1710,39 @@ typedef struct {
 
 hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pipeline_config *cfg);
 
+/* A Mixture-of-Experts model's training step under expert parallelism (`hyperpar bench moe`): the named model
+ * (moe-tiny, moe-small) on ep rank-threads of one compute thread each (ep 1: one rank, no plan), in
+ * `supernodes` emulated supernodes (0 or 1: one) whose link is throttled to inter_bw_gbps per rank (0: not)
+ * with inter_latency_us per message; two warm-up steps, then medians of `steps`. */
+typedef struct {
+    const char *model;
+    int B, T;
+    int ep;
+    int supernodes;
+    double inter_bw_gbps, inter_latency_us;
+    int steps;
+} hp_bench_moe_config;
+
+typedef struct {
+    int ranks;
+    double tokens_per_s, step_ms;
+    double a2a_ms;         /* the exchange's time per step, the slowest rank's (its nodes block) */
+    double a2a_rank0_ms;   /* rank 0's */
+    double a2a_exposed_ms; /* of it not hidden under compute */
+    double max_tokens_per_expert, mean_tokens_per_expert; /* the first MoE layer, over the group */
+} hp_bench_moe_result;
+
+hp_status hp_bench_moe_row(hp_bench_moe_result *res, const hp_bench_moe_config *cfg);
+
 /* Collectives (`hyperpar bench comm`), sizes as nccl-tests count them
- * (all-reduce buffer, reduce-scatter input, all-gather output). */
-typedef enum { HP_BENCH_REDUCE_SCATTER = 0, HP_BENCH_ALL_GATHER = 1, HP_BENCH_ALL_REDUCE = 2 } hp_bench_coll;
+ * (all-reduce buffer, reduce-scatter input, all-gather output, all-to-all
+ * send buffer: bytes / n to each member; Open MPI's as MPI_Alltoallv). */
+typedef enum {
+    HP_BENCH_REDUCE_SCATTER = 0,
+    HP_BENCH_ALL_GATHER = 1,
+    HP_BENCH_ALL_REDUCE = 2,
+    HP_BENCH_ALL_TO_ALL = 3
+} hp_bench_coll;
 
 /* How every measurement runs: the median of `repeat` runs (1..64); bind:
  * rank g's thread pinned to the (g mod n)-th of the n CPUs the process may

@@ -18,7 +18,7 @@ struct hp_bench_comm {
     cpu_set_t cpus; /* the CPUs the process may use, read before any pinning */
 };
 
-static const hp_comm_kind kinds[3] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE};
+static const hp_comm_kind kinds[4] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE, HP_COMM_ALL_TO_ALL};
 
 /* Pins the calling thread to the (idx mod n)-th of the n CPUs in allowed
  * (NULL: no pinning). */
@@ -80,8 +80,8 @@ static void *bc_rank(void *arg) {
         args.nt = 100;
     } else if (j->kind == HP_COMM_ALL_REDUCE) {
         ts[0] = (hp_comm_tensor){b, a, total};
-    } else if (j->kind == HP_COMM_REDUCE_SCATTER) {
-        ts[0] = (hp_comm_tensor){b, a, shard};
+    } else if (j->kind == HP_COMM_REDUCE_SCATTER || j->kind == HP_COMM_ALL_TO_ALL) {
+        ts[0] = (hp_comm_tensor){b, a, shard}; /* all-to-all: shard elements to each member */
     } else {
         ts[0] = (hp_comm_tensor){b, j->inplace ? b + (int64_t)j->rank * shard : a, shard};
     }
@@ -162,9 +162,11 @@ static const cpu_set_t *bc_cpus(const hp_bench_comm *b) { return b->bind ? &b->c
 hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_bench_comm *b, hp_world *w,
                             const hp_bench_comm_case *c) {
     *sec = -1;
-    if (c->coll < HP_BENCH_REDUCE_SCATTER || c->coll > HP_BENCH_ALL_REDUCE)
+    if (c->coll < HP_BENCH_REDUCE_SCATTER || c->coll > HP_BENCH_ALL_TO_ALL)
         return hp_errorf("hp_bench_comm_run: unknown collective %d", (int)c->coll);
     if (c->bytes < 4 || c->iters < 1) return hp_errorf("hp_bench_comm_run: bytes must be >= 4 and iters >= 1");
+    if ((c->fused || c->shared) && c->coll == HP_BENCH_ALL_TO_ALL)
+        return hp_errorf("hp_bench_comm_run: an all-to-all is one call on private buffers (not fused, not shared)");
     if (c->fused && c->bytes != 100 * 4096)
         return hp_errorf("hp_bench_comm_run: a fused case is 100 tensors of 4 KiB: bytes must be 409600, got %lld",
                          (long long)c->bytes);
@@ -179,9 +181,15 @@ hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_
 
 /* ---- Open MPI's own collectives on MPI_COMM_WORLD ---- */
 
-/* One Open MPI call on `total` elements at a and b (shard per process). */
+/* One Open MPI call on `total` elements at a and b (shard per process; the all-to-all as MPI_Alltoallv, the
+ * per-pair counts and offsets every user of variable counts passes). */
 static void bc_mpi_call(hp_comm_kind kind, float *a, float *b, int64_t total, int64_t shard, int inplace) {
-    if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (kind == HP_COMM_ALL_TO_ALL) {
+        int n, cnt[256], off[256];
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        for (int q = 0; q < n && q < 256; q++) cnt[q] = (int)shard, off[q] = (int)(shard * q);
+        MPI_Alltoallv(a, cnt, off, MPI_FLOAT, b, cnt, off, MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (kind == HP_COMM_ALL_REDUCE) MPI_Allreduce(a, b, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     else if (kind == HP_COMM_REDUCE_SCATTER) MPI_Reduce_scatter_block(a, b, (int)shard, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     else if (inplace) MPI_Allgather(MPI_IN_PLACE, 0, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);
     else MPI_Allgather(a, (int)shard, MPI_FLOAT, b, (int)shard, MPI_FLOAT, MPI_COMM_WORLD);

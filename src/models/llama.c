@@ -19,6 +19,10 @@ static const struct {
                   .rope_theta = 10000.0f, .experts = 8, .top_k = 2, .expert_ffn = 64, .shared_experts = 1,
                   .moe_flags = HP_MOE_RENORM,
                   .aux_coef = 0.01f, .z_coef = 0.001f}},
+    /* a small one for `hyperpar bench moe`: experts 4x the width of the tiny one's */
+    {"moe-small", {.layers = 4, .heads = 8, .channels = 256, .vocab = 256, .max_seq = 256, .kv_heads = 4, .ffn = 512,
+                   .rope_theta = 10000.0f, .experts = 8, .top_k = 2, .expert_ffn = 512, .shared_experts = 1,
+                   .moe_flags = HP_MOE_RENORM, .aux_coef = 0.01f, .z_coef = 0.001f}},
     {"moe-deepseek-v3", {.layers = 61, .heads = 128, .channels = 7168, .vocab = 129280, .max_seq = 4096, .kv_heads = 128,
                          .ffn = 18432, .rope_theta = 10000.0f, .experts = 256, .top_k = 8, .expert_ffn = 2048,
                          .shared_experts = 1, .moe_flags = HP_MOE_SIGMOID | HP_MOE_RENORM, .aux_coef = 0.0001f}},
@@ -33,7 +37,7 @@ static hp_status preset_of(hp_model_config *out, const char *name, int moe) {
             *out = presets[i].c;
             return HP_OK;
         }
-    return moe ? hp_errorf("--model %s: not a MoE preset (moe-tiny, moe-deepseek-v3, moe-500b)", name ? name : "")
+    return moe ? hp_errorf("--model %s: not a MoE preset (moe-tiny, moe-small, moe-deepseek-v3, moe-500b)", name ? name : "")
                : hp_errorf("--model %s: not a Llama preset (llama-tiny, llama3-8b, llama3-70b)", name ? name : "");
 }
 
