@@ -6,6 +6,7 @@
  * and phase; memory per rank; per process against the memory available
  * (fits, or by how much not and what would); and the propagation notes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan_report.h"
@@ -135,6 +136,39 @@ static void print_colls(const hp_plan_rank_report *r, int all) {
     print_totals(r);
 }
 
+/* Expert parallelism: which experts the rank holds, and the all-to-all's bytes per step by tier (the ranks of one
+ * process are a supernode; the byte counts assume a balanced routing, (G - 1) / G of a rank's rows leaving it). */
+static void print_experts(const hp_plan_report *rep, const hp_plan_rank_report *r, int processes) {
+    int a = -1;
+    for (int i = 0; i < rep->naxes; i++)
+        if (!strcmp(rep->axis_name[i], "ep") && rep->axis_size[i] > 1) a = i;
+    if (a < 0 || rep->model.experts < 1) return;
+    int G = rep->axis_size[a], E = rep->model.experts, members[4096], n = 0, me = -1;
+    for (const char *q = strchr(r->axis_group[a], '['); q && *q && *q != ']' && n < 4096;) {
+        char *end;
+        long v = strtol(q + 1, &end, 10);
+        if (end == q + 1) break;
+        if (v == r->rank) me = n;
+        members[n++] = (int)v;
+        q = end;
+    }
+    int per = processes > 0 && rep->world % processes == 0 ? rep->world / processes : rep->world, across = 0;
+    for (int i = 0; i < n; i++) across += members[i] / per != r->rank / per;
+    double bytes = 0;
+    int calls = 0;
+    for (int i = 0; i < r->ncollectives; i++)
+        if (r->collectives[i].communicates && strstr(r->collectives[i].steps, "expert parallelism"))
+            bytes += r->collectives[i].bytes, calls++;
+    char b1[32], b2[32], b3[32];
+    printf("\nexperts (rank %d): each MoE layer's %d experts split over ep (%d members: %s); this rank holds experts "
+           "%d..%d\n  all-to-all per step: %d calls, %s sent per rank (balanced routing): %s inside its supernode, %s "
+           "across (%d of the %d members in other processes)\n",
+           r->rank, E, G, r->axis_group[a], me * (E / G), (me + 1) * (E / G) - 1, calls,
+           hp_planner_bytes_str(b1, sizeof b1, bytes),
+           hp_planner_bytes_str(b2, sizeof b2, G > 1 ? bytes * (G - 1 - across) / (G - 1) : 0),
+           hp_planner_bytes_str(b3, sizeof b3, G > 1 ? bytes * across / (G - 1) : 0), across, G);
+}
+
 static void print_memory(const hp_plan_report *rep) {
     printf("\nmemory per rank (%s state: %s)\n  %-4s %10s %10s %10s %12s %10s %10s %10s\n", rep->optimizer,
            strcmp(rep->optimizer, "muon") ? "2 x parameters" : "Muon momentum 1x, AdamW 2x", "rank", "params",
@@ -237,19 +271,25 @@ void hp_planner_print_text(const planner *p) {
     for (int a = 0; a < rep->naxes; a++)
         printf("  axis %-8s size %-3d rank %d's group %s\n", rep->axis_name[a], rep->axis_size[a], r0->rank,
                r0->axis_group[a]);
+    const char *family = hp_model_family_name(o->model);
+    char epf[32] = "";
+    if (o->ep > 1) snprintf(epf, sizeof epf, " --ep %d", o->ep);
+    const char *fam = family && !strcmp(family, "llama") ? "Llama" : family && !strcmp(family, "moe") ? "MoE" : "GPT-2";
     if (o->plan[0])
         printf("plan: %s\n", o->plan);
     else if (o->hsdp[0])
-        printf("plan: GPT-2 HSDP (--hsdp %s --tp %d, ZeRO level %d%s)\n", o->hsdp, o->tp, o->zero ? o->zero : 3,
-               o->pp > 1 ? ", per pipeline stage" : "");
+        printf("plan: %s HSDP (--hsdp %s --tp %d, ZeRO level %d%s)\n", fam, o->hsdp, o->tp,
+               o->zero ? o->zero : 3, o->pp > 1 ? ", per pipeline stage" : "");
     else if (o->fsdp > 1 || o->zero)
-        printf("plan: GPT-2 FSDP (%s %d --tp %d, ZeRO level %d%s)\n", o->fsdp > 1 ? "--fsdp" : "--dp",
-               o->fsdp > 1 ? o->fsdp : o->dp, o->tp, o->zero ? o->zero : 3, o->pp > 1 ? ", per pipeline stage" : "");
+        printf("plan: %s FSDP (%s %d%s --tp %d, ZeRO level %d%s)\n", fam, o->fsdp > 1 ? "--fsdp" : "--dp",
+               o->fsdp > 1 ? o->fsdp : o->dp, epf, o->tp, o->zero ? o->zero : 3, o->pp > 1 ? ", per pipeline stage" : "");
     else if (o->pp > 1)
-        printf("plan: GPT-2 data x Megatron tensor parallel x pipeline (--dp %d --tp %d --pp %d)\n", o->dp, o->tp,
+        printf("plan: %s data x Megatron tensor parallel x pipeline (--dp %d --tp %d --pp %d)\n", fam, o->dp, o->tp,
                o->pp);
+    else if (o->ep > 1)
+        printf("plan: %s data x expert x Megatron tensor parallel (--dp %d --ep %d --tp %d)\n", fam, o->dp, o->ep, o->tp);
     else
-        printf("plan: GPT-2 data x Megatron tensor parallel (--dp %d --tp %d)\n", o->dp, o->tp);
+        printf("plan: %s data x Megatron tensor parallel (--dp %d --tp %d)\n", fam, o->dp, o->tp);
     const hp_model_config *mc = &rep->model;
     char extra[160] = "";
     if (mc->kv_heads > 0 || mc->ffn > 0)
@@ -268,6 +308,7 @@ void hp_planner_print_text(const planner *p) {
         print_tensors(&rep->ranks[i]);
         print_fsdp(&rep->ranks[i]);
         print_colls(&rep->ranks[i], p->po.all);
+        print_experts(rep, &rep->ranks[i], p->po.processes);
     }
     print_memory(rep);
     print_pipeline(&rep->pipeline);

@@ -209,11 +209,12 @@ static void resend_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, 
     }
 }
 
-/* what every member sends, as a guess for reports: its rows once (the routing decides the real count) */
+/* What a member sends per call under a balanced routing (the routing decides the real count): its token-side
+ * rows (send and resend: the input; return: the output) less the 1/G that stay with it. */
 static double ep_bytes(const hp_graph *g, const hp_node *n) {
-    const hp_value *v = &g->vals[n->in[0]];
-    double b = (double)hp_shape_numel(&v->shape) * (double)hp_dtype_size(v->dtype);
-    return n->op == &hp_op_ep_send ? b : b / (double)(n->a.i[0] > 0 ? n->a.i[0] : 1);
+    const hp_value *v = &g->vals[n->op == &hp_op_ep_return ? n->out[0] : n->in[0]];
+    double G = (double)(n->a.i[0] > 0 ? n->a.i[0] : 1);
+    return (double)hp_shape_numel(&v->shape) * (double)hp_dtype_size(v->dtype) * (G - 1) / G;
 }
 
 static void ep_describe(hp_coll_desc *d, const hp_graph *g, const hp_node *n) {

@@ -58,6 +58,13 @@ for plan in "--ep 4" "--ep 1"; do
   [ "$(losses det1.jsonl | tail -100)" = "$(losses r_$n.jsonl | tail -100)" ] ||
     fail "EP 2's checkpoint resumed under $plan: steps 101-200 differ from the uninterrupted run"
 done
+# the plan says which experts a rank holds and what the exchange sends, by tier (2 processes: 2 supernodes)
+"$HP" plan --model moe-tiny --batch 8 --seq 32 --ep 4 --processes 2 >pe.txt 2>&1 || fail "plan --ep 4: $(tail -2 pe.txt)"
+grep -q "^plan: MoE data x expert x Megatron tensor parallel (--dp 1 --ep 4 --tp 1)" pe.txt || fail "plan --ep 4: $(grep '^plan' pe.txt)"
+grep -q "8 experts split over ep (4 members: ep\[0,1,2,3\]); this rank holds experts 0..1" pe.txt ||
+  fail "plan --ep 4: $(grep -A1 '^experts' pe.txt)"
+grep -q "all-to-all per step: 16 calls, .* (2 of the 4 members in other processes)" pe.txt ||
+  fail "plan --ep 4: $(grep -A1 '^experts' pe.txt)"
 expect_error "'h.0.moe.experts.gate_up.weight' has 8 experts, not a multiple of the 3 members of 'ep'" \
   "$HP" train --model moe-tiny --batch 6 --ep 3 --steps 1
 expect_error "--ep 2 splits a Mixture-of-Experts model's experts: --model llama-tiny has none" \
