@@ -52,6 +52,51 @@ static hp_status reset_to_defaults(trainer *t, int plan) {
     return HP_OK;
 }
 
+/* --init-hf: the shape config.json gives (GPT-2: it sets the shape flags, as --init does; a named preset: it
+ * must be the preset's, field by field). */
+static hp_status hf_shape(hp_model_config *m, hp_train_options *o) {
+    hp_model_config h;
+    char fam[16];
+    HP_TRY(hp_hf_model_config(&h, fam, sizeof fam, o->init_hf));
+    const char *mf = hp_model_family_name(o->model);
+    if (!mf || strcmp(fam, mf))
+        return hp_errorf("hyperpar train: --init-hf %s holds a %s model; --model %s is %s (give a --model of that "
+                         "family)", o->init_hf, fam, o->model, mf ? mf : "unknown");
+    if (!strcmp(fam, "gpt2")) {
+        *m = h;
+        return hp_train_shape_resolve(o, m, o->init_hf, "train");
+    }
+    HP_TRY(hp_model_config_named(m, o->model));
+    int C = m->channels, F = m->ffn > 0 ? m->ffn : (8 * C / 3 + 255) / 256 * 256;
+    int Fe = m->expert_ffn > 0 ? m->expert_ffn : F;
+    const struct {
+        const char *key;
+        int hf, ours;
+    } f[] = {{"num_hidden_layers", h.layers, m->layers},
+             {"num_attention_heads", h.heads, m->heads},
+             {"hidden_size", h.channels, C},
+             {"vocab_size", h.vocab, m->vocab},
+             {"max_position_embeddings", h.max_seq, m->max_seq},
+             {"num_key_value_heads", h.kv_heads, m->kv_heads > 0 ? m->kv_heads : m->heads},
+             {"intermediate_size", m->experts ? h.expert_ffn : h.ffn, m->experts ? Fe : F},
+             {"num_local_experts", h.experts, m->experts},
+             {"num_experts_per_tok", h.top_k, m->experts ? m->top_k : 0}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].hf != f[i].ours)
+            return hp_errorf("hyperpar train: %s/config.json: %s is %d, --model %s has %d", o->init_hf, f[i].key,
+                             f[i].hf, o->model, f[i].ours);
+    float th = m->rope_theta > 0 ? m->rope_theta : 10000.0f;
+    if (h.rope_theta != th)
+        return hp_errorf("hyperpar train: %s/config.json: rope_theta is %g, --model %s has %g", o->init_hf,
+                         (double)h.rope_theta, o->model, (double)th);
+    if (m->shared_experts > 0)
+        return hp_errorf("hyperpar train: --model %s has shared experts, which Mixtral's layout has no place for",
+                         o->model);
+    char what[48];
+    snprintf(what, sizeof what, "--model %s", o->model);
+    return hp_train_shape_resolve(o, m, what, "train");
+}
+
 /* The checkpoint directory a resumed checkpoint lives in: the parent of a
  * step_N, else (a checkpoint on its own) none. */
 static hp_status resumed_from_dir(char *out, size_t n, const char *ckpt) {
@@ -211,6 +256,8 @@ static hp_status setup(trainer *t, int argc, char **argv) {
     } else if (o->init[0]) {
         HP_TRY(hp_model_config_llmc(&m, o->init));
         HP_TRY(hp_train_shape_resolve(o, &m, o->init, "train"));
+    } else if (o->init_hf[0]) {
+        HP_TRY(hf_shape(&m, o));
     } else if (strcmp(o->model, "gpt2")) { /* a named model's preset sets the shape, as --init does */
         HP_TRY(hp_model_config_named(&m, o->model));
         char what[48];

@@ -930,6 +930,8 @@ typedef struct {
     long stop_at;               /* stop (with a checkpoint) after this step; 0: none */
     uint64_t seed;              /* initialisation and data order */
     const char *init_llmc;      /* NULL: GPT-2 initialisation; else start from these llm.c weights */
+    const char *init_hf;        /* NULL: none; else start from this Hugging Face directory's weights (the model's
+                                 * shape must be config.json's: hp_hf_model_config) */
     /* data: llm.c token shards (a file or a glob) or text read as bytes */
     const char *data;
     hp_train_data_kind data_kind; /* of data and val_data (one kind for both) */
@@ -1086,6 +1088,7 @@ typedef struct {
     int layers, heads, channels, vocab, max_seq;
     char model[32];             /* gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b */
     char init[512];
+    char init_hf[512];          /* a Hugging Face model directory to start from (config.json + safetensors) */
     char data[512], val_data[512], data_kind[16];
     float val_fraction;
     int shuffle;
@@ -1416,6 +1419,11 @@ hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dt
  * and gate/up/down apart, the query and key rows permuted to Hugging Face's RoPE halves) and
  * MixtralForCausalLM (MoE presets without shared experts) load; the padded vocabulary rows are cut. */
 hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16);
+/* A Hugging Face model directory's shape: config.json's model_type (gpt2, llama, mixtral) as the model family
+ * (family: "gpt2", "llama" or "moe", cap bytes) and its sizes in *out; errors name the file and the key. The
+ * weights themselves are read by the trainer (hp_train_config.init_hf): F32 or BF16, model.safetensors or the
+ * shards of model.safetensors.index.json, in the layouts hp_export_hf writes. */
+hp_status hp_hf_model_config(hp_model_config *out, char *family, size_t cap, const char *dir);
 
 /* Writes checkpoint src (a checkpoint directory, or a ckpt_dir with 'latest')
  * as the new checkpoint directory dst (which must not exist) in the format

@@ -50,6 +50,10 @@ void hp_api_store_free(hp_api_store *s);
 /* The weights of llm.c file `path` in llm.c order (*flat malloc'd, freed on
  * error) and its header; an error naming the file when its shape is not c's. */
 hp_status hp_api_llmc_load(float **flat, hp_llmc_header *h, const char *path, const hp_gpt2_config *c);
+/* A Hugging Face directory's weights into the model's parameters (api/import_hf: names[i]'s shapes[i] at
+ * ptrs[i]), the family and shape hp_hf_model_config read. */
+hp_status hp_hf_load(float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes, int n,
+                     const char *dir, const char *family, const hp_model_config *c);
 
 /* The llm.c version (io/llmc) that writes dtype; an error naming path for a
  * value outside hp_llmc_dtype. */

@@ -108,6 +108,9 @@ static const hp_train_optdef defs[] = {
       "llama3-8b | llama3-70b (Llama: grouped-query attention, RoPE, SwiGLU; the preset sets "
       "the shape)"),
     D("init", HP_OPT_STR, init, "", NULL, UNSAVED, "start from an llm.c checkpoint (sets the model shape)"),
+    D("init-hf", HP_OPT_STR, init_hf, "", NULL, UNSAVED,
+      "start from a Hugging Face model directory (config.json + model.safetensors, F32 or BF16: GPT-2, Llama, "
+      "Mixtral; sets GPT-2's shape, must match a named preset's)"),
     D("data", HP_OPT_STR, data, HP_DEFAULT_DATA, NULL, FROZEN, "training data: llm.c token shards (file or glob) or text"),
     D("data-kind", HP_OPT_STR, data_kind, "auto", "auto|tokens|text", FROZEN,
       "auto | tokens | text (auto: token shards by their magic; text only for a file not named .bin with --vocab 256)"),
@@ -371,6 +374,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
     if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
+    if (o->init[0] && o->init_hf[0]) BAD("give --init (llm.c) or --init-hf (Hugging Face), not both");
     if (strcmp(o->model, "gpt2") && o->init[0]) BAD("--init reads an llm.c GPT-2 checkpoint: not with --model %s", o->model);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");
     if (o->ep < 0 || o->ep > HP_TRAIN_MAX_RANKS) BAD("--ep must be in 1..%d, got %d", HP_TRAIN_MAX_RANKS, o->ep);
@@ -537,6 +541,7 @@ static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->loss_chunk = o->loss_chunk;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
+    c->init_hf = o->init_hf[0] ? o->init_hf : NULL;
     c->data = o->data, c->val_data = o->val_data;
     c->metrics = o->metrics;
     c->ckpt_dir = o->ckpt_dir;

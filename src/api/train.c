@@ -141,6 +141,8 @@ static hp_status check(const hp_train_config *c) {
     if (set(c->trace) && c->trace_steps < 1) BAD("trace_steps must be >= 1, got %ld", c->trace_steps);
     if (c->validate && !c->plan) BAD("validate needs a plan (a 1-rank run has no layouts to check)");
     if (set(c->resume) && set(c->init_llmc)) BAD("give resume or init_llmc, not both");
+    if (set(c->resume) && set(c->init_hf)) BAD("give resume or init_hf, not both");
+    if (set(c->init_llmc) && set(c->init_hf)) BAD("give init_llmc or init_hf, not both");
     if (c->ckpt_nargs < 0) BAD("ckpt_nargs must be >= 0, got %d", c->ckpt_nargs);
     if (c->ckpt_nargs > 0 && (!c->ckpt_arg_keys || !c->ckpt_arg_values)) BAD("ckpt_nargs %d without ckpt_arg_keys/values", c->ckpt_nargs);
     for (int i = 0; i < c->ckpt_nargs; i++)
@@ -206,6 +208,12 @@ static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)
     hp_train *t = ctx;
     const hp_gpt2_config *m = &t->m->cfg;
     if (t->m->custom && t->init_llmc) return hp_errorf("init from llm.c '%s': the model is not GPT-2", t->init_llmc);
+    if (t->init_hf) { /* the shape was checked against config.json before the model was made */
+        hp_model_config hc;
+        char fam[16];
+        HP_TRY(hp_hf_model_config(&hc, fam, sizeof fam, t->init_hf));
+        return hp_hf_load(ptrs, names, shapes, n, t->init_hf, fam, &hc);
+    }
     if (!t->init_llmc) return hp_model_init(ptrs, t->m->g, names, n, t->cfg.seed); /* the inits the model states */
     hp_llmc_header h;
     float *flat = NULL;
@@ -294,8 +302,9 @@ static hp_status copy_strings(hp_train *t) {
     HP_TRY(hp_api_strdup(&t->ckpt_dir, set(c->ckpt_dir) ? c->ckpt_dir : NULL));
     HP_TRY(hp_api_strdup(&t->trace, set(c->trace) ? c->trace : NULL));
     HP_TRY(hp_api_strdup(&t->init_llmc, set(c->init_llmc) ? c->init_llmc : NULL));
+    HP_TRY(hp_api_strdup(&t->init_hf, set(c->init_hf) ? c->init_hf : NULL));
     c->data = t->data, c->val_data = t->val_data, c->metrics = t->metrics, c->ckpt_dir = t->ckpt_dir;
-    c->trace = t->trace, c->init_llmc = t->init_llmc;
+    c->trace = t->trace, c->init_llmc = t->init_llmc, c->init_hf = t->init_hf;
     HP_TRY(hp_api_strdup(&t->muon_momentum, c->muon_momentum));
     HP_TRY(hp_api_strdup(&t->muon_scale, c->muon_scale));
     HP_TRY(hp_api_strdup(&t->muon_dist, c->muon_dist));
@@ -576,7 +585,7 @@ void hp_train_free(hp_train *t) {
     hp_data_close(t->train);
     hp_data_close(t->val);
     free(t->tokens), free(t->targets);
-    free(t->data), free(t->val_data), free(t->metrics), free(t->ckpt_dir), free(t->trace), free(t->init_llmc);
+    free(t->data), free(t->val_data), free(t->metrics), free(t->ckpt_dir), free(t->trace), free(t->init_llmc), free(t->init_hf);
     free(t->muon_momentum), free(t->muon_scale), free(t->muon_dist), free(t->newton_schulz), free(t->muon_params), free(t->adamw_params);
     for (int i = 0; t->arg_keys && i < t->cfg.ckpt_nargs; i++) free(t->arg_keys[i]);
     for (int i = 0; t->arg_values && i < t->cfg.ckpt_nargs; i++) free(t->arg_values[i]);

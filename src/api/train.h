@@ -14,7 +14,7 @@
 
 struct hp_train {
     hp_train_config cfg; /* the strings point at the copies below */
-    char *data, *val_data, *metrics, *ckpt_dir, *trace, *init_llmc;
+    char *data, *val_data, *metrics, *ckpt_dir, *trace, *init_llmc, *init_hf;
     char *muon_momentum, *muon_scale, *muon_dist, *newton_schulz, *muon_params, *adamw_params;
     char **arg_keys, **arg_values; /* [cfg.ckpt_nargs] */
     const hp_model *m;

@@ -19,6 +19,10 @@ static const struct {
                   .rope_theta = 10000.0f, .experts = 8, .top_k = 2, .expert_ffn = 64, .shared_experts = 1,
                   .moe_flags = HP_MOE_RENORM,
                   .aux_coef = 0.01f, .z_coef = 0.001f}},
+    /* moe-tiny without the shared expert: Mixtral's layout (Hugging Face export and import) */
+    {"mixtral-tiny", {.layers = 4, .heads = 4, .channels = 64, .vocab = 256, .max_seq = 128, .kv_heads = 2, .ffn = 128,
+                      .rope_theta = 10000.0f, .experts = 8, .top_k = 2, .expert_ffn = 64, .moe_flags = HP_MOE_RENORM,
+                      .aux_coef = 0.01f, .z_coef = 0.001f}},
     /* a small one for `hyperpar bench moe`: experts 4x the width of the tiny one's */
     {"moe-small", {.layers = 4, .heads = 8, .channels = 256, .vocab = 256, .max_seq = 256, .kv_heads = 4, .ffn = 512,
                    .rope_theta = 10000.0f, .experts = 8, .top_k = 2, .expert_ffn = 512, .shared_experts = 1,
@@ -37,7 +41,7 @@ static hp_status preset_of(hp_model_config *out, const char *name, int moe) {
             *out = presets[i].c;
             return HP_OK;
         }
-    return moe ? hp_errorf("--model %s: not a MoE preset (moe-tiny, moe-small, moe-deepseek-v3, moe-500b)", name ? name : "")
+    return moe ? hp_errorf("--model %s: not a MoE preset (moe-tiny, mixtral-tiny, moe-small, moe-deepseek-v3, moe-500b)", name ? name : "")
                : hp_errorf("--model %s: not a Llama preset (llama-tiny, llama3-8b, llama3-70b)", name ? name : "");
 }
 

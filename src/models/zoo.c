@@ -9,7 +9,7 @@
 static const hp_model_family families[] = {
     {"pangu", "pangu-tiny, pangu-2.6b, pangu-13b, pangu-200b", hp_pangu_preset, hp_pangu_build, hp_pangu_num_params},
     {"llama", "llama-tiny, llama3-8b, llama3-70b", hp_llama_preset, hp_llama_build, hp_llama_num_params},
-    {"moe", "moe-tiny, moe-small, moe-deepseek-v3, moe-500b", hp_moe_preset, hp_llama_build, hp_llama_num_params},
+    {"moe", "moe-tiny, mixtral-tiny, moe-small, moe-deepseek-v3, moe-500b", hp_moe_preset, hp_llama_build, hp_llama_num_params},
 };
 
 const hp_model_family *hp_model_family_of(const char *name) {
@@ -30,6 +30,6 @@ const hp_model_family *hp_model_family_named(const char *family) {
 }
 
 const char *hp_model_names(void) {
-    return "gpt2, pangu-tiny, pangu-2.6b, pangu-13b, pangu-200b, llama-tiny, llama3-8b, llama3-70b, moe-tiny, moe-small, "
+    return "gpt2, pangu-tiny, pangu-2.6b, pangu-13b, pangu-200b, llama-tiny, llama3-8b, llama3-70b, moe-tiny, mixtral-tiny, moe-small, "
            "moe-deepseek-v3, moe-500b";
 }
