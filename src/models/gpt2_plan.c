@@ -60,7 +60,7 @@ hp_status hp_plan_model_ep(hp_plan *out, const char *family, int pp, int replica
     const char *const(*rules)[2] = llama ? llama_rules : moe ? moe_rules : gpt2_rules;
     size_t nrules = llama ? sizeof llama_rules / sizeof llama_rules[0]
                     : moe ? sizeof moe_rules / sizeof moe_rules[0] : sizeof gpt2_rules / sizeof gpt2_rules[0];
-    char text[96], stages[24] = "", reps[24] = "", eps[24] = "", batch[64];
+    char text[160], stages[24] = "", reps[24] = "", eps[24] = "", batch[64];
     if (pp > 1) snprintf(stages, sizeof stages, "pp=%d,", pp);
     if (replicas > 1) snprintf(reps, sizeof reps, "rep=%d,", replicas);
     if (ep > 1) snprintf(eps, sizeof eps, "ep=%d,", ep);
