@@ -59,6 +59,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     if (strcmp(o->model, "gpt2") && !hp_model_config_named(&preset, o->model)) {
         preset.layers = o->layers, preset.heads = o->heads, preset.channels = o->channels, preset.vocab = o->vocab;
         preset.max_seq = o->max_seq;
+        if (o->capacity_factor > 0) preset.capacity_factor = o->capacity_factor;
         c->model = preset;
     }
     c->init_llmc = o->init[0] ? o->init : NULL;

@@ -278,6 +278,7 @@ static hp_status setup(trainer *t, int argc, char **argv) {
         printf("validation: nothing to validate: a 1-rank run has no layouts (use --plan or --dp/--tp)\n");
     }
     HP_TRY(hp_train_micro_batch(&t->micro_batch, &t->grad_accum, o));
+    if (o->capacity_factor > 0) t->m.capacity_factor = o->capacity_factor;
     HP_TRY(hp_model_named(&t->model, o->model, &t->m, t->micro_batch, o->seq));
     hp_ckpt_args_fill(&t->args, t->tab, t->ntab);
     return record_settings(t, argc, argv);

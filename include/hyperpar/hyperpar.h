@@ -1087,6 +1087,7 @@ void hp_opt_format_float(char *buf, size_t n, float v);
 typedef struct {
     int layers, heads, channels, vocab, max_seq;
     char model[32];             /* gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b */
+    float capacity_factor;      /* a MoE model's capacity factor (0: the preset's) */
     char init[512];
     char init_hf[512];          /* a Hugging Face model directory to start from (config.json + safetensors) */
     char data[512], val_data[512], data_kind[16];

@@ -103,6 +103,9 @@ static const hp_train_optdef defs[] = {
     D("channels", HP_OPT_INT, channels, "128", NULL, FROZEN, "model width (C)"),
     D("vocab", HP_OPT_INT, vocab, "256", NULL, FROZEN, "vocabulary size V (256 for raw text)"),
     D("max-seq", HP_OPT_INT, max_seq, "128", NULL, FROZEN, "position table length (maxT)"),
+    D("capacity-factor", HP_OPT_FLOAT, capacity_factor, "0", ">= 0", FROZEN,
+      "MoE: each expert keeps at most ceil(tokens top-k / experts x F) of its routed slots, the lowest scores dropped "
+      "(under --ep by the expert's owner over the group's tokens; 0: the preset's, dropless)"),
     D("model", HP_OPT_STR, model, "gpt2", NULL, FROZEN,
       "gpt2 | pangu-tiny | pangu-2.6b | pangu-13b | pangu-200b (PanGu-alpha: the top query layer) | llama-tiny | "
       "llama3-8b | llama3-70b (Llama: grouped-query attention, RoPE, SwiGLU; the preset sets "
@@ -374,6 +377,8 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
     if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
+    if (o->capacity_factor > 0 && strcmp(hp_model_family_name(o->model), "moe"))
+        BAD("--capacity-factor applies to a Mixture-of-Experts model: --model %s has no experts", o->model);
     if (o->init[0] && o->init_hf[0]) BAD("give --init (llm.c) or --init-hf (Hugging Face), not both");
     if (strcmp(o->model, "gpt2") && o->init[0]) BAD("--init reads an llm.c GPT-2 checkpoint: not with --model %s", o->model);
     if (o->dp < 1 || o->tp < 1) BAD("--dp and --tp must be >= 1");

@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 
 #define HP_MAX_IN 6
-#define HP_MAX_OUT 4
+#define HP_MAX_OUT 5
 #define HP_NAME_LEN 96
 
 typedef enum {

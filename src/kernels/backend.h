@@ -64,7 +64,7 @@ typedef struct hp_kbackend {
     void (*k_moe_combine_bwd)(float *dyp, float *dweights, const float *dy, const float *yp, const float *weights, const int32_t *rowof, long N, long C, long k, long R);
     void (*k_moe_dispatch)(float *xp, int32_t *eid, int32_t *rowof, const float *x, const int32_t *index, long N, long C, long E, long k);
     void (*k_moe_dispatch_bwd)(float *dx, const float *dxp, const int32_t *rowof, long N, long C, long k);
-    void (*k_moe_route)(hp_pool *pool, float *weights, int32_t *index, float *psum, float *count, float *zsum, float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm, long capacity, float zscale);
+    void (*k_moe_route)(hp_pool *pool, float *weights, int32_t *index, float *scores, float *psum, float *count, float *zsum, float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm, long capacity, float zscale);
     void (*k_moe_route_bwd)(hp_pool *pool, float *dlogits, const float *dweights, const float *dpsum, float dz, const float *logits, const int32_t *index, long N, long E, long k, int sigmoid, int renorm);
     void (*k_rmsnorm_bwd)(hp_pool *pool, float *dinp, float *dw, const float *dout, const float *inp, const float *w, const float *rstd, float *scratch, long N, long C);
     void (*k_rmsnorm_fwd)(hp_pool *pool, float *out, float *rstd, const float *inp, const float *w, long N, long C, float eps);

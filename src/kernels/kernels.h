@@ -138,8 +138,9 @@ void hp_k_sum_heads(hp_pool *pool, float *dx, const float *dy, long rows, long h
 #define HP_MOE_MAX_TOPK 64
 /* scratch: hp_k_moe_route_scratch floats (the scores, the rows' logsumexp, the capacity's sort). */
 size_t hp_k_moe_route_scratch(long N, long E, long k);
-void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *psum, float *count, float *zsum,
-                    float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm,
+/* scores[N, k] (may be NULL): each routed slot's score, the one a capacity ranks it by. */
+void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *scores, float *psum, float *count,
+                    float *zsum, float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm,
                     long capacity, float zscale);
 void hp_k_moe_route_bwd(hp_pool *pool, float *dlogits, const float *dweights, const float *dpsum, float dz,
                         const float *logits, const int32_t *index, long N, long E, long k, int sigmoid, int renorm);

@@ -72,8 +72,8 @@ size_t hp_k_moe_route_scratch(long N, long E, long k) {
     return (size_t)((N * E + N + 1) / 2 * 2) + (sizeof(routed) * (size_t)(N * k) + sizeof(float) - 1) / sizeof(float);
 }
 
-void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *psum, float *count, float *zsum,
-                    float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm,
+void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *scores, float *psum, float *count,
+                    float *zsum, float *scratch, const float *logits, long N, long E, long k, int sigmoid, int renorm,
                     long capacity, float zscale) {
     float *probs = scratch, *lse = scratch + N * E;
     routed *r = (routed *)(void *)(scratch + (N * E + N + 1) / 2 * 2); /* 8-byte aligned (the scratch is) */
@@ -88,6 +88,8 @@ void hp_k_moe_route(hp_pool *pool, float *weights, int32_t *index, float *psum, 
         psum[e] = (float)s, count[e] = 0;
     }
     for (long i = 0; i < N * k; i++) count[index[i]] += 1.0f; /* routed, before any drop */
+    if (scores) /* each slot's score (what a capacity ranks by) */
+        for (long i = 0; i < N * k; i++) scores[i] = probs[(i / k) * E + index[i]];
     if (capacity <= 0) return;
     for (long e = 0; e < E; e++) {
         long nr = 0;

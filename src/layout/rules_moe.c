@@ -18,11 +18,11 @@
 #define S(d) hp_shard(d)
 #define P hp_partial(HP_PARTIAL_SUM)
 
-/* moe_route(x[N..., C], router[E, C]) -> (weights, index [N..., k], stats[2, E], zsum[1]) */
+/* moe_route(x[N..., C], router[E, C]) -> (weights, index [N..., k], stats[2, E], zsum[1], scores [N..., k]) */
 static hp_status route_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 0) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->out[0] = o->out[1] = S(0);
+        o->in[0] = o->out[0] = o->out[1] = o->out[4] = S(0);
         o->out[2] = o->out[3] = P;
     }
     hp_rule_opt(ra);

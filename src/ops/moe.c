@@ -9,7 +9,9 @@
  *     (0: softmax), i[2] renormalise the k weights, i[3] the divisor (the
  *     global number of tokens), f[0] the capacity factor (0: dropless; a
  *     rank's capacity is ceil(its tokens k / E x factor)), f[1] zcoef.
- *     stats and zsum are sums over tokens: Partial where the tokens are split.
+ *     stats and zsum are sums over tokens: Partial where the tokens are split;
+ *     scores[N..., k]: each slot's score (what a capacity ranks slots by:
+ *     expert parallelism's owners drop by it).
  *   moe_aux(stats[2, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
  *     (divisor k), P_e = scores_e / divisor: the load-balancing loss of the
  *     whole batch (its stats summed over every rank first: a Replicate input).
@@ -60,7 +62,8 @@ static hp_status route_infer(const hp_graph *g, const hp_node *n, hp_shape *os, 
     os[0].d[x->ndim - 1] = os[1].d[x->ndim - 1] = k;
     os[2] = hp_shape2(2, E);
     os[3] = hp_shape1(1);
-    od[0] = HP_F32, od[1] = HP_I32, od[2] = od[3] = HP_F32;
+    os[4] = os[0];
+    od[0] = HP_F32, od[1] = HP_I32, od[2] = od[3] = od[4] = HP_F32;
     return HP_OK;
 }
 
@@ -87,7 +90,8 @@ static void route_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
     long N = t_rows(&in[0]), C = t_last(&in[0]), E = in[1].shape.d[0], K = (long)n->a.i[0];
     float *logits = k->scratch, *stats = F32(out[2]);
     kern_of(k)->k_matmul_fwd(k->pool, logits, CF32(in[0]), CF32(in[1]), NULL, N, C, E);
-    kern_of(k)->k_moe_route(k->pool, F32(out[0]), OI32(out[1]), stats, stats + E, F32(out[3]), logits + 2 * N * E,
+    kern_of(k)->k_moe_route(k->pool, F32(out[0]), OI32(out[1]), n->nout > 4 && n->out[4] >= 0 ? F32(out[4]) : NULL,
+                            stats, stats + E, F32(out[3]), logits + 2 * N * E,
                             logits, N, E, K, (int)n->a.i[1], (int)n->a.i[2], route_capacity(n, N, E), zscale(n, N));
 }
 
@@ -107,7 +111,7 @@ static void route_backward(hp_graph *g, int node, const int *gout, int *gin) {
 }
 
 const hp_opdef hp_op_moe_route = {
-    .name = "moe_route", .nout = 4, .nograd_outs = 2, .infer = route_infer, .run = route_run,
+    .name = "moe_route", .nout = 5, .nograd_outs = 2 | 16, .infer = route_infer, .run = route_run,
     .backward = route_backward, .scratch = route_scratch, .bytes = hp_ops_io_bytes,
 };
 

@@ -4,7 +4,8 @@
  * over a mesh axis of G members; each lowers to its communicating form
  * (parallel/ep_ops), which runs the variable-count all-to-all along that axis.
  * Attributes (all three): i[0] G, i[1] E (experts; member o owns experts
- * [o E/G, (o+1) E/G)), i[2] the mesh axis.
+ * [o E/G, (o+1) E/G)), i[2] the mesh axis; moe_ep_send's f[0]: a capacity
+ * factor (0: dropless).
  *   moe_ep_send(xp[R, C], eid[R]) -> xr[G R, C], er[G R] i32, src[G R, 2] i32:
  *     the member's dispatched rows (grouped by expert, rows of no expert last)
  *     sent to their experts' owners; xr holds the rows the member's own
@@ -12,7 +13,12 @@
  *     member and position (the tokens' order), er their experts (-1 past the
  *     received rows), src each row's source member and its position among the
  *     rows that source sent here ((-1, -1) past them). G R rows: room for
- *     every row of the group (dropless).
+ *     every row of the group (dropless). With f[0] > 0 and two more inputs,
+ *     scores[N, k] and rowof[N, k] (moe_route's slot scores, moe_dispatch's
+ *     slot rows), each expert keeps at most ceil(N G k / E f) of the rows it
+ *     got, the highest scores (ties: the earlier token) — the router's rule
+ *     over the group's tokens; the dropped rows come after the kept ones,
+ *     expert -1, and return as zeros.
  *   moe_ep_return(yr[G R, O], src, eid[R]) -> yp[R, O]: the rows back to their
  *     sources, in the places of xp (rows of no expert: 0). send's gradient.
  *   moe_ep_resend(dyp[R, O], src, eid) -> dyr[G R, O]: yp's gradient taken
@@ -40,6 +46,10 @@ static hp_status send_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
     if (x->ndim != 2 || g->vals[n->in[1]].dtype != HP_I32 || hp_shape_numel(e) != x->d[0])
         return SHAPE_ERR("moe_ep_send: rows %s and expert ids %s (expected [R, C] and i32 [R])",
                          hp_shape_str(b1, sizeof b1, x), hp_shape_str(b2, sizeof b2, e));
+    if (n->nin != 2 && (n->nin != 4 || in_numel(g, n, 2) != x->d[0] || in_numel(g, n, 3) != x->d[0] ||
+                        g->vals[n->in[2]].dtype != HP_F32 || g->vals[n->in[3]].dtype != HP_I32))
+        return SHAPE_ERR("moe_ep_send: %d inputs (2: rows and ids; 4: with the slots' scores and rows, one per row)",
+                         n->nin);
     int64_t R = x->d[0] * n->a.i[0];
     os[0] = hp_shape2(R, x->d[1]);
     os[1] = hp_shape1(R);

@@ -8,6 +8,7 @@
  * of its rows what comes back from each owner, and from the rows' sources
  * what it sends. Rows are put in place by plain copies, in an order fixed by
  * the routing, so the result is the same bits whatever the group's size. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -16,6 +17,7 @@
 
 #define I32C(t) ((const int32_t *)(t).data)
 #define I32W(t) ((int32_t *)(t).data)
+#define CF32(t) ((const float *)(t).data)
 
 typedef struct {
     hp_comm_group *grp;
@@ -71,7 +73,8 @@ static size_t ep_scratch_size(const hp_graph *g, const hp_node *n, int nt) {
     }
     const hp_shape *o = &g->vals[n->out[0]].shape;
     if (o->ndim == 2) rows = o->d[0] > rows ? o->d[0] : rows, wide = o->d[1] > wide ? o->d[1] : wide;
-    return ints_floats(G, E) + (size_t)(rows * wide); /* rows: at most G R */
+    /* + ep_send's order: 6 int32 and a score per received row, a score per sent row, a flag per row */
+    return ints_floats(G, E) + (size_t)(rows * wide) + (size_t)(8 * rows + rows / 4 + 4); /* rows: at most G R */
 }
 
 /* per_e[e]: the rows of expert e among eid's R (rows of no expert last) */
@@ -95,6 +98,28 @@ static void fail(const hp_kctx *k, hp_status st) {
 }
 
 /* in (xp[R, C], eid[R]) -> (xr[G R, C], er[G R], src[G R, 2]) */
+/* Sorts the positions t[0, m) by a capacity's order: the higher score[ord[t]] first, then the earlier position
+ * (the earlier token); a merge sort through tmp[m] (stable, no allocation). */
+static int before_in(const float *score, const int32_t *ord, int32_t a, int32_t b) {
+    float x = score[ord[a]], y = score[ord[b]];
+    return x != y ? x > y : a < b;
+}
+
+static void sort_capacity(int32_t *t, int32_t *tmp, long m, const float *score, const int32_t *ord) {
+    for (long w = 1; w < m; w *= 2) {
+        for (long lo = 0; lo < m; lo += 2 * w) {
+            long mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m, i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) tmp[o++] = before_in(score, ord, t[j], t[i]) ? t[j++] : t[i++];
+            while (i < mid) tmp[o++] = t[i++];
+            while (j < hi) tmp[o++] = t[j++];
+        }
+        memcpy(t, tmp, sizeof *t * (size_t)m);
+    }
+}
+
+/* in (xp[R, C], eid[R][, scores[N, k], rowof[N, k]]) -> (xr[G R, C], er[G R], src[G R, 2]); with a capacity
+ * factor f[0] > 0 (and the slots' scores), each own expert keeps at most ceil(N G k / E x f) of the rows the
+ * group sent it, the highest scores (ties: the earlier token), its dropped rows flagged -1 after the kept ones */
 static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     ep_group q;
     if (!group_of(&q, k, n)) return;
@@ -103,7 +128,9 @@ static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     scratch_of(&s, k, q.G, q.E);
     long R = t_rows(&in[0]), C = t_last(&in[0]), GR = t_rows(&out[0]);
     size_t rb = hp_dtype_size(in[0].dtype) * (size_t)C;
-    count_experts(s.per_e, I32C(in[1]), R, q.E);
+    int capped = n->nin >= 4 && n->a.f[0] > 0;
+    const int32_t *eid = I32C(in[1]);
+    count_experts(s.per_e, eid, R, q.E);
     for (int o = 0; o < q.G; o++) s.scnt[o] = s.rcnt[o] = q.El;
     hp_status st = a2a(c->comm, q.grp, s.mat, s.per_e, s.scnt, s.rcnt, HP_I32); /* mat[src][my expert] */
     if (st) return fail(k, st);
@@ -119,9 +146,11 @@ static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     }
     st = a2a(c->comm, q.grp, s.raw, in[0].data, s.scnt, s.rcnt, in[0].dtype);
     if (st) return fail(k, st);
-    /* expert-major: for each own expert, each source's run of it, in the source's order */
-    char *xr = out[0].data;
-    int32_t *er = I32W(out[1]), *src = I32W(out[2]);
+    /* the order: for each own expert, each source's run of it, in the source's order */
+    int32_t *ord = (int32_t *)(void *)(s.raw + rb * (size_t)GR), *srcm = ord + GR, *pos = srcm + GR, *ex = pos + GR;
+    int32_t *idx = ex + GR, *tmpi = idx + GR;
+    float *rscore = (float *)(tmpi + GR), *sscore = rscore + GR;
+    unsigned char *keep = (unsigned char *)(sscore + R);
     long r = 0;
     for (long j = 0; j < q.El; j++) {
         long at = 0; /* row offset of source o's block in raw */
@@ -129,16 +158,48 @@ static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
             long before = 0; /* rows of o's block before expert j's run */
             for (long i = 0; i < j; i++) before += s.mat[o * q.El + i];
             long cnt = s.mat[o * q.El + j];
-            if (cnt) memcpy(xr + rb * (size_t)r, s.raw + rb * (size_t)(at + before), rb * (size_t)cnt);
-            for (long t = 0; t < cnt; t++, r++) {
-                er[r] = (int32_t)(q.me * q.El + j);
-                src[2 * r] = o, src[2 * r + 1] = (int32_t)(before + t);
-            }
+            for (long t = 0; t < cnt; t++, r++)
+                ord[r] = (int32_t)(at + before + t), srcm[r] = o, pos[r] = (int32_t)(before + t), ex[r] = (int32_t)j;
             at += (long)(s.rcnt[o] / C);
         }
     }
-    memset(xr + rb * (size_t)r, 0, rb * (size_t)(GR - r));
-    for (; r < GR; r++) er[r] = -1, src[2 * r] = src[2 * r + 1] = -1;
+    memset(keep, 1, (size_t)total);
+    if (capped) { /* the slots' scores follow their rows; each expert's owner drops past its capacity */
+        const float *sc = CF32(in[2]);
+        const int32_t *rowof = I32C(in[3]);
+        long slots = (long)hp_shape_numel(&in[3].shape), K = t_last(&in[3]), N = slots / K;
+        for (long i = 0; i < slots; i++)
+            if (rowof[i] >= 0 && rowof[i] < R) sscore[rowof[i]] = sc[i];
+        for (int o = 0; o < q.G; o++) s.scnt[o] /= C, s.rcnt[o] /= C;
+        float *rs_raw = rscore; /* received in raw order, then read through ord */
+        st = a2a(c->comm, q.grp, rs_raw, sscore, s.scnt, s.rcnt, HP_F32);
+        if (st) return fail(k, st);
+        long cap = (long)ceil((double)N * (double)q.G * (double)K / (double)q.E * n->a.f[0]);
+        for (long b = 0; b < total;) {
+            long e = b;
+            while (e < total && ex[e] == ex[b]) e++;
+            if (e - b > cap) {
+                for (long t = b; t < e; t++) idx[t - b] = (int32_t)t;
+                sort_capacity(idx, tmpi, e - b, rs_raw, ord);
+                for (long i = cap; i < e - b; i++) keep[idx[i]] = 0;
+            }
+            b = e;
+        }
+    }
+    char *xr = out[0].data;
+    int32_t *er = I32W(out[1]), *src = I32W(out[2]);
+    long w = 0;
+    for (int pass = 0; pass < 2; pass++) /* the kept rows, then the dropped ones (-1: no expert) */
+        for (long t = 0; t < total; t++) {
+            if (keep[t] != !pass) continue;
+            if (!pass) memcpy(xr + rb * (size_t)w, s.raw + rb * (size_t)ord[t], rb);
+            else memset(xr + rb * (size_t)w, 0, rb);
+            er[w] = pass ? -1 : (int32_t)(q.me * q.El + ex[t]);
+            src[2 * w] = srcm[t], src[2 * w + 1] = pos[t];
+            w++;
+        }
+    memset(xr + rb * (size_t)w, 0, rb * (size_t)(GR - w));
+    for (; w < GR; w++) er[w] = -1, src[2 * w] = src[2 * w + 1] = -1;
 }
 
 /* per_src[o]: the rows among the received that came from member o (src's first column) */

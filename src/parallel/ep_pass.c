@@ -42,6 +42,8 @@ static hp_status expert_axis(int *axis, const hp_graph *g, const hp_node *n, con
 typedef struct {
     int axis, G, E; /* axis -1: the layer stays as it is; G 0: no grouped GEMM seen yet */
     int xp, eid, xr, er, src;
+    double capacity;    /* > 0: the router's capacity factor, moved to the experts' owners */
+    int scores, rowof;  /* then: the slots' scores (moe_route's) and rows (moe_dispatch's) */
 } layer;
 
 static int new_value(hp_graph *g, hp_dtype dt, hp_shape s, const char *base, const char *what) {
@@ -83,7 +85,7 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
     for (int v = 0; v < nv0; v++) lay_of_eid[v] = -1;
     hp_status st = HP_OK;
     for (int i = 0; i < nnodes; i++) {
-        ly[i] = (layer){.axis = -1, .xp = -1, .eid = -1, .xr = -1, .er = -1, .src = -1};
+        ly[i] = (layer){.axis = -1, .xp = -1, .eid = -1, .xr = -1, .er = -1, .src = -1, .scores = -1, .rowof = -1};
         if (hp_op_moe_role(g->nodes[i].op) == HP_MOE_ROLE_DISPATCH) lay_of_eid[g->nodes[i].out[1]] = i;
     }
     int any = 0;
@@ -116,6 +118,24 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
         }
     }
     free(lay_of_eid);
+    /* a capacity is the owners' to apply: over every row of the group for their experts, not per rank */
+    for (int i = 0; i < nnodes && !st; i++) {
+        layer *L = &ly[i];
+        if (L->axis < 0) continue;
+        int rp = g->vals[g->nodes[i].in[1]].producer;
+        if (rp < 0 || hp_op_moe_role(g->nodes[rp].op) != HP_MOE_ROLE_ROUTE || g->nodes[rp].nout < 5) {
+            st = hp_errorf("expert parallelism: '%s' dispatches an index no router made", g->nodes[i].name);
+            break;
+        }
+        if (!(g->nodes[rp].a.f[0] > 0)) continue;
+        if (deterministic) {
+            st = hp_errorf("expert parallelism: '%s' has a capacity factor; the deterministic mode's form of it (per "
+                           "slice at one rank, per group under EP) is not built", g->nodes[rp].name);
+            break;
+        }
+        L->capacity = g->nodes[rp].a.f[0], L->scores = g->nodes[rp].out[4], L->rowof = g->nodes[i].out[2];
+        g->nodes[rp].a.f[0] = 0; /* the router drops nothing */
+    }
     if (st || !any) {
         free(ly);
         return st;
@@ -197,9 +217,11 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
             L->xr = new_value(g, g->vals[xp].dtype, xs, n.name, "ep_rows");
             L->er = new_value(g, HP_I32, hp_shape1(xs.d[0]), n.name, "ep_experts");
             L->src = new_value(g, HP_I32, hp_shape2(xs.d[0], 2), n.name, "ep_sources");
-            int in2[2] = {xp, L->eid}, out3[3] = {L->xr, L->er, L->src};
-            hp_attrs a = {.i = {G, L->E, L->axis}};
-            int sid = L->src < 0 ? -1 : hp_graph_node_into(g, &hp_op_moe_ep_send, in2, 2, out3, 3, &a, HP_PHASE_FWD, -1);
+            int in4[4] = {xp, L->eid, L->scores, L->rowof}, out3[3] = {L->xr, L->er, L->src};
+            hp_attrs a = {.i = {G, L->E, L->axis}, .f = {L->capacity}};
+            int sid = L->src < 0 ? -1
+                                 : hp_graph_node_into(g, &hp_op_moe_ep_send, in4, L->capacity > 0 ? 4 : 2, out3, 3, &a,
+                                                      HP_PHASE_FWD, -1);
             if (sid < 0) break;
             snprintf(g->nodes[sid].name, sizeof g->nodes[sid].name, "%.80s.ep_send", n.name);
             g->vals[L->er].no_grad = g->vals[L->src].no_grad = 1;

@@ -36,6 +36,18 @@ check zero1ep2 "$HP" train $mt --zero 1 --dp 2 --ep 2 --grad-accum 4
 check pp2ep2 "$HP" train $mt --pp 2 --ep 2 --micro-batches 4
 check mpi_ep2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 2 --grad-accum 4
 check mpi_ep4 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4
+# a capacity (factor 1: some slots dropped) decided by each expert's owner over the group's tokens, as one rank's
+# router decides over all of them (one micro-batch: the capacity is over a forward pass's tokens): EP 2 within
+# 1e-5 of 1 rank over 40 steps; EP 4 within 1e-3 (its router GEMMs run on other row blocks: a last-bit score
+# difference at the capacity's threshold turns a drop; parallel/test_ep_ops checks the owners' drops exactly)
+mc="$mt --steps 40 --capacity-factor 1"
+"$HP" train $mc --metrics cap1.jsonl >cap1.log 2>&1 || fail "capacity, 1 rank: $(tail -2 cap1.log)"
+[ "$(maxdiff one40.jsonl cap1.jsonl | cut -d' ' -f2)" != 0 ] || fail "--capacity-factor 1 dropped nothing"
+check_equiv cap1.jsonl 40 1e-5 cap_ep2 "$HP" train $mc --ep 2
+check_equiv cap1.jsonl 40 1e-3 cap_ep4 "$HP" train $mc --ep 4
+expect_error "has a capacity factor; the deterministic mode's form of it" \
+  "$HP" train --model moe-tiny --batch 8 --seq 32 --steps 1 --deterministic --ep 2 --capacity-factor 1
+expect_error "--capacity-factor applies to a Mixture-of-Experts model" "$HP" train --steps 1 --capacity-factor 1
 # 200 steps in the deterministic mode (each slice its own balancing loss, the experts' weight gradients a tree
 # over the slices): bit for bit at EP 2, 4 and across 2 MPI processes, DP 2 x EP 2 within 1e-5; a checkpoint of
 # EP 2 resumes bit for bit under EP 4 and on 1 rank

@@ -6,7 +6,10 @@
  * rows belong to no expert. Checks: the received rows grouped by expert,
  * then source, then position, their experts and sources, nothing past them;
  * the rows back in their places (rows of no expert 0); the gradient's way
- * there; the descriptors; and the global operators' one-member form. */
+ * there; the descriptors; a capacity applied by the owners (the slots kept
+ * are those one rank's router keeps over the group's tokens, ties at the
+ * threshold to the earlier token; the dropped rows last, expert -1); and the
+ * global operators' one-member form. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +159,121 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
+/* ---- a capacity applied by the experts' owners: the same slots dropped as one rank's router would over the
+ * group's tokens (the highest scores kept, ties to the earlier token) ---- */
+
+#define CN 3 /* tokens per member */
+#define CK 2 /* slots per token */
+
+static int32_t cap_index(int m, int n, int j) { /* experts 0 and 1 crowded, 3 once */
+    static const int32_t t[G][CN][CK] = {{{0, 1}, {0, 2}, {1, 0}},
+                                          {{0, 1}, {1, 0}, {0, 3}},
+                                          {{1, 0}, {0, 1}, {2, 1}},
+                                          {{0, 1}, {1, 2}, {0, 1}}};
+    return t[m][n][j];
+}
+
+static float cap_score(int m, int n, int j) { /* ties at the threshold: 0.5 recurs */
+    static const float t[G][CN][CK] = {{{0.5f, 0.3f}, {0.5f, 0.4f}, {0.7f, 0.2f}},
+                                        {{0.9f, 0.1f}, {0.5f, 0.5f}, {0.3f, 0.6f}},
+                                        {{0.5f, 0.5f}, {0.6f, 0.5f}, {0.4f, 0.5f}},
+                                        {{0.5f, 0.2f}, {0.5f, 0.3f}, {0.8f, 0.5f}}};
+    return t[m][n][j];
+}
+
+/* Reference: is member m's slot (n, j) kept by its expert over the whole group, with capacity cap? */
+static int cap_kept(int m, int n, int j, int cap) {
+    int e = cap_index(m, n, j), better = 0;
+    float sc = cap_score(m, n, j);
+    for (int m2 = 0; m2 < G; m2++)
+        for (int n2 = 0; n2 < CN; n2++)
+            for (int j2 = 0; j2 < CK; j2++) {
+                if (cap_index(m2, n2, j2) != e) continue;
+                float s2 = cap_score(m2, n2, j2);
+                int earlier = m2 * CN * CK + n2 * CK + j2 < m * CN * CK + n * CK + j;
+                better += s2 > sc || (s2 == sc && earlier);
+            }
+    return better < cap;
+}
+
+static void *cap_main(void *arg) {
+    job *j = arg;
+    int coord[2];
+    hp_mesh_coords(coord, j->m, j->rank);
+    int me = coord[1], Rm = CN * CK;
+    hp_graph *g = NULL;
+    CHECK_OK(hp_graph_create(&g));
+    if (!g) return NULL;
+    int xp = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(Rm, C), "xp");
+    int eid = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(Rm), "eid");
+    int sc = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(CN, CK), "scores");
+    int rowof = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape2(CN, CK), "rowof");
+    int xr = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(G * Rm, C), "xr");
+    int er = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(G * Rm), "er");
+    int src = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape2(G * Rm, 2), "src");
+    hp_attrs a = {.i = {G, E, AXIS}, .f = {1.0}}; /* capacity ceil(CN G CK / E x 1) = 3 */
+    int cap = (CN * G * CK + E - 1) / E;
+    int sin[4] = {xp, eid, sc, rowof}, sout[3] = {xr, er, src};
+    hp_graph_node_into(g, &hp_op_ep_send, sin, 4, sout, 3, &a, HP_PHASE_FWD, -1);
+    CHECK_OK(hp_graph_status(g));
+    void *buf[7];
+    for (int v = 0; v < 7; v++) buf[v] = calloc((size_t)hp_val_numel(g, v) + 1, 4);
+    /* the dispatch's layout: rows grouped by expert, in slot order within one */
+    int r = 0;
+    for (int e = 0; e < E; e++)
+        for (int n = 0; n < CN; n++)
+            for (int k2 = 0; k2 < CK; k2++)
+                if (cap_index(me, n, k2) == e) {
+                    ((int32_t *)buf[eid])[r] = e, ((int32_t *)buf[rowof])[n * CK + k2] = r;
+                    for (int c = 0; c < C; c++) ((float *)buf[xp])[r * C + c] = val(me, n * CK + k2, c);
+                    r++;
+                }
+    for (int n = 0; n < CN; n++)
+        for (int k2 = 0; k2 < CK; k2++) ((float *)buf[sc])[n * CK + k2] = cap_score(me, n, k2);
+    hp_rank_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.rank = j->rank, ctx.comm = hp_comm_world_rank(j->w, j->rank), ctx.mesh = j->m, ctx.mc = j->mc;
+    ctx.world_group = hp_comm_world_group(j->w), ctx.world_size = hp_comm_world_size(j->w);
+    CHECK_OK(hp_rank_ctx_alloc(&ctx));
+    float *scratch = malloc(sizeof(float) * g->nodes[0].op->scratch(g, &g->nodes[0], 1));
+    hp_status err = HP_OK;
+    hp_kctx k = {.graph = g, .rank = &ctx, .err = &err, .scratch = scratch};
+    run_node(&k, g, 0, buf);
+    CHECK_OK(err);
+    /* every slot of the group routed to my experts: kept rows first (expert, then source, position), then the
+     * dropped ones (-1); each as the reference says */
+    const int32_t *e = buf[er], *s = buf[src];
+    int bad = 0, kept = 0, seen_drop = 0, got = 0;
+    for (int q = 0; q < G * Rm; q++) {
+        if (s[2 * q] < 0) break;
+        got++;
+        int m = s[2 * q], pos = s[2 * q + 1], found = 0;
+        int sent = 0; /* member m's slot at position pos among the rows it sent to me */
+        for (int e2 = 0; e2 < E && !found; e2++)
+            for (int n = 0; n < CN && !found; n++)
+                for (int k2 = 0; k2 < CK && !found; k2++) {
+                    if (cap_index(m, n, k2) != e2 || e2 / (E / G) != me) continue;
+                    if (sent++ != pos) continue;
+                    found = 1;
+                    int want = cap_kept(m, n, k2, cap);
+                    if (e[q] >= 0) bad += !want || seen_drop || e[q] != e2, kept++;
+                    else bad += want, seen_drop = 1;
+                }
+        bad += !found;
+    }
+    int expect = 0;
+    for (int m = 0; m < G; m++)
+        for (int n = 0; n < CN; n++)
+            for (int k2 = 0; k2 < CK; k2++) expect += cap_index(m, n, k2) / (E / G) == me;
+    CHECKF(!bad && got == expect, "member %d: capacity: %d wrong, %d of %d rows (%d kept)", me, bad, got, expect,
+           kept);
+    free(scratch);
+    hp_rank_ctx_free(&ctx);
+    for (int v = 0; v < 7; v++) free(buf[v]);
+    hp_graph_destroy(g);
+    return NULL;
+}
+
 /* The global operators with one member: the rows stay, the sources are the positions. */
 static void one_member(void) {
     hp_graph *g = NULL;
@@ -213,6 +331,8 @@ int main(void) {
             jobs[r] = (job){w, &m, mc, r};
             pthread_create(&th[r], NULL, rank_main, &jobs[r]);
         }
+        for (int r = 0; r < 8; r++) pthread_join(th[r], NULL);
+        for (int r = 0; r < 8; r++) pthread_create(&th[r], NULL, cap_main, &jobs[r]);
         for (int r = 0; r < 8; r++) pthread_join(th[r], NULL);
         hp_mesh_comm_destroy(mc);
     }
