@@ -11,6 +11,7 @@
 #include "api/plan_report.h"
 #include "api/run_dir.h"
 #include "api/train.h"
+#include "ops/ops.h"
 #include "parallel/muon_plan.h"
 #include "comm/launch.h"
 #include "core/timing.h"
@@ -201,6 +202,40 @@ static hp_status open_data(hp_data **d, const hp_train *t, int val) {
     dc.val_fraction = c->val_fraction;
     dc.rank = 0, dc.world = 1;
     return hp_data_open(d, &dc);
+}
+
+/* A MoE model's statistics in each step's metrics record, from every moe_aux report the first rank holds (the
+ * whole batch's statistics, all-reduced before the balancing loss; in the deterministic mode the rank's slice):
+ * routed slots per expert over the layers (min, mean, max, and the mean over layers of max / mean) and the
+ * balancing losses summed over the layers, of the step's last micro-batch. */
+static void moe_metrics(void *ctx, const hp_program *prog, const hp_graph *g, hp_metrics_rec *rec) {
+    (void)ctx;
+    double mn = 0, mx = 0, sum = 0, aux = 0, imb = 0;
+    long cells = 0;
+    int layers = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        if (hp_op_moe_role(n->op) != HP_MOE_ROLE_AUX || n->nout < 2 || n->out[1] < 0) continue;
+        const float *r = hp_program_data((hp_program *)prog, n->out[1]);
+        if (!r) continue;
+        long E = (long)(hp_val_numel(g, n->out[1]) - 1) / 2;
+        double lmax = 0, lsum = 0;
+        for (long e = 0; e < E; e++) {
+            double c = r[E + e];
+            if (!cells || c < mn) mn = c;
+            if (!cells || c > mx) mx = c;
+            lmax = c > lmax ? c : lmax, lsum += c, sum += c, cells++;
+        }
+        aux += r[2 * E];
+        if (lsum > 0) imb += lmax / (lsum / (double)E);
+        layers++;
+    }
+    if (!layers) return;
+    hp_metrics_rec_num(rec, "moe_tokens_min", mn, 1);
+    hp_metrics_rec_num(rec, "moe_tokens_mean", sum / (double)cells, 2);
+    hp_metrics_rec_num(rec, "moe_tokens_max", mx, 1);
+    hp_metrics_rec_num(rec, "moe_imbalance", imb / layers, 4);
+    hp_metrics_rec_num(rec, "moe_aux_loss", aux, HP_METRICS_G);
 }
 
 static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,
@@ -434,6 +469,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.model = t->m->g;
     ic.tokens = t->m->io.tokens, ic.targets = t->m->io.targets;
     ic.init = init_weights, ic.init_ctx = t;
+    ic.step_metrics = moe_metrics, ic.step_metrics_ctx = t;
     ic.plan = c->plan ? &c->plan->plan : NULL;
     ic.world = c->world ? c->world->w : NULL;
     ic.threads = c->threads;

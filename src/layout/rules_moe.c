@@ -46,7 +46,7 @@ static hp_status route_bwd_opts(hp_rule_axis *ra) {
 static hp_status aux_opts(hp_rule_axis *ra) {
     if (ra->n->a.i[HP_MOE_PER_PART]) {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->out[0] = P;
+        o->in[0] = o->out[0] = o->out[1] = P;
     }
     hp_rule_opt(ra);
     return HP_OK;

@@ -113,7 +113,9 @@ int hp_moe(hp_graph *g, int *aux, int x, int router, int gate_up, int down, int 
     int cin[3] = {yp, rout[0], dout[2]};
     int y = node1(g, &hp_op_moe_combine, cin, 3, &none);
     hp_attrs aa = {.i = {tokens, top_k}, .f = {aux_coef}};
-    int a = node1(g, &hp_op_moe_aux, &rout[2], 1, &aa);
+    int aout[HP_MAX_OUT];
+    int a = hp_graph_node(g, aout, &hp_op_moe_aux, &rout[2], 1, &aa) < 0 ? -1 : aout[0];
+    if (a >= 0) g->vals[aout[1]].persistent = 1; /* read after the step (the metrics) */
     if (aux && a >= 0) *aux = hp_add(g, a, rout[3]);
     return y;
 }

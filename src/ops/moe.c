@@ -15,7 +15,9 @@
  *   moe_aux(stats[2, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
  *     (divisor k), P_e = scores_e / divisor: the load-balancing loss of the
  *     whole batch (its stats summed over every rank first: a Replicate input).
- *     i[0] the divisor, i[1] k, f[0] coef. i[2] = 1 (the deterministic mode's
+ *     i[0] the divisor, i[1] k, f[0] coef. A second output, report[2 E + 1]:
+ *     the statistics and the loss, kept after the step for the metrics (the
+ *     builder marks it persistent). i[2] = 1 (the deterministic mode's
  *     per-part form, HP_MOE_PER_PART): each part of the batch (a rank's
  *     slice) its own balancing loss from its own statistics, weighted f[1]
  *     (its share of the batch): Partial in, Partial out; moe_route's i[4]
@@ -139,7 +141,8 @@ static hp_status aux_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
     if (n->a.i[0] < 1 || n->a.i[1] < 1)
         return SHAPE_ERR("moe_aux: divisor %lld and k %lld must be >= 1", (long long)n->a.i[0], (long long)n->a.i[1]);
     os[0] = hp_shape1(1);
-    od[0] = HP_F32;
+    os[1] = hp_shape1(2 * s->d[1] + 1);
+    od[0] = od[1] = HP_F32;
     return HP_OK;
 }
 
@@ -159,6 +162,10 @@ static void aux_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     double a = 0;
     for (long e = 0; e < E; e++) a += aux_slope(n, E, s[E + e]) * (double)s[e];
     F32(out[0])[0] = (float)a * aux_scale(n);
+    if (n->nout > 1 && n->out[1] >= 0) { /* the report: the statistics, then the layer's balancing loss */
+        memcpy(F32(out[1]), s, sizeof(float) * (size_t)(2 * E));
+        F32(out[1])[2 * E] = F32(out[0])[0];
+    }
 }
 
 static void aux_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -170,7 +177,7 @@ static void aux_backward(hp_graph *g, int node, const int *gout, int *gin) {
 }
 
 const hp_opdef hp_op_moe_aux = {
-    .name = "moe_aux", .nout = 1, .infer = aux_infer, .run = aux_run, .backward = aux_backward,
+    .name = "moe_aux", .nout = 2, .nograd_outs = 2, .infer = aux_infer, .run = aux_run, .backward = aux_backward,
     .bytes = hp_ops_io_bytes,
 };
 

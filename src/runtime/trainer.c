@@ -540,6 +540,10 @@ static hp_status write_step_record(hp_trainer *t, long step, float loss, float l
     if (mfu >= 0 && mfu <= 1) /* the process's ranks' model FLOPs against its peak; above 1 the peak was
                                  * under-measured (a busy machine): no figure */
         hp_metrics_rec_num(&rec, "mfu", mfu, 5);
+    if (t->cfg.step_metrics) {
+        hp_dist_rank *first = hp_dist_rank_at(t->d, 0);
+        t->cfg.step_metrics(t->cfg.step_metrics_ctx, first->prog, first->c.rg.g, &rec);
+    }
     if (bad && t->cfg.on_nan) hp_metrics_rec_flag(&rec, "skipped");
     return metrics_failed(t, hp_metrics_write_rec(t->metrics, &rec));
 }

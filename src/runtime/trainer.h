@@ -25,6 +25,7 @@
 #include "optim/schedule.h"
 #include "runtime/dist.h"
 #include "runtime/dist_ckpt.h"
+#include "runtime/metrics.h"
 #include "runtime/validate.h"
 
 typedef enum {
@@ -122,6 +123,11 @@ typedef struct {
      * (co->fsdp_keep_auto). NULL: none. */
     hp_status (*before_alloc)(void *ctx, hp_comm_world *world, hp_compile_opts *co, int threads_per_rank);
     void *before_alloc_ctx;
+    /* More fields of each step's metrics record (NULL: none), read from the process's first rank after the
+     * step: its program and compiled graph (the model's own statistics, e.g. a MoE layer's tokens per expert,
+     * from values the model keeps persistent). */
+    void (*step_metrics)(void *ctx, const hp_program *prog, const hp_graph *local, hp_metrics_rec *rec);
+    void *step_metrics_ctx;
     const char *trace;      /* "" or NULL: no trace; else PREFIX for PREFIX.rankN.json */
     long trace_steps;       /* steps traced (from the first); 0 = 1 */
 } hp_trainer_config;

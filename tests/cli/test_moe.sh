@@ -12,6 +12,14 @@ mt="--model moe-tiny --batch 4 --seq 32 --steps 200 --val-every 100 --val-steps 
 "$HP" train $mt --grad-accum 4 --metrics one.jsonl >one.log 2>&1 || fail "1-rank run failed: $(tail -2 one.log)"
 awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.5) }' ||
   fail "moe-tiny: the loss did not fall ($(losses one.jsonl | head -1) -> $(losses one.jsonl | tail -1))"
+# the metrics: routed slots per expert over the layers (the last micro-batch's: 4 x 32 tokens x 2 / 8 experts = 32 on
+# average: --batch is the micro-batch), their imbalance, the balancing losses; hyperpar report draws them
+grep -q '"moe_tokens_mean": 32.00, "moe_tokens_max": [0-9.]*, "moe_imbalance": [0-9.]*, "moe_aux_loss": ' one.jsonl ||
+  fail "moe metrics: $(grep -m1 '"loss"' one.jsonl)"
+[ "$(grep -c '"moe_tokens_mean": 32.00' one.jsonl)" = 200 ] || fail "moe metrics: not on every step"
+"$HP" train $mt --steps 20 --run-dir rd_moe >rd.log 2>&1 || fail "run dir: $(tail -2 rd.log)"
+"$HP" report rd_moe >rep.log 2>&1 || fail "report: $(cat rep.log)"
+for f in moe_tokens_max moe_imbalance moe_aux_loss; do grep -q "plot-x-$f" rd_moe/report.html || fail "report: no chart of $f"; done
 # the comparisons: 40-step runs (their own learning-rate schedule), against 1 rank's 40 steps
 "$HP" train $mt --steps 40 --grad-accum 4 --metrics one40.jsonl >one40.log 2>&1 || fail "1-rank 40 steps: $(tail -2 one40.log)"
 check() { # name, then the run's flags (40 steps of them)
@@ -28,6 +36,8 @@ check mpi_dp2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --dp 2 --grad-accum 4
 # the same 40 steps: EP 2 and 4, DP 2 x EP 2, EP 2 x TP 2, FSDP 2 x EP 2, ZeRO-1 x DP 2 x EP 2, PP 2 x EP 2, and
 # over 2 MPI processes (EP 2: one rank each; EP 4: two rank-threads each, the exchange across both tiers)
 check ep2 "$HP" train $mt --ep 2 --grad-accum 4
+[ "$(grep -o '"moe_tokens_min.*' one40.jsonl | head -5)" = "$(grep -o '"moe_tokens_min.*' ep2.jsonl | head -5)" ] ||
+  fail "ep2: the first steps' MoE metrics differ from 1 rank's"
 check ep4 "$HP" train $mt --ep 4 --grad-accum 4
 check dp2ep2 "$HP" train $mt --dp 2 --ep 2 --grad-accum 4
 check ep2tp2 "$HP" train $mt --ep 2 --tp 2 --grad-accum 4
