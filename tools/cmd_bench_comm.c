@@ -1,7 +1,7 @@
 /* tools/cmd_bench_comm: `hyperpar bench comm` measures the collectives and
  * prints algorithm and bus bandwidth (as nccl-tests define them) per
  * collective and size, next to Open MPI's own all-reduce, reduce-scatter,
- * all-gather and all-to-all (MPI_Alltoallv) when started under mpirun.
+ * all-gather and all-to-all (its variable-count form) when started under mpirun.
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
  *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi]

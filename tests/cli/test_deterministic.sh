@@ -100,7 +100,7 @@ cmp -s <(values s16a.jsonl) <(values s16b.jsonl) || fail "--det-slices 16: 16 ra
 expect_error "the slice count must be a power of two in 1..4096, got 6" "$HP" train --det-slices 6 --steps 1
 expect_error "3 data-parallel ranks do not divide 8 slices" "$HP" train --deterministic --fsdp 3 --batch 24 --steps 1
 expect_error "a batch of 12 sequences does not split into 8 equal slices" "$HP" train --deterministic --batch 12 --steps 1
-expect_error "--deterministic is built for pure data parallelism (--dp, --fsdp, --zero): not with --tp" \
+expect_error "--deterministic is built for data parallelism (--dp, --fsdp, --zero, and --ep's experts): not with --tp" \
   "$HP" train --deterministic --tp 2 --steps 1
 expect_error "not with --hsdp" "$HP" train --deterministic --hsdp 2,2 --steps 1
 expect_error "leave out --grad-accum" "$HP" train --deterministic --grad-accum 2 --steps 1
