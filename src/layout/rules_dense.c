@@ -109,6 +109,7 @@ static hp_status swiglu_opts(hp_rule_axis *ra) {
     for (int d = 0; d < xi - 2; d++) {
         o = hp_rule_opt(ra);
         o->in[0] = S(d), o->out[0] = S(d);
+        if (d == 0) o->in[1] = S(0); /* the row ids, when given, split with the rows */
     }
     o = hp_rule_opt(ra);
     o->in[0] = S(xi - 1), o->out[0] = S(xi - 2);
@@ -123,6 +124,7 @@ static hp_status swiglu_bwd_opts(hp_rule_axis *ra) {
     for (int d = 0; d < xi - 2; d++) {
         o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->out[0] = S(d);
+        if (d == 0) o->in[2] = S(0);
     }
     o = hp_rule_opt(ra);
     o->in[0] = S(xi - 2), o->in[1] = S(xi - 1), o->out[0] = S(xi - 1);

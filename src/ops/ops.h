@@ -108,7 +108,9 @@ typedef enum {
     HP_MOE_ROLE_AUX,      /* moe_aux */
     HP_MOE_ROLE_DISPATCH, /* moe_dispatch */
     HP_MOE_ROLE_EXPERTS,  /* grouped_linear */
-    HP_MOE_ROLE_ROWWISE,  /* row for row (swiglu, gelu, cast): the experts' rows stay where they are */
+    HP_MOE_ROLE_ROWWISE,  /* row for row (gelu, cast): the experts' rows stay where they are */
+    HP_MOE_ROLE_GATED,    /* row for row and takes the rows' ids as a second input (swiglu): only the leading
+                           * rows with an id are computed */
     HP_MOE_ROLE_SEND,
     HP_MOE_ROLE_RETURN,
     HP_MOE_ROLE_RESEND

@@ -1,6 +1,7 @@
 /* ops/pointwise: GELU (tanh), residual add, SwiGLU; bf16 in and out where
  * the input is bf16 (computed in fp32, rounded once). */
 #include <stdio.h>
+#include <string.h>
 
 #include "kernels/bf16.h"
 #include "ops/ops.h"
@@ -90,12 +91,27 @@ const hp_opdef hp_op_add = {
 int hp_op_is_add(const hp_opdef *op) { return op == &hp_op_add; }
 
 /* ---- SwiGLU: x[..., 2, H] -> silu(x[..., 0, :]) * x[..., 1, :] ----
- * (gate and up as separate slices, so H can be sharded on its own) */
+ * (gate and up as separate slices, so H can be sharded on its own). An
+ * optional second input, ids[...] i32 (one per row; expert parallelism's
+ * received rows, parallel/ep_pass): only the leading rows with an id >= 0
+ * are computed, the rest are zero (the exchange's room for rows that did not
+ * come); the backward takes them as its third input. */
+static long rows_used(const hp_node *n, const hp_tensor *ids, long rows) {
+    if (n->nin < 2 + (n->op == &hp_op_swiglu_bwd)) return rows;
+    const int32_t *e = I32(*ids);
+    long p = 0;
+    while (p < rows && e[p] >= 0) p++;
+    return p;
+}
+
 static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *x = in_shape(g, n, 0);
     char b[64];
     if (x->ndim < 2 || x->d[x->ndim - 2] != 2)
         return SHAPE_ERR("swiglu input %s must be [..., 2, H] (gate, up)", hp_shape_str(b, sizeof b, x));
+    if (n->nin > 1 && (g->vals[n->in[1]].dtype != HP_I32 || in_numel(g, n, 1) * 2 * last_dim(x) != hp_shape_numel(x)))
+        return SHAPE_ERR("swiglu: row ids %s must be i32, one per row of %s",
+                         hp_shape_str(b, sizeof b, in_shape(g, n, 1)), "the input");
     os[0] = *x;
     os[0].ndim--;
     os[0].d[os[0].ndim - 1] = x->d[x->ndim - 1];
@@ -104,19 +120,21 @@ static hp_status swiglu_infer(const hp_graph *g, const hp_node *n, hp_shape *os,
 }
 
 static void swiglu_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)n;
+    long rows = t_rows(&in[0]) / 2, H = t_last(&in[0]), used = rows_used(n, &in[1], rows);
+    size_t es = hp_dtype_size(out[0].dtype);
+    memset((char *)out[0].data + es * (size_t)(used * H), 0, es * (size_t)((rows - used) * H));
     if (is_bf16(&in[0])) {
-        kern_of(k)->kb_swiglu_fwd(k->pool, BF(out[0]), CBF(in[0]), k->scratch, t_rows(&in[0]) / 2, t_last(&in[0]));
+        kern_of(k)->kb_swiglu_fwd(k->pool, BF(out[0]), CBF(in[0]), k->scratch, used, H);
         return;
     }
-    kern_of(k)->k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), t_rows(&in[0]) / 2, t_last(&in[0]));
+    kern_of(k)->k_swiglu_fwd(k->pool, F32(out[0]), CF32(in[0]), used, H);
 }
 
 static void swiglu_backward(hp_graph *g, int node, const int *gout, int *gin) {
     int dx = grad_for(g, node, 0);
     if (dx < 0) return;
-    int in[2] = {gout[0], g->nodes[node].in[0]};
-    emit_bwd(g, &hp_op_swiglu_bwd, node, in, 2, &dx, 1);
+    int in[3] = {gout[0], g->nodes[node].in[0], g->nodes[node].nin > 1 ? g->nodes[node].in[1] : -1};
+    emit_bwd(g, &hp_op_swiglu_bwd, node, in, g->nodes[node].nin > 1 ? 3 : 2, &dx, 1);
     gin[0] = dx;
 }
 
@@ -135,13 +153,14 @@ const hp_opdef hp_op_swiglu = {
 };
 
 static void swiglu_run_bwd(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    (void)n;
+    long rows = t_rows(&in[1]) / 2, H = t_last(&in[1]), used = rows_used(n, &in[2], rows);
+    size_t es = hp_dtype_size(out[0].dtype);
+    memset((char *)out[0].data + es * (size_t)(used * 2 * H), 0, es * (size_t)((rows - used) * 2 * H));
     if (is_bf16(&in[1])) {
-        kern_of(k)->kb_swiglu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), k->scratch, t_rows(&in[1]) / 2,
-                         t_last(&in[1]));
+        kern_of(k)->kb_swiglu_bwd(k->pool, BF(out[0]), CBF(in[0]), CBF(in[1]), k->scratch, used, H);
         return;
     }
-    kern_of(k)->k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), t_rows(&in[1]) / 2, t_last(&in[1]));
+    kern_of(k)->k_swiglu_bwd(k->pool, F32(out[0]), CF32(in[0]), CF32(in[1]), used, H);
 }
 
 static double swiglu_flops_bwd(const hp_graph *g, const hp_node *n) {

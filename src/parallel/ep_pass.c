@@ -161,7 +161,9 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
         int from = -1; /* the layer whose received rows this node reads */
         if (role == HP_MOE_ROLE_EXPERTS && n.in[0] < nv0)
             from = ep_of[n.in[0]] >= 0 ? ep_of[n.in[0]] : ep_of[2 * nv0 + n.in[0]];
-        if (role == HP_MOE_ROLE_ROWWISE && n.nin == 1 && n.in[0] < nv0 && ep_of[n.in[0]] >= 0) from = ep_of[n.in[0]];
+        if ((role == HP_MOE_ROLE_ROWWISE || role == HP_MOE_ROLE_GATED) && n.nin == 1 && n.in[0] < nv0 &&
+            ep_of[n.in[0]] >= 0)
+            from = ep_of[n.in[0]];
         if (from >= 0) {
             layer *L = &ly[from];
             if (role == HP_MOE_ROLE_EXPERTS) {
@@ -177,6 +179,10 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
                     n.nin = 4;
                     n.a.i[HP_GROUPED_SOURCES] = L->G;
                 }
+            }
+            if (role == HP_MOE_ROLE_GATED) { /* only the rows that came: the ids as a second input */
+                n.in[1] = L->er;
+                n.nin = 2;
             }
             for (int k = 0; k < n.nout; k++)
                 if (n.out[k] >= 0) {

@@ -15,6 +15,7 @@
 static const char *const elsewhere[] = {
     "layers", "heads", "channels", "vocab", "max-seq", "batch", "seq", /* the model (hp_model_gpt2) */
     "model",                                                           /* which (hp_model_pangu's presets) */
+    "capacity-factor",                                                 /* a MoE model's (hp_model_config) */
     "log-every",                                                       /* the command's progress lines */
     "resume", "trace", "run-dir",                                      /* resolved by the command first */
 };
