@@ -469,7 +469,9 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.model = t->m->g;
     ic.tokens = t->m->io.tokens, ic.targets = t->m->io.targets;
     ic.init = init_weights, ic.init_ctx = t;
-    ic.step_metrics = moe_metrics, ic.step_metrics_ctx = t;
+    for (int i = 0; i < t->m->g->nnodes && !ic.step_metrics; i++) /* only a model with MoE layers reports them */
+        if (hp_op_moe_role(t->m->g->nodes[i].op) == HP_MOE_ROLE_AUX) ic.step_metrics = moe_metrics;
+    ic.step_metrics_ctx = t;
     ic.plan = c->plan ? &c->plan->plan : NULL;
     ic.world = c->world ? c->world->w : NULL;
     ic.threads = c->threads;

@@ -211,32 +211,42 @@ static long count_sources(int32_t *per_src, const int32_t *src, long GR, int G) 
     return total;
 }
 
+/* The returning directions' counts, known without an exchange: rows per owner from the member's own expert ids
+ * (what went to each owner), rows per source from the received rows' sources, each source's offset in a buffer
+ * packed by source (s->start); elements of O each into s->scnt / s->rcnt — back (return): to each source, from
+ * each owner; else (resend): to each owner, from each source. Returns the member's own rows that went out. */
+static long return_counts(ep_scratch *s, const ep_group *q, const int32_t *src, long GR, const int32_t *eid, long R,
+                          long O, int back) {
+    count_sources(s->per_src, src, GR, q->G);
+    count_experts(s->per_e, eid, R, q->E);
+    long own = 0;
+    int64_t at = 0;
+    for (int o = 0; o < q->G; o++) {
+        int64_t to_owner = 0;
+        for (long j = 0; j < q->El; j++) to_owner += s->per_e[o * q->El + j];
+        int64_t *by_source = back ? s->scnt : s->rcnt, *by_owner = back ? s->rcnt : s->scnt;
+        by_source[o] = (int64_t)s->per_src[o] * O, by_owner[o] = to_owner * O, own += (long)to_owner;
+        s->start[o] = at, at += s->per_src[o];
+    }
+    return own;
+}
+
 /* in (yr[G R, O], src, eid[R]) -> yp[R, O] */
 static void return_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     ep_group q;
     if (!group_of(&q, k, n)) return;
-    hp_rank_ctx *c = k->rank;
     ep_scratch s;
     scratch_of(&s, k, q.G, q.E);
     long GR = t_rows(&in[0]), O = t_last(&in[0]), R = t_rows(&out[0]);
     size_t rb = hp_dtype_size(in[0].dtype) * (size_t)O;
     const int32_t *src = I32C(in[1]);
-    count_sources(s.per_src, src, GR, q.G);
-    count_experts(s.per_e, I32C(in[2]), R, q.E);
-    long own = 0;
-    for (int o = 0; o < q.G; o++) {
-        int64_t back = 0;
-        for (long j = 0; j < q.El; j++) back += s.per_e[o * q.El + j];
-        s.rcnt[o] = back * O, s.scnt[o] = (int64_t)s.per_src[o] * O, own += (long)back;
-    }
+    long own = return_counts(&s, &q, src, GR, I32C(in[2]), R, O, 1);
     /* packed by source, each source's rows at their positions there */
-    int64_t *start = s.start, at = 0;
-    for (int o = 0; o < q.G; o++) start[o] = at, at += s.per_src[o];
     const char *yr = in[0].data;
     for (long r = 0; r < GR; r++)
         if (src[2 * r] >= 0 && src[2 * r] < q.G)
-            memcpy(s.raw + rb * (size_t)(start[src[2 * r]] + src[2 * r + 1]), yr + rb * (size_t)r, rb);
-    hp_status st = a2a(c->comm, q.grp, out[0].data, s.raw, s.scnt, s.rcnt, in[0].dtype);
+            memcpy(s.raw + rb * (size_t)(s.start[src[2 * r]] + src[2 * r + 1]), yr + rb * (size_t)r, rb);
+    hp_status st = a2a(((hp_rank_ctx *)k->rank)->comm, q.grp, out[0].data, s.raw, s.scnt, s.rcnt, in[0].dtype);
     if (st) return fail(k, st);
     memset((char *)out[0].data + rb * (size_t)own, 0, rb * (size_t)(R - own));
 }
@@ -245,27 +255,18 @@ static void return_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, 
 static void resend_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     ep_group q;
     if (!group_of(&q, k, n)) return;
-    hp_rank_ctx *c = k->rank;
     ep_scratch s;
     scratch_of(&s, k, q.G, q.E);
     long R = t_rows(&in[0]), O = t_last(&in[0]), GR = t_rows(&out[0]);
     size_t rb = hp_dtype_size(in[0].dtype) * (size_t)O;
     const int32_t *src = I32C(in[1]);
-    count_sources(s.per_src, src, GR, q.G);
-    count_experts(s.per_e, I32C(in[2]), R, q.E);
-    for (int o = 0; o < q.G; o++) {
-        int64_t sent = 0;
-        for (long j = 0; j < q.El; j++) sent += s.per_e[o * q.El + j];
-        s.scnt[o] = sent * O, s.rcnt[o] = (int64_t)s.per_src[o] * O;
-    }
-    hp_status st = a2a(c->comm, q.grp, s.raw, in[0].data, s.scnt, s.rcnt, in[0].dtype);
+    return_counts(&s, &q, src, GR, I32C(in[2]), R, O, 0);
+    hp_status st = a2a(((hp_rank_ctx *)k->rank)->comm, q.grp, s.raw, in[0].data, s.scnt, s.rcnt, in[0].dtype);
     if (st) return fail(k, st);
-    int64_t *start = s.start, at = 0;
-    for (int o = 0; o < q.G; o++) start[o] = at, at += s.per_src[o];
     char *dy = out[0].data;
     for (long r = 0; r < GR; r++) {
         if (src[2 * r] >= 0 && src[2 * r] < q.G)
-            memcpy(dy + rb * (size_t)r, s.raw + rb * (size_t)(start[src[2 * r]] + src[2 * r + 1]), rb);
+            memcpy(dy + rb * (size_t)r, s.raw + rb * (size_t)(s.start[src[2 * r]] + src[2 * r + 1]), rb);
         else memset(dy + rb * (size_t)r, 0, rb);
     }
 }
