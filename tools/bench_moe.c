@@ -2,10 +2,12 @@
  * under expert parallelism on rank-threads, one compute thread per rank:
  * moe-tiny and moe-small at EP 1, 2 and 4 in one supernode, and EP 2 and 4
  * over 2 emulated supernodes whose link is throttled (--inter-bw GB/s per
- * rank, --inter-latency us per message). Per row: tokens/s, tokens/s per rank
- * and its share of EP 1's, step time, the all-to-all's time (the slowest
- * rank's, and its share of the step; all of it exposed: the exchange blocks)
- * and the experts' load (max / mean tokens per expert). Each row runs in a
+ * rank, --inter-latency us per message); every EP row with the exchanges
+ * blocking and overlapped (started before, waited after the shared expert
+ * and the router's backward). Per row: tokens/s, tokens/s per rank and its
+ * share of EP 1's, step time, the all-to-all's time the step waits for (the
+ * slowest rank's, and its share of the step; against the blocking row's: the
+ * exposed share) and the experts' load (max / mean tokens per expert). Each row runs in a
  * child process; --repeat K runs the rows K times in turn and prints
  * medians. The library does the timing (hp_bench_moe_row). */
 #include <stdio.h>
@@ -38,7 +40,7 @@ static void child_row(void *result, void *ctx) {
 
 typedef struct {
     const char *model;
-    int ep, supernodes;
+    int ep, supernodes, blocking;
 } mcase;
 
 static int cmp_d(const void *a, const void *b) {
@@ -85,19 +87,22 @@ int hp_cmd_bench_moe(int argc, char **argv) {
     char mb[64];
     snprintf(mb, sizeof mb, "%s", models);
     for (char *save = NULL, *t = strtok_r(mb, ",", &save); t && nm < 4; t = strtok_r(NULL, ",", &save)) names[nm++] = t;
-    mcase cases[4 * 5];
+    enum { PER = 9 };
+    mcase cases[4 * PER];
     int nc = 0;
     for (int i = 0; i < nm; i++) {
-        const int eps[5][2] = {{1, 1}, {2, 1}, {4, 1}, {2, 2}, {4, 2}};
-        for (int k = 0; k < 5; k++) cases[nc++] = (mcase){names[i], eps[k][0], eps[k][1]};
+        const int eps[PER][3] = {{1, 1, 1}, {2, 1, 1}, {2, 1, 0}, {4, 1, 1}, {4, 1, 0},
+                                 {2, 2, 1}, {2, 2, 0}, {4, 2, 1}, {4, 2, 0}};
+        for (int k = 0; k < PER; k++) cases[nc++] = (mcase){names[i], eps[k][0], eps[k][1], eps[k][2]};
     }
-    double v[4 * 5][6][15];
-    int ok[4 * 5] = {0};
+    double v[4 * PER][6][15];
+    int ok[4 * PER] = {0};
     int rc = 0;
     for (int rep = 0; rep < repeat; rep++) /* the rows in turn, K times: alternating runs */
         for (int c = 0; c < nc; c++) {
             hp_bench_moe_config cfg = {cases[c].model, B, T, cases[c].ep, cases[c].supernodes,
-                                       cases[c].supernodes > 1 ? bw : 0, cases[c].supernodes > 1 ? lat : 0, steps};
+                                       cases[c].supernodes > 1 ? bw : 0, cases[c].supernodes > 1 ? lat : 0, steps,
+                                       cases[c].blocking};
             mrow r;
             memset(&r, 0, sizeof r);
             if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0 || !r.ok) {
@@ -116,29 +121,34 @@ int hp_cmd_bench_moe(int argc, char **argv) {
     printf("bench moe: batch %d x %d tokens per step, one compute thread per rank, median of %d run(s) of %d steps; "
            "emulated link %.3g GB/s per rank, %.3g us per message; CPU %s\n",
            B, T, repeat, steps, bw, lat, cpu);
-    printf("%-10s %3s %-13s %10s %10s %8s %9s %9s %7s %9s\n", "model", "ep", "supernodes", "tok/s", "tok/s/rank",
-           "vs EP1", "step ms", "a2a ms", "a2a %", "max/mean");
+    printf("%-10s %3s %-13s %-9s %10s %10s %8s %9s %9s %7s %8s %9s\n", "model", "ep", "supernodes", "exchange",
+           "tok/s", "tok/s/rank", "vs EP1", "step ms", "a2a ms", "a2a %", "exposed", "max/mean");
     int nrows = 0;
-    double base = 0;
+    double base = 0, blocked = 0;
     for (int c = 0; c < nc; c++) {
         if (!ok[c]) continue;
         double m[6];
         for (int j = 0; j < 6; j++) m[j] = median(v[c][j], ok[c]);
         if (cases[c].ep == 1) base = m[0];
+        if (cases[c].blocking) blocked = m[2]; /* the next row is the same setting overlapped */
         double per = m[0] / cases[c].ep, share = base > 0 ? per / base : 0;
-        char sn[32];
+        double exposed = cases[c].blocking ? 1.0 : blocked > 0 ? m[2] / blocked : 0;
+        char sn[32], ex[16] = "-";
         snprintf(sn, sizeof sn, cases[c].supernodes > 1 ? "2 (emulated)" : "1");
-        printf("%-10s %3d %-13s %10.0f %10.0f %7.1f%% %9.2f %9.2f %6.1f%% %9.2f\n", cases[c].model, cases[c].ep, sn,
-               m[0], per, 100 * share, m[1], m[2], m[1] > 0 ? 100 * m[2] / m[1] : 0, m[5] > 0 ? m[4] / m[5] : 0);
+        if (cases[c].ep > 1) snprintf(ex, sizeof ex, "%.1f%%", 100 * exposed);
+        printf("%-10s %3d %-13s %-9s %10.0f %10.0f %7.1f%% %9.2f %9.2f %6.1f%% %8s %9.2f\n", cases[c].model,
+               cases[c].ep, sn, cases[c].ep == 1 ? "-" : cases[c].blocking ? "blocking" : "overlap", m[0], per,
+               100 * share, m[1], m[2], m[1] > 0 ? 100 * m[2] / m[1] : 0, ex, m[5] > 0 ? m[4] / m[5] : 0);
         if (jf)
             fprintf(jf,
                     "%s  {\"model\": \"%s\", \"ep\": %d, \"supernodes\": %d, \"inter_bw_gbps\": %.3g, "
                     "\"inter_latency_us\": %.3g, \"batch\": %d, \"seq\": %d, \"runs\": %d, \"tokens_per_s\": %.1f, "
                     "\"tokens_per_s_per_rank\": %.1f, \"per_rank_vs_ep1\": %.4f, \"step_ms\": %.3f, \"a2a_ms\": %.3f, "
-                    "\"a2a_exposed_ms\": %.3f, \"max_tokens_per_expert\": %.1f, \"mean_tokens_per_expert\": %.1f}",
+                    "\"a2a_exposed_ms\": %.3f, \"max_tokens_per_expert\": %.1f, \"mean_tokens_per_expert\": %.1f, "
+                    "\"blocking\": %d, \"exposed_vs_blocking\": %.4f}",
                     nrows++ ? ",\n" : "", cases[c].model, cases[c].ep, cases[c].supernodes,
                     cases[c].supernodes > 1 ? bw : 0, cases[c].supernodes > 1 ? lat : 0, B, T, ok[c], m[0], per, share,
-                    m[1], m[2], m[3], m[4], m[5]);
+                    m[1], m[2], m[3], m[4], m[5], cases[c].ep > 1 && cases[c].blocking, exposed);
     }
     hp_bench_json_close(jf);
     return rc;

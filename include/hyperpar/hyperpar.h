@@ -1722,7 +1722,9 @@ hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pi
 /* A Mixture-of-Experts model's training step under expert parallelism (`hyperpar bench moe`): the named model
  * (moe-tiny, moe-small) on ep rank-threads of one compute thread each (ep 1: one rank, no plan), in
  * `supernodes` emulated supernodes (0 or 1: one) whose link is throttled to inter_bw_gbps per rank (0: not)
- * with inter_latency_us per message; two warm-up steps, then medians of `steps`. */
+ * with inter_latency_us per message; two warm-up steps, then medians of `steps`. blocking: the exchanges block
+ * (as --overlap off does to them; the gradient reductions still overlap), else they are started before and waited
+ * after the compute that does not need them. */
 typedef struct {
     const char *model;
     int B, T;
@@ -1730,14 +1732,16 @@ typedef struct {
     int supernodes;
     double inter_bw_gbps, inter_latency_us;
     int steps;
+    int blocking;
 } hp_bench_moe_config;
 
 typedef struct {
     int ranks;
     double tokens_per_s, step_ms;
-    double a2a_ms;         /* the exchange's time per step, the slowest rank's (its nodes block) */
+    double a2a_ms;         /* the time per step in the exchange's nodes (starts, waits or blocking calls), the
+                            * slowest rank's: what of the exchange the step waits for */
     double a2a_rank0_ms;   /* rank 0's */
-    double a2a_exposed_ms; /* of it not hidden under compute */
+    double a2a_exposed_ms; /* = a2a_ms (blocking: all of the exchange; else what was not hidden) */
     double max_tokens_per_expert, mean_tokens_per_expert; /* the first MoE layer, over the group */
 } hp_bench_moe_result;
 

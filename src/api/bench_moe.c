@@ -4,8 +4,9 @@
  * per rank, the ranks in one supernode or in emulated supernodes whose link
  * the comm layer throttles. Timed on every hosted rank with the program's
  * step hook: the step, and the time in the exchange's nodes (their
- * descriptors' purpose: "expert parallelism"; they block, so all of it is
- * exposed); the experts' load from the rows each rank's first grouped GEMM
+ * descriptors' purpose: "expert parallelism": blocking calls, or the starts
+ * and waits of the overlapped ones — what of the exchange the step waits
+ * for); the experts' load from the rows each rank's first grouped GEMM
  * received (tokens per expert over the whole group: max / mean). */
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,7 @@ hp_status hp_bench_moe_row(hp_bench_moe_result *res, const hp_bench_moe_config *
     if (!st) {
         hp_optim_config_default(&c->oc);
         hp_dist_config dc = {.model = m->g, .plan = have_plan ? &plan : NULL, .world = w, .threads_per_rank = 1};
-        dc.compile = (hp_compile_opts){.train = 1, .optim = &c->oc, .max_norm = 1.0f, .schedule = {.overlap = 1}};
+        dc.compile = (hp_compile_opts){.train = 1, .optim = &c->oc, .max_norm = 1.0f, .schedule = {.overlap = 1, .ep_overlap = !cfg->blocking}};
         st = hp_dist_create(&d, &dc);
     }
     if (!st) st = init_params(d, m->g);
@@ -162,7 +163,7 @@ hp_status hp_bench_moe_row(hp_bench_moe_result *res, const hp_bench_moe_config *
         res->tokens_per_s = n / (res->step_ms * 1e-3);
         res->a2a_ms = hp_median(t + steps, steps) * 1e3;
         res->a2a_rank0_ms = hp_median(t + 2 * steps, steps) * 1e3;
-        res->a2a_exposed_ms = res->a2a_ms; /* the exchange blocks: nothing overlaps it */
+        res->a2a_exposed_ms = res->a2a_ms; /* the time the rank spent in the exchange's nodes */
         expert_load(&res->max_tokens_per_expert, &res->mean_tokens_per_expert, d, mc.experts);
         res->ranks = ep;
     }

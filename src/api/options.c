@@ -243,7 +243,8 @@ static const hp_train_optdef defs[] = {
       "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup "
       "limit; < 0: no check)"),
     D("overlap", HP_OPT_STR, overlap, "on", "on|off", 0,
-      "on | off: gradient reductions start early and wait late (schedule pass)"),
+      "on | off: gradient reductions start early and wait late; expert-parallel exchanges start before and wait "
+      "after the compute that does not need them (the shared experts)"),
     D("on-nan", HP_OPT_STR, on_nan, "stop", "stop|skip-step", 0,
       "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
     D("max-skipped-steps", HP_OPT_INT, max_skipped_steps, "10", ">= 1", 0,

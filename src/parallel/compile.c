@@ -352,6 +352,17 @@ static hp_status pass_grad_inplace(hp_compiled *c, const hp_compile_opts *o) {
     return HP_OK;
 }
 
+/* ep overlap: the expert-parallel exchanges started before, waited after the compute that does not need them. */
+static hp_status pass_ep_overlap(hp_compiled *c, const hp_compile_opts *o) {
+    if (!o->schedule.ep_overlap) return HP_OK;
+    int n = 0, moved = 0;
+    HP_TRY(hp_pass_ep_overlap(&n, &moved, &c->rg));
+    if (n)
+        note(c, "ep overlap", "%d expert exchange%s split into start and wait around %d independent nodes", n,
+             n == 1 ? "" : "s", moved);
+    return HP_OK;
+}
+
 /* schedule: the step order. */
 static hp_status pass_schedule(hp_compiled *c, const hp_compile_opts *o) {
     hp_schedule_opts so = o->schedule;
@@ -477,6 +488,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = pass_wgrad_first(out, o);
     if (!st) st = pass_split_backward(out);
     if (!st) st = pass_grad_inplace(out, o);
+    if (!st) st = pass_ep_overlap(out, o);
     if (!st) st = pass_schedule(out, o);
     if (!st) st = pass_memory(out);
     if (!st) st = pass_holdings(out, plan, o);

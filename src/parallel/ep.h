@@ -13,10 +13,30 @@
 #include "core/graph.h"
 #include "core/opdef.h"
 #include "layout/plan.h"
+#include "parallel/lower.h"
 
 /* ep_send, ep_return, ep_resend: moe_ep_send / _return / _resend's local forms (ops/moe_ep.h says what they
  * compute), the same inputs, outputs and attributes; blocking all-to-alls along mesh axis i[2]. */
 extern const hp_opdef hp_op_ep_send, hp_op_ep_return, hp_op_ep_resend;
+
+/* The same split in two by the overlap pass (attributes as the blocking node's, plus the request slot
+ * i[HP_EP_SLOT] — ep_send takes it and the next HP_EP_SEND_SLOTS - 1 — and the sizes of the stage:
+ * i[HP_EP_ROWS] the most rows (G R), i[HP_EP_WIDE] the widest row in floats):
+ *   ep_send_start (xp, eid[, scores, rowof]) -> stage;   ep_send_wait (stage, xp, eid[, ...]) -> (xr, er, src)
+ *   ep_return_start (yr, src, eid) -> (yp, stage);        ep_return_wait (stage, yp) -> nothing (yp is ready)
+ *   ep_resend_start (dyp, src, eid) -> stage;             ep_resend_wait (stage, dyp, src, eid) -> dyr
+ * The start starts the all-to-alls (ep_send's: the counts, then the rows with them, in turn on the group's lane:
+ * nothing blocks), the wait waits for them and puts the rows in place. Between them the sent rows (an input of the wait) must not change:
+ * the peers of a supernode read them in place. stage: fp32 [hp_ep_stage_floats]. */
+extern const hp_opdef hp_op_ep_send_start, hp_op_ep_send_wait, hp_op_ep_return_start, hp_op_ep_return_wait,
+    hp_op_ep_resend_start, hp_op_ep_resend_wait;
+#define HP_EP_SLOT 3
+#define HP_EP_ROWS 4
+#define HP_EP_WIDE 5
+#define HP_EP_SEND_SLOTS 5
+size_t hp_ep_stage_floats(long G, long E, int64_t rows, int64_t wide);
+/* The most rows and the widest row (floats) of a blocking exchange node's fp32/bf16 matrices. */
+void hp_ep_rows_wide(int64_t *rows, int64_t *wide, const hp_graph *g, const hp_node *n);
 
 /* The pass, on the forward graph (before autodiff) with plan p over mesh m (its pipeline axis, if any, of size
  * 1): *layers gets the MoE layers given an exchange and *axis the mesh axis (-1: none). Stacks split other than
@@ -25,5 +45,15 @@ extern const hp_opdef hp_op_ep_send, hp_op_ep_return, hp_op_ep_resend;
  * slice: HP_MOE_PER_PART), and the experts' GEMMs per source run with their weight gradients added as a tree
  * over the sources, so the results do not depend on how the slices are spread over ranks. */
 hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int deterministic, int *layers, int *axis);
+
+/* The overlap pass (ep_overlap.c), on a rank's local graph before the schedule: each exchange node (ep_send,
+ * ep_return, ep_resend) becomes a start and a wait (request slots numbered after the rank context's), the wait
+ * placed right before the first node that reads what the exchange makes, and the nodes of its phase that neither
+ * lead to the exchange nor depend on it (the shared experts, the router's and balancing loss's backward, their
+ * gradients' reductions) moved between the two, split between consecutive exchanges by their FLOPs — where the
+ * step's order stays valid (every value made before it is read, every write to a buffer in its place among the
+ * other accesses); an exchange with nothing to overlap stays blocking. *nsplit: exchanges split, *moved: nodes
+ * moved between a start and its wait. */
+hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg);
 
 #endif

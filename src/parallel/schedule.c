@@ -51,7 +51,7 @@ static int reads(const hp_graph *g, const hp_node *n, int v) {
 typedef struct {
     hp_rank_graph *rg;
     hp_schedule *out;
-    int window;
+    int window, slot0, nstarted; /* the split reductions' slots: slot0 + (starts placed so far) % window */
     int *wait_of, *pending, np, head; /* pending: the starts in flight, oldest first from head */
     int *before, *after, *after_wait, *next; /* hinted nodes: per anchor, linked lists in creation order */
 } placer;
@@ -88,7 +88,11 @@ static void place(placer *s, int i) {
         if (needs(s, nd, s->pending[q])) upto = q;
     while (s->head <= upto) wait_oldest(s);
     s->out->order[s->out->n++] = i;
-    if (s->wait_of[i] >= 0) s->pending[s->np++] = i;
+    if (s->wait_of[i] >= 0) { /* numbered in the order placed: at most `window` in flight, waited oldest first */
+        int slot = s->slot0 + s->nstarted++ % s->window;
+        g->nodes[i].a.i[1] = g->nodes[s->wait_of[i]].a.i[1] = slot;
+        s->pending[s->np++] = i;
+    }
     for (int j = s->after[i]; j >= 0; j = s->next[j]) place(s, j);
 }
 
@@ -167,7 +171,8 @@ hp_status hp_pass_schedule(hp_schedule *out, hp_rank_graph *rg, const hp_schedul
     int nn = g->nnodes;
     size_t sz = sizeof(int) * (size_t)(nn ? nn : 1);
     out->order = malloc(sz);
-    placer s = {rg, out, window, malloc(sz), malloc(sz), 0, 0, malloc(sz), malloc(sz), malloc(sz), malloc(sz)};
+    placer s = {rg, out, window, rg->ctx.nslots - split_slots, 0, malloc(sz), malloc(sz), 0, 0,
+                malloc(sz), malloc(sz), malloc(sz), malloc(sz)};
     hp_status st = HP_OK;
     if (!out->order || !s.wait_of || !s.pending || !s.before || !s.after || !s.after_wait || !s.next)
         st = hp_errorf("schedule: out of memory");

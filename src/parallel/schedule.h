@@ -26,6 +26,8 @@
 
 typedef struct {
     int overlap;      /* 1: gradient reductions start early, wait late */
+    int ep_overlap;   /* 1: expert-parallel exchanges split around independent compute (hp_compile runs
+                       * parallel/ep's overlap pass before this one) */
     int max_inflight; /* collectives in flight at once per rank (>= 1; 0 = 4) */
     int micro;        /* micro-batches per step (<= 1: one); set by hp_compile from grad_accum */
     int tree;         /* the deterministic mode: losses summed as a tree over the micro-batches */

@@ -325,7 +325,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
         dc.compile.train = 1;
         dc.compile.optim = &t->cfg.optim;
         dc.compile.grad_accum = t->accum;
-        if (cfg->validate) dc.compile.schedule.overlap = 0; /* the validator checks every step's outputs */
+        if (cfg->validate) dc.compile.schedule.overlap = dc.compile.schedule.ep_overlap = 0; /* the validator checks every step's outputs */
         if (cfg->before_alloc) st = cfg->before_alloc(cfg->before_alloc_ctx, t->world, &dc.compile, dc.threads_per_rank);
         if (!st) st = hp_dist_create(&t->d, &dc);
     }

@@ -1,0 +1,400 @@
+/* parallel/ep_overlap: the expert-parallel overlap pass (see parallel/ep.h).
+ *
+ * For each exchange X, in creation order: the nodes of X's phase that neither lead to X (its ancestors) nor read
+ * what it makes (its descendants) are its candidates, between the exchange before it and the one after the next
+ * (a MoE layer's shared experts are independent of both its exchanges); each is given to one exchange, the
+ * candidates X shares with the next exchange split by FLOPs so that both have about as much to hide. X becomes a
+ * start (the node itself) and a wait placed right before X's first descendant, the chosen nodes right before the
+ * wait (schedule hints). The step's order is then simulated as the schedule pass will place it, and a moved node
+ * that would make it invalid (a value read before it is made, a write out of its place among the accesses to its
+ * buffer) goes back, until the order is valid. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coll_desc.h"
+#include "core/opdef.h"
+#include "parallel/ep.h"
+
+typedef struct {
+    hp_rank_graph *rg;
+    int nn;                   /* nodes (grows with the waits) */
+    int *pos, *pos0;          /* [cap] simulated position now / before the pass */
+    int *before, *after, *next; /* simulation: per anchor, linked lists in creation order */
+    int *rd_at, *rd;          /* CSR over values: the nodes touching each value's buffer (a view: its base's) */
+    int *in_at, *in;          /* CSR over values: the nodes reading the value itself or a view of it */
+    int *mark, *stack;        /* [cap] per exchange: 1 ancestor, 2 descendant, 3 candidate, 4 taken */
+    int *owner;               /* [cap] the exchange a node was moved for, -1 */
+    int *wait_of;             /* [cap] a split exchange's wait, -1 */
+    int cap, n0;              /* room for every node; nodes before the pass */
+} ovl;
+
+static int base_of(const hp_graph *g, int v) {
+    while (v >= 0 && g->vals[v].view_of >= 0) v = g->vals[v].view_of;
+    return v;
+}
+
+static int is_exchange(const hp_node *n) {
+    return n->op == &hp_op_ep_send || n->op == &hp_op_ep_return || n->op == &hp_op_ep_resend;
+}
+
+/* What may move: compute, or a gradient's reduction (the schedule starts it where it is placed). */
+static int movable(const hp_graph *g, const hp_node *n) {
+    if (!n->op->communicates) return 1;
+    hp_coll_desc d;
+    return hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE && d.role == HP_COLL_BLOCKING && d.grad;
+}
+
+static void sim_place(ovl *o, int i, int *at) {
+    if (o->pos[i] != -1) return; /* placed, or being placed: a cycle of hints leaves a node out */
+    o->pos[i] = -2;
+    for (int j = o->before[i]; j >= 0; j = o->next[j]) sim_place(o, j, at);
+    o->pos[i] = (*at)++;
+    for (int j = o->after[i]; j >= 0; j = o->next[j]) sim_place(o, j, at);
+}
+
+static void link(ovl *o, int *head, int j) {
+    while (*head >= 0) head = &o->next[*head];
+    *head = j;
+}
+
+/* pos[]: the order the schedule pass will give (its split reductions aside: they only wait later) */
+static void simulate(ovl *o) {
+    const hp_graph *g = o->rg->g;
+    const int *hint = o->rg->hint;
+    for (int i = 0; i < o->nn; i++) o->before[i] = o->after[i] = o->next[i] = -1, o->pos[i] = -1;
+    for (int j = 0; j < o->nn; j++) {
+        if (hint[j] < 0) continue;
+        int a = hint[j] / 3;
+        link(o, hint[j] % 3 ? &o->after[a] : &o->before[a], j);
+    }
+    int at = 0;
+    for (int ph = 0; ph < HP_NPHASES; ph++) {
+        for (int i = 0; i < o->nn; i++)
+            if ((int)g->nodes[i].phase == ph && hint[i] == -1) sim_place(o, i, &at);
+        for (int i = 0; i < o->nn; i++)
+            if ((int)g->nodes[i].phase == ph && hint[i] == HP_HINT_END) sim_place(o, i, &at);
+    }
+}
+
+static int writes(const hp_graph *g, const hp_node *n, int base) {
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && base_of(g, n->out[k]) == base) return 1;
+    return 0;
+}
+
+/* The moved node that places node i (itself, or the anchor its hints lead to), -1 if none. */
+static int moved_root(const ovl *o, int i) {
+    for (int hops = 0; i >= 0 && hops < o->nn; hops++) {
+        if (o->owner[i] >= 0) return i < o->n0 ? i : -1; /* a wait is not undone alone */
+        int h = o->rg->hint[i];
+        i = h >= 0 ? h / 3 : -1;
+    }
+    return -1;
+}
+
+/* The first node of the simulated order that breaks it, -1 if none: a node left out (a cycle of hints), a node
+ * reading a value made after it (or the rows an exchange's start receives before its wait), or a moved node out
+ * of its place (as before the pass) against another access to a buffer either writes. Where a moved node is
+ * involved, *culprit is it. */
+static int first_violation(const ovl *o, int *culprit) {
+    const hp_graph *g = o->rg->g;
+    *culprit = -1;
+    for (int b = 0; b < o->nn; b++)
+        if (o->pos[b] < 0) {
+            *culprit = moved_root(o, b);
+            return b;
+        }
+    for (int b = 0; b < o->nn; b++) {
+        const hp_node *n = &g->nodes[b];
+        for (int k = 0; k < hp_node_nin_all(n); k++) {
+            int v = hp_node_input(g, n, k);
+            for (int u = v; u >= 0; u = g->vals[u].view_of) {
+                int p = g->vals[u].producer, ready = p;
+                if (p >= 0 && o->wait_of[p] >= 0 && o->wait_of[p] != b && g->nodes[p].op == &hp_op_ep_return_start &&
+                    u == g->nodes[p].out[0])
+                    ready = o->wait_of[p];
+                if (p < 0 || p == b || o->pos[ready] < o->pos[b]) continue;
+                if (ready == p && p < o->n0 && b < o->n0 && o->pos0[p] > o->pos0[b]) continue; /* so before */
+                *culprit = moved_root(o, b) >= 0 ? moved_root(o, b) : moved_root(o, p);
+                return b;
+            }
+        }
+        if (moved_root(o, b) < 0 || b >= o->n0) continue;
+        /* a moved node against the other accesses to the buffers it writes, and the writers of those it reads */
+        for (int k = 0; k < hp_node_nin_all(n) + n->nout; k++) {
+            int v = k < hp_node_nin_all(n) ? hp_node_input(g, n, k) : n->out[k - hp_node_nin_all(n)];
+            int base = base_of(g, v);
+            if (base < 0) continue;
+            int bw = writes(g, n, base);
+            for (int q = o->rd_at[base]; q < o->rd_at[base + 1]; q++) {
+                int t = o->rd[q];
+                if (t == b || t >= o->n0 || (!bw && !writes(g, &g->nodes[t], base))) continue;
+                if ((o->pos0[t] < o->pos0[b]) != (o->pos[t] < o->pos[b])) {
+                    *culprit = moved_root(o, b);
+                    return b;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* ancestors (1) of node x within its phase: the producers of its inputs, transitively */
+static void mark_ancestors(ovl *o, int x) {
+    const hp_graph *g = o->rg->g;
+    int sp = 0;
+    o->stack[sp++] = x;
+    while (sp) {
+        const hp_node *n = &g->nodes[o->stack[--sp]];
+        for (int k = 0; k < hp_node_nin_all(n); k++)
+            for (int u = hp_node_input(g, n, k); u >= 0; u = g->vals[u].view_of) {
+                int p = g->vals[u].producer;
+                if (p < 0 || o->mark[p] || g->nodes[p].phase != g->nodes[x].phase) continue;
+                o->mark[p] = 1;
+                o->stack[sp++] = p;
+            }
+    }
+}
+
+/* descendants (2) of node x within its phase: the readers of its outputs (or of views of them), transitively */
+static void mark_descendants(ovl *o, int x) {
+    const hp_graph *g = o->rg->g;
+    int sp = 0;
+    o->stack[sp++] = x;
+    while (sp) {
+        const hp_node *n = &g->nodes[o->stack[--sp]];
+        for (int k = 0; k < n->nout; k++) {
+            int v = n->out[k];
+            if (v < 0) continue;
+            for (int q = o->in_at[v]; q < o->in_at[v + 1]; q++) {
+                int r = o->in[q];
+                if (o->mark[r] == 1 || o->mark[r] == 2 || r == x || g->nodes[r].phase != g->nodes[x].phase) continue;
+                o->mark[r] = 2;
+                o->stack[sp++] = r;
+            }
+        }
+    }
+}
+
+/* Marks x's candidates (3) in (lo, hi): movable, unhinted, neither ancestor nor descendant, not yet taken. */
+static void mark_candidates(ovl *o, int x, int lo, int hi, const int *taken) {
+    const hp_graph *g = o->rg->g;
+    for (int i = 0; i < o->nn; i++) o->mark[i] = 0;
+    mark_ancestors(o, x);
+    mark_descendants(o, x);
+    for (int i = lo + 1; i < hi; i++) {
+        const hp_node *n = &g->nodes[i];
+        if (i == x || o->mark[i] || taken[i] || n->phase != g->nodes[x].phase || o->rg->hint[i] != -1 ||
+            is_exchange(n) || !movable(g, n))
+            continue;
+        o->mark[i] = 3;
+    }
+}
+
+static double flops_of(const hp_graph *g, int i) {
+    const hp_node *n = &g->nodes[i];
+    return n->op->flops ? n->op->flops(g, n) : 0;
+}
+
+/* CSR of the nodes touching each value's base buffer (reading it, or writing it when not its producer: in place) */
+static hp_status build_readers(ovl *o) {
+    const hp_graph *g = o->rg->g;
+    int nv = g->nvals;
+    free(o->rd_at), free(o->rd);
+    o->rd = NULL;
+    o->rd_at = calloc((size_t)nv + 2, sizeof *o->rd_at);
+    if (!o->rd_at) return hp_errorf("ep overlap: out of memory");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < o->nn; i++) {
+            const hp_node *n = &g->nodes[i];
+            for (int k = 0; k < hp_node_nin_all(n) + n->nout; k++) {
+                int v = k < hp_node_nin_all(n) ? hp_node_input(g, n, k) : n->out[k - hp_node_nin_all(n)];
+                int base = base_of(g, v);
+                if (base < 0 || (k >= hp_node_nin_all(n) && g->vals[base].producer == i)) continue;
+                if (pass == 0) o->rd_at[base + 1]++;
+                else o->rd[o->rd_at[base]++] = i;
+            }
+        }
+        if (pass == 0) {
+            for (int v = 0; v < nv; v++) o->rd_at[v + 1] += o->rd_at[v];
+            o->rd = malloc(sizeof *o->rd * (size_t)(o->rd_at[nv] ? o->rd_at[nv] : 1));
+            if (!o->rd) return hp_errorf("ep overlap: out of memory");
+        } else {
+            for (int v = nv; v > 0; v--) o->rd_at[v] = o->rd_at[v - 1];
+            o->rd_at[0] = 0;
+        }
+    }
+    /* the readers of each value, or of a view of it */
+    free(o->in_at), free(o->in);
+    o->in = NULL;
+    o->in_at = calloc((size_t)nv + 2, sizeof *o->in_at);
+    if (!o->in_at) return hp_errorf("ep overlap: out of memory");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < o->nn; i++) {
+            const hp_node *n = &g->nodes[i];
+            for (int k = 0; k < hp_node_nin_all(n); k++) {
+                int v = hp_node_input(g, n, k);
+                for (int hop = 0; v >= 0 && hop < 2; hop++, v = g->vals[v].view_of) {
+                    if (pass == 0) o->in_at[v + 1]++;
+                    else o->in[o->in_at[v]++] = i;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (int v = 0; v < nv; v++) o->in_at[v + 1] += o->in_at[v];
+            o->in = malloc(sizeof *o->in * (size_t)(o->in_at[nv] ? o->in_at[nv] : 1));
+            if (!o->in) return hp_errorf("ep overlap: out of memory");
+        } else {
+            for (int v = nv; v > 0; v--) o->in_at[v] = o->in_at[v - 1];
+            o->in_at[0] = 0;
+        }
+    }
+    return HP_OK;
+}
+
+/* Splits exchange x into its start (x) and a wait; returns the wait's id (-1: the graph's error). */
+static int split(hp_rank_graph *rg, int x, int slot) {
+    hp_graph *g = rg->g;
+    hp_node *n = &g->nodes[x];
+    int64_t rows, wide;
+    hp_ep_rows_wide(&rows, &wide, g, n);
+    size_t floats = hp_ep_stage_floats((long)n->a.i[0], (long)n->a.i[1], rows, wide);
+    char nm[HP_NAME_LEN];
+    snprintf(nm, sizeof nm, "%.80s.stage", n->name);
+    int stage = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape1((int64_t)floats), nm);
+    if (stage < 0) return -1;
+    g->vals[stage].no_grad = 1;
+    n = &g->nodes[x];
+    n->a.i[HP_EP_SLOT] = slot, n->a.i[HP_EP_ROWS] = rows, n->a.i[HP_EP_WIDE] = wide;
+    hp_attrs a = n->a;
+    int in[HP_MAX_IN], nin = 0, out[3] = {-1, -1, -1}, nout = 0;
+    in[nin++] = stage;
+    const hp_opdef *wait;
+    if (n->op == &hp_op_ep_send) {
+        for (int k = 0; k < n->nin && nin < HP_MAX_IN; k++) in[nin++] = n->in[k];
+        for (int k = 0; k < 3; k++) out[k] = n->out[k], n->out[k] = -1;
+        nout = 3;
+        n->op = &hp_op_ep_send_start, n->out[0] = stage, n->nout = 1;
+        wait = &hp_op_ep_send_wait;
+    } else if (n->op == &hp_op_ep_return) {
+        in[nin++] = n->out[0];
+        n->op = &hp_op_ep_return_start, n->out[1] = stage, n->nout = 2;
+        wait = &hp_op_ep_return_wait;
+    } else {
+        for (int k = 0; k < n->nin && nin < HP_MAX_IN; k++) in[nin++] = n->in[k];
+        out[0] = n->out[0], nout = 1;
+        n->op = &hp_op_ep_resend_start, n->out[0] = stage, n->nout = 1;
+        wait = &hp_op_ep_resend_wait;
+    }
+    g->vals[stage].producer = x;
+    hp_phase ph = g->nodes[x].phase;
+    int fwd = g->nodes[x].fwd_node;
+    snprintf(nm, sizeof nm, "%.88s.wait", g->nodes[x].name);
+    if (hp_graph_node_into(g, wait, in, nin, nout ? out : NULL, nout, &a, ph, fwd) < 0) return -1;
+    int w = g->nnodes - 1;
+    memcpy(g->nodes[w].name, nm, HP_NAME_LEN);
+    return w;
+}
+
+/* Undoes x's moves (its nodes back to their creation places). */
+static void put_back(ovl *o, int x, int except) {
+    for (int i = 0; i < o->nn; i++)
+        if (o->owner[i] == x && i != except) o->owner[i] = -1, o->rg->hint[i] = -1;
+}
+
+hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg) {
+    *nsplit = *moved = 0;
+    hp_graph *g = rg->g;
+    int n0 = g->nnodes, nx = 0;
+    for (int i = 0; i < n0; i++) nx += is_exchange(&g->nodes[i]);
+    if (!nx) return HP_OK;
+    ovl o = {.rg = rg, .cap = n0 + nx};
+    size_t sz = sizeof(int) * (size_t)o.cap;
+    int *ex = malloc(sz), *taken = calloc((size_t)o.cap, sizeof(int)), *cand = malloc(sz), *mine = malloc(sz);
+    o.pos = malloc(sz), o.pos0 = malloc(sz), o.before = malloc(sz), o.after = malloc(sz), o.next = malloc(sz);
+    o.mark = malloc(sz), o.stack = malloc(sz), o.owner = malloc(sz), o.wait_of = malloc(sz);
+    hp_status st = HP_OK;
+    if (!ex || !taken || !cand || !mine || !o.pos || !o.pos0 || !o.before || !o.after || !o.next || !o.mark ||
+        !o.stack || !o.owner || !o.wait_of)
+        st = hp_errorf("ep overlap: out of memory");
+    o.n0 = o.nn = n0;
+    if (!st) st = build_readers(&o);
+    nx = 0;
+    for (int i = 0; !st && i < n0; i++)
+        if (is_exchange(&g->nodes[i])) ex[nx++] = i;
+    if (!st) {
+        for (int i = 0; i < o.cap; i++) o.owner[i] = o.wait_of[i] = -1;
+        simulate(&o);
+        memcpy(o.pos0, o.pos, sizeof(int) * (size_t)n0);
+    }
+    int slot = rg->ctx.nslots;
+    if (!st) rg->ctx.nslots += HP_EP_SEND_SLOTS; /* the exchanges run one after another: ep_send's calls */
+    for (int e = 0; e < nx && !st; e++) {
+        int x = ex[e];
+        hp_phase ph = g->nodes[x].phase;
+        int lo = e > 0 && g->nodes[ex[e - 1]].phase == ph ? ex[e - 1] : -1;
+        int nxt = e + 1 < nx && g->nodes[ex[e + 1]].phase == ph ? ex[e + 1] : -1;
+        int hi = e + 2 < nx && g->nodes[ex[e + 2]].phase == ph ? ex[e + 2] : n0;
+        /* candidates of x, and of the next exchange (what both could take is split by FLOPs) */
+        int nmine = 0;
+        double excl = 0, shared = 0, excl_next = 0;
+        mark_candidates(&o, x, lo, hi, taken);
+        for (int i = 0; i < o.nn; i++) cand[i] = o.mark[i] == 3;
+        int first = -1; /* x's first descendant in the order before the pass */
+        for (int i = 0; i < n0; i++)
+            if (o.mark[i] == 2 && (first < 0 || o.pos0[i] < o.pos0[first])) first = i;
+        if (nxt >= 0) {
+            int hi2 = e + 3 < nx && g->nodes[ex[e + 3]].phase == ph ? ex[e + 3] : n0;
+            mark_candidates(&o, nxt, x, hi2, taken);
+            for (int i = 0; i < o.nn; i++) {
+                if (cand[i] && o.mark[i] == 3) shared += flops_of(g, i);
+                else if (cand[i]) excl += flops_of(g, i);
+                else if (o.mark[i] == 3) excl_next += flops_of(g, i);
+            }
+        } else {
+            for (int i = 0; i < o.nn; i++)
+                if (cand[i]) excl += flops_of(g, i);
+        }
+        double target = nxt >= 0 ? (excl + shared + excl_next) / 2 - excl : shared, got = 0;
+        for (int i = 0; i < n0; i++) {
+            if (!cand[i]) continue;
+            int both = nxt >= 0 && o.mark[i] == 3;
+            if (both && got >= target) continue;
+            if (both) got += flops_of(g, i);
+            mine[nmine++] = i;
+        }
+        if (!nmine) continue; /* nothing to hide it behind: it stays blocking */
+        int w = split(rg, x, slot);
+        if (w < 0 || (st = hp_graph_error(g)) || (st = hp_rank_graph_sync_nodes(rg))) {
+            if (!st) st = hp_graph_error(g);
+            break;
+        }
+        rg->node_of[w] = rg->node_of[x];
+        rg->hint[w] = first >= 0 ? HP_HINT_BEFORE(first) : HP_HINT_END;
+        o.nn = g->nnodes;
+        o.owner[w] = x, o.wait_of[x] = w;
+        if ((st = build_readers(&o))) break;
+        for (int q = 0; q < nmine; q++) rg->hint[mine[q]] = HP_HINT_BEFORE(w), o.owner[mine[q]] = x;
+        for (int tries = 0; tries <= o.nn; tries++) {
+            simulate(&o);
+            int culprit = -1, bad = first_violation(&o, &culprit);
+            if (bad < 0) break;
+            if (culprit < 0 || culprit == w || tries == o.nn) { /* no move to undo, or still invalid */
+                put_back(&o, x, w);
+                simulate(&o);
+                if (first_violation(&o, &culprit) >= 0)
+                    st = hp_errorf("ep overlap: '%s' cannot be split where it is", g->nodes[x].name);
+                break;
+            }
+            o.owner[culprit] = -1, rg->hint[culprit] = -1;
+        }
+        for (int q = 0; q < nmine; q++)
+            if (o.owner[mine[q]] == x) taken[mine[q]] = 1, ++*moved;
+        ++*nsplit;
+    }
+    free(ex), free(taken), free(cand), free(mine);
+    free(o.pos), free(o.pos0), free(o.before), free(o.after), free(o.next), free(o.mark), free(o.stack);
+    free(o.owner), free(o.wait_of), free(o.rd_at), free(o.rd), free(o.in_at), free(o.in);
+    return st;
+}

@@ -1,0 +1,167 @@
+/* The expert-parallel overlap pass (parallel/ep_overlap) and the schedule
+ * around it, on moe-tiny's program for rank 0 (compiled without a
+ * communicator, as `hyperpar plan` does), under EP 2, DP 2 x EP 2 with FSDP,
+ * and EP 2 x TP 2:
+ *  - every exchange is a start and a wait, each wait after its start and
+ *    before every reader of the rows it completes; every node's inputs are
+ *    made before it runs;
+ *  - something runs between every start and its wait: in the forward the
+ *    shared expert's first linear inside the send and its SwiGLU inside the
+ *    return, in the backward the shared expert's backward inside the first
+ *    exchange;
+ *  - no request slot is started again while a call on it is in flight (the
+ *    schedule numbers its reductions' slots in the order it places them),
+ *    and every slot is waited by the end of its phase;
+ *  - with the overlap off, every exchange blocks.
+ * tests/cli/moe checks the losses are the same bits either way. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coll_desc.h"
+#include "layout/plan.h"
+#include "models/gpt2_plan.h"
+#include "models/llama.h"
+#include "parallel/compile.h"
+#include "testutil.h"
+
+#define SLOTS 64
+
+static int is_ep(const hp_graph *g, const hp_node *n, hp_coll_desc *d) {
+    return hp_coll_describe(d, g, n) && d->purpose && !strcmp(d->purpose, "expert parallelism");
+}
+
+static int between_has(const hp_graph *g, const int *order, int from, int to, const char *name) {
+    for (int i = from + 1; i < to; i++)
+        if (!strcmp(g->nodes[order[i]].name, name)) return 1;
+    return 0;
+}
+
+/* every node placed once, after the producers of its inputs */
+static void check_order(const char *what, const hp_graph *g, const int *order, int n) {
+    int *pos = malloc(sizeof(int) * (size_t)g->nnodes);
+    for (int i = 0; i < g->nnodes; i++) pos[i] = -1;
+    for (int i = 0; i < n; i++) pos[order[i]] = i;
+    int bad_inputs = 0, unplaced = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        if (pos[i] < 0) {
+            unplaced++;
+            continue;
+        }
+        const hp_node *nd = &g->nodes[i];
+        for (int k = 0; k < hp_node_nin_all(nd); k++) {
+            int v = hp_node_input(g, nd, k), p = v >= 0 ? g->vals[v].producer : -1;
+            if (p >= 0 && p != i && pos[p] > pos[i]) bad_inputs++;
+        }
+    }
+    CHECKF(!unplaced && !bad_inputs, "%s: %d nodes unplaced, %d inputs read before they are made", what, unplaced,
+           bad_inputs);
+    free(pos);
+}
+
+/* no node between an exchange's start (order[st]) and its wait (order[w]) reads the rows the start receives */
+static void check_rows_after_wait(const char *what, const hp_graph *g, const int *order, int st, int w) {
+    const hp_node *sn = &g->nodes[order[st]];
+    for (int k = 0; k < sn->nout; k++) {
+        int v = sn->out[k];
+        if (v < 0 || g->vals[v].shape.ndim != 2) continue;
+        for (int j = st + 1; j < w; j++) {
+            const hp_node *r = &g->nodes[order[j]];
+            for (int q = 0; q < hp_node_nin_all(r); q++)
+                CHECKF(hp_node_input(g, r, q) != v, "%s: '%s' reads '%s' before its exchange's wait", what, r->name,
+                       g->vals[v].name);
+        }
+    }
+}
+
+static void check_program(const char *what, const hp_compiled *c, int overlap) {
+    const hp_graph *g = c->rg.g;
+    const int *order = c->sched.order;
+    int n = c->sched.n;
+    check_order(what, g, order, n);
+    int inflight[SLOTS], split = 0, blocking = 0, empty = 0, reuse = 0, stray = 0, undrained = 0;
+    int fwd_send = 0, fwd_return = 0, bwd_first = 0;
+    for (int s = 0; s < SLOTS; s++) inflight[s] = -1;
+    for (int i = 0; i < n; i++) {
+        const hp_node *nd = &g->nodes[order[i]];
+        hp_coll_desc d;
+        if (i > 0 && g->nodes[order[i - 1]].phase != nd->phase)
+            for (int s = 0; s < SLOTS; s++) undrained += inflight[s] >= 0, inflight[s] = -1;
+        int ep = is_ep(g, nd, &d);
+        if (ep && d.role == HP_COLL_BLOCKING) blocking++;
+        if (!hp_coll_describe(&d, g, nd) || d.pair != HP_COLL_PAIR_SLOT || d.pair_key < 0 || d.pair_key >= SLOTS)
+            continue;
+        if (d.role == HP_COLL_START) {
+            reuse += inflight[d.pair_key] >= 0;
+            inflight[d.pair_key] = i;
+            continue;
+        }
+        if (d.role != HP_COLL_WAIT) continue;
+        int st = inflight[d.pair_key];
+        inflight[d.pair_key] = -1;
+        if (st < 0) {
+            stray++;
+            continue;
+        }
+        if (!ep) continue;
+        split++;
+        int compute = 0;
+        for (int j = st + 1; j < i; j++) compute += !g->nodes[order[j]].op->communicates;
+        empty += compute == 0;
+        const char *sname = g->nodes[order[st]].name;
+        if (!strcmp(sname, "h.0.mlp.moe_dispatch.ep_send")) fwd_send = between_has(g, order, st, i, "h.0.mlp.linear");
+        if (!strcmp(sname, "h.0.mlp.grouped_linear:0.ep_return"))
+            fwd_return = between_has(g, order, st, i, "h.0.mlp.swiglu");
+        if (!strcmp(sname, "h.3.mlp.grouped_linear:0.ep_return.moe_ep_resend"))
+            bwd_first = between_has(g, order, st, i, "h.3.mlp.swiglu.swiglu_bwd");
+        check_rows_after_wait(what, g, order, st, i);
+    }
+    for (int s = 0; s < SLOTS; s++) undrained += inflight[s] >= 0;
+    CHECKF(!reuse && !stray && !undrained,
+           "%s: %d slots started while in flight, %d waits without a start, %d left in flight at a phase's end", what,
+           reuse, stray, undrained);
+    if (overlap) {
+        CHECKF(split == 16 && blocking == 0, "%s: %d exchanges split (16 expected), %d blocking", what, split,
+               blocking);
+        CHECKF(!empty, "%s: %d exchanges with nothing between start and wait", what, empty);
+        CHECKF(fwd_send && fwd_return && bwd_first, "%s: shared expert not overlapped (send %d, return %d, backward %d)",
+               what, fwd_send, fwd_return, bwd_first);
+    } else {
+        CHECKF(split == 0 && blocking == 16, "%s: overlap off: %d split, %d blocking (16 expected)", what, split,
+               blocking);
+    }
+    printf("%s, overlap %s: %d exchanges split, %d blocking, %d steps\n", what, overlap ? "on" : "off", split,
+           blocking, n);
+}
+
+static void one(const char *what, int dp, int ep, int tp, int fsdp, int overlap) {
+    hp_model_config mc;
+    CHECK_OK(hp_moe_preset(&mc, "moe-tiny"));
+    hp_graph *g;
+    CHECK_OK(hp_graph_create(&g));
+    CHECK_OK(hp_llama_build(g, &mc, 8, 32));
+    hp_plan plan;
+    CHECK_OK(hp_plan_model_ep(&plan, "moe", 1, 1, dp, ep, tp));
+    if (fsdp) CHECK_OK(hp_plan_set_fsdp(&plan, "shard=dp replicate=ep", "test"));
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    hp_compile_opts o = {.train = 1, .optim = &oc, .max_norm = 1.0f,
+                         .schedule = {.overlap = 1, .ep_overlap = overlap, .max_inflight = 4}};
+    hp_compiled c;
+    hp_status st = hp_compile(&c, g, &plan, 0, &o);
+    CHECK_OK(st);
+    if (!st) {
+        check_program(what, &c, overlap);
+        hp_compiled_free(&c);
+    }
+    hp_plan_free(&plan);
+    hp_graph_destroy(g);
+}
+
+int main(void) {
+    one("EP 2", 1, 2, 1, 0, 1);
+    one("EP 2", 1, 2, 1, 0, 0);
+    one("DP 2 x EP 2, FSDP over dp", 2, 2, 1, 1, 1);
+    one("EP 2 x TP 2", 1, 2, 2, 0, 1);
+    return hp_test_finish("test_ep_overlap");
+}
