@@ -1,7 +1,8 @@
 /* api/export_hf: a checkpoint's weights as a Hugging Face model directory
- * (issue 27): config.json and model.safetensors with the tensor names,
- * shapes and layouts that transformers' GPT2LMHeadModel, LlamaForCausalLM
- * and MixtralForCausalLM load. The model is
+ * (issue 27): config.json and the weights (api/hf_shards: model.safetensors,
+ * or shards by size and model.safetensors.index.json past the shard limit)
+ * with the tensor names, shapes and layouts that transformers'
+ * GPT2LMHeadModel, LlamaForCausalLM and MixtralForCausalLM load. The model is
  * the checkpoint's (state.json's args.model: gpt2 or a named family's
  * preset); its parameters are read whole and each piece api/hf_map names is
  * cut out of them and stored as the map says:
@@ -20,6 +21,7 @@
 #include "api/api.h"
 #include "api/ckpt_state.h"
 #include "api/hf_map.h"
+#include "api/hf_shards.h"
 #include "io/fsutil.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -174,9 +176,12 @@ static void llama_config(char *cfg, size_t cap, const hp_model_config *c, int bf
              bf16 ? "bfloat16" : "float32", moe);
 }
 
-hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
+hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16, int64_t max_shard_bytes) {
     if (!out_dir || !out_dir[0]) return hp_errorf("hp_export_hf: no output directory given");
     if (!ckpt_dir || !ckpt_dir[0]) return hp_errorf("hp_export_hf: no checkpoint directory given");
+    if (max_shard_bytes < 0)
+        return hp_errorf("hp_export_hf: max_shard_bytes is %lld (0: the default, 5 GB)", (long long)max_shard_bytes);
+    if (max_shard_bytes == 0) max_shard_bytes = HP_HF_MAX_SHARD_DEFAULT;
     if (hp_fs_exists(out_dir)) return hp_errorf("%s: already exists (the export writes a new directory)", out_dir);
     char *dir = NULL;
     hp_ckpt ck;
@@ -221,7 +226,7 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     if (!st) st = tensors(&l, &s, fam ? fam->family : "gpt2", &c);
     if (!st) (fam ? llama_config : gpt2_config)(cfg, 4096, &c, bf16);
     /* a temporary directory beside the target, renamed when complete */
-    char *tmp = NULL, *st_path = NULL, *cfg_path = NULL;
+    char *tmp = NULL, *cfg_path = NULL;
     if (!st) {
         size_t n = strlen(out_dir) + 16;
         tmp = malloc(n);
@@ -231,15 +236,17 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     if (!st && hp_fs_exists(tmp)) st = hp_fs_remove_tree(tmp);
     if (!st) st = hp_fs_mkdir_p(tmp);
     if (!st) {
-        st_path = hp_fs_join(tmp, "model.safetensors"), cfg_path = hp_fs_join(tmp, "config.json");
-        if (!st_path || !cfg_path) st = hp_errorf("hf export: out of memory");
+        cfg_path = hp_fs_join(tmp, "config.json");
+        if (!cfg_path) st = hp_errorf("hf export: out of memory");
     }
-    if (!st) st = hp_safetensors_write(st_path, l.t, l.n, "{\"format\": \"pt\"}");
+    int files = 0;
+    if (!st) st = hp_hf_write_weights(&files, tmp, l.t, l.n, max_shard_bytes, "{\"format\": \"pt\"}");
+    (void)files;
     if (!st) st = hp_fs_write_atomic(cfg_path, cfg, strlen(cfg));
     if (!st) st = hp_fs_fsync_dir(tmp);
     if (!st && rename(tmp, out_dir) != 0) st = hp_errorf("%s: cannot rename %s to it", out_dir, tmp);
     if (st && tmp && hp_fs_exists(tmp)) hp_status_free(hp_fs_remove_tree(tmp)); /* nothing half-written stays */
-    free(st_path), free(cfg_path), free(tmp), free(cfg);
+    free(cfg_path), free(tmp), free(cfg);
     list_free(&l);
     free(s.held);
     hp_graph_destroy(g);
