@@ -36,7 +36,8 @@ static hp_status export_llmc(const char *ckpt, const char *init, const char *out
 }
 
 int hp_cmd_export(int argc, char **argv) {
-    char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32", hf[512] = "", hf_dtype[16] = "fp32";
+    char ckpt[512] = "", llmc[512] = "", init[512] = "", dtype[16] = "fp32", hf[512] = "", hf_dtype[16] = "fp32",
+         shard[64] = "5GB";
     hp_opt tab[] = {
         {"ckpt", HP_OPT_STR, ckpt, sizeof ckpt, "checkpoint directory (or a run directory with 'latest')"},
         {"init", HP_OPT_STR, init, sizeof init, "read the weights from an llm.c checkpoint instead"},
@@ -46,8 +47,10 @@ int hp_cmd_export(int argc, char **argv) {
         {"hf", HP_OPT_STR, hf, sizeof hf,
          "write a Hugging Face model directory (config.json, model.safetensors): GPT-2, Llama, Mixtral-style MoE"},
         {"hf-dtype", HP_OPT_STR, hf_dtype, sizeof hf_dtype, "the Hugging Face tensors' type: fp32 or bf16"},
+        {"max-shard-size", HP_OPT_STR, shard, sizeof shard,
+         "the largest Hugging Face weight file (5GB, 500MB, 2GiB or bytes); past it, shards and an index"},
     };
-    int help = 0, n = 6;
+    int help = 0, n = 7;
     hp_status st = hp_args_parse(&help, tab, n, argc, argv, 2, "export");
     if (!st && help) {
         hp_args_usage(tab, n, "export", "Writes a checkpoint's weights in the llm.c or the Hugging Face format.");
@@ -58,8 +61,13 @@ int hp_cmd_export(int argc, char **argv) {
             st = hp_errorf("hyperpar export: --hf-dtype must be fp32 or bf16, got '%s'", hf_dtype);
         else if (!ckpt[0]) st = hp_errorf("hyperpar export: --hf needs --ckpt DIR");
         else if (llmc[0] || init[0]) st = hp_errorf("hyperpar export: give --hf or --llmc, not both");
-        if (!st) st = hp_export_hf(hf, ckpt, !strcmp(hf_dtype, "bf16"));
-        if (!st) printf("wrote %s (config.json, model.safetensors, %s)\n", hf, hf_dtype);
+        int64_t max_shard = 0;
+        if (!st) {
+            hp_status e = hp_hf_size_parse(&max_shard, shard);
+            if (e) st = hp_errorf("hyperpar export: --max-shard-size: %s", hp_status_msg(e)), hp_status_free(e);
+        }
+        if (!st) st = hp_export_hf(hf, ckpt, !strcmp(hf_dtype, "bf16"), max_shard);
+        if (!st) printf("wrote %s (config.json and the weights, %s, files of at most %s)\n", hf, hf_dtype, shard);
     } else if (!st) {
         st = export_llmc(ckpt, init, llmc, dtype);
     }

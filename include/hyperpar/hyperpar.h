@@ -1414,12 +1414,22 @@ const char *hp_settings_file(const hp_settings *s);
  * (HP_LLMC_FP32: version 3, HP_LLMC_BF16: version 5), atomically: written
  * under a temporary name, synced, then renamed. */
 hp_status hp_export_llmc(const char *llmc_path, const char *ckpt_dir, hp_llmc_dtype dtype);
+/* transformers' save_pretrained default shard limit: 5 GB */
+#define HP_HF_MAX_SHARD_DEFAULT 5000000000LL
 /* A checkpoint's weights as a Hugging Face model directory out_dir (new; written beside it, then renamed):
- * config.json and model.safetensors ("format": "pt"; fp32, or bf16 when bf16 != 0) with the names, shapes and
+ * config.json and the tensors ("format": "pt"; fp32, or bf16 when bf16 != 0) with the names, shapes and
  * layouts transformers' GPT2LMHeadModel (Conv1D weights transposed, the head tied), LlamaForCausalLM (q/k/v/o
  * and gate/up/down apart, the query and key rows permuted to Hugging Face's RoPE halves) and
- * MixtralForCausalLM (MoE presets without shared experts) load; the padded vocabulary rows are cut. */
-hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16);
+ * MixtralForCausalLM (MoE presets without shared experts) load; the padded vocabulary rows are cut. The
+ * tensors are one model.safetensors when that file is at most max_shard_bytes (0: HP_HF_MAX_SHARD_DEFAULT),
+ * else model-00001-of-0000N.safetensors ... (each file at most max_shard_bytes, header included, unless it
+ * holds a single larger tensor; tensors never split) and model.safetensors.index.json, as transformers
+ * writes them. */
+hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16, int64_t max_shard_bytes);
+/* A shard limit as transformers' max_shard_size spells it: bytes ("1000000"), or digits and a unit, in any
+ * case: KB, MB, GB, TB (powers of 1000; a lowercase final b, as in "5Gb", counts bits: an eighth) or KiB,
+ * MiB, GiB, TiB (powers of 1024). More than 0; an error quotes the text. */
+hp_status hp_hf_size_parse(int64_t *bytes, const char *text);
 /* A Hugging Face model directory's shape: config.json's model_type (gpt2, llama, mixtral) as the model family
  * (family: "gpt2", "llama" or "moe", cap bytes) and its sizes in *out; errors name the file and the key. The
  * weights themselves are read by the trainer (hp_train_config.init_hf): F32 or BF16, model.safetensors or the

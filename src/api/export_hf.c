@@ -1,9 +1,11 @@
 /* api/export_hf: a checkpoint's weights as a Hugging Face model directory
- * (issue 27): config.json and model.safetensors with the tensor names, shapes
- * and layouts that transformers' GPT2LMHeadModel, LlamaForCausalLM and
- * MixtralForCausalLM load. The model is the checkpoint's (state.json's
- * args.model: gpt2 or a named family's preset); its parameters are read
- * whole and rewritten:
+ * (issue 27): config.json and the weights (api/hf_shards: model.safetensors,
+ * or shards by size and model.safetensors.index.json past the shard limit)
+ * with the tensor names, shapes and layouts that transformers'
+ * GPT2LMHeadModel, LlamaForCausalLM and MixtralForCausalLM load. The model is
+ * the checkpoint's (state.json's args.model: gpt2 or a named family's
+ * preset); its parameters are read whole and each piece api/hf_map names is
+ * cut out of them and stored as the map says:
  *   GPT-2: Conv1D weights stored (in, out): the fused qkv [3, C, C], the
  *     projections and the MLP transposed; the padded vocabulary rows cut;
  *   Llama: q/k/v/o and gate/up/down split out of the fused stacks; the query
@@ -18,6 +20,8 @@
 
 #include "api/api.h"
 #include "api/ckpt_state.h"
+#include "api/hf_map.h"
+#include "api/hf_shards.h"
 #include "io/fsutil.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -100,120 +104,61 @@ static float *slice(const float *a, int64_t r0, int64_t rows, int64_t cols, int 
     return o;
 }
 
-/* Hugging Face's RoPE layout: within each head of hs rows, row j < hs/2 is this project's row 2j, row hs/2 + j
- * its row 2j + 1 (in place, rows x cols). */
+/* Hugging Face's RoPE layout (api/hf_map): within each head of hs rows, row j holds our row hp_hf_rope_row(j, hs)
+ * (in place, rows x cols). */
 static hp_status rope_rows(float *w, int64_t rows, int64_t cols, int64_t hs) {
     float *tmp = malloc(sizeof(float) * (size_t)(hs * cols));
     if (!tmp) return hp_errorf("hf export: out of memory");
     for (int64_t h = 0; h < rows / hs; h++) {
         float *head = w + h * hs * cols;
-        for (int64_t j = 0; j < hs; j++) {
-            int64_t from = j < hs / 2 ? 2 * j : 2 * (j - hs / 2) + 1;
-            memcpy(tmp + j * cols, head + from * cols, sizeof(float) * (size_t)cols);
-        }
+        for (int64_t j = 0; j < hs; j++)
+            memcpy(tmp + j * cols, head + hp_hf_rope_row(j, hs) * cols, sizeof(float) * (size_t)cols);
         memcpy(head, tmp, sizeof(float) * (size_t)(hs * cols));
     }
     free(tmp);
     return HP_OK;
 }
 
-/* One piece of parameter `name` (its rows [r0, r0 + rows) of cols) under hf name, transposed or RoPE-permuted. */
-static hp_status put(hf_list *l, src *s, const char *name, const char *hf, int64_t r0, int64_t rows,
-                     int64_t cols, int transpose, int64_t rope_hs, int ndim) {
-    const float *p;
-    int64_t n;
-    HP_TRY(read_param(&p, &n, s, name));
-    if ((r0 + rows) * cols > n)
-        return hp_errorf("%s: '%s' has %lld elements, fewer than its export reads", s->dir, name, (long long)n);
-    float *o = slice(p, r0, rows, cols, transpose);
+/* One piece of the model (api/hf_map): its block of our parameter, transposed or RoPE-permuted as stored. */
+static hp_status put(hf_list *l, src *s, const hp_hf_piece *pc) {
+    const float *p = NULL;
+    int64_t n = 0;
+    HP_TRY(read_param(&p, &n, s, pc->ours));
+    if ((pc->r0 + pc->rows) * pc->cols > n)
+        return hp_errorf("%s: '%s' has %lld elements, fewer than its export reads", s->dir, pc->ours, (long long)n);
+    float *o = slice(p, pc->r0, pc->rows, pc->cols, pc->transpose);
     if (!o) return hp_errorf("hf export: out of memory");
-    if (rope_hs > 0) {
-        hp_status st = rope_rows(o, rows, cols, rope_hs);
+    if (pc->rope_hs > 0) {
+        hp_status st = rope_rows(o, pc->rows, pc->cols, pc->rope_hs);
         if (st) return free(o), st;
     }
-    return transpose ? add(l, hf, o, cols, rows, ndim) : add(l, hf, o, rows, cols, ndim);
+    int nd = pc->vector ? 1 : 2;
+    return pc->transpose ? add(l, pc->hf, o, pc->cols, pc->rows, nd) : add(l, pc->hf, o, pc->rows, pc->cols, nd);
 }
 
-static hp_status gpt2_tensors(hf_list *l, src *s, const hp_model_config *c, char *cfg, size_t cap) {
-    int64_t C = c->channels, V = c->vocab;
-    char a[96], b[96];
-    HP_TRY(put(l, s, "wte", "transformer.wte.weight", 0, V, C, 0, 0, 2));
-    HP_TRY(put(l, s, "wpe", "transformer.wpe.weight", 0, c->max_seq, C, 0, 0, 2));
-    for (int i = 0; i < c->layers; i++) {
-#define P(ours, hf, rows, cols, tr, nd)                                            \
-    do {                                                                           \
-        snprintf(a, sizeof a, "h.%d.%s", i, ours);                                \
-        snprintf(b, sizeof b, "transformer.h.%d.%s", i, hf);                       \
-        HP_TRY(put(l, s, a, b, 0, rows, cols, tr, 0, nd));                        \
-    } while (0)
-        P("ln1.weight", "ln_1.weight", 1, C, 0, 1);
-        P("ln1.bias", "ln_1.bias", 1, C, 0, 1);
-        P("attn.qkv.weight", "attn.c_attn.weight", 3 * C, C, 1, 2);
-        P("attn.qkv.bias", "attn.c_attn.bias", 1, 3 * C, 0, 1);
-        P("attn.proj.weight", "attn.c_proj.weight", C, C, 1, 2);
-        P("attn.proj.bias", "attn.c_proj.bias", 1, C, 0, 1);
-        P("ln2.weight", "ln_2.weight", 1, C, 0, 1);
-        P("ln2.bias", "ln_2.bias", 1, C, 0, 1);
-        P("mlp.fc.weight", "mlp.c_fc.weight", 4 * C, C, 1, 2);
-        P("mlp.fc.bias", "mlp.c_fc.bias", 1, 4 * C, 0, 1);
-        P("mlp.proj.weight", "mlp.c_proj.weight", C, 4 * C, 1, 2);
-        P("mlp.proj.bias", "mlp.c_proj.bias", 1, C, 0, 1);
-#undef P
-    }
-    HP_TRY(put(l, s, "lnf.weight", "transformer.ln_f.weight", 0, 1, C, 0, 0, 1));
-    HP_TRY(put(l, s, "lnf.bias", "transformer.ln_f.bias", 0, 1, C, 0, 0, 1));
+/* Every tensor of the model, in the order api/hf_map gives. */
+static hp_status tensors(hf_list *l, src *s, const char *family, const hp_model_config *c) {
+    hp_hf_piece *pcs;
+    int n;
+    HP_TRY(hp_hf_pieces(&pcs, &n, family, c));
+    hp_status st = HP_OK;
+    for (int i = 0; !st && i < n; i++) st = put(l, s, &pcs[i]);
+    free(pcs);
+    return st;
+}
+
+static void gpt2_config(char *cfg, size_t cap, const hp_model_config *c, int bf16) {
     snprintf(cfg, cap,
              "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"n_embd\": %d, \"n_head\": %d, "
              "\"n_layer\": %d, \"n_positions\": %d, \"n_ctx\": %d, \"vocab_size\": %d, \"layer_norm_epsilon\": 1e-05, "
              "\"activation_function\": \"gelu_new\", \"tie_word_embeddings\": true, \"torch_dtype\": \"%s\"}\n",
-             c->channels, c->heads, c->layers, c->max_seq, c->max_seq, c->vocab, l->bf16 ? "bfloat16" : "float32");
-    return HP_OK;
+             c->channels, c->heads, c->layers, c->max_seq, c->max_seq, c->vocab, bf16 ? "bfloat16" : "float32");
 }
 
-static hp_status llama_tensors(hf_list *l, src *s, const hp_model_config *c, char *cfg, size_t cap) {
-    int64_t C = c->channels, V = c->vocab, NH = c->heads, KV = c->kv_heads > 0 ? c->kv_heads : c->heads;
-    int64_t hs = C / NH, Ckv = KV * hs, E = c->experts;
-    int64_t F = c->ffn > 0 ? c->ffn : (8 * C / 3 + 255) / 256 * 256, Fe = c->expert_ffn > 0 ? c->expert_ffn : F;
-    if (E > 0 && c->shared_experts > 0)
-        return hp_errorf("%s: shared experts have no place in Mixtral's layout (Qwen2-MoE's is not written yet)",
-                         s->dir);
-    char a[96], b[128];
-    HP_TRY(put(l, s, "tok_embeddings.weight", "model.embed_tokens.weight", 0, V, C, 0, 0, 2));
-    for (int i = 0; i < c->layers; i++) {
-#define P(ours, hf, r0, rows, cols, rope, nd)                                      \
-    do {                                                                           \
-        snprintf(a, sizeof a, "h.%d.%s", i, ours);                                \
-        snprintf(b, sizeof b, "model.layers.%d.%s", i, hf);                        \
-        HP_TRY(put(l, s, a, b, r0, rows, cols, 0, rope, nd));                     \
-    } while (0)
-        P("attn_norm.weight", "input_layernorm.weight", 0, 1, C, 0, 1);
-        P("attn.q.weight", "self_attn.q_proj.weight", 0, C, C, hs, 2);
-        P("attn.kv.weight", "self_attn.k_proj.weight", 0, Ckv, C, hs, 2);
-        P("attn.kv.weight", "self_attn.v_proj.weight", Ckv, Ckv, C, 0, 2);
-        P("attn.proj.weight", "self_attn.o_proj.weight", 0, C, C, 0, 2);
-        P("mlp_norm.weight", "post_attention_layernorm.weight", 0, 1, C, 0, 1);
-        if (E == 0) {
-            P("mlp.gate_up.weight", "mlp.gate_proj.weight", 0, F, C, 0, 2);
-            P("mlp.gate_up.weight", "mlp.up_proj.weight", F, F, C, 0, 2);
-            P("mlp.down.weight", "mlp.down_proj.weight", 0, C, F, 0, 2);
-        } else {
-            P("moe.router.weight", "block_sparse_moe.gate.weight", 0, E, C, 0, 2);
-            char w[64];
-            for (int64_t e = 0; e < E; e++) { /* each stack's pieces one after the other: it is read once */
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w1.weight", (long long)e);
-                P("moe.experts.gate_up.weight", w, 2 * e * Fe, Fe, C, 0, 2);
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
-                P("moe.experts.gate_up.weight", w, (2 * e + 1) * Fe, Fe, C, 0, 2);
-            }
-            for (int64_t e = 0; e < E; e++) {
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w2.weight", (long long)e);
-                P("moe.experts.down.weight", w, e * C, C, Fe, 0, 2);
-            }
-        }
-#undef P
-    }
-    HP_TRY(put(l, s, "norm.weight", "model.norm.weight", 0, 1, C, 0, 0, 1));
-    HP_TRY(put(l, s, "output.weight", "lm_head.weight", 0, V, C, 0, 0, 2));
+static void llama_config(char *cfg, size_t cap, const hp_model_config *c, int bf16) {
+    int64_t C = c->channels, NH = c->heads, KV = c->kv_heads > 0 ? c->kv_heads : c->heads, E = c->experts;
+    int64_t F, Fe;
+    hp_hf_ffn_widths(&F, &Fe, c);
     char moe[256] = "";
     if (E > 0)
         snprintf(moe, sizeof moe, ", \"num_local_experts\": %lld, \"num_experts_per_tok\": %d, "
@@ -228,13 +173,15 @@ static hp_status llama_tensors(hf_list *l, src *s, const hp_model_config *c, cha
              E ? "MixtralForCausalLM" : "LlamaForCausalLM", E ? "mixtral" : "llama", (long long)C,
              (long long)(E ? Fe : F), c->layers, (long long)NH, (long long)KV,
              (double)(c->rope_theta > 0 ? c->rope_theta : 10000.0f), c->max_seq, c->vocab,
-             l->bf16 ? "bfloat16" : "float32", moe);
-    return HP_OK;
+             bf16 ? "bfloat16" : "float32", moe);
 }
 
-hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
+hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16, int64_t max_shard_bytes) {
     if (!out_dir || !out_dir[0]) return hp_errorf("hp_export_hf: no output directory given");
     if (!ckpt_dir || !ckpt_dir[0]) return hp_errorf("hp_export_hf: no checkpoint directory given");
+    if (max_shard_bytes < 0)
+        return hp_errorf("hp_export_hf: max_shard_bytes is %lld (0: the default, 5 GB)", (long long)max_shard_bytes);
+    if (max_shard_bytes == 0) max_shard_bytes = HP_HF_MAX_SHARD_DEFAULT;
     if (hp_fs_exists(out_dir)) return hp_errorf("%s: already exists (the export writes a new directory)", out_dir);
     char *dir = NULL;
     hp_ckpt ck;
@@ -259,6 +206,9 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
         if (!fam || (strcmp(fam->family, "llama") && strcmp(fam->family, "moe")))
             st = hp_errorf("%s: model '%s' has no Hugging Face layout here (gpt2, Llama and MoE presets do)", dir, name);
         else st = fam->preset(&c, name);
+        if (!st && c.experts > 0 && c.shared_experts > 0)
+            st = hp_errorf("%s: shared experts have no place in Mixtral's layout (Qwen2-MoE's is not written yet)",
+                           dir);
     }
     hp_graph *g = NULL;
     if (!st) st = hp_graph_create(&g);
@@ -273,9 +223,10 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     char *cfg = malloc(4096);
     if (!st && !cfg) st = hp_errorf("hf export: out of memory");
     src s = {&ck, g, dir, -1, NULL, 0};
-    if (!st) st = fam ? llama_tensors(&l, &s, &c, cfg, 4096) : gpt2_tensors(&l, &s, &c, cfg, 4096);
+    if (!st) st = tensors(&l, &s, fam ? fam->family : "gpt2", &c);
+    if (!st) (fam ? llama_config : gpt2_config)(cfg, 4096, &c, bf16);
     /* a temporary directory beside the target, renamed when complete */
-    char *tmp = NULL, *st_path = NULL, *cfg_path = NULL;
+    char *tmp = NULL, *cfg_path = NULL;
     if (!st) {
         size_t n = strlen(out_dir) + 16;
         tmp = malloc(n);
@@ -285,15 +236,17 @@ hp_status hp_export_hf(const char *out_dir, const char *ckpt_dir, int bf16) {
     if (!st && hp_fs_exists(tmp)) st = hp_fs_remove_tree(tmp);
     if (!st) st = hp_fs_mkdir_p(tmp);
     if (!st) {
-        st_path = hp_fs_join(tmp, "model.safetensors"), cfg_path = hp_fs_join(tmp, "config.json");
-        if (!st_path || !cfg_path) st = hp_errorf("hf export: out of memory");
+        cfg_path = hp_fs_join(tmp, "config.json");
+        if (!cfg_path) st = hp_errorf("hf export: out of memory");
     }
-    if (!st) st = hp_safetensors_write(st_path, l.t, l.n, "{\"format\": \"pt\"}");
+    int files = 0;
+    if (!st) st = hp_hf_write_weights(&files, tmp, l.t, l.n, max_shard_bytes, "{\"format\": \"pt\"}");
+    (void)files;
     if (!st) st = hp_fs_write_atomic(cfg_path, cfg, strlen(cfg));
     if (!st) st = hp_fs_fsync_dir(tmp);
     if (!st && rename(tmp, out_dir) != 0) st = hp_errorf("%s: cannot rename %s to it", out_dir, tmp);
     if (st && tmp && hp_fs_exists(tmp)) hp_status_free(hp_fs_remove_tree(tmp)); /* nothing half-written stays */
-    free(st_path), free(cfg_path), free(tmp), free(cfg);
+    free(cfg_path), free(tmp), free(cfg);
     list_free(&l);
     free(s.held);
     hp_graph_destroy(g);

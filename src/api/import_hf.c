@@ -4,11 +4,12 @@
  * LlamaForCausalLM, MixtralForCausalLM), model.safetensors — or the shards a
  * model.safetensors.index.json's weight_map names — hold the tensors, F32 or
  * BF16 (widened exactly). Each parameter is made from its tensors by the
- * inverse of api/export_hf's layouts: GPT-2's Conv1D weights transposed back;
- * Llama's q/k/v/o and gate/up/down put into the fused stacks, the query and
- * key rows of each head permuted from Hugging Face's RoPE halves back to the
- * interleaved pairs this project rotates; Mixtral's router and w1/w3/w2 into
- * the expert stacks; the padded vocabulary rows zero. A missing tensor, a
+ * inverse of the layouts api/hf_map states (api/export_hf writes them):
+ * GPT-2's Conv1D weights transposed back; Llama's q/k/v/o and gate/up/down
+ * put into the fused stacks, the query and key rows of each head permuted
+ * from Hugging Face's RoPE halves back to the interleaved pairs this project
+ * rotates; Mixtral's router and w1/w3/w2 into the expert stacks; the padded
+ * vocabulary rows zero. A missing tensor, a
  * wrong shape or an unknown dtype is a one-line error naming the directory
  * and the tensor; so is a parameter no tensor fills. */
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/hf_map.h"
 #include "io/fsutil.h"
 #include "io/json.h"
 #include "io/regfile.h"
@@ -109,109 +111,38 @@ static hp_status tensor(float **out, hf_in *s, const char *name, int64_t rows, i
     return HP_OK;
 }
 
-/* Our parameter `ours` (its rows [r0, r0 + rows) of cols) from tensor `hf`: stored transposed ([cols, rows]) when
- * asked; rope_hs > 0: each head's rows from Hugging Face's halves (row j < hs/2 is our 2j, hs/2 + j our 2j + 1). */
-static hp_status take(hf_in *s, const char *ours, const char *hf, int64_t r0, int64_t rows, int64_t cols, int transpose,
-                      int64_t rope_hs, int vector) {
+/* One piece of the model (api/hf_map) from its tensor: transposed back, each head's rows from Hugging Face's
+ * RoPE halves back to our pairs, a vocabulary table's padded rows zero. */
+static hp_status take(hf_in *s, const hp_hf_piece *pc) {
     int k = 0;
-    while (k < s->n && strcmp(s->names[k], ours)) k++;
-    if (k == s->n) return hp_errorf("--init-hf: the model has no parameter '%s' (for '%s')", ours, hf);
-    if ((r0 + rows) * cols > hp_shape_numel(&s->shapes[k]))
-        return hp_errorf("--init-hf: '%s' is smaller than '%s' in %s", ours, hf, s->dir);
+    while (k < s->n && strcmp(s->names[k], pc->ours)) k++;
+    if (k == s->n) return hp_errorf("--init-hf: the model has no parameter '%s' (for '%s')", pc->ours, pc->hf);
+    int64_t r0 = pc->r0, rows = pc->rows, cols = pc->cols, hs = pc->rope_hs, numel = hp_shape_numel(&s->shapes[k]);
+    if ((r0 + rows) * cols > numel)
+        return hp_errorf("--init-hf: '%s' is smaller than '%s' in %s", pc->ours, pc->hf, s->dir);
     float *t;
-    HP_TRY(transpose ? tensor(&t, s, hf, cols, rows, vector) : tensor(&t, s, hf, rows, cols, vector));
+    HP_TRY(pc->transpose ? tensor(&t, s, pc->hf, cols, rows, pc->vector)
+                         : tensor(&t, s, pc->hf, rows, cols, pc->vector));
     float *dst = s->ptrs[k] + r0 * cols;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t from = r;
-        if (rope_hs > 0) {
-            int64_t h = r / rope_hs, j = r % rope_hs;
-            from = h * rope_hs + (j % 2 ? rope_hs / 2 + j / 2 : j / 2);
-        }
-        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = transpose ? t[c * rows + from] : t[from * cols + c];
+    for (int64_t j = 0; j < rows; j++) { /* Hugging Face's row j is our row r */
+        int64_t r = hs > 0 ? j / hs * hs + hp_hf_rope_row(j % hs, hs) : j;
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = pc->transpose ? t[c * rows + j] : t[j * cols + c];
     }
     free(t);
+    if (pc->vocab) memset(dst + rows * cols, 0, sizeof(float) * (size_t)(numel - (r0 + rows) * cols));
     s->filled[k] = 1;
     return HP_OK;
 }
 
-/* A vocabulary table [Vp, C] from [V, C]: the padded rows zero. */
-static hp_status vocab(hf_in *s, const char *ours, const char *hf, int64_t V, int64_t C) {
-    HP_TRY(take(s, ours, hf, 0, V, C, 0, 0, 0));
-    for (int k = 0; k < s->n; k++)
-        if (!strcmp(s->names[k], ours))
-            memset(s->ptrs[k] + V * C, 0, sizeof(float) * (size_t)(hp_shape_numel(&s->shapes[k]) - V * C));
-    return HP_OK;
-}
-
-static hp_status gpt2_in(hf_in *s, const hp_model_config *c) {
-    int64_t C = c->channels;
-    char a[96], b[96];
-    HP_TRY(vocab(s, "wte", "transformer.wte.weight", c->vocab, C));
-    HP_TRY(take(s, "wpe", "transformer.wpe.weight", 0, c->max_seq, C, 0, 0, 0));
-    for (int i = 0; i < c->layers; i++) {
-#define T(ours, hf, rows, cols, tr, vec)                                           \
-    do {                                                                           \
-        snprintf(a, sizeof a, "h.%d.%s", i, ours);                                \
-        snprintf(b, sizeof b, "transformer.h.%d.%s", i, hf);                       \
-        HP_TRY(take(s, a, b, 0, rows, cols, tr, 0, vec));                         \
-    } while (0)
-        T("ln1.weight", "ln_1.weight", 1, C, 0, 1);
-        T("ln1.bias", "ln_1.bias", 1, C, 0, 1);
-        T("attn.qkv.weight", "attn.c_attn.weight", 3 * C, C, 1, 0);
-        T("attn.qkv.bias", "attn.c_attn.bias", 1, 3 * C, 0, 1);
-        T("attn.proj.weight", "attn.c_proj.weight", C, C, 1, 0);
-        T("attn.proj.bias", "attn.c_proj.bias", 1, C, 0, 1);
-        T("ln2.weight", "ln_2.weight", 1, C, 0, 1);
-        T("ln2.bias", "ln_2.bias", 1, C, 0, 1);
-        T("mlp.fc.weight", "mlp.c_fc.weight", 4 * C, C, 1, 0);
-        T("mlp.fc.bias", "mlp.c_fc.bias", 1, 4 * C, 0, 1);
-        T("mlp.proj.weight", "mlp.c_proj.weight", C, 4 * C, 1, 0);
-        T("mlp.proj.bias", "mlp.c_proj.bias", 1, C, 0, 1);
-#undef T
-    }
-    HP_TRY(take(s, "lnf.weight", "transformer.ln_f.weight", 0, 1, C, 0, 0, 1));
-    return take(s, "lnf.bias", "transformer.ln_f.bias", 0, 1, C, 0, 0, 1);
-}
-
-static hp_status llama_in(hf_in *s, const hp_model_config *c) {
-    int64_t C = c->channels, NH = c->heads, KV = c->kv_heads > 0 ? c->kv_heads : c->heads;
-    int64_t hs = C / NH, Ckv = KV * hs, E = c->experts;
-    int64_t F = c->ffn > 0 ? c->ffn : (8 * C / 3 + 255) / 256 * 256, Fe = c->expert_ffn > 0 ? c->expert_ffn : F;
-    char a[96], b[128];
-    HP_TRY(vocab(s, "tok_embeddings.weight", "model.embed_tokens.weight", c->vocab, C));
-    for (int i = 0; i < c->layers; i++) {
-#define T(ours, hf, r0, rows, cols, rope, vec)                                     \
-    do {                                                                           \
-        snprintf(a, sizeof a, "h.%d.%s", i, ours);                                \
-        snprintf(b, sizeof b, "model.layers.%d.%s", i, hf);                        \
-        HP_TRY(take(s, a, b, r0, rows, cols, 0, rope, vec));                      \
-    } while (0)
-        T("attn_norm.weight", "input_layernorm.weight", 0, 1, C, 0, 1);
-        T("attn.q.weight", "self_attn.q_proj.weight", 0, C, C, hs, 0);
-        T("attn.kv.weight", "self_attn.k_proj.weight", 0, Ckv, C, hs, 0);
-        T("attn.kv.weight", "self_attn.v_proj.weight", Ckv, Ckv, C, 0, 0);
-        T("attn.proj.weight", "self_attn.o_proj.weight", 0, C, C, 0, 0);
-        T("mlp_norm.weight", "post_attention_layernorm.weight", 0, 1, C, 0, 1);
-        if (E == 0) {
-            T("mlp.gate_up.weight", "mlp.gate_proj.weight", 0, F, C, 0, 0);
-            T("mlp.gate_up.weight", "mlp.up_proj.weight", F, F, C, 0, 0);
-            T("mlp.down.weight", "mlp.down_proj.weight", 0, C, F, 0, 0);
-        } else {
-            T("moe.router.weight", "block_sparse_moe.gate.weight", 0, E, C, 0, 0);
-            char w[64];
-            for (int64_t e = 0; e < E; e++) {
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w1.weight", (long long)e);
-                T("moe.experts.gate_up.weight", w, 2 * e * Fe, Fe, C, 0, 0);
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w3.weight", (long long)e);
-                T("moe.experts.gate_up.weight", w, (2 * e + 1) * Fe, Fe, C, 0, 0);
-                snprintf(w, sizeof w, "block_sparse_moe.experts.%lld.w2.weight", (long long)e);
-                T("moe.experts.down.weight", w, e * C, C, Fe, 0, 0);
-            }
-        }
-#undef T
-    }
-    HP_TRY(take(s, "norm.weight", "model.norm.weight", 0, 1, C, 0, 0, 1));
-    return vocab(s, "output.weight", "lm_head.weight", c->vocab, C);
+/* Every piece of the model api/hf_map gives for family and shape c. */
+static hp_status take_all(hf_in *s, const char *family, const hp_model_config *c) {
+    hp_hf_piece *pcs;
+    int n;
+    HP_TRY(hp_hf_pieces(&pcs, &n, family, c));
+    hp_status st = HP_OK;
+    for (int i = 0; !st && i < n; i++) st = take(s, &pcs[i]);
+    free(pcs);
+    return st;
 }
 
 /* config.json's integer field key, or an error naming it. */
@@ -275,7 +206,7 @@ hp_status hp_hf_load(float *const *ptrs, const char (*names)[HP_NAME_LEN], const
     hf_in s = {.dir = dir, .ptrs = ptrs, .names = names, .shapes = shapes, .n = n};
     s.filled = calloc((size_t)(n ? n : 1), 1);
     hp_status st = s.filled ? open_files(&s) : hp_errorf("--init-hf: out of memory");
-    if (!st) st = !strcmp(family, "gpt2") ? gpt2_in(&s, c) : llama_in(&s, c);
+    if (!st) st = take_all(&s, family, c);
     for (int k = 0; !st && k < n; k++)
         if (!s.filled[k])
             st = hp_errorf("%s: no tensor fills the model's parameter '%s' (shared experts have no Mixtral layout)",

@@ -105,20 +105,17 @@ static hp_status check_tensors(const char *path, const hp_named_tensor *ts, int 
     return HP_OK;
 }
 
-hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int n, const char *metadata_json) {
-    if (n < 0) return hp_errorf("%s: negative tensor count %d", path, n);
-    if (metadata_json) HP_TRY(check_metadata(path, metadata_json));
-    size_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
-    HP_ASSERT(sizes != NULL);
-    hp_status e = check_tensors(path, ts, n, sizes);
-    if (e) {
-        free(sizes);
-        return e;
-    }
+/* The file's first bytes: the header length, the header (every tensor's checksum when with_crc, else zeros of the
+ * same width) and its padding; *hbuf malloc'd, *hn its size. sizes: [n] the tensors' bytes. */
+static hp_status header(char **hbuf, size_t *hn, const char *path, const hp_named_tensor *ts, int n,
+                        const char *metadata_json, const size_t *sizes, int with_crc) {
     hp_jw w;
     hp_jw_init(&w);
     hp_jw_object_begin(&w);
-    write_metadata(&w, metadata_json, ts, n, sizes);
+    size_t *zero = with_crc ? NULL : calloc((size_t)(n ? n : 1), sizeof *zero);
+    HP_ASSERT(with_crc || zero != NULL);
+    write_metadata(&w, metadata_json, ts, n, with_crc ? sizes : zero);
+    free(zero);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         hp_jw_key(&w, ts[i].name);
@@ -140,24 +137,62 @@ hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int 
     hp_jw_object_end(&w);
     char *hdr;
     size_t hlen;
-    e = hp_jw_finish(&hdr, &hlen, &w);
+    hp_status e = hp_jw_finish(&hdr, &hlen, &w);
+    if (e) return hp_error_wrap(e, "%s", path);
+    size_t padded = (hlen + 7) & ~(size_t)7;
+    *hbuf = malloc(8 + padded);
+    HP_ASSERT(*hbuf != NULL);
+    uint64_t len64 = padded;
+    memcpy(*hbuf, &len64, 8);
+    memcpy(*hbuf + 8, hdr, hlen);
+    memset(*hbuf + 8 + hlen, ' ', padded - hlen);
+    free(hdr);
+    *hn = 8 + padded;
+    return HP_OK;
+}
+
+hp_status hp_safetensors_file_size(size_t *out, const hp_named_tensor *ts, int n, const char *metadata_json) {
+    *out = 0;
+    const char *path = "safetensors size";
+    if (n < 0) return hp_errorf("%s: negative tensor count %d", path, n);
+    if (metadata_json) HP_TRY(check_metadata(path, metadata_json));
+    size_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
+    HP_ASSERT(sizes != NULL);
+    char *hbuf = NULL;
+    size_t hn = 0;
+    hp_status e = check_tensors(path, ts, n, sizes);
+    if (!e) e = header(&hbuf, &hn, path, ts, n, metadata_json, sizes, 0);
+    if (!e) {
+        *out = hn;
+        for (int i = 0; i < n; i++) *out += sizes[i];
+    }
+    free(hbuf);
+    free(sizes);
+    return e;
+}
+
+hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int n, const char *metadata_json) {
+    if (n < 0) return hp_errorf("%s: negative tensor count %d", path, n);
+    if (metadata_json) HP_TRY(check_metadata(path, metadata_json));
+    size_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
+    HP_ASSERT(sizes != NULL);
+    hp_status e = check_tensors(path, ts, n, sizes);
     if (e) {
         free(sizes);
-        return hp_error_wrap(e, "%s", path);
+        return e;
     }
-    size_t padded = (hlen + 7) & ~(size_t)7;
-    char *hbuf = malloc(8 + padded);
-    HP_ASSERT(hbuf != NULL);
-    uint64_t len64 = padded;
-    memcpy(hbuf, &len64, 8);
-    memcpy(hbuf + 8, hdr, hlen);
-    memset(hbuf + 8 + hlen, ' ', padded - hlen);
-    free(hdr);
+    char *hbuf;
+    size_t hn;
+    e = header(&hbuf, &hn, path, ts, n, metadata_json, sizes, 1);
+    if (e) {
+        free(sizes);
+        return e;
+    }
 
     hp_afile f;
     e = hp_afile_open(&f, path);
     if (!e) {
-        e = hp_afile_write(&f, hbuf, 8 + padded);
+        e = hp_afile_write(&f, hbuf, hn);
         for (int i = 0; i < n && !e; i++) e = hp_afile_write(&f, ts[i].data, sizes[i]);
         if (e)
             hp_afile_abort(&f);

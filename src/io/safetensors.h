@@ -34,6 +34,9 @@ typedef struct {
  * rule) and no key "crc32c.*"; it is stored under "__metadata__" with the
  * tensors' checksums after it. Names must be unique. */
 hp_status hp_safetensors_write(const char *path, const hp_named_tensor *ts, int n, const char *metadata_json);
+/* The bytes hp_safetensors_write would write for these tensors and metadata (header, its padding and the data),
+ * found without reading the data (a checksum's width is fixed); the same checks, the errors naming no file. */
+hp_status hp_safetensors_file_size(size_t *out, const hp_named_tensor *ts, int n, const char *metadata_json);
 
 typedef struct hp_safetensors hp_safetensors;
 

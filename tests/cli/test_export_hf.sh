@@ -6,6 +6,8 @@
 # (bf16, its shape from config.json) start a run whose checkpoint exports to the same bytes (a step at lr 1e-30
 # moves no weight); a missing tensor, a tensor of the wrong shape, an unknown dtype, a config.json that is not
 # the preset's and a model of another family are one-line errors naming the directory and the tensor or key.
+# --max-shard-size writes transformers' shards and index past the limit (checked by hf_shard_check.py and read
+# back to the same bytes); a bad size is a one-line error naming the flag.
 . "$(dirname "$0")/lib.sh"
 chk="$(dirname "$0")/hf_check.py"
 ck="--batch 2 --seq 16 --steps 3 --val-every 0 --val-steps 1 --run-dir none"
@@ -35,6 +37,33 @@ for m in llama mix gpt2; do
   "$HP" export --ckpt ck_back_$m --hf hf_back_$m --hf-dtype $dt >out.txt 2>&1 || fail "export back $m: $(cat out.txt)"
   cmp -s hf_$m/model.safetensors hf_back_$m/model.safetensors || fail "$m: the weights read with --init-hf differ"
 done
+# --max-shard-size: transformers' sharded layout past the limit (hf_shard_check.py: the names, the index's
+# total_size and weight_map, every tensor once and equal to the single file's, no file over the limit but a
+# single-tensor one), read back with --init-hf and exported again whole: the single export's bytes
+shard_case() { # NAME CKPT SINGLE MODEL SIZE BYTES MIN_FILES [alone]
+  local name=$1 ck=$2 single=$3 model=$4 size=$5 bytes=$6 min=$7 alone=${8:-}
+  "$HP" export --ckpt "$ck" --hf "$name" --max-shard-size "$size" >out.txt 2>&1 || { fail "$name: $(cat out.txt)"; return; }
+  python3 "$(dirname "$0")/hf_shard_check.py" "$name" "$single" "$bytes" "$min" $alone || fail "$name: the check failed"
+  "$HP" train --model "$model" $one --init-hf "$name" --ckpt-dir "ck_$name" >out.txt 2>&1 || { fail "--init-hf $name: $(tail -2 out.txt)"; return; }
+  "$HP" export --ckpt "ck_$name" --hf "${name}_whole" >out.txt 2>&1 || { fail "export back $name: $(cat out.txt)"; return; }
+  cmp -s "$single/model.safetensors" "${name}_whole/model.safetensors" || fail "$name: the sharded weights read back differ"
+}
+shard_case hf_mix_shards ck_mix hf_mix mixtral-tiny 256KiB 262144 7          # 1.9 MB in 256 KiB files
+shard_case hf_llama_shards ck_llama hf_llama llama-tiny 60000 60000 10 alone # the 64 KiB vocabulary tables alone
+shard_case hf_mix_bits ck_mix hf_mix mixtral-tiny 4Mb 500000 4               # transformers' bits: 4 Mbit = 500 kB
+# at or above the model's size: one model.safetensors, the default's bytes
+"$HP" export --ckpt ck_llama --hf hf_llama_1g --max-shard-size 1gb >out.txt 2>&1 || fail "1gb: $(cat out.txt)"
+cmp -s hf_llama/model.safetensors hf_llama_1g/model.safetensors || fail "--max-shard-size 1gb: not the single file"
+sz=$(stat -c %s hf_llama/model.safetensors)
+"$HP" export --ckpt ck_llama --hf hf_llama_exact --max-shard-size "$sz" >out.txt 2>&1 || fail "$sz: $(cat out.txt)"
+cmp -s hf_llama/model.safetensors hf_llama_exact/model.safetensors || fail "--max-shard-size $sz: not the single file"
+"$HP" export --ckpt ck_llama --hf hf_llama_less --max-shard-size $((sz - 1)) >out.txt 2>&1 || fail "$((sz - 1)): $(cat out.txt)"
+[ -e hf_llama_less/model-00002-of-00002.safetensors ] && [ ! -e hf_llama_less/model.safetensors ] ||
+  fail "--max-shard-size $((sz - 1)): not two shards: $(ls hf_llama_less)"
+for bad in 5XB 0 0KB -5 5.5GB GB "" 99999999999TB; do
+  expect_error "--max-shard-size: '$bad'" "$HP" export --ckpt ck_llama --hf hf_bad --max-shard-size "$bad"
+done
+[ ! -e hf_bad ] && [ ! -e hf_bad.tmp ] || fail "a bad --max-shard-size left a directory"
 # a GPT-2 directory sets the shape flags (2 layers, 2 heads, 32 channels here)
 grep -q "L=2 NH=2 C=32" <("$HP" train $one --init-hf hf_gpt2 --ckpt-dir none 2>&1) || fail "--init-hf gpt2: the shape"
 # bad directories
