@@ -4,9 +4,10 @@
 # moe-tiny over 40 steps with 4 micro-batches against 1 rank, max |delta loss| <= 1e-5: FSDP 2 x EP 2, FSDP 4 x
 # EP 2 (8 rank-threads), ZeRO-1 and ZeRO-2 x DP 2 x EP 2, the fsdp2 style, FSDP 2 x EP 2 over 2 MPI processes
 # (the shard group across them: transient units), units by bytes and a plan file's units, and Muon under FSDP 2
-# x EP 2. The plan: the experts' bytes per
-# rank (parameters, gradients, optimizer state) divided by the shard group's size. A checkpoint of FSDP 2 x EP 2
-# (both formats) resumes under FSDP 2 x EP 2 (bit for bit), EP 2, FSDP 2 and 1 rank.
+# x EP 2. The plan: the experts' bytes per rank (parameters, gradients, optimizer state) divided by the shard
+# group's size. A checkpoint of FSDP 2 x EP 2 (both formats) resumes under FSDP 2 x EP 2 (bit for bit), EP 2,
+# FSDP 2 and 1 rank; one of ZeRO-2 x EP 2 on 1 rank and under ZeRO-1. The deterministic mode refuses FSDP x EP
+# (as before).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 mt="--model moe-tiny --batch 8 --seq 32 --steps 40 --val-every 100 --val-steps 2 --warmup 10 --lr 6e-4 --grad-accum 4"
@@ -76,11 +77,14 @@ EOF
 grep -q "fsdp.h.0@ep.reduce .*reduce-scatter(dp)" pfsdp2ep2.txt || fail "plan: the experts' reduce-scatter over dp"
 grep -q "all-reduce(ep) .*unit h.0@ep" pfsdp2ep2.txt && fail "plan: the experts' gradients all-reduced over ep"
 # a checkpoint of FSDP 2 x EP 2 at step 20 (both formats) resumes: steps 21-40 as the uninterrupted FSDP 2 x EP 2
-# run (under its own layout bit for bit; under EP 2, FSDP 2 and on 1 rank within 1e-5)
+# run (under its own layout bit for bit; under EP 2, FSDP 2 and on 1 rank within 1e-5); one of ZeRO-2 x DP 2 x
+# EP 2 (each rank's store holds its experts whole, its shards current) on 1 rank and under ZeRO-1
 "$HP" train $mt --fsdp 2 --ep 2 --metrics full.jsonl >full.log 2>&1 || fail "FSDP 2 x EP 2, 40 steps: $(tail -2 full.log)"
 "$HP" train $mt --fsdp 2 --ep 2 --stop-at 20 --ckpt-every 20 --ckpt-dir ck >ck.log 2>&1 || fail "save: $(tail -2 ck.log)"
 "$HP" train $mt --fsdp 2 --ep 2 --stop-at 20 --ckpt-every 20 --ckpt-dir cks --ckpt-format sharded >cks.log 2>&1 ||
   fail "sharded save: $(tail -2 cks.log)"
+"$HP" train $mt --zero 2 --dp 2 --ep 2 --stop-at 20 --ckpt-every 20 --ckpt-dir ckz >ckz.log 2>&1 ||
+  fail "ZeRO-2 save: $(tail -2 ckz.log)"
 resumed() { # name, checkpoint, tolerance, then the resumed run's flags
   local name=$1 from=$2 tol=$3 n m
   shift 3
@@ -99,6 +103,8 @@ resumed one ck 1e-5 "$HP" train $mt
 resumed s_fsdp2ep2 cks 0 "$HP" train $mt --fsdp 2 --ep 2
 resumed s_ep2 cks 1e-5 "$HP" train $mt --ep 2
 resumed s_one cks 1e-5 "$HP" train $mt
+resumed z_one ckz 1e-5 "$HP" train $mt
+resumed z_zero1 ckz 1e-5 "$HP" train $mt --zero 1 --dp 2 --ep 2
 # the deterministic mode: FSDP with a replicate axis (ep here) has no one-tree form yet, refused before any step
 expect_error "deterministic: HSDP (a replicate axis) is not built for it" \
   "$HP" train --model moe-tiny --batch 8 --seq 32 --steps 1 --deterministic --fsdp 2 --ep 2
