@@ -484,7 +484,7 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
     hp_fsdp_settings set; /* the FSDP flags as the plan's settings */
     hp_fsdp_settings_default(&set);
     /* with experts split along ep: the other parameters' gradients are summed over ep too, as over HSDP's
-     * replicas (the experts' own, split along ep, stay out of the units: reduced over dp as in data parallelism) */
+     * replicas; the experts' stacks, split along ep, are in split units (sharded over dp, reduced over dp only) */
     set.replicate = reps > 1 ? "rep" : o->ep > 1 ? "ep" : NULL;
     set.level = o->zero ? o->zero : 3, set.prefetch = o->prefetch, set.reshard = !strcmp(o->reshard, "on");
     set.style_fsdp2 = !strcmp(o->fsdp_style, "fsdp2");

@@ -193,7 +193,7 @@ static hp_status gather_colls(hp_plan_rank_report *r, tally *t, const hp_compile
             const hp_fsdp_plan *f = &cc->fsdp;
             const hp_fsdp_unit *un = &f->units[d.unit];
             int gather = d.kind == HP_COLL_ALL_GATHER, reps = d.group == HP_COLL_GROUP_FSDP_REPLICAS;
-            if (reps && f->replicas <= 1) continue;
+            if (reps && (f->replicas <= 1 || un->split)) continue; /* a split unit: no replicas' all-reduce */
             int axis = reps ? f->replicate_axis : f->shard_axis, k = m->size[axis];
             /* bytes a rank sends: (k - 1) shards in a ring-like exchange; an all-reduce twice that */
             /* reduce=bf16: the reduce-scatter moves bf16; gather=bf16: the all-gather */

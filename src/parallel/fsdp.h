@@ -1,12 +1,21 @@
 /* parallel/fsdp: the FSDP / ZeRO pass of hp_compile — persistent flat shards
  * per unit, laid out once, and the collectives that keep them.
  *
- * Layout. Every parameter the plan's `fsdp:` line manages (trainable, and
- * Replicate on the shard and replicate axes) belongs to one unit (the plan's
+ * Layout. Every parameter the plan's `fsdp:` line manages (trainable,
+ * Replicate on the shard axis, and Replicate or split (Shard) on the
+ * replicate axis) belongs to one unit (the plan's
  * `unit` globs, first match wins; unit_bytes: runs of parameters in the
  * forward's first-use order up to that many bytes, a small parameter (at most
  * a sixteenth of it) joining its neighbour; otherwise one per block "<a>.<N>"
- * of its name, plus "root" for the rest). The rank's parameter store is laid out
+ * of its name, plus "root" for the rest). A parameter split along the
+ * replicate axis (an expert stack split by expert along ep: each member of
+ * that axis holds its own experts) goes into a split unit, never with
+ * replicated ones: default units "<a>.<N>@<axis>", unit_bytes runs cut where
+ * the kind changes, and a plan unit that mixes the two is an error. A split
+ * unit is sharded over the shard group like any other (the ranks holding the
+ * same experts), and its reduction ends at the reduce-scatter: no all-reduce
+ * over the replicate axis, whose members hold other experts. The rank's
+ * parameter store is laid out
  * unit by unit: a unit's parameters in graph order, each starting on a
  * 16-float (64-byte) boundary, the unit padded with zeros to a multiple of
  * 16 x members floats, so that it splits into `members` equal shards of
@@ -29,7 +38,7 @@
  * full (partial-sum) gradient; a reduce-scatter leaves the sum of the rank's
  * shard in its shard value (inside a supernode each rank sums its slice
  * straight out of its peers' buffers), then, under HSDP, an all-reduce over
- * the replicate axis finishes that shard. The optimizer updates the
+ * the replicate axis finishes that shard (not for a split unit). The optimizer updates the
  * rank's pieces: the intersections of its shards with the parameters.
  *
  * Nodes and their places (the schedule pass puts them where `hint` says):
@@ -123,6 +132,8 @@ typedef struct {
     int keep;           /* transient: 1 when kept whole from its forward to its backward (keep_bytes): its slot
                          * is its own */
     int chunk;          /* an interleaved pipeline stage's model chunk running the unit's nodes (0: one chunk) */
+    int split;          /* 1: its parameters are split along the replicate axis (expert stacks under EP): the
+                         * reduction is the reduce-scatter alone, no replicas' all-reduce (reduce_node[2] -1) */
     int grad_sum;       /* local value: the reduced shard summed over the pipeline stages holding the unit (its
                          * one parameter is tied across stages; parallel/pp_shared), what the optimizer reads;
                          * -1: none */
@@ -134,7 +145,8 @@ typedef struct hp_fsdp_plan {
     int shard_axis, replicate_axis;
     int members, me;    /* the shard group's size and this rank's place in it */
     int replicas;       /* the replicate group's size (1 without HSDP) */
-    int fuse_replicas;  /* HSDP, style hyperpar, fp32 reductions, every parameter with a gradient managed: a
+    int fuse_replicas;  /* HSDP, style hyperpar, fp32 reductions, every parameter with a gradient managed, no
+                         * split unit (its axis's group has traffic of its own, EP's exchange): a
                          * unit's reduce-scatter and its replicas' all-reduce are one fused call on the shard
                          * group's lane (hp_comm_start_then), the all-reduce starting as the reduce-scatter
                          * ends, waited at the replicas' wait */

@@ -118,10 +118,11 @@ static void fused_start(const hp_kctx *k, int u, float *shard, const float *from
 static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     hp_fsdp_rt *rt = rt_of(k);
     int u = (int)n->a.i[0];
-    rt->req[3 * u + 1] = NULL;
-    if (rt->plan->fuse_replicas) rt->req[3 * u + 2] = NULL;
-    if (skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
+    int fused = rt->plan->fuse_replicas && !un->split; /* a split unit: the reduce-scatter alone */
+    rt->req[3 * u + 1] = NULL;
+    if (fused) rt->req[3 * u + 2] = NULL;
+    if (skipped(n, in)) return;
     const float *from = in[0].data;
     if (rt->plan->reduce_bf16) { /* narrowed (the fsdp2 style's staging copy too), reduced in bf16 */
         int b = (int)n->a.i[3];
@@ -142,7 +143,7 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
         memcpy(rt->staging[rt->nstaging], from, un->size * sizeof(float));
         from = rt->staging[rt->nstaging];
     }
-    if (rt->plan->fuse_replicas) { /* HSDP: the reduce-scatter, then the replicas' all-reduce, one call */
+    if (fused) { /* HSDP: the reduce-scatter, then the replicas' all-reduce, one call */
         fused_start(k, u, out[0].data, from);
         return;
     }
@@ -151,20 +152,22 @@ static void reduce_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor
         memcpy(out[0].data, from + un->shard * (size_t)rt->plan->me, un->shard * sizeof(float));
 }
 
-/* in[0]: the unit's gradient, in[1]: the shard (HSDP: all-reduced over the replicas from here) */
+/* in[0]: the unit's gradient, in[1]: the shard (HSDP: all-reduced over the replicas from here, but for a split
+ * unit's: its replicate axis's members hold other pieces) */
 static void reduce_wait_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out;
     hp_fsdp_rt *rt = rt_of(k);
-    int u = (int)n->a.i[0];
+    int u = (int)n->a.i[0], split = rt->plan->units[u].split;
     wait_slot(k, 3 * u + 1);
-    if (rt->plan->fuse_replicas) hp_comm_wait_first(rt->req[3 * u + 2]); /* the gradient read: the all-reduce goes on */
+    if (rt->plan->fuse_replicas && !split)
+        hp_comm_wait_first(rt->req[3 * u + 2]); /* the gradient read: the all-reduce goes on */
     else rt->req[3 * u + 2] = NULL;
     int b = (int)n->a.i[3];
     if (rt->plan->reduce_bf16 && rt->red16_unit[b] == u) { /* the bf16 shard widened into the fp32 one */
         rt->red16_unit[b] = -1;
         if (!*k->err) hp_kb_bf16_to_f32(k->pool, in[1].data, rt->shard16[b], (long)rt->plan->units[u].shard);
     }
-    if (*k->err || rt->plan->replicas <= 1 || rt->plan->fuse_replicas || skipped(n, in)) return;
+    if (*k->err || rt->plan->replicas <= 1 || rt->plan->fuse_replicas || split || skipped(n, in)) return;
     const hp_fsdp_unit *un = &rt->plan->units[u];
     start(k, 3 * u + 2, rt->replicate_group, HP_COMM_ALL_REDUCE, in[1].data, in[1].data, (int64_t)un->shard);
     if (rt->staging) wait_slot(k, 3 * u + 2); /* fsdp2: a separate, blocking all-reduce */

@@ -61,9 +61,12 @@ static int unit_named(const hp_fsdp_plan *f, const char *name) {
     return -1;
 }
 
+/* 0: not managed; 1: managed, Replicate on the replicate axis (or none);
+ * 2: managed, split along the replicate axis (a split unit's: the experts) */
 static int managed(const hp_layout *l, const hp_fsdp_spec *s) {
     if (l->p[s->shard_axis].kind != HP_REPLICATE) return 0;
-    return s->replicate_axis < 0 || l->p[s->replicate_axis].kind == HP_REPLICATE;
+    if (s->replicate_axis < 0 || l->p[s->replicate_axis].kind == HP_REPLICATE) return 1;
+    return l->p[s->replicate_axis].kind == HP_SHARD ? 2 : 0;
 }
 
 typedef struct {
@@ -108,10 +111,11 @@ int hp_fsdp_store_spans(size_t (*out)[2], int cap, const hp_fsdp_plan *f) {
  * pieces: a parameter that would pass the budget starts a new unit unless it
  * is small (at most budget / 16: a bias or a norm joins its neighbour), so a
  * parameter larger than the budget is a unit of its own with its small
- * neighbours. A unit is named after its first parameter ("wte", or
- * "h.0.attn.qkv.weight+1" with one more). */
+ * neighbours; a parameter of another kind than the one before it (kind[k]:
+ * managed()'s) starts a unit. A unit is named after its first parameter
+ * ("wte", or "h.0.attn.qkv.weight+1" with one more). */
 static hp_status byte_units(hp_fsdp_plan *out, const hp_graph *g, const hp_propagation *prop, const hp_mesh *m,
-                            int rank, const int *ids, int64_t budget) {
+                            int rank, const int *ids, const unsigned char *kind, int64_t budget) {
     int np = out->nparams;
     int *kof = malloc(sizeof(int) * (size_t)(g->nvals ? g->nvals : 1)), *ord = malloc(sizeof(int) * (size_t)(np ? np : 1));
     unsigned char *seen = calloc((size_t)(np ? np : 1), 1);
@@ -155,8 +159,9 @@ static hp_status byte_units(hp_fsdp_plan *out, const hp_graph *g, const hp_propa
          * forward (GPT-2's position table after the tied embedding, whose LM-head part is complete first)
          * starts a unit: it would hold the unit's reduction back */
         int late = prev >= 0 && done[k] > done[prev];
+        int other = prev >= 0 && kind[k] != kind[prev]; /* split and replicated parameters: never one unit */
         prev = k;
-        if (cur < 0 || late || (sum + b > (size_t)budget && b > (size_t)budget / 16)) {
+        if (cur < 0 || late || other || (sum + b > (size_t)budget && b > (size_t)budget / 16)) {
             cur = out->nunits++, first = k, sum = 0;
             snprintf(out->units[cur].name, HP_NAME_LEN, "%s", g->vals[ids[k]].name);
         }
@@ -225,8 +230,8 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->offset = calloc((size_t)(np ? np : 1), sizeof(size_t));
     out->units = calloc((size_t)(np + s->nunits + 1), sizeof *out->units);
     out->grad_layout = calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *out->grad_layout);
-    unsigned char *matched = calloc((size_t)s->nunits + 1, 1);
-    hp_status st = ids && out->unit_of && out->offset && out->units && out->grad_layout && matched
+    unsigned char *matched = calloc((size_t)s->nunits + 1, 1), *kind = calloc((size_t)(np ? np : 1), 1);
+    hp_status st = ids && out->unit_of && out->offset && out->units && out->grad_layout && matched && kind
                        ? HP_OK
                        : hp_errorf("fsdp: out of memory");
     if (!st) { /* the rank's parameters: a pipeline stage's only */
@@ -245,7 +250,8 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     for (int k = 0; !st && k < np; k++) {
         const hp_value *v = &g->vals[ids[k]];
         out->unit_of[k] = -1;
-        if (v->grad < 0 || !managed(&prop->val[ids[k]], s)) continue;
+        kind[k] = v->grad < 0 ? 0 : (unsigned char)managed(&prop->val[ids[k]], s);
+        if (!kind[k]) continue;
         int u = -1;
         if (held && held[ids[k]] == 2) { /* tied across stages: a unit of its own, made below */
             for (int r = 0; r < s->nunits; r++)
@@ -266,6 +272,10 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         } else {
             char nm[HP_NAME_LEN];
             default_unit(nm, sizeof nm, v->name);
+            if (kind[k] == 2) { /* split along the replicate axis: a unit of its own kind, "h.3@ep" */
+                size_t l = strlen(nm);
+                snprintf(nm + l, sizeof nm - l, "@%s", m->name[s->replicate_axis]);
+            }
             u = unit_named(out, nm);
             if (u < 0) {
                 u = out->nunits++;
@@ -275,12 +285,24 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
         out->unit_of[k] = u;
         if (u >= 0) out->units[u].nparams++;
     }
-    if (!st && s->unit_bytes > 0) st = byte_units(out, g, prop, m, rank, ids, s->unit_bytes);
+    if (!st && s->unit_bytes > 0) st = byte_units(out, g, prop, m, rank, ids, kind, s->unit_bytes);
     for (int k = 0; !st && k < np; k++) {
         if (out->unit_of[k] != -3) continue;
         int u = out->unit_of[k] = out->nunits++;
         snprintf(out->units[u].name, HP_NAME_LEN, "%s", g->vals[ids[k]].name);
         out->units[u].nparams = 1;
+    }
+    /* split units: every parameter of a unit of one kind (a plan's unit may not mix them) */
+    for (int k = 0; !st && k < np; k++) {
+        int u = out->unit_of[k], first = 0;
+        if (u < 0) continue;
+        while (out->unit_of[first] != u) first++;
+        if (kind[first] != kind[k])
+            st = hp_errorf("%s: fsdp: unit '%s' has '%s', split along the replicate axis '%s', and '%s', replicated "
+                           "along it (give the split parameters, e.g. the experts, a unit of their own)",
+                           where, out->units[u].name, g->vals[ids[kind[k] == 2 ? k : first]].name,
+                           m->name[s->replicate_axis], g->vals[ids[kind[k] == 2 ? first : k]].name);
+        out->units[u].split = kind[k] == 2;
     }
     for (int u = 0; !st && u < s->nunits; u++)
         if (!out->units[u].nparams && !matched[u])
@@ -309,15 +331,20 @@ hp_status hp_fsdp_prepare(hp_fsdp_plan *out, const hp_graph *g, const hp_propaga
     out->fuse_replicas = out->replicas > 1 && out->style == HP_FSDP_STYLE_HYPERPAR && !out->reduce_bf16;
     for (int k = 0; k < np && !st; k++)
         if (out->unit_of[k] < 0 && g->vals[ids[k]].grad >= 0) out->fuse_replicas = 0;
+    /* nor when parameters are split along the replicate axis: its group carries their own traffic (EP's token
+     * exchange in the backward), which the all-reduce, issued later from the shard group's lane, would cross */
+    for (int u = 0; u < out->nunits && !st; u++)
+        if (out->units[u].split) out->fuse_replicas = 0;
     /* gradients stay Partial on the axes this pass reduces */
     for (int k = 0; !st && k < np; k++) {
         if (out->unit_of[k] < 0) continue;
         hp_layout l = prop->val[ids[k]];
         if (m->size[s->shard_axis] > 1) l.p[s->shard_axis] = hp_partial(HP_PARTIAL_SUM);
-        if (s->replicate_axis >= 0 && m->size[s->replicate_axis] > 1) l.p[s->replicate_axis] = hp_partial(HP_PARTIAL_SUM);
+        if (s->replicate_axis >= 0 && m->size[s->replicate_axis] > 1 && kind[k] == 1)
+            l.p[s->replicate_axis] = hp_partial(HP_PARTIAL_SUM); /* a split one stays split there (its own piece) */
         out->grad_layout[ids[k]] = l;
     }
-    free(ids), free(matched);
+    free(ids), free(matched), free(kind);
     if (st) hp_fsdp_plan_free(out);
     return st;
 }
@@ -514,7 +541,7 @@ hp_status hp_fsdp_emit(hp_fsdp_plan *f, hp_rank_graph *rg) {
         const char *nm = f->units[u].name;
         int s = emit(rg, &hp_op_fsdp_reduce_start, io, 1, NULL, 0, &io[1], 1, u, HP_PHASE_BWD, nm, "reduce");
         int w = emit(rg, &hp_op_fsdp_reduce_wait, io, 2, NULL, 0, NULL, 0, u, HP_PHASE_BWD, nm, "reduce_wait");
-        int a = f->replicas > 1
+        int a = f->replicas > 1 && !un->split
                     ? emit(rg, &hp_op_fsdp_allreduce_wait, &io[1], 1, NULL, 0, NULL, 0, u, HP_PHASE_BWD, nm, "replicas_wait")
                     : -1;
         st = hp_rank_graph_sync_nodes(rg);

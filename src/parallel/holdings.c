@@ -140,8 +140,9 @@ static hp_status describe_store(hp_held_store *st, const hp_graph *lg, const hp_
         st->total = f->total;
         st->mirror = f->gather_bf16;
         /* one store per supernode only when every trainable parameter is in a unit: a parameter outside the
-         * units (an expert split along ep, reduced as in data parallelism) is updated by each rank holding it,
-         * which in a shared store would update it once per sharer */
+         * units (reduced as in data parallelism) is updated by each rank holding it, which in a shared store
+         * would update it once per sharer (the experts split along ep are in split units: the sharers, one
+         * shard group, hold the same experts) */
         int outside = 0;
         for (int k = 0; k < n; k++) outside |= f->unit_of[k] < 0 && lg->vals[ids[k]].grad >= 0;
         st->shared = f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR && !outside;
@@ -183,7 +184,7 @@ static hp_status add_units(hp_holdings *h, const hp_fsdp_plan *f) {
         hp_held_unit *x = &h->units[u];
         memcpy(x->name, f->units[u].name, HP_NAME_LEN);
         x->shard = f->units[u].shard, x->member = f->me, x->grad = f->units[u].grad_shard;
-        x->replicas = f->replicas > 1 ? f->replicas : 1;
+        x->replicas = f->replicas > 1 && !f->units[u].split ? f->replicas : 1; /* split: final at the reduce-scatter */
     }
     for (int t = 0; t < h->ntensors; t++) {
         hp_held_tensor *ht = &h->tensors[t];

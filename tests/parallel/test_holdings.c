@@ -2,7 +2,9 @@
  * rank of each plan of a small GPT-2 (AdamW): one rank, DP, TP, DP x TP,
  * FSDP levels 1, 2, 3 (ZeRO-1/2, FSDP), HSDP, FSDP x TP, gather=bf16 (a bf16
  * mirror), transient gathered units (the shard group spans supernodes), and
- * Muon under DP. Compiled per rank as `hyperpar plan` does (no
+ * Muon under DP; and a small MoE model (moe-tiny) under FSDP / ZeRO x EP,
+ * whose expert stacks, split along ep, are in split units (sharded over dp,
+ * reduced over dp only). Compiled per rank as `hyperpar plan` does (no
  * communicator). For every parameter and state tensor, over the ranks:
  *  - the distinct current pieces tile the tensor exactly once, and so do
  *    the distinct loaded pieces;
@@ -25,6 +27,7 @@
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
 #include "models/gpt2_plan.h"
+#include "models/zoo.h"
 #include "parallel/compile.h"
 #include "testutil.h"
 
@@ -98,7 +101,9 @@ static void check_units(const hp_compiled *c) {
     for (int u = 0; u < h->nunits; u++) {
         const hp_held_unit *x = &h->units[u];
         CHECK(!strcmp(x->name, f->units[u].name) && x->shard == f->units[u].shard && x->member == f->me);
-        CHECK(x->grad == f->units[u].grad_shard && x->replicas == f->replicas);
+        /* a split unit's (experts split along the replicate axis): final at the reduce-scatter, no replicas */
+        CHECK(x->grad == f->units[u].grad_shard && x->replicas == (f->units[u].split ? 1 : f->replicas));
+        CHECK(f->units[u].reduce_node[2] < 0 || (f->replicas > 1 && !f->units[u].split));
         CHECK(x->grad >= 0 && x->grad < c->rg.g->nvals && hp_val_numel(c->rg.g, x->grad) == (int64_t)x->shard);
     }
     int ngrads = 0;
@@ -260,6 +265,45 @@ static void fsdp_plan(const char *what, const hp_graph *model, int replicas, int
     hp_plan_free(&plan);
 }
 
+/* moe-tiny over dp x ep with FSDP at `level` (replicate=ep, as --fsdp N --ep M plans it): every trainable
+ * parameter is managed; the expert stacks (and only they) are in split units, each unit of one kind, a split
+ * unit's parameters each rank's own experts (their box along ep), and no rank outside the shard group holds
+ * the same part of an expert (the tiles and replicas are checked by check_plan). */
+static void moe_plan(const char *what, const hp_graph *model, int dp, int ep, const char *settings,
+                     const hp_compile_opts *o, int level) {
+    hp_plan plan;
+    CHECK_OK(hp_plan_model_ep(&plan, "moe", 1, 1, dp, ep, 1));
+    CHECK_OK(hp_plan_set_fsdp(&plan, settings, "test"));
+    check_plan(what, model, &plan, dp * ep, o, level);
+    hp_compiled c;
+    CHECK_OK(hp_compile(&c, model, &plan, dp * ep - 1, o));
+    const hp_fsdp_plan *f = &c.fsdp;
+    int nsplit = 0, nexp = 0;
+    for (int u = 0; u < f->nunits; u++) nsplit += f->units[u].split;
+    for (int k = 0; k < f->nparams; k++) {
+        const hp_value *v = &c.global->vals[f->gval[k]];
+        int expert = strstr(v->name, ".moe.experts.") != NULL;
+        nexp += expert;
+        CHECK(v->grad < 0 || f->unit_of[k] >= 0);
+        if (f->unit_of[k] >= 0) CHECK(f->units[f->unit_of[k]].split == expert);
+    }
+    CHECK(nexp > 0 && nsplit > 0);
+    /* a split unit's piece on this rank: its experts' box (E / ep of them), one dp member's shard of it */
+    const hp_holdings *h = &c.hold;
+    for (int t = 0; t < h->ntensors; t++) {
+        const hp_held_tensor *x = &h->tensors[t];
+        if (x->is_state || !strstr(x->name, ".moe.experts.")) continue;
+        for (int i = 0; i < x->count; i++) {
+            const hp_holding *p = &h->pieces[x->first + i];
+            CHECK(p->box.d[0] * ep == x->shape.d[0] && p->start[0] == p->box.d[0] * (ep - 1));
+            /* its shard: this rank's alone; levels 1, 2: the whole box too, loaded, as its dp peer's */
+            CHECK(p->nreplicas == (p->part ? 1 : dp) && p->current == p->part);
+        }
+    }
+    hp_compiled_free(&c);
+    hp_plan_free(&plan);
+}
+
 int main(void) {
     hp_kernels_init();
     const int B = 8, T = 8;
@@ -305,5 +349,18 @@ int main(void) {
         fsdp_plan("muon, dp 2", model, 1, 2, 1, NULL, &m, 0);
     }
     hp_graph_destroy(model);
+    {
+        hp_model_config mo;
+        const hp_model_family *fam = hp_model_family_of("moe-tiny");
+        CHECK(fam != NULL);
+        CHECK_OK(fam->preset(&mo, "moe-tiny"));
+        CHECK_OK(hp_graph_create(&model));
+        CHECK_OK(fam->build(model, &mo, B, T));
+        moe_plan("moe: fsdp 2 x ep 2", model, 2, 2, "shard=dp replicate=ep level=3", &o, 3);
+        moe_plan("moe: zero-2 2 x ep 2", model, 2, 2, "shard=dp replicate=ep level=2", &o, 2);
+        moe_plan("moe: zero-1 2 x ep 2", model, 2, 2, "shard=dp replicate=ep level=1", &o, 1);
+        moe_plan("moe: fsdp 2 x ep 4, unit_bytes", model, 2, 4, "shard=dp replicate=ep level=3 unit_bytes=65536", &o, 3);
+        hp_graph_destroy(model);
+    }
     return hp_test_finish("test_holdings");
 }
