@@ -2,7 +2,8 @@
  *
  * For each exchange X, in creation order: the nodes of X's phase that neither lead to X (its ancestors) nor read
  * what it makes (its descendants) are its candidates, between the exchange before it and the one after the next
- * (a MoE layer's shared experts are independent of both its exchanges); each is given to one exchange, the
+ * (a MoE layer's shared experts are independent of both its exchanges; a node touching an FSDP slot stays:
+ * slots are reused); each is given to one exchange, the
  * candidates X shares with the next exchange split by FLOPs so that both have about as much to hide. X becomes a
  * start (the node itself) and a wait placed right before X's first descendant, the chosen nodes right before the
  * wait (schedule hints). The step's order is then simulated as the schedule pass will place it, and a moved node
@@ -38,8 +39,21 @@ static int is_exchange(const hp_node *n) {
     return n->op == &hp_op_ep_send || n->op == &hp_op_ep_return || n->op == &hp_op_ep_resend;
 }
 
-/* What may move: compute, or a gradient's reduction (the schedule starts it where it is placed). */
+/* 1 if node n touches a value in one of FSDP's gathered-unit slots: a slot is reused by unit after unit, an
+ * aliasing the graph's values do not show (the gathers are placed by the uses FSDP saw). */
+static int in_slot(const hp_graph *g, const hp_node *n) {
+    for (int k = 0; k < hp_node_nin_all(n) + n->nout; k++) {
+        int v = k < hp_node_nin_all(n) ? hp_node_input(g, n, k) : n->out[k - hp_node_nin_all(n)];
+        for (; v >= 0; v = g->vals[v].view_of)
+            if (g->vals[v].store_slot >= 0) return 1;
+    }
+    return 0;
+}
+
+/* What may move: compute, or a gradient's reduction (the schedule starts it where it is placed), that touches
+ * no FSDP slot. */
 static int movable(const hp_graph *g, const hp_node *n) {
+    if (in_slot(g, n)) return 0;
     if (!n->op->communicates) return 1;
     hp_coll_desc d;
     return hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE && d.role == HP_COLL_BLOCKING && d.grad;
