@@ -206,11 +206,12 @@ static hp_status open_data(hp_data **d, const hp_train *t, int val) {
 
 /* A MoE model's statistics in each step's metrics record, from every moe_aux report the first rank holds (the
  * whole batch's statistics, all-reduced before the balancing loss; in the deterministic mode the rank's slice):
- * routed slots per expert over the layers (min, mean, max, and the mean over layers of max / mean) and the
- * balancing losses summed over the layers, of the step's last micro-batch. */
+ * routed slots per expert over the layers (min, mean, max, and the mean over layers of max / mean), the balancing
+ * and z losses summed over the layers, and the slots the routers' capacity dropped (their count, and their share of
+ * the routed slots), of the step's last micro-batch. */
 static void moe_metrics(void *ctx, const hp_program *prog, const hp_graph *g, hp_metrics_rec *rec) {
     (void)ctx;
-    double mn = 0, mx = 0, sum = 0, aux = 0, imb = 0;
+    double mn = 0, mx = 0, sum = 0, aux = 0, imb = 0, z = 0, dropped = 0;
     long cells = 0;
     int layers = 0;
     for (int i = 0; i < g->nnodes; i++) {
@@ -218,7 +219,7 @@ static void moe_metrics(void *ctx, const hp_program *prog, const hp_graph *g, hp
         if (hp_op_moe_role(n->op) != HP_MOE_ROLE_AUX || n->nout < 2 || n->out[1] < 0) continue;
         const float *r = hp_program_data((hp_program *)prog, n->out[1]);
         if (!r) continue;
-        long E = (long)(hp_val_numel(g, n->out[1]) - 1) / 2;
+        long E = (long)(hp_val_numel(g, n->out[1]) - 1) / 3;
         double lmax = 0, lsum = 0;
         for (long e = 0; e < E; e++) {
             double c = r[E + e];
@@ -226,7 +227,9 @@ static void moe_metrics(void *ctx, const hp_program *prog, const hp_graph *g, hp
             if (!cells || c > mx) mx = c;
             lmax = c > lmax ? c : lmax, lsum += c, sum += c, cells++;
         }
-        aux += r[2 * E];
+        z += r[2 * E];
+        if (E >= 2) dropped += r[2 * E + 1];
+        aux += r[3 * E];
         if (lsum > 0) imb += lmax / (lsum / (double)E);
         layers++;
     }
@@ -236,6 +239,9 @@ static void moe_metrics(void *ctx, const hp_program *prog, const hp_graph *g, hp
     hp_metrics_rec_num(rec, "moe_tokens_max", mx, 1);
     hp_metrics_rec_num(rec, "moe_imbalance", imb / layers, 4);
     hp_metrics_rec_num(rec, "moe_aux_loss", aux, HP_METRICS_G);
+    hp_metrics_rec_num(rec, "moe_z_loss", z, HP_METRICS_G);
+    hp_metrics_rec_num(rec, "moe_dropped", dropped, 0);
+    hp_metrics_rec_num(rec, "moe_dropped_frac", sum > 0 ? dropped / sum : 0, 4);
 }
 
 static hp_status init_weights(void *ctx, float *const *ptrs, const char (*names)[HP_NAME_LEN], const hp_shape *shapes,

@@ -2,8 +2,10 @@
  * bf16 the precision pass casts around them). hp_moe (ops/common) builds the
  * layer from them:
  *   moe_route(x[N..., C], router[E, C]) -> weights[N..., k], index[N..., k] i32,
- *     stats[2, E] (row 0: the scores summed over the tokens, row 1: the
- *     routed slots per expert), zsum[1] (z-loss: zcoef / divisor x the sum of
+ *     stats[3, E] (row 0: the scores summed over the tokens, row 1: the
+ *     routed slots per expert, row 2: for the metrics, [0] the z-loss (as
+ *     zsum) and [1] the slots its capacity dropped (E >= 2), the rest 0),
+ *     zsum[1] (z-loss: zcoef / divisor x the sum of
  *     the tokens' logsumexp^2), the logits x router^T made inside in fp32 (the
  *     router's math, under bf16 too). Attributes: i[0] k, i[1] 1: sigmoid scores
  *     (0: softmax), i[2] renormalise the k weights, i[3] the divisor (the
@@ -12,12 +14,12 @@
  *     stats and zsum are sums over tokens: Partial where the tokens are split;
  *     scores[N..., k]: each slot's score (what a capacity ranks slots by:
  *     expert parallelism's owners drop by it).
- *   moe_aux(stats[2, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
+ *   moe_aux(stats[2 or 3, E]) -> aux[1] = coef E sum_e f_e P_e with f_e = routed_e /
  *     (divisor k), P_e = scores_e / divisor: the load-balancing loss of the
  *     whole batch (its stats summed over every rank first: a Replicate input).
- *     i[0] the divisor, i[1] k, f[0] coef. A second output, report[2 E + 1]:
- *     the statistics and the loss, kept after the step for the metrics (the
- *     builder marks it persistent). i[2] = 1 (the deterministic mode's
+ *     i[0] the divisor, i[1] k, f[0] coef. A second output, report[3 E + 1]:
+ *     the statistics (row 2 zero if not given) and the loss, kept after the
+ *     step for the metrics (the builder marks it persistent). i[2] = 1 (the deterministic mode's
  *     per-part form, HP_MOE_PER_PART): each part of the batch (a rank's
  *     slice) its own balancing loss from its own statistics, weighted f[1]
  *     (its share of the batch): Partial in, Partial out; moe_route's i[4]
@@ -62,7 +64,7 @@ static hp_status route_infer(const hp_graph *g, const hp_node *n, hp_shape *os, 
         return SHAPE_ERR("moe_route: capacity factor %g and z coefficient %g must be >= 0", n->a.f[0], n->a.f[1]);
     os[0] = os[1] = *x;
     os[0].d[x->ndim - 1] = os[1].d[x->ndim - 1] = k;
-    os[2] = hp_shape2(2, E);
+    os[2] = hp_shape2(3, E);
     os[3] = hp_shape1(1);
     os[4] = os[0];
     od[0] = HP_F32, od[1] = HP_I32, od[2] = od[3] = od[4] = HP_F32;
@@ -95,6 +97,12 @@ static void route_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
     kern_of(k)->k_moe_route(k->pool, F32(out[0]), OI32(out[1]), n->nout > 4 && n->out[4] >= 0 ? F32(out[4]) : NULL,
                             stats, stats + E, F32(out[3]), logits + 2 * N * E,
                             logits, N, E, K, (int)n->a.i[1], (int)n->a.i[2], route_capacity(n, N, E), zscale(n, N));
+    /* the metrics' row: the z-loss and the slots the capacity dropped */
+    memset(stats + 2 * E, 0, sizeof(float) * (size_t)E);
+    stats[2 * E] = F32(out[3])[0];
+    long dropped = 0;
+    for (long i = 0; i < N * K; i++) dropped += OI32(out[1])[i] < 0;
+    if (E >= 2) stats[2 * E + 1] = (float)dropped;
 }
 
 static void route_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -137,11 +145,12 @@ const hp_opdef hp_op_moe_route_bwd = {
 
 static hp_status aux_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *s = in_shape(g, n, 0);
-    if (s->ndim != 2 || s->d[0] != 2) return SHAPE_ERR("moe_aux: statistics must be [2, E], got %d dimensions", s->ndim);
+    if (s->ndim != 2 || (s->d[0] != 2 && s->d[0] != 3))
+        return SHAPE_ERR("moe_aux: statistics must be [2 or 3, E], got %d dimensions", s->ndim);
     if (n->a.i[0] < 1 || n->a.i[1] < 1)
         return SHAPE_ERR("moe_aux: divisor %lld and k %lld must be >= 1", (long long)n->a.i[0], (long long)n->a.i[1]);
     os[0] = hp_shape1(1);
-    os[1] = hp_shape1(2 * s->d[1] + 1);
+    os[1] = hp_shape1(3 * s->d[1] + 1);
     od[0] = od[1] = HP_F32;
     return HP_OK;
 }
@@ -163,8 +172,10 @@ static void aux_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
     for (long e = 0; e < E; e++) a += aux_slope(n, E, s[E + e]) * (double)s[e];
     F32(out[0])[0] = (float)a * aux_scale(n);
     if (n->nout > 1 && n->out[1] >= 0) { /* the report: the statistics, then the layer's balancing loss */
-        memcpy(F32(out[1]), s, sizeof(float) * (size_t)(2 * E));
-        F32(out[1])[2 * E] = F32(out[0])[0];
+        long rows = (long)in[0].shape.d[0];
+        memcpy(F32(out[1]), s, sizeof(float) * (size_t)(rows * E));
+        if (rows < 3) memset(F32(out[1]) + 2 * E, 0, sizeof(float) * (size_t)E);
+        F32(out[1])[3 * E] = F32(out[0])[0];
     }
 }
 
@@ -189,6 +200,7 @@ static void aux_bwd_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
     float da = CF32(in[0])[0], *d = F32(out[0]);
     float w = aux_scale(n);
     for (long e = 0; e < E; e++) d[e] = (float)((double)da * aux_slope(n, E, s[E + e])) * w, d[E + e] = 0.0f;
+    if (in[1].shape.d[0] > 2) memset(d + 2 * E, 0, sizeof(float) * (size_t)E);
 }
 
 const hp_opdef hp_op_moe_aux_bwd = {

@@ -90,6 +90,18 @@ static void set_identity(moe_run *r, hp_rng *rng) {
     }
 }
 
+/* the moe_aux node's report [3 E + 1] (the statistics, the metrics' row, the balancing loss), kept after the step */
+static const float *report_of(moe_run *r) {
+    const hp_graph *lg = r->c.rg.g;
+    for (int i = 0; i < lg->nnodes; i++)
+        if (lg->nodes[i].op == &hp_op_moe_aux && lg->nodes[i].out[1] >= 0) {
+            CHECK(hp_val_numel(lg, lg->nodes[i].out[1]) == 3 * E + 1);
+            return hp_program_data(r->p, lg->nodes[i].out[1]);
+        }
+    CHECK(0);
+    return NULL;
+}
+
 static void formulas(void) {
     moe_run r;
     const double ac = 0.1, zc = 0.01;
@@ -120,6 +132,14 @@ static void formulas(void) {
     float got = value(&r, r.aux);
     printf("balancing + z loss: %.7f (formula %.7f)\n", got, aux);
     CHECK(fabs(got - aux) <= 1e-6 * fmax(1.0, fabs(aux)));
+    /* the metrics' report: the z-loss, no slot dropped (dropless), the balancing loss alone */
+    const float *rep = report_of(&r);
+    if (rep) {
+        double bal = aux - zc * z;
+        CHECKF(fabs(rep[2 * E] - zc * z) <= 1e-6 && rep[2 * E + 1] == 0.0f && fabs(rep[3 * E] - bal) <= 1e-6,
+               "report: z %g (formula %g), dropped %g, balancing %g (formula %g)", rep[2 * E], zc * z,
+               rep[2 * E + 1], rep[3 * E], bal);
+    }
     /* the routing: the route node's index output */
     const hp_graph *lg = r.c.rg.g;
     int found = 0;
@@ -163,6 +183,8 @@ static void capacity(void) {
             }
             for (int e = 0; e < E; e++) CHECK(kept[e] <= 2);
             CHECK(dropped > 0);
+            const float *rep = report_of(&r);
+            if (rep) CHECKF(rep[2 * E + 1] == (float)dropped, "report: %g dropped, %d counted", rep[2 * E + 1], dropped);
             /* every dropped slot's score is below every kept one's of the same expert: the kept ones are the
              * highest (softmax scores of the hand-made logits, recomputed) */
             for (int s = 0; s < T * K; s++) {

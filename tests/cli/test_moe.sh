@@ -17,9 +17,12 @@ awk -v a="$(losses one.jsonl | head -1)" -v b="$(losses one.jsonl | tail -1)" 'B
 grep -q '"moe_tokens_mean": 32.00, "moe_tokens_max": [0-9.]*, "moe_imbalance": [0-9.]*, "moe_aux_loss": ' one.jsonl ||
   fail "moe metrics: $(grep -m1 '"loss"' one.jsonl)"
 [ "$(grep -c '"moe_tokens_mean": 32.00' one.jsonl)" = 200 ] || fail "moe metrics: not on every step"
+# the z-loss (> 0) and, dropless, no slot dropped
+grep -q '"moe_z_loss": 0\.[0-9]*[1-9][0-9]*, "moe_dropped": 0, "moe_dropped_frac": 0.0000}' one.jsonl ||
+  fail "moe metrics: z-loss / dropped: $(grep -m1 '"loss"' one.jsonl)"
 "$HP" train $mt --steps 20 --run-dir rd_moe >rd.log 2>&1 || fail "run dir: $(tail -2 rd.log)"
 "$HP" report rd_moe >rep.log 2>&1 || fail "report: $(cat rep.log)"
-for f in moe_tokens_max moe_imbalance moe_aux_loss; do grep -q "plot-x-$f" rd_moe/report.html || fail "report: no chart of $f"; done
+for f in moe_tokens_max moe_imbalance moe_aux_loss moe_z_loss moe_dropped; do grep -q "plot-x-$f" rd_moe/report.html || fail "report: no chart of $f"; done
 # the comparisons: 40-step runs (their own learning-rate schedule), against 1 rank's 40 steps
 "$HP" train $mt --steps 40 --grad-accum 4 --metrics one40.jsonl >one40.log 2>&1 || fail "1-rank 40 steps: $(tail -2 one40.log)"
 check() { # name, then the run's flags (40 steps of them)
@@ -64,6 +67,9 @@ check mpi_ep4 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4
 # drop now and then; parallel/test_ep_ops checks the owners' drops exactly)
 mc="$mt --steps 40 --capacity-factor 1"
 "$HP" train $mc --metrics cap1.jsonl >cap1.log 2>&1 || fail "capacity, 1 rank: $(tail -2 cap1.log)"
+# the router's drops in the metrics: some slots of every step (factor 1 on a skewed routing), fewer than all
+awk -F'"moe_dropped": ' '/"loss"/ { split($2, a, ","); n++; if (a[1] + 0 > 0 && a[1] + 0 < 4 * 32 * 2 * 4) ok++ }
+  END { exit !(n == 40 && ok == 40) }' cap1.jsonl || fail "capacity: moe_dropped not in (0, all) on every step"
 [ "$(maxdiff one40.jsonl cap1.jsonl | cut -d' ' -f2)" != 0 ] || fail "--capacity-factor 1 dropped nothing"
 for e in 2 4; do
   check_equiv cap1.jsonl 40 1e-3 cap_ep$e "$HP" train $mc --ep $e
