@@ -73,7 +73,7 @@ static void *bc_rank(void *arg) {
     else /* each rank writes only its own part of the shared buffer */
         for (int64_t i = (int64_t)j->rank * shard; i < (int64_t)(j->rank + 1) * shard; i++) b[i] = 1.0f;
     hp_comm_tensor ts[100];
-    hp_comm_args args = {j->kind, HP_F32, HP_COMM_SUM, 0, ts, 1, NULL, NULL, NULL, 0, 0};
+    hp_comm_args args = {.kind = j->kind, .dtype = HP_F32, .op = HP_COMM_SUM, .t = ts, .nt = 1};
     if (j->fused) { /* 100 tensors of 4 KiB */
         int64_t per = j->kind == HP_COMM_ALL_REDUCE ? 1024 : 1024 / n; /* 4 KiB tensors */
         for (int i = 0; i < 100; i++) ts[i] = (hp_comm_tensor){b + 1024 * i, a + 1024 * i, per};

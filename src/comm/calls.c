@@ -6,7 +6,8 @@ static hp_status run1(hp_comm_rank *r, hp_comm_group *g, hp_comm_kind kind, void
                       int64_t count, const int64_t *counts, const int64_t *rcounts, hp_dtype dt,
                       hp_comm_redop op, int peer) {
     hp_comm_tensor t = {recv, send, count};
-    hp_comm_args a = {kind, dt, op, peer, &t, 1, counts, rcounts, NULL, 0, 0};
+    hp_comm_args a = {.kind = kind, .dtype = dt, .op = op, .peer = peer, .t = &t, .nt = 1, .counts = counts,
+                      .recv_counts = rcounts};
     return hp_comm_run(r, g, &a);
 }
 

@@ -216,6 +216,7 @@ hp_status hp_comm_p2p_finish(hp_comm_rank *r, hp_comm_group *g, const hp_comm_ar
 }
 
 hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+    if (a->prepare) HP_TRY(a->prepare(a->prepare_ctx));
     ctx c;
     HP_TRY(ctx_init(&c, r, s, g, a));
     int nt = a->nt;

@@ -177,6 +177,10 @@ typedef struct {
     int fence;                  /* all-gather: no member writes the output before every member of its
                                  * supernode has begun the call (a supernode-shared output that still held
                                  * data its ranks read before the call: FSDP's reused slots) */
+    hp_status (*prepare)(void *ctx); /* optional: called on the thread that runs the call (its lane, for a
+                                      * started one) right before it begins, after the calls started before it
+                                      * on that lane ended: it may fill the counts from what they received */
+    void *prepare_ctx;
 } hp_comm_args;
 
 /* Runs a collective on the calling rank and returns when it is done. */

@@ -30,8 +30,10 @@ void hp_comm_sleep_until(int64_t t_ns) {
     }
 }
 
-/* How long before a precise deadline hp_comm_wait_until stops sleeping. */
-#define PRECISE_NS 200000LL
+/* How long before a precise deadline hp_comm_wait_until stops sleeping (the rest it yields: a thread that waits on
+ * the emulated link must leave the core to the rank's compute; its sleeps are precise to a few us, the lanes set
+ * their timer slack to 1 us). */
+#define PRECISE_NS 30000LL
 
 void hp_comm_wait_until(int64_t t_ns) {
     if (t_ns - hp_comm_now_ns() > PRECISE_NS) hp_comm_sleep_until(t_ns - PRECISE_NS);

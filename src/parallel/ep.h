@@ -25,15 +25,16 @@ extern const hp_opdef hp_op_ep_send, hp_op_ep_return, hp_op_ep_resend;
  *   ep_send_start (xp, eid[, scores, rowof]) -> stage;   ep_send_wait (stage, xp, eid[, ...]) -> (xr, er, src)
  *   ep_return_start (yr, src, eid) -> (yp, stage);        ep_return_wait (stage, yp) -> nothing (yp is ready)
  *   ep_resend_start (dyp, src, eid) -> stage;             ep_resend_wait (stage, dyp, src, eid) -> dyr
- * The start starts the all-to-alls (ep_send's: the counts, then the rows with them, in turn on the group's lane:
- * nothing blocks), the wait waits for them and puts the rows in place. Between them the sent rows (an input of the wait) must not change:
+ * The start starts the all-to-alls (ep_send's: each expert's row count, then the rows, whose receive counts the
+ * lane fills from those right before it begins them: nothing blocks), the wait waits for them and puts the rows
+ * in place. Between them the sent rows (an input of the wait) must not change:
  * the peers of a supernode read them in place. stage: fp32 [hp_ep_stage_floats]. */
 extern const hp_opdef hp_op_ep_send_start, hp_op_ep_send_wait, hp_op_ep_return_start, hp_op_ep_return_wait,
     hp_op_ep_resend_start, hp_op_ep_resend_wait;
 #define HP_EP_SLOT 3
 #define HP_EP_ROWS 4
 #define HP_EP_WIDE 5
-#define HP_EP_SEND_SLOTS 5
+#define HP_EP_SEND_SLOTS 3
 size_t hp_ep_stage_floats(long G, long E, int64_t rows, int64_t wide);
 /* The most rows and the widest row (floats) of a blocking exchange node's fp32/bf16 matrices. */
 void hp_ep_rows_wide(int64_t *rows, int64_t *wide, const hp_graph *g, const hp_node *n);

@@ -54,7 +54,8 @@ typedef struct {
     float *rscore, *sscore;
 } ep_stage;
 
-static size_t ints_floats(long G, long E) { return ((size_t)(10 * G + 2 * E + G) + 15) / 16 * 16; }
+/* + a header of 8 int64 (16 floats) first: G, E, the rows, the widest row, C, for the rows' prepare step */
+static size_t ints_floats(long G, long E) { return 16 + ((size_t)(10 * G + 2 * E + G) + 15) / 16 * 16; }
 
 static long t_rows(const hp_tensor *t) { return (long)(hp_shape_numel(&t->shape) / t->shape.d[t->shape.ndim - 1]); }
 static long t_last(const hp_tensor *t) { return (long)t->shape.d[t->shape.ndim - 1]; }
@@ -77,7 +78,9 @@ size_t hp_ep_stage_floats(long G, long E, int64_t rows, int64_t wide) {
 void hp_ep_rows_wide(int64_t *rows, int64_t *wide, const hp_graph *g, const hp_node *n) { rows_wide(rows, wide, g, n); }
 
 static void stage_of(ep_stage *s, float *base, long G, long E, int64_t rows, int64_t wide) {
-    s->scnt = (int64_t *)(void *)base;
+    int64_t *head = (int64_t *)(void *)base;
+    head[0] = G, head[1] = E, head[2] = rows, head[3] = wide;
+    s->scnt = head + 8;
     s->rcnt = s->scnt + G, s->scnt2 = s->rcnt + G, s->rcnt2 = s->scnt2 + G, s->start = s->rcnt2 + G;
     s->per_e = (int32_t *)(s->start + G);
     s->mat = s->per_e + E;
@@ -128,13 +131,16 @@ static void count_experts(int32_t *per_e, const int32_t *eid, long R, long E) {
         if (eid[r] >= 0 && eid[r] < E) per_e[eid[r]]++;
 }
 
-/* One all-to-all with per-member counts: run to the end (slot < 0), or started on the rank's request slot `slot`
- * (the counts' arrays must stay valid until its wait). */
-static hp_status a2a(const hp_kctx *k, const ep_group *q, int slot, void *recv, const void *send,
-                     const int64_t *scnt, const int64_t *rcnt, hp_dtype dt) {
+/* One all-to-all: count elements to and from every member, or per-member counts (scnt, rcnt); run to the end
+ * (slot < 0), or started on the rank's request slot `slot` (the counts' arrays must stay valid until its wait, and
+ * `prepare`, if given, runs on the lane right before the call begins). */
+static hp_status a2a_call(const hp_kctx *k, const ep_group *q, int slot, void *recv, const void *send, int64_t count,
+                          const int64_t *scnt, const int64_t *rcnt, hp_dtype dt, hp_status (*prepare)(void *),
+                          void *pctx) {
     hp_rank_ctx *c = k->rank;
-    hp_comm_tensor t = {recv, send, 0};
-    hp_comm_args a = {.kind = HP_COMM_ALL_TO_ALL, .dtype = dt, .nt = 1, .counts = scnt, .recv_counts = rcnt};
+    hp_comm_tensor t = {recv, send, count};
+    hp_comm_args a = {.kind = HP_COMM_ALL_TO_ALL, .dtype = dt, .nt = 1, .counts = scnt, .recv_counts = rcnt,
+                      .prepare = prepare, .prepare_ctx = pctx};
     if (slot < 0) {
         a.t = &t;
         return hp_comm_run(c->comm, q->grp, &a);
@@ -148,16 +154,9 @@ static hp_status a2a(const hp_kctx *k, const ep_group *q, int slot, void *recv, 
     return hp_comm_start(&c->reqs[slot], c->comm, q->grp, &c->args[slot]);
 }
 
-/* The same with count elements to and from every member (no counts' arrays). */
-static hp_status a2a_even(const hp_kctx *k, const ep_group *q, int slot, void *recv, const void *send, int64_t count,
-                          hp_dtype dt) {
-    hp_rank_ctx *c = k->rank;
-    if (slot >= c->nslots || c->reqs[slot])
-        return hp_errorf("ep exchange: request slot %d of rank %d is %s", slot, c->rank,
-                         slot >= c->nslots ? "not numbered" : "still in flight");
-    c->tens[slot] = (hp_comm_tensor){recv, send, count};
-    c->args[slot] = (hp_comm_args){.kind = HP_COMM_ALL_TO_ALL, .dtype = dt, .nt = 1, .t = &c->tens[slot]};
-    return hp_comm_start(&c->reqs[slot], c->comm, q->grp, &c->args[slot]);
+static hp_status a2a(const hp_kctx *k, const ep_group *q, int slot, void *recv, const void *send,
+                     const int64_t *scnt, const int64_t *rcnt, hp_dtype dt) {
+    return a2a_call(k, q, slot, recv, send, 0, scnt, rcnt, dt, NULL, NULL);
 }
 
 /* Waits the requests on slots [slot, slot + n) (none started: nothing to wait). */
@@ -225,29 +224,44 @@ static hp_status send_begin(const hp_kctx *k, const hp_node *n, const hp_tensor 
     return a2a(k, q, -1, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
 }
 
-/* ep_send's first half, split: nothing waited. Started in turn on the group's lane (which runs them in order, each
- * reading its counts when it begins): each owner's element count (an int64 as two i32), each expert's row count, the
- * rows with those counts, and with a capacity each owner's row count and the scores (slots slot .. slot + 4). */
+/* The rows' prepare step, on the lane once each expert's row count came: what each member sends this one, in
+ * elements (rcnt) and rows (rcnt2). ctx: the stage. */
+static hp_status send_counts_arrived(void *ctx) {
+    const int64_t *head = ctx;
+    ep_stage s;
+    stage_of(&s, ctx, (long)head[0], (long)head[1], head[2], head[3]);
+    long G = (long)head[0], El = (long)head[1] / G;
+    int64_t C = head[4];
+    for (long o = 0; o < G; o++) {
+        int64_t got = 0;
+        for (long j = 0; j < El; j++) got += s.mat[o * El + j];
+        s.rcnt[o] = got * C, s.rcnt2[o] = got;
+    }
+    return HP_OK;
+}
+
+/* ep_send's first half, split: nothing waited. Started in turn on the group's lane (which runs them in order): each
+ * expert's row count, then the rows (their receive counts filled on the lane from those, right before), and with a
+ * capacity the scores (slots slot .. slot + 2). */
 static hp_status send_begin_split(const hp_kctx *k, const hp_node *n, const hp_tensor *in, int nin, const ep_group *q,
-                                  ep_stage *s, int slot) {
+                                  ep_stage *s, float *stage, int slot) {
     long R = t_rows(&in[0]), C = t_last(&in[0]);
+    ((int64_t *)(void *)stage)[4] = C;
     count_experts(s->per_e, I32C(in[1]), R, q->E);
     for (int o = 0; o < q->G; o++) {
         int64_t sent = 0;
         for (long j = 0; j < q->El; j++) sent += s->per_e[o * q->El + j];
         s->scnt[o] = sent * C, s->scnt2[o] = sent;
     }
-    HP_TRY(a2a_even(k, q, slot, s->rcnt, s->scnt, 2, HP_I32));
-    HP_TRY(a2a_even(k, q, slot + 1, s->mat, s->per_e, q->El, HP_I32)); /* mat[src][my expert] */
-    HP_TRY(a2a(k, q, slot + 2, s->raw, in[0].data, s->scnt, s->rcnt, in[0].dtype));
+    HP_TRY(a2a_call(k, q, slot, s->mat, s->per_e, q->El, NULL, NULL, HP_I32, NULL, NULL)); /* mat[src][my expert] */
+    HP_TRY(a2a_call(k, q, slot + 1, s->raw, in[0].data, 0, s->scnt, s->rcnt, in[0].dtype, send_counts_arrived, stage));
     if (!capped_send(n, nin)) return HP_OK;
     const float *sc = CF32(in[2]);
     const int32_t *rowof = I32C(in[3]);
     long slots = (long)hp_shape_numel(&in[3].shape);
     for (long i = 0; i < slots; i++)
         if (rowof[i] >= 0 && rowof[i] < R) s->sscore[rowof[i]] = sc[i];
-    HP_TRY(a2a_even(k, q, slot + 3, s->rcnt2, s->scnt2, 2, HP_I32));
-    return a2a(k, q, slot + 4, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
+    return a2a(k, q, slot + 2, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
 }
 
 /* ep_send's second half: the received rows in order -> (xr[G R, C], er[G R], src[G R, 2]); with a capacity factor
@@ -327,7 +341,7 @@ static void send_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *
     if (!group_of(&q, k, n)) return;
     ep_stage s;
     stage_at(&s, out[0].data, n);
-    fail(k, send_begin_split(k, n, in, n->nin, &q, &s, (int)n->a.i[HP_EP_SLOT]));
+    fail(k, send_begin_split(k, n, in, n->nin, &q, &s, out[0].data, (int)n->a.i[HP_EP_SLOT]));
 }
 
 /* in (stage, xp, eid[, scores, rowof]) -> (xr, er, src): the all-to-all waited, the rows put in order (xp is read

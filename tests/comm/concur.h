@@ -68,7 +68,7 @@ static void hc_call_init(hc_call *c, hp_comm_rank *r, hp_comm_group *g, int64_t 
     memset(c->out, 0xff, (size_t)N * es);
     c->t = (hp_comm_tensor){c->out, c->in, N};
     c->a = (hp_comm_args){rs ? HP_COMM_REDUCE_SCATTER : HP_COMM_ALL_REDUCE, dt, rs ? HP_COMM_AVG : HP_COMM_SUM, 0,
-                          &c->t, 1, NULL, NULL, NULL, 0, 0};
+                          &c->t, 1, NULL, NULL, NULL, 0, 0, NULL, NULL};
 }
 
 static void hc_call_check(hc_call *c, const hx_cx *x, const char *what) {
@@ -141,14 +141,14 @@ static void hc_many(hc_job *j, hp_comm_rank *r, hp_comm_group *g, int salt) {
     };
     hp_comm_tensor fused[2] = {t[4], t[8]};
     hp_comm_args a[NC] = {
-        {HP_COMM_ALL_REDUCE, HP_F32, HP_COMM_SUM, 0, &t[0], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_ALL_GATHER, HP_F32, HP_COMM_SUM, 0, &t[1], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_REDUCE_SCATTER, HP_F32, HP_COMM_AVG, 0, &t[2], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_BROADCAST, HP_F32, HP_COMM_SUM, n - 1, &t[3], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_ALL_REDUCE, HP_F32, HP_COMM_SUM, 0, fused, 2, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_ALL_TO_ALL, HP_F32, HP_COMM_SUM, 0, &t[5], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_ALL_REDUCE, HP_BF16, HP_COMM_SUM, 0, &t[6], 1, NULL, NULL, NULL, 0, 0},
-        {HP_COMM_BARRIER, HP_F32, HP_COMM_SUM, 0, &t[7], 1, NULL, NULL, NULL, 0, 0},
+        {HP_COMM_ALL_REDUCE, HP_F32, HP_COMM_SUM, 0, &t[0], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_ALL_GATHER, HP_F32, HP_COMM_SUM, 0, &t[1], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_REDUCE_SCATTER, HP_F32, HP_COMM_AVG, 0, &t[2], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_BROADCAST, HP_F32, HP_COMM_SUM, n - 1, &t[3], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_ALL_REDUCE, HP_F32, HP_COMM_SUM, 0, fused, 2, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_ALL_TO_ALL, HP_F32, HP_COMM_SUM, 0, &t[5], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_ALL_REDUCE, HP_BF16, HP_COMM_SUM, 0, &t[6], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
+        {HP_COMM_BARRIER, HP_F32, HP_COMM_SUM, 0, &t[7], 1, NULL, NULL, NULL, 0, 0, NULL, NULL},
     };
     hp_comm_req *q[NC];
     for (int k = 0; k < NC; k++) EXPECT_OK(hp_comm_start(&q[k], r, g, &a[k]));

@@ -327,7 +327,7 @@ static void hx_fused(hp_comm_rank *r, hp_comm_group *g, hp_dtype dt, void *A, vo
         hx_fill(hx_at(A, dt, pa), dt, N, me, 0, salt + j, 0);
         pa += N;
     }
-    hp_comm_args a = {HP_COMM_ALL_REDUCE, dt, HP_COMM_SUM, 0, t, NT, NULL, NULL, NULL, 0, 0};
+    hp_comm_args a = {HP_COMM_ALL_REDUCE, dt, HP_COMM_SUM, 0, t, NT, NULL, NULL, NULL, 0, 0, NULL, NULL};
     EXPECT_OK(hp_comm_run(r, g, &a));
     for (int j = 0; j < NT; j++) hx_expect(&x, "fused all_reduce", t[j].recv, t[j].count, 0, hx_sums(n, salt + j, 0));
     /* random data: fused == separate, bit for bit (the sum order does not depend on fusion) */
@@ -355,8 +355,8 @@ static void hx_fused(hp_comm_rank *r, hp_comm_group *g, hp_dtype dt, void *A, vo
         qa += cnt[j] * n;
         qb += cnt[j];
     }
-    hp_comm_args ag = {HP_COMM_ALL_GATHER, dt, HP_COMM_SUM, 0, ta, NT, NULL, NULL, NULL, 0, 0};
-    hp_comm_args rs = {HP_COMM_REDUCE_SCATTER, dt, HP_COMM_AVG, 0, tr, NT, NULL, NULL, NULL, 0, 0};
+    hp_comm_args ag = {HP_COMM_ALL_GATHER, dt, HP_COMM_SUM, 0, ta, NT, NULL, NULL, NULL, 0, 0, NULL, NULL};
+    hp_comm_args rs = {HP_COMM_REDUCE_SCATTER, dt, HP_COMM_AVG, 0, tr, NT, NULL, NULL, NULL, 0, 0, NULL, NULL};
     hp_comm_req *q1 = NULL, *q2 = NULL;
     EXPECT_OK(hp_comm_start(&q1, r, g, &ag));
     EXPECT_OK(hp_comm_start(&q2, r, g, &rs));
@@ -381,7 +381,7 @@ static void hx_big_all_reduce(hp_comm_rank *r, hp_comm_group *g, hp_dtype dt, vo
         hp_comm_redop op = avg ? HP_COMM_AVG : HP_COMM_SUM;
         hx_fill(A, dt, N + 1, me, 0, salt + avg, 1);
         hp_comm_tensor t[2] = {{B, A, N}, {hx_at(B, dt, N), hx_at(A, dt, N), 1}};
-        hp_comm_args a = {HP_COMM_ALL_REDUCE, dt, op, 0, t, 2, NULL, NULL, NULL, 0, 0};
+        hp_comm_args a = {HP_COMM_ALL_REDUCE, dt, op, 0, t, 2, NULL, NULL, NULL, 0, 0, NULL, NULL};
         EXPECT_OK(hp_comm_run(r, g, &a));
         uint64_t fused = hx_digest(B, (size_t)N * es);
         hx_random_ref(&x, avg ? "big all_reduce avg" : "big all_reduce", B, N, 0, n, salt + avg, avg);

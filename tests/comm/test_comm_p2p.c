@@ -1,7 +1,8 @@
 /* Point-to-point messages and the variable-count all-to-all, in their started
  * forms (hp_comm_start ... hp_comm_wait) beside the blocking ones: values
  * over a ring of uneven messages (some empty) and an all-to-all with uneven
- * per-peer counts (zeros included, and a call with no data at all), on
+ * per-peer counts (zeros included, and a call with no data at all), and one
+ * whose receive counts its prepare step fills from the call before it, on
  * rank-threads in one supernode (1 x 4: messages copied once, sender's buffer
  * to receiver's), on the link emulator (2 x 2, throttled link) and, run
  * under mpirun (tests.cmake: comm/mpi_p2p), across the processes. A peer
@@ -92,6 +93,56 @@ static void a2a(hp_comm_rank *r, hp_comm_group *g, int started, int empty, const
     free(sb), free(rb);
 }
 
+/* A call's prepare step: the receive counts from what the call before it received (the peers' send counts, each
+ * an int64 moved as two i32), on the lane once that call ended. */
+typedef struct {
+    const int64_t *got;
+    int64_t *rc;
+    int n, calls;
+} prep;
+
+static hp_status fill_counts(void *ctx) {
+    prep *p = ctx;
+    for (int k = 0; k < p->n; k++) p->rc[k] = p->got[k];
+    p->calls++;
+    return HP_OK;
+}
+
+/* The counts exchanged, then the all-to-all whose receive counts its prepare step fills from them: both started
+ * back to back (nothing waited between), or both blocking. */
+static void a2a_prepared(hp_comm_rank *r, hp_comm_group *g, int started, const char *cfg) {
+    int n = hp_comm_group_size(g), me = hp_comm_group_index(g, hp_comm_rank_id(r));
+    int64_t sc[MAXR], got[MAXR], rc[MAXR], so = 0, ro = 0;
+    for (int k = 0; k < n; k++) sc[k] = a2a_len(me, k), so += sc[k], got[k] = rc[k] = -7, ro += a2a_len(k, me);
+    float *sb = malloc(sizeof(float) * (size_t)(so + 1)), *rb = malloc(sizeof(float) * (size_t)(ro + 1));
+    for (int k = 0, at = 0; k < n; k++)
+        for (int64_t i = 0; i < sc[k]; i++) sb[at++] = val(me, k, i);
+    for (int64_t i = 0; i <= ro; i++) rb[i] = -1;
+    hp_comm_tensor tc = {got, sc, 2}, t = {rb, sb, 0};
+    prep p = {got, rc, n, 0};
+    hp_comm_args ac = {.kind = HP_COMM_ALL_TO_ALL, .dtype = HP_I32, .t = &tc, .nt = 1};
+    hp_comm_args a = {.kind = HP_COMM_ALL_TO_ALL, .dtype = HP_F32, .t = &t, .nt = 1, .counts = sc, .recv_counts = rc,
+                      .prepare = fill_counts, .prepare_ctx = &p};
+    if (started) {
+        hp_comm_req *q1 = NULL, *q2 = NULL;
+        CHECK_OK(hp_comm_start(&q1, r, g, &ac));
+        CHECK_OK(hp_comm_start(&q2, r, g, &a));
+        CHECK_OK(hp_comm_wait(q1));
+        CHECK_OK(hp_comm_wait(q2));
+    } else {
+        CHECK_OK(hp_comm_run(r, g, &ac));
+        CHECK_OK(hp_comm_run(r, g, &a));
+    }
+    int bad = p.calls != 1;
+    for (int k = 0; k < n; k++) bad += rc[k] != a2a_len(k, me);
+    for (int k = 0, at = 0; k < n; k++)
+        for (int64_t i = 0; i < rc[k] && rc[k] >= 0; i++) bad += rb[at++] != val(k, me, i);
+    bad += rb[ro] != -1;
+    CHECKF(!bad, "%s: all-to-all with prepared counts %s: member %d: %d wrong (prepare ran %d times)", cfg,
+           started ? "started" : "blocking", me, bad, p.calls);
+    free(sb), free(rb);
+}
+
 typedef struct {
     hp_comm_world *w;
     int rank;
@@ -106,6 +157,7 @@ static void *values_main(void *arg) {
         ring(r, g, started, j->cfg);
         a2a(r, g, started, 0, j->cfg);
         a2a(r, g, started, 1, j->cfg);
+        a2a_prepared(r, g, started, j->cfg);
     }
     CHECK_OK(hp_comm_barrier(r, g));
     return NULL;
@@ -124,7 +176,8 @@ static void values(hp_comm_world *w, const char *cfg) {
         pthread_create(&th[i], NULL, values_main, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
-    printf("comm p2p: %s: ring and all-to-all with counts, blocking and started: checked\n", cfg);
+    printf("comm p2p: %s: ring, all-to-all with counts and with prepared counts, blocking and started: checked\n",
+           cfg);
 }
 
 static hp_comm_world *make(int S, int R, double timeout_s, double bw) {

@@ -25,7 +25,7 @@ static void *rank_main(void *arg) {
     hp_comm_group *g = hp_comm_world_group(j->w);
     float buf[64] = {0}, out[64 * 8];
     hp_comm_tensor t = {out, buf, 8};
-    hp_comm_args a = {j->kind, HP_F32, HP_COMM_SUM, 0, &t, 1, NULL, NULL, NULL, 0, 0};
+    hp_comm_args a = {.kind = j->kind, .dtype = HP_F32, .op = HP_COMM_SUM, .t = &t, .nt = 1};
     if (j->kind == HP_COMM_ALL_REDUCE) t.recv = buf;
     hp_status st;
     if (j->async) {
