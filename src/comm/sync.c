@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* Waiting: spin this many pause iterations (a few us: the peer is running on
@@ -30,13 +31,14 @@ void hp_comm_sleep_until(int64_t t_ns) {
     }
 }
 
-/* How long before a precise deadline hp_comm_wait_until stops sleeping (the rest it yields: a thread that waits on
- * the emulated link must leave the core to the rank's compute; its sleeps are precise to a few us, the lanes set
- * their timer slack to 1 us). */
-#define PRECISE_NS 30000LL
+/* How long before a precise deadline hp_comm_wait_until stops sleeping: the thread's timer slack (how late a
+ * sleep may end; the lanes set theirs to 1 us) and 20 us; the rest it yields. A thread that waits on the emulated
+ * link leaves the core to the rank's compute. */
+#define PRECISE_NS 20000LL
 
 void hp_comm_wait_until(int64_t t_ns) {
-    if (t_ns - hp_comm_now_ns() > PRECISE_NS) hp_comm_sleep_until(t_ns - PRECISE_NS);
+    int64_t margin = PRECISE_NS + (int64_t)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (t_ns - hp_comm_now_ns() > margin) hp_comm_sleep_until(t_ns - margin);
     while (hp_comm_now_ns() < t_ns) sched_yield();
 }
 
