@@ -80,6 +80,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->muon_balance = o->muon_balance > 0 ? o->muon_balance : -1.0f;
     c->grad_clip = o->grad_clip;
     c->overlap = strcmp(o->overlap, "off") != 0;
+    c->ep_overlap = !strcmp(o->ep_overlap, "always") ? 1 : !strcmp(o->ep_overlap, "off") ? -1 : 0;
     c->bf16 = !strcmp(o->dtype, "bf16");
     c->bf16_params_all = !strcmp(o->bf16_params, "all");
     c->dp_reduce_bf16 = !strcmp(o->dp_reduce, "bf16");

@@ -484,6 +484,7 @@ typedef struct {
     float muon_balance;        /* as hp_train_config.muon_balance (0: 1.10; < 0: never split into teams) */
     float grad_clip;           /* global-norm clipping; <= 0: off */
     int overlap;               /* 1: gradient reductions start early and wait late */
+    int ep_overlap;            /* as hp_train_config.ep_overlap */
     int threads;               /* compute threads of the process, shared out among the ranks (>= 1) */
     int bf16;                  /* 1: the program of train --dtype bf16 (bf16 activations, casts, bytes) */
     int bf16_params_all;       /* with bf16: every parameter through bf16 (hp_train_config.bf16_params_all) */
@@ -854,6 +855,10 @@ typedef struct {
     double comm_timeout_s;      /* the world made here: a collective waiting longer fails; 0: 300 */
     int threads;                /* compute threads of this process, shared out among its ranks (>= 1) */
     int overlap;                /* 1: gradient reductions start early and wait late */
+    int ep_overlap;             /* expert-parallel exchanges started before and waited after the compute that
+                                 * does not need them: 0 those whose group spans supernodes (auto: inside a
+                                 * process the exchange is the CPU's own copies, which overlapping only slows
+                                 * on busy cores), 1 every one, -1 none; --overlap off: none either way */
     int validate;               /* 1: step 1 through the validation executor (needs a plan) */
     int bf16;                   /* 1: compute in bf16 (--dtype bf16): bf16 copies of the fp32 master weights,
                                  * bf16 activations where the operator allows, GEMMs through oneDNN; norms'
@@ -1141,6 +1146,7 @@ typedef struct {
     float comm_timeout;
     float memory;               /* GB this process may use (0: detect; < 0: no check) */
     char overlap[8];
+    char ep_overlap[8];         /* auto | always | off */
     char on_nan[16];
     int max_skipped_steps;
     /* tracing */

@@ -68,6 +68,9 @@ hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *spli
 /* Rematerialisation's compile options: policy "none" | "selective" | "full" (NULL: none), save the kept
  * operators ("linear,attention"; NULL or "": linear); errors name the setting. */
 hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save);
+/* The schedule's HP_EP_OVERLAP_* from a config's overlap (0: everything blocks) and ep_overlap (-1 off, 0 auto,
+ * 1 always). */
+int hp_api_ep_overlap(int overlap, int ep_overlap);
 /* A plan file's 'pipeline:' line (schedule=, split=, chunks=: it replaces the run's settings) and 'remat:' line
  * (the policy, then save=: where the run's --remat is none); errors name the line. */
 hp_status hp_api_plan_lines(hp_pp_opts *pp, hp_remat_opts *rm, const hp_plan *plan);

@@ -242,9 +242,13 @@ static const hp_train_optdef defs[] = {
     D("memory", HP_OPT_FLOAT, memory, "0", NULL, 0,
       "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup "
       "limit; < 0: no check)"),
+    D("ep-overlap", HP_OPT_STR, ep_overlap, "auto", "auto|always|off", 0,
+      "auto | always | off: expert-parallel exchanges started before and waited after the compute that does not "
+      "need them — auto: those whose group spans supernodes (inside a process the exchange is the cores' own "
+      "copies); always: every one"),
     D("overlap", HP_OPT_STR, overlap, "on", "on|off", 0,
-      "on | off: gradient reductions start early and wait late; expert-parallel exchanges start before and wait "
-      "after the compute that does not need them (the shared experts)"),
+      "on | off: gradient reductions start early and wait late, expert-parallel exchanges as --ep-overlap says "
+      "(off: both blocking)"),
     D("on-nan", HP_OPT_STR, on_nan, "stop", "stop|skip-step", 0,
       "stop | skip-step: a step with a NaN/Inf loss or gradient norm"),
     D("max-skipped-steps", HP_OPT_INT, max_skipped_steps, "10", ">= 1", 0,
@@ -505,6 +509,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     c->threads = o->threads;
     c->comm_timeout_s = o->comm_timeout;
     c->overlap = strcmp(o->overlap, "off") != 0;
+    c->ep_overlap = !strcmp(o->ep_overlap, "always") ? 1 : !strcmp(o->ep_overlap, "off") ? -1 : 0;
     c->validate = o->validate;
     c->bf16 = !strcmp(o->dtype, "bf16");
     c->bf16_params_all = !strcmp(o->bf16_params, "all");

@@ -113,7 +113,9 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
                               .grad_accum = c->grad_accum > 1 ? c->grad_accum : 1,
                               .accum_comm_last = c->grad_accum > 1 && c->grad_accum_comm_last,
                               .deterministic = c->deterministic != 0,
-                              .schedule = {.overlap = c->overlap != 0, .ep_overlap = c->overlap != 0, .max_inflight = 4},
+                              .schedule = {.overlap = c->overlap != 0, .ep_overlap = hp_api_ep_overlap(c->overlap,
+                                                                                                  c->ep_overlap),
+                                           .max_inflight = 4},
                               .dtype = c->bf16 ? HP_BF16 : HP_F32, .bf16_params_all = c->bf16_params_all,
                               .dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32,
                               .supernode_ranks = c->processes > 1 ? n / c->processes : 0};

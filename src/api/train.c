@@ -488,7 +488,9 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     co->fp32_gemm = c->fp32_gemm;
     co->bf16_params_all = c->bf16_params_all;
     co->dp_reduce = c->dp_reduce_bf16 ? HP_BF16 : HP_F32;
-    co->schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .ep_overlap = c->overlap != 0, .max_inflight = 4};
+    co->schedule = (hp_schedule_opts){.overlap = c->overlap != 0, .ep_overlap = hp_api_ep_overlap(c->overlap,
+                                                                                                     c->ep_overlap),
+                                      .max_inflight = 4};
     co->max_norm = c->grad_clip;
     co->grad_accum = c->grad_accum;
     co->accum_comm_last = c->grad_accum_comm_last;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "parallel/schedule.h"
 
 hp_status hp_api_strdup(char **out, const char *s) {
     *out = NULL;
@@ -39,6 +40,11 @@ hp_status hp_api_pp_opts(hp_pp_opts *out, const char *schedule, const char *spli
         c = *end ? end + 1 : end;
     }
     return HP_OK;
+}
+
+int hp_api_ep_overlap(int overlap, int ep_overlap) {
+    if (!overlap || ep_overlap < 0) return HP_EP_OVERLAP_OFF;
+    return ep_overlap > 0 ? HP_EP_OVERLAP_ALWAYS : HP_EP_OVERLAP_AUTO;
 }
 
 hp_status hp_api_remat_opts(hp_remat_opts *out, const char *policy, const char *save) {

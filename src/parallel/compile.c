@@ -354,9 +354,10 @@ static hp_status pass_grad_inplace(hp_compiled *c, const hp_compile_opts *o) {
 
 /* ep overlap: the expert-parallel exchanges started before, waited after the compute that does not need them. */
 static hp_status pass_ep_overlap(hp_compiled *c, const hp_compile_opts *o) {
-    if (!o->schedule.ep_overlap) return HP_OK;
+    int always = o->schedule.ep_overlap == HP_EP_OVERLAP_ALWAYS;
+    if (o->schedule.ep_overlap == HP_EP_OVERLAP_OFF || (!always && o->supernode_ranks <= 0)) return HP_OK;
     int n = 0, moved = 0;
-    HP_TRY(hp_pass_ep_overlap(&n, &moved, &c->rg));
+    HP_TRY(hp_pass_ep_overlap(&n, &moved, &c->rg, always ? 0 : o->supernode_ranks));
     if (n)
         note(c, "ep overlap", "%d expert exchange%s split into start and wait around %d independent nodes", n,
              n == 1 ? "" : "s", moved);

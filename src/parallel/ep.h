@@ -48,13 +48,14 @@ void hp_ep_rows_wide(int64_t *rows, int64_t *wide, const hp_graph *g, const hp_n
 hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int deterministic, int *layers, int *axis);
 
 /* The overlap pass (ep_overlap.c), on a rank's local graph before the schedule: each exchange node (ep_send,
- * ep_return, ep_resend) becomes a start and a wait (request slots numbered after the rank context's), the wait
+ * ep_return, ep_resend) — with supernode_ranks > 0 only one whose group spans supernodes of that many ranks (the
+ * rank context's mesh and rank say which) — becomes a start and a wait (request slots numbered after the rank context's), the wait
  * placed right before the first node that reads what the exchange makes, and the nodes of its phase that neither
  * lead to the exchange nor depend on it (the shared experts, the router's and balancing loss's backward, their
  * gradients' reductions) moved between the two, split between consecutive exchanges by their FLOPs — where the
  * step's order stays valid (every value made before it is read, every write to a buffer in its place among the
  * other accesses); an exchange with nothing to overlap stays blocking. *nsplit: exchanges split, *moved: nodes
  * moved between a start and its wait. */
-hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg);
+hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int supernode_ranks);
 
 #endif

@@ -317,11 +317,27 @@ static void put_back(ovl *o, int x, int except) {
         if (o->owner[i] == x && i != except) o->owner[i] = -1, o->rg->hint[i] = -1;
 }
 
-hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg) {
+/* 1 if exchange node n's group (along mesh axis i[2], the rank context's rank in it) has members in more than one
+ * supernode of `per` ranks (per <= 0: every exchange counts). */
+static int spans(const hp_rank_graph *rg, const hp_node *n, int per) {
+    const hp_mesh *m = rg->ctx.mesh;
+    int axis = (int)n->a.i[2];
+    if (per <= 0) return 1;
+    if (!m || axis < 0 || axis >= m->ndim) return 0;
+    int coord[HP_MESH_MAX_DIMS];
+    hp_mesh_coords(coord, m, rg->ctx.rank);
+    for (int k = 0; k < m->size[axis]; k++) {
+        coord[axis] = k;
+        if (hp_mesh_rank(m, coord) / per != rg->ctx.rank / per) return 1;
+    }
+    return 0;
+}
+
+hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int supernode_ranks) {
     *nsplit = *moved = 0;
     hp_graph *g = rg->g;
     int n0 = g->nnodes, nx = 0;
-    for (int i = 0; i < n0; i++) nx += is_exchange(&g->nodes[i]);
+    for (int i = 0; i < n0; i++) nx += is_exchange(&g->nodes[i]) && spans(rg, &g->nodes[i], supernode_ranks);
     if (!nx) return HP_OK;
     ovl o = {.rg = rg, .cap = n0 + nx};
     size_t sz = sizeof(int) * (size_t)o.cap;
@@ -336,7 +352,7 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg) {
     if (!st) st = build_readers(&o);
     nx = 0;
     for (int i = 0; !st && i < n0; i++)
-        if (is_exchange(&g->nodes[i])) ex[nx++] = i;
+        if (is_exchange(&g->nodes[i]) && spans(rg, &g->nodes[i], supernode_ranks)) ex[nx++] = i;
     if (!st) {
         for (int i = 0; i < o.cap; i++) o.owner[i] = o.wait_of[i] = -1;
         simulate(&o);

@@ -24,10 +24,14 @@
 #include "core/action.h"
 #include "parallel/lower.h"
 
+/* Which expert-parallel exchanges the overlap pass splits: none, those whose group spans supernodes (the
+ * supernode_ranks the program is compiled for), every one. */
+enum { HP_EP_OVERLAP_OFF = 0, HP_EP_OVERLAP_AUTO = 1, HP_EP_OVERLAP_ALWAYS = 2 };
+
 typedef struct {
     int overlap;      /* 1: gradient reductions start early, wait late */
-    int ep_overlap;   /* 1: expert-parallel exchanges split around independent compute (hp_compile runs
-                       * parallel/ep's overlap pass before this one) */
+    int ep_overlap;   /* expert-parallel exchanges split around independent compute (hp_compile runs
+                       * parallel/ep's overlap pass before this one): HP_EP_OVERLAP_* */
     int max_inflight; /* collectives in flight at once per rank (>= 1; 0 = 4) */
     int micro;        /* micro-batches per step (<= 1: one); set by hp_compile from grad_accum */
     int tree;         /* the deterministic mode: losses summed as a tree over the micro-batches */

@@ -12,7 +12,9 @@
  *  - no request slot is started again while a call on it is in flight (the
  *    schedule numbers its reductions' slots in the order it places them),
  *    and every slot is waited by the end of its phase;
- *  - with the overlap off, every exchange blocks.
+ *  - with the overlap off, every exchange blocks; "auto" splits an exchange
+ *    only where its group spans supernodes (EP 2 with one rank per
+ *    supernode: split; all in one supernode: blocking).
  * tests/cli/moe checks the losses are the same bits either way. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +136,8 @@ static void check_program(const char *what, const hp_compiled *c, int overlap) {
            blocking, n);
 }
 
-static void one(const char *what, int dp, int ep, int tp, int fsdp, int overlap) {
+/* overlap: whether the exchanges are expected split */
+static void one(const char *what, int dp, int ep, int tp, int fsdp, int level, int supernode_ranks, int overlap) {
     hp_model_config mc;
     CHECK_OK(hp_moe_preset(&mc, "moe-tiny"));
     hp_graph *g;
@@ -146,7 +149,8 @@ static void one(const char *what, int dp, int ep, int tp, int fsdp, int overlap)
     hp_optim_config oc;
     hp_optim_config_default(&oc);
     hp_compile_opts o = {.train = 1, .optim = &oc, .max_norm = 1.0f,
-                         .schedule = {.overlap = 1, .ep_overlap = overlap, .max_inflight = 4}};
+                         .schedule = {.overlap = 1, .ep_overlap = level, .max_inflight = 4},
+                         .supernode_ranks = supernode_ranks};
     hp_compiled c;
     hp_status st = hp_compile(&c, g, &plan, 0, &o);
     CHECK_OK(st);
@@ -159,9 +163,13 @@ static void one(const char *what, int dp, int ep, int tp, int fsdp, int overlap)
 }
 
 int main(void) {
-    one("EP 2", 1, 2, 1, 0, 1);
-    one("EP 2", 1, 2, 1, 0, 0);
-    one("DP 2 x EP 2, FSDP over dp", 2, 2, 1, 1, 1);
-    one("EP 2 x TP 2", 1, 2, 2, 0, 1);
+    one("EP 2", 1, 2, 1, 0, HP_EP_OVERLAP_ALWAYS, 0, 1);
+    one("EP 2", 1, 2, 1, 0, HP_EP_OVERLAP_OFF, 0, 0);
+    one("EP 2, auto, one supernode", 1, 2, 1, 0, HP_EP_OVERLAP_AUTO, 0, 0);
+    one("EP 2, auto, a rank per supernode", 1, 2, 1, 0, HP_EP_OVERLAP_AUTO, 1, 1);
+    /* ranks dp-major: rank 0's ep group {0, 1} is inside its supernode of 2, its dp group {0, 2} is not */
+    one("DP 2 x EP 2, auto, supernodes of 2", 2, 2, 1, 0, HP_EP_OVERLAP_AUTO, 2, 0);
+    one("DP 2 x EP 2, FSDP over dp", 2, 2, 1, 1, HP_EP_OVERLAP_ALWAYS, 0, 1);
+    one("EP 2 x TP 2", 1, 2, 2, 0, HP_EP_OVERLAP_ALWAYS, 0, 1);
     return hp_test_finish("test_ep_overlap");
 }

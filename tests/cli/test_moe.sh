@@ -48,10 +48,11 @@ check fsdp2ep2 "$HP" train $mt --fsdp 2 --ep 2 --grad-accum 4
 check zero1ep2 "$HP" train $mt --zero 1 --dp 2 --ep 2 --grad-accum 4
 check pp2ep2 "$HP" train $mt --pp 2 --ep 2 --micro-batches 4
 check mpi_ep2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 2 --grad-accum 4
-# the exchanges started before and waited after the shared expert and the router's backward (the default) or
-# blocking (--overlap off): the same bits, on rank-threads and across processes
-check_equiv ep2.jsonl 40 0 ep2_blocking "$HP" train $mt --ep 2 --grad-accum 4 --steps 40 --overlap off
-check_equiv fsdp2ep2.jsonl 40 0 fsdp2ep2_blocking "$HP" train $mt --fsdp 2 --ep 2 --grad-accum 4 --steps 40 --overlap off
+# the exchanges started before and waited after the shared expert and the router's backward (--ep-overlap always;
+# across processes the default, auto, does it) or blocking (--overlap off): the same bits
+check_equiv ep2.jsonl 40 0 ep2_overlapped "$HP" train $mt --ep 2 --grad-accum 4 --steps 40 --ep-overlap always
+check_equiv fsdp2ep2.jsonl 40 0 fsdp2ep2_overlapped "$HP" train $mt --fsdp 2 --ep 2 --grad-accum 4 --steps 40 \
+  --ep-overlap always
 check_equiv mpi_ep2.jsonl 40 0 mpi_ep2_blocking timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 2 --grad-accum 4 --steps 40 \
   --overlap off
 # Muon with the experts split: the down stack [E, C, Fe] is E matrices, each orthogonalised by the member that
