@@ -581,7 +581,7 @@ typedef struct {
 
 typedef struct { /* distributed Muon: matrices the plan's layouts cut and replicate alike */
     char key[96];         /* per mesh axis of size > 1 what it does to them: R (replicas), F (FSDP's flat
-                           * shards), Sr / Sc (a tensor-parallel cut of rows / columns), B (a stack's first
+                           * shards), Sr / Sc (a tensor-parallel cut of rows / columns), B (a stack's leading
                            * dimension): "dp=F", "dp=R tp=Sc"; "local": none (orthogonalised where they live) */
     int nmatrices, nranks;
     double gflops;        /* their Newton-Schulz GFLOP per step */
@@ -592,7 +592,7 @@ typedef struct {
     int group;            /* index into groups */
     int owner;            /* the rank that orthogonalises it (a team's lead); -1: local (every holder) */
     int team;             /* ranks iterating its row blocks (the layout rule's teams, --muon-balance); 1: its owner alone */
-    int count;            /* matrices (a 3-D stack's) */
+    int count;            /* matrices (a stack's: the product of its dims but the last two) */
     int64_t rows, cols;
     double gflops;
 } hp_plan_muon_matrix;

@@ -92,7 +92,7 @@ static void adamw_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
 const hp_opdef hp_op_adamw_update = {.name = "adamw_update", .nout = 0, .run = adamw_run, .scratch = adamw_scratch};
 
 /* ---- muon_update: in[0..2] as adamw, then (param, grad, m) per tensor, every
- * tensor made of rows x cols matrices ---- */
+ * tensor a matrix or a stack of rows x cols matrices (any number of leading dims) ---- */
 
 static size_t muon_scratch(const hp_graph *g, const hp_node *n, int nt) {
     (void)nt;
@@ -101,7 +101,8 @@ static size_t muon_scratch(const hp_graph *g, const hp_node *n, int nt) {
     return round8(u) + hp_newton_schulz_batched_scratch(c->chunk, c->rows, c->cols);
 }
 
-static long mats_of(const hp_shape *s) { return s->ndim == 3 ? s->d[0] : 1; }
+/* a stack's matrices (every dim but the last two; optim/route.h) */
+static long mats_of(const hp_shape *s) { return (long)hp_optim_stack_count(s); }
 
 static void muon_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     (void)out;

@@ -14,7 +14,9 @@
  *                the global norm) fused into the update, moments m and v;
  *   muon_update  one node per matrix shape (rows, cols): momentum, batched
  *                Newton-Schulz in chunks, the scaled update (the one Muon
- *                implementation; optim/optimizer.h holds only the settings).
+ *                implementation; optim/optimizer.h holds only the settings);
+ *                a stack [d0, ..., rows, cols] is its d0 x ... matrices, each
+ *                orthogonalised on its own (optim/route.h).
  *
  * The optimizer state tensors are values of the graph (kind HP_V_STATE,
  * persistent, state_of = their parameter, named "adamw.m.<param>",
@@ -41,8 +43,8 @@ typedef struct {
                       * shape route it (AdamW or Muon) and decide its weight
                       * decay; its states are named after it (state_of = owner)
                       * with the piece's shape. -1: param itself. */
-    int whole_mats;  /* sharded only along a 3-D stack's first dimension: every local matrix is whole (Muon
-                      * updates them where they live) */
+    int whole_mats;  /* sharded only along a stack's leading dimensions (not its last two): every local matrix
+                      * is whole (Muon updates them where they live) */
 } hp_optim_phase_param;
 
 typedef struct {

@@ -18,8 +18,16 @@ hp_status hp_opt_kind_parse(hp_opt_kind *out, const char *name) {
 
 const char *hp_opt_kind_name(hp_opt_kind k) { return k == HP_OPT_MUON ? "muon" : "adamw"; }
 
+int hp_optim_is_matrix(const hp_shape *shape) { return shape->ndim >= 2; }
+
+int64_t hp_optim_stack_count(const hp_shape *shape) {
+    int64_t n = 1;
+    for (int d = 0; d + 2 < shape->ndim; d++) n *= shape->d[d];
+    return n;
+}
+
 int hp_optim_hidden_matrix(const char *name, const hp_shape *shape) {
-    if (shape->ndim < 2 || shape->ndim > 3) return 0;
+    if (!hp_optim_is_matrix(shape)) return 0;
     size_t n = strlen(name);
     if (n >= 4 && !strcmp(name + n - 4, "bias")) return 0;
     if (!strcmp(name, "wte") || !strcmp(name, "wpe") || strstr(name, "embed") || strstr(name, "lm_head")) return 0;
@@ -76,8 +84,6 @@ static hp_status match_one(void *ctx_, const char *pattern) {
     return HP_OK;
 }
 
-static int is_matrix(const hp_shape *s) { return s->ndim == 2 || s->ndim == 3; }
-
 static hp_status route_muon(hp_opt_kind *out, const char *muon_params, const char *adamw_params,
                             const hp_opt_param *params, int nparams, char *to_muon,
                             char *to_adamw, int partial) {
@@ -91,11 +97,11 @@ static hp_status route_muon(hp_opt_kind *out, const char *muon_params, const cha
         if (to_muon[i] && to_adamw[i])
             return hp_errorf("muon_params, adamw_params: parameter '%s' matches both lists",
                              p->name);
-        if (to_muon[i] && !is_matrix(&p->shape))
-            return hp_errorf("muon_params: parameter '%s' has shape %s, but Muon needs a 2-D "
-                             "matrix (or a 3-D stack of matrices)",
+        if (to_muon[i] && !hp_optim_is_matrix(&p->shape))
+            return hp_errorf("muon_params: parameter '%s' has shape %s, but Muon needs a matrix "
+                             "[rows, cols] (or a stack of them: [..., rows, cols])",
                              p->name, hp_shape_str(sh, sizeof sh, &p->shape));
-        if (p->hidden_matrix && !to_adamw[i] && !is_matrix(&p->shape))
+        if (p->hidden_matrix && !to_adamw[i] && !hp_optim_is_matrix(&p->shape))
             return hp_errorf("parameter '%s': hidden_matrix is set but its shape %s is not a "
                              "matrix",
                              p->name, hp_shape_str(sh, sizeof sh, &p->shape));

@@ -6,7 +6,9 @@
  * `muon_params` go to Muon. Errors (one line, naming field and parameter):
  * a name matching both lists, a pattern matching no parameter, a Muon
  * parameter that is not a matrix. Muon takes 2-D matrices [rows, cols] and
- * 3-D stacks [count, rows, cols] (e.g. MoE experts: independent matrices). */
+ * N-D stacks [d0, ..., rows, cols]: d0 x ... x d(N-3) independent matrices,
+ * each orthogonalised on its own (e.g. MoE experts [E, C, Fe]; the experts'
+ * gate and up projections [E, 2, Fe, C]: 2E matrices). */
 #ifndef HP_OPTIM_ROUTE_H
 #define HP_OPTIM_ROUTE_H
 
@@ -21,11 +23,18 @@ typedef struct {
     float *param;     /* [shape] */
     float *grad;      /* [shape] */
     hp_shape shape;
-    int hidden_matrix; /* 2-D hidden weight: Muon's by default */
+    int hidden_matrix; /* a hidden weight matrix (or stack of them): Muon's by default */
 } hp_opt_param;
 
+/* 1 if Muon can take a parameter of this shape: 2 or more dims (the last two
+ * a matrix's rows and columns, the others a stack of them). */
+int hp_optim_is_matrix(const hp_shape *shape);
+/* The matrices of a stack: the product of every dim but the last two (1 for
+ * a 2-D matrix): [E, 2, F, C] is 2E matrices of [F, C]. */
+int64_t hp_optim_stack_count(const hp_shape *shape);
+
 /* The default Muon rule, by shape and name (the graph carries no optimizer
- * marks): a hidden matrix is a parameter of 2 or 3 dims that is neither a
+ * marks): a hidden matrix is a parameter of 2 or more dims that is neither a
  * bias (name ending in "bias") nor an embedding table or output head (names
  * "wte", "wpe", or containing "embed" or "lm_head"). */
 int hp_optim_hidden_matrix(const char *name, const hp_shape *shape);

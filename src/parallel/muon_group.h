@@ -15,7 +15,7 @@
 #include "parallel/muon_plan.h"
 #include "parallel/optim_phase.h"
 
-/* One distributed matrix (a parameter: one matrix or a 3-D stack of one shape) on this rank. */
+/* One distributed matrix (a parameter: one matrix or a stack of matrices of one shape) on this rank. */
 typedef struct {
     int p, k;              /* local parameter, its index in graph order */
     int64_t rows, cols, nmats, numel;

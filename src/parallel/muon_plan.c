@@ -380,7 +380,7 @@ hp_status hp_muon_plan_build_as(hp_muon_plan *out, const hp_graph *g, const hp_p
             hp_muon_matrix *x = &out->mat[out->nmat++];
             x->v = v, x->group = gi, x->owner = -1;
             x->rows = g->vals[v].shape.d[nd - 2], x->cols = g->vals[v].shape.d[nd - 1];
-            x->count = nd == 3 ? (int)local.d[0] : 1;
+            x->count = (int)hp_optim_stack_count(&local); /* the rank's part of a stack's leading dims */
             x->flops = ns_flops(x->rows, x->cols, steps) * x->count;
             out->grp[gi].nmatrices++;
             out->grp[gi].flops += x->flops;

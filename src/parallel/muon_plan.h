@@ -10,8 +10,9 @@
  *   F   FSDP's flat shards cut it (the unit's equal ranges, at any offset:
  *       uneven and empty pieces);
  *   Sr, Sc  a Shard of the matrices' rows / columns (tensor parallel);
- *   B   a Shard of a 3-D stack's first dimension: each rank along it holds
- *       whole matrices of its own (experts), so the axis separates groups.
+ *   B   a Shard of a stack's leading dimension (any but the last two of
+ *       [d0, ..., rows, cols]): each rank along it holds whole matrices of
+ *       its own (experts), so the axis separates groups.
  * A group is a key and a coordinate on the B axes; its ranks are the ranks
  * with that coordinate. A matrix no R, F or S axis touches is orthogonalised
  * where it lives, by every rank holding it (no communication). Shape is not
@@ -21,8 +22,8 @@
  * name, then group), each to the least-loaded rank of its group (ties: the
  * rank holding most of the matrix, then the lowest rank), the load being the rank's Newton–Schulz FLOPs so far, local
  * matrices counted first — the longest-processing-time rule, deterministic.
- * A 3-D stack is its matrices of one shape, one owner (their Newton–Schulz
- * runs batched). Cost of one matrix: steps x (4 m^2 n + 2 m^3) FLOPs, m the
+ * A stack is its matrices of one shape (d0 x ... x d(N-3) of them,
+ * optim/route.h), one owner (their Newton–Schulz runs batched). Cost of one matrix: steps x (4 m^2 n + 2 m^3) FLOPs, m the
  * smaller of its dims and n the larger (the iteration on the smaller Gram
  * matrix).
  *
@@ -86,7 +87,7 @@ typedef enum { HP_MUON_AX_NONE = 0, HP_MUON_AX_R, HP_MUON_AX_F, HP_MUON_AX_SR, H
 
 typedef struct {
     int v;                   /* the global parameter value */
-    int count;               /* matrices: the rank's part of a 3-D stack's first dimension, else 1 */
+    int count;               /* matrices: the product of the rank's part of a stack's leading dims, else 1 */
     int64_t rows, cols;      /* each matrix */
     double flops;            /* Newton–Schulz FLOPs of the count matrices */
     int group;               /* groups[group] */

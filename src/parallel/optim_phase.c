@@ -65,7 +65,8 @@ hp_status hp_pass_optimizer(hp_optim_phase_io *io, hp_rank_graph *rg, const hp_g
                 continue;
             }
             if (l->p[a].kind == HP_REPLICATE && !(fsdp_managed && a == fsdp->shard_axis)) replicas *= m->size[a];
-            if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1, cut |= nd != 3 || l->p[a].dim != 0;
+            /* a cut of a matrix's rows or columns; a stack's leading dims leave its matrices whole */
+            if (l->p[a].kind == HP_SHARD && m->size[a] > 1) sharded = 1, cut |= l->p[a].dim >= nd - 2;
         }
         if (fsdp_managed) {
             int got = hp_fsdp_optim_pieces(&pp[n], fsdp, rg, p, k, replicas);

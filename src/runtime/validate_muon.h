@@ -4,7 +4,7 @@
  * after the phase, hp_vmuon_check reads the updated parameter whole and
  * compares it with one rank's update of the same matrix: the single-device
  * kernels (optim/muon's momentum and apply, optim/newton_schulz on the whole
- * matrix, a 3-D stack as a batch) run on the reference program's gradient
+ * matrix, a stack [..., rows, cols] as a batch) run on the reference program's gradient
  * (runtime/validate), clipped by the reference's global norm, from the
  * parameters the reference was given. Each matrix's error is max|a - b| over
  * the size of one rank's update (max|b - w0 (1 - lr wd)|); one above

@@ -44,7 +44,7 @@ int main(void) {
 
     /* errors name the field and the parameter */
     CHECK_ERR(hp_optim_route(k, HP_OPT_MUON, "h.0.attn.*", NULL, ps, 7),
-              "muon_params: parameter 'h.0.attn.qkv.bias' has shape [48], but Muon needs a 2-D");
+              "muon_params: parameter 'h.0.attn.qkv.bias' has shape [48], but Muon needs a matrix [rows, cols]");
     CHECK_ERR(hp_optim_route(k, HP_OPT_MUON, "*.fc.weight", "h.1.*", ps, 7),
               "parameter 'h.1.mlp.fc.weight' matches both lists");
     CHECK_ERR(hp_optim_route(k, HP_OPT_MUON, "h.0.atn.*", NULL, ps, 7),

@@ -17,13 +17,21 @@
  *  - the pieces: over an FSDP shard group the held elements of a matrix
  *    add up to its elements (uneven and empty pieces included), and the
  *    bytes: DP's owner sends each other replica the whole update, an
- *    FSDP holder sends its piece and gets it back. */
+ *    FSDP holder sends its piece and gets it back;
+ *  - MoE stacks (issue 27, moe-tiny): the 4-D gate/up stack [E, 2, Fe, C]
+ *    is 2E matrices on one rank; split by expert over ep (EP 2, FSDP 2 x
+ *    EP 2 as --fsdp and as a plan file's FSDP of the experts too, DP 2 x
+ *    EP 2) each member's entry is its own E matrices ("ep=B<c>" groups:
+ *    local under EP alone, an owner among its data-parallel replicas or
+ *    FSDP shards otherwise), the members' entries adding up to the 1-rank
+ *    plan's matrices and Newton–Schulz FLOPs. */
 #include <stdio.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "models/gpt2.h"
 #include "models/gpt2_plan.h"
+#include "models/llama.h"
 #include "parallel/compile.h"
 #include "parallel/muon_plan.h"
 #include "testutil.h"
@@ -61,14 +69,17 @@ static int plan_at(hp_muon_plan *out, const model *m, const hp_plan *p, int r) {
             hp_graph_params(c.global, ids, np < 512 ? np : 512);
             for (int j = 0; j < np && j < 512; j++)
                 if (ids[j] == out->mat[i].v) k = j;
+            if (k < 0 || c.fsdp.unit_of[k] < 0) continue; /* not managed (experts under replicate=ep): whole */
             int64_t sum = 0, n = hp_shape_numel(&c.global->vals[out->mat[i].v].shape);
             int coord[HP_MESH_MAX_DIMS] = {0};
             for (int s = 0; s < c.mesh.size[c.fsdp.shard_axis]; s++) {
                 coord[c.fsdp.shard_axis] = s;
                 sum += hp_muon_held(c.global, &c.prop, &c.mesh, &c.fsdp, out->mat[i].v, k, hp_mesh_rank(&c.mesh, coord));
             }
-            int tp = hp_mesh_axis(&c.mesh, "tp");
-            CHECK(sum * (tp >= 0 && c.prop.val[out->mat[i].v].p[tp].kind == HP_SHARD ? c.mesh.size[tp] : 1) == n);
+            int64_t cuts = 1; /* the other axes' shards: a tensor-parallel block, a member's experts */
+            for (int a = 0; a < c.mesh.ndim; a++)
+                if (a != c.fsdp.shard_axis && c.prop.val[out->mat[i].v].p[a].kind == HP_SHARD) cuts *= c.mesh.size[a];
+            CHECK(sum * cuts == n);
         }
     }
     hp_compiled_free(&c);
@@ -93,11 +104,13 @@ static int same_plans(const hp_muon_plan *a, const hp_muon_plan *b) {
     return 1;
 }
 
-/* Every matrix's owner is a rank of its group (or -1 for a local group). */
+/* Every matrix's owner is a rank of its group (or -1 for a local group: "local", or B axes alone). */
 static void check_owners(const hp_muon_plan *p) {
     for (int i = 0; i < p->nmat; i++) {
         const hp_muon_matrix *x = &p->mat[i];
-        int local = !strcmp(p->grp[x->group].key, "local");
+        int local = 1; /* no axis but B ones (a stack split by expert): orthogonalised where it lives */
+        for (int a = 0; a < HP_MESH_MAX_DIMS; a++)
+            local &= p->grp[x->group].ax[a] == HP_MUON_AX_NONE || p->grp[x->group].ax[a] == HP_MUON_AX_B;
         CHECK(local ? x->owner == -1 : x->owner >= 0 && x->owner < p->nranks);
         if (x->nblk) { /* a team: every block iterated by a rank, the lead the owner of block 0 */
             CHECK(p->grp[x->group].teams && x->owner == p->blk[x->blk_at] && x->blk_at + x->nblk <= p->nblk);
@@ -123,6 +136,63 @@ static int has_key(const hp_muon_plan *p, const char *key) {
     for (int i = 0; i < p->ngrp; i++)
         if (!strcmp(p->grp[i].key, key)) return 1;
     return 0;
+}
+
+/* The plan's entries of parameter `name` (global graph of the model m), into out[] (at most 8). */
+static int entries_of(const hp_muon_matrix **out, const hp_muon_plan *p, const hp_graph *g, const char *name) {
+    int n = 0;
+    for (int i = 0; i < p->nmat && n < 8; i++)
+        if (!strcmp(g->vals[p->mat[i].v].name, name)) out[n++] = &p->mat[i];
+    return n;
+}
+
+/* moe-tiny (E = 8 experts of Fe = 64, C = 64) under dp x ep: the expert stacks' entries, compared with one rank's
+ * plan (*one, filled when dp = ep = 1). fsdp 1: FSDP over dp as `--fsdp 2 --ep 2` (replicate=ep: the expert
+ * stacks stay whole, replicated over dp); 2: FSDP over dp alone (a plan file's: each member's stack cut in
+ * FSDP's flat shards, "dp=F"). */
+static void moe_stacks(model *moe, int dp, int ep, int fsdp, hp_muon_plan *one) {
+    hp_plan plan;
+    CHECK_OK(hp_plan_model_ep(&plan, "moe", 1, 1, dp, ep, 1));
+    if (fsdp) CHECK_OK(hp_plan_set_fsdp(&plan, fsdp == 1 ? "shard=dp replicate=ep" : "shard=dp", "test"));
+    hp_muon_plan p, q;
+    int base = dp == 1 && ep == 1;
+    if (!plan_at(&p, moe, &plan, 0)) {
+        hp_plan_free(&plan);
+        return;
+    }
+    check_owners(&p);
+    if (plan_at(&q, moe, &plan, dp * ep - 1)) { /* the last rank's compile: the same plan */
+        CHECK(same_plans(&p, &q));
+        hp_muon_plan_free(&q);
+    }
+    const char *names[2] = {"h.1.moe.experts.gate_up.weight", "h.1.moe.experts.down.weight"};
+    for (int k = 0; k < 2; k++) {
+        const hp_muon_matrix *x[8], *y[8];
+        int n = entries_of(x, &p, moe->g, names[k]);
+        CHECKF(n == ep, "%s: %d entries under dp %d x ep %d", names[k], n, dp, ep);
+        int total = 0;
+        double flops = 0;
+        for (int j = 0; j < n; j++) {
+            const hp_muon_group *gr = &p.grp[x[j]->group];
+            CHECK(x[j]->rows == 64 && x[j]->cols == 64 && x[j]->count == (k ? 8 : 16) / ep);
+            total += x[j]->count, flops += x[j]->flops;
+            char key[48];
+            if (base) snprintf(key, sizeof key, "local");
+            else if (dp == 1) snprintf(key, sizeof key, "ep=B%d", j);
+            else snprintf(key, sizeof key, "dp=%s ep=B%d", fsdp == 2 ? "F" : "R", j);
+            CHECKF(!strcmp(gr->key, key), "%s entry %d: key '%s', expected '%s'", names[k], j, gr->key, key);
+            CHECK(gr->nranks == dp);
+            /* the owner (among the dp replicas) holds this member's experts: its ep coordinate is j */
+            CHECK(dp == 1 ? x[j]->owner == -1 : x[j]->owner >= 0 && x[j]->owner % ep == j);
+        }
+        if (!base) {
+            CHECK(entries_of(y, one, moe->g, names[k]) == 1);
+            CHECK(total == y[0]->count && fabs(flops - y[0]->flops) <= 1e-9 * y[0]->flops);
+        }
+    }
+    if (base) *one = p;
+    else hp_muon_plan_free(&p);
+    hp_plan_free(&plan);
 }
 
 /* FSDP over n ranks of 124M: one group, balanced owners, the same plan from every rank; *split: the matrices
@@ -257,6 +327,28 @@ int main(void) {
         hp_muon_plan_free(&p);
     }
     hp_plan_free(&plan);
+    /* MoE: the 4-D gate/up stack and the 3-D down stack, per matrix, whole and split by expert */
+    {
+        model moe;
+        hp_model_config mc;
+        CHECK_OK(hp_moe_preset(&mc, "moe-tiny"));
+        CHECK_OK(hp_graph_create(&moe.g));
+        CHECK_OK(hp_llama_build(moe.g, &mc, 8, 16));
+        hp_optim_config_default(&moe.adamw);
+        hp_optim_config_default(&moe.muon);
+        moe.muon.kind = HP_OPT_MUON;
+        moe.o = (hp_compile_opts){.train = 1, .optim = &moe.adamw, .max_norm = 1.0f, .schedule = {.overlap = 1}};
+        hp_muon_plan one;
+        memset(&one, 0, sizeof one);
+        moe_stacks(&moe, 1, 1, 0, &one);
+        CHECK(one.nmat > 0);
+        moe_stacks(&moe, 1, 2, 0, &one);
+        moe_stacks(&moe, 2, 2, 1, &one);
+        moe_stacks(&moe, 2, 2, 2, &one);
+        moe_stacks(&moe, 2, 2, 0, &one);
+        hp_muon_plan_free(&one);
+        hp_graph_destroy(moe.g);
+    }
     /* AdamW: no plan */
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
     {
