@@ -55,11 +55,7 @@ check_equiv fsdp2ep2.jsonl 40 0 fsdp2ep2_overlapped "$HP" train $mt --fsdp 2 --e
   --ep-overlap always
 check_equiv mpi_ep2.jsonl 40 0 mpi_ep2_blocking timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 2 --grad-accum 4 --steps 40 \
   --overlap off
-# Muon with the experts split: the down stack [E, C, Fe] is E matrices, each orthogonalised by the member that
-# owns it (the 4-D gate/up stack goes to AdamW), the same as on 1 rank
-"$HP" train $mt --steps 40 --grad-accum 4 --optimizer muon --metrics mu1.jsonl >mu1.log 2>&1 || fail "muon, 1 rank: $(tail -2 mu1.log)"
-check_equiv mu1.jsonl 40 1e-5 muon_ep2 "$HP" train $mt --steps 40 --grad-accum 4 --optimizer muon --ep 2
-check_equiv mu1.jsonl 40 1e-5 muon_fsdp2ep2 "$HP" train $mt --steps 40 --grad-accum 4 --optimizer muon --fsdp 2 --ep 2
+# Muon with the experts split (both stacks per expert, each orthogonalised by the member that owns it): cli/moe_muon
 check mpi_ep4 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4
 # a capacity (factor 1: some slots dropped) decided by each expert's owner over the group's tokens, as one rank's
 # router decides over all of them (one micro-batch: the capacity is over a forward pass's tokens): EP 2 and EP 4

@@ -25,10 +25,11 @@ done
   fail "plan --ep 2: $(grep 'h.0.moe.experts.gate_up' p2.txt)"
 grep -Eq '^  ep=B0 +8 ' p2.txt && grep -Eq '^  ep=B1 +8 ' p2.txt || fail "plan --ep 2: groups $(grep -A4 '^  group' p2.txt)"
 "$HP" plan $mp --fsdp 2 --ep 2 >p3.txt 2>&1 || fail "plan --fsdp 2 --ep 2: $(tail -2 p3.txt)"
-# replicated over dp (FSDP leaves the expert stacks whole): one owner of the pair orthogonalises them
+# sharded over dp in FSDP's split units (flat shards, gathered to an owner of the pair): one owner of the dp pair
+# orthogonalises each member's matrices
 grep -Eq '^  h\.0\.moe\.experts\.gate_up\.weight +8 x \[64, 64\] +0 ' p3.txt &&
   grep -Eq '^  h\.0\.moe\.experts\.gate_up\.weight +8 x \[64, 64\] +[13] ' p3.txt &&
-  grep -Eq '^  dp=R ep=B0 +8 +2 ' p3.txt || fail "plan --fsdp 2 --ep 2: $(grep -E 'h.0.moe.experts.gate_up|ep=B' p3.txt)"
+  grep -Eq '^  dp=F ep=B0 +8 +2 ' p3.txt || fail "plan --fsdp 2 --ep 2: $(grep -E 'h.0.moe.experts.gate_up|ep=B' p3.txt)"
 # --adamw-params takes the stacks back to AdamW (4 layers x 2 moments more)
 "$HP" plan $mp --adamw-params '*.experts.gate_up.*' >p4.txt 2>&1 || fail "plan --adamw-params: $(tail -2 p4.txt)"
 grep -q "^  optimizer  muon: 14 adamw tensors" p4.txt || fail "plan --adamw-params: $(grep '^  optimizer' p4.txt)"
@@ -39,10 +40,11 @@ expect_error "muon_params: parameter 'h.0.attn_norm.weight' has shape [64], but 
 # 40 steps: the loss falls; EP 2 and FSDP 2 x EP 2 as 1 rank. The runs differ from 1 rank's in the last bits
 # (another sum order), and Muon lifts such differences in an expert's gradient (nearly low rank: Newton-Schulz
 # raises its small singular directions) more than AdamW does, so now and then a token's choice of expert turns
-# within 40 steps and the losses part by 1e-4 to 5e-3 from there: FSDP 2 x EP 2 under seeds 1 and 2 in the
-# release build and under the default seed in the sanitizer build (at step 35; with the stack on AdamW, none of
-# these). Seed 3 has no such turn in either build; the deterministic mode below checks the losses bit for bit.
-mt="--model moe-tiny --batch 4 --seq 32 --steps 40 --val-every 100 --val-steps 2 --warmup 10 --lr 6e-4 --optimizer muon --seed 3"
+# past ~30 steps and the losses part by 1e-4 to 5e-3 from there (FSDP 2 x EP 2: at step 35 under the sanitizer
+# build; under seeds 1 and 2 in the release build). So: the first 10 steps within 1e-5 (their own 10-step runs),
+# the 40 within 1e-2 (an update on the wrong matrices parts by far more); the deterministic mode below checks
+# the losses bit for bit over the whole run.
+mt="--model moe-tiny --batch 4 --seq 32 --steps 40 --val-every 100 --val-steps 2 --warmup 10 --lr 6e-4 --optimizer muon"
 "$HP" train $mt --grad-accum 4 --metrics mu1.jsonl --ckpt-every 40 --ckpt-dir ck1 >mu1.log 2>&1 ||
   fail "muon, 1 rank: $(tail -2 mu1.log)"
 awk -v a="$(losses mu1.jsonl | head -1)" -v b="$(losses mu1.jsonl | tail -1)" 'BEGIN { exit !(b < a - 1.0) }' ||
@@ -52,8 +54,11 @@ st=ck1/step_000040/optim.safetensors
 grep -aq '"muon.m.h.0.moe.experts.gate_up.weight":{[^}]*"shape":\[8,2,64,64\]' "$st" ||
   fail "checkpoint: no Muon momentum of the gate/up stack in $st"
 ! grep -aq 'adamw.m.h.0.moe.experts.gate_up.weight' "$st" || fail "checkpoint: AdamW moments of the gate/up stack"
-check_equiv mu1.jsonl 40 1e-5 muon_ep2 "$HP" train $mt --grad-accum 4 --ep 2
-check_equiv mu1.jsonl 40 1e-5 muon_fsdp2ep2 "$HP" train $mt --grad-accum 4 --fsdp 2 --ep 2
+check_equiv mu1.jsonl 40 1e-2 muon_ep2 "$HP" train $mt --grad-accum 4 --ep 2
+check_equiv mu1.jsonl 40 1e-2 muon_fsdp2ep2 "$HP" train $mt --grad-accum 4 --fsdp 2 --ep 2
+"$HP" train $mt --steps 10 --grad-accum 4 --metrics mu10.jsonl >mu10.log 2>&1 || fail "muon, 1 rank, 10 steps: $(tail -2 mu10.log)"
+check_equiv mu10.jsonl 10 1e-5 muon_ep2_10 "$HP" train $mt --steps 10 --grad-accum 4 --ep 2
+check_equiv mu10.jsonl 10 1e-5 muon_fsdp2ep2_10 "$HP" train $mt --steps 10 --grad-accum 4 --fsdp 2 --ep 2
 
 # the deterministic mode: bit for bit at EP 2, EP 4 and over 2 MPI processes; EP 2's checkpoint at step 20 resumes
 # under EP 4 and on 1 rank bit for bit
