@@ -1,6 +1,7 @@
 /* api/plan: hp_shard_plan, a sharding plan (layout/plan) read from a file or
  * text, or GPT-2's own (models/gpt2_plan), with its mesh and file text. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "io/plan_file.h"
@@ -65,6 +66,19 @@ hp_status hp_shard_plan_named(hp_shard_plan **out, const char *model, int pp, in
     return hp_shard_plan_named_ep(out, model, pp, replicas, dp, 1, tp);
 }
 
+/* Drops p's parameter rules whose pattern contains `part` (a family's rules for parts the model lacks). */
+static void drop_rules(hp_plan *p, const char *part) {
+    int w = 0;
+    for (int r = 0; r < p->nparams; r++) {
+        if (strstr(p->params[r].pattern, part)) {
+            free(p->params[r].pattern), free(p->params[r].where);
+            continue;
+        }
+        p->params[w++] = p->params[r];
+    }
+    p->nparams = w;
+}
+
 hp_status hp_shard_plan_named_ep(hp_shard_plan **out, const char *model, int pp, int replicas, int dp, int ep,
                                  int tp) {
     *out = NULL;
@@ -72,6 +86,13 @@ hp_status hp_shard_plan_named_ep(hp_shard_plan **out, const char *model, int pp,
     if (!family) return hp_errorf("hp_shard_plan_named: unknown model '%s'", model);
     hp_plan p;
     HP_TRY(hp_plan_model_ep(&p, family, pp, replicas, dp, ep, tp));
+    hp_model_config mc;
+    hp_status st = model && !strcmp(family, "moe") ? hp_model_config_named(&mc, model) : HP_OK;
+    if (st) {
+        hp_plan_free(&p);
+        return st;
+    }
+    if (model && !strcmp(family, "moe") && mc.shared_experts == 0) drop_rules(&p, ".moe.shared."); /* mixtral-tiny */
     return wrap(out, &p);
 }
 

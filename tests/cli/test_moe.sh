@@ -110,6 +110,11 @@ expect_error "'h.0.moe.experts.gate_up.weight' has 8 experts, not a multiple of 
 expect_error "--ep 2 splits a Mixture-of-Experts model's experts: --model llama-tiny has none" \
   "$HP" train --model llama-tiny --ep 2 --steps 1
 # the presets' sizes
+# a MoE preset without shared experts (Mixtral's layout): the family's shortcut plan leaves out their rules
+"$HP" plan --model mixtral-tiny --batch 4 --seq 32 --ep 2 --tp 2 >pm.txt 2>&1 || fail "plan mixtral-tiny: $(tail -2 pm.txt)"
+! grep -q "moe.shared" pm.txt || fail "plan mixtral-tiny: shared-expert rules listed"
+"$HP" train --model mixtral-tiny --batch 4 --seq 32 --steps 3 --ep 2 --val-every 0 >mx.log 2>&1 ||
+  fail "train mixtral-tiny --ep 2: $(tail -2 mx.log)"
 "$HP" plan --model moe-deepseek-v3 --batch 8 --seq 256 --fsdp 8 >pd.txt 2>&1 || fail "plan moe-deepseek-v3: $(tail -2 pd.txt)"
 grep -q "E=256 top-8 Fe=2048 shared=1 .* 704921.04M parameters" pd.txt || fail "plan moe-deepseek-v3: $(grep '^model' pd.txt)"
 "$HP" plan --model moe-500b --batch 8 --seq 256 --fsdp 8 >p5.txt 2>&1 || fail "plan moe-500b: $(tail -2 p5.txt)"
