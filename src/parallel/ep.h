@@ -31,6 +31,10 @@ extern const hp_opdef hp_op_ep_send, hp_op_ep_return, hp_op_ep_resend;
  * the peers of a supernode read them in place. stage: fp32 [hp_ep_stage_floats]. */
 extern const hp_opdef hp_op_ep_send_start, hp_op_ep_send_wait, hp_op_ep_return_start, hp_op_ep_return_wait,
     hp_op_ep_resend_start, hp_op_ep_resend_wait;
+/* What an exchange operator is (HP_EP_X_NONE for any other operator), and a blocking one's start and wait. */
+typedef enum { HP_EP_X_NONE = 0, HP_EP_X_SEND, HP_EP_X_RETURN, HP_EP_X_RESEND, HP_EP_X_RETURN_START, HP_EP_X_OTHER } hp_ep_x;
+hp_ep_x hp_ep_exchange_of(const hp_opdef *op);
+void hp_ep_split_ops(const hp_opdef **start, const hp_opdef **wait, const hp_opdef *blocking);
 #define HP_EP_SLOT 3
 #define HP_EP_ROWS 4
 #define HP_EP_WIDE 5

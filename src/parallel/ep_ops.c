@@ -524,3 +524,22 @@ const hp_opdef hp_op_ep_resend_start = {.name = "ep_resend_start", .nout = 1, .c
                                         .run = resend_start_run, .bytes = ep_bytes, .describe = start_describe};
 const hp_opdef hp_op_ep_resend_wait = {.name = "ep_resend_wait", .nout = 1, .communicates = 1,
                                        .run = resend_wait_run, .describe = wait_describe};
+
+hp_ep_x hp_ep_exchange_of(const hp_opdef *op) {
+    if (op == &hp_op_ep_send) return HP_EP_X_SEND;
+    if (op == &hp_op_ep_return) return HP_EP_X_RETURN;
+    if (op == &hp_op_ep_resend) return HP_EP_X_RESEND;
+    if (op == &hp_op_ep_return_start) return HP_EP_X_RETURN_START;
+    if (op == &hp_op_ep_send_start || op == &hp_op_ep_send_wait || op == &hp_op_ep_return_wait ||
+        op == &hp_op_ep_resend_start || op == &hp_op_ep_resend_wait)
+        return HP_EP_X_OTHER;
+    return HP_EP_X_NONE;
+}
+
+void hp_ep_split_ops(const hp_opdef **start, const hp_opdef **wait, const hp_opdef *blocking) {
+    hp_ep_x x = hp_ep_exchange_of(blocking);
+    *start = x == HP_EP_X_SEND ? &hp_op_ep_send_start : x == HP_EP_X_RETURN ? &hp_op_ep_return_start
+                                                                           : &hp_op_ep_resend_start;
+    *wait = x == HP_EP_X_SEND ? &hp_op_ep_send_wait : x == HP_EP_X_RETURN ? &hp_op_ep_return_wait
+                                                                         : &hp_op_ep_resend_wait;
+}

@@ -36,7 +36,8 @@ static int base_of(const hp_graph *g, int v) {
 }
 
 static int is_exchange(const hp_node *n) {
-    return n->op == &hp_op_ep_send || n->op == &hp_op_ep_return || n->op == &hp_op_ep_resend;
+    hp_ep_x x = hp_ep_exchange_of(n->op);
+    return x == HP_EP_X_SEND || x == HP_EP_X_RETURN || x == HP_EP_X_RESEND;
 }
 
 /* 1 if node n touches a value in one of FSDP's gathered-unit slots: a slot is reused by unit after unit, an
@@ -125,7 +126,7 @@ static int first_violation(const ovl *o, int *culprit) {
             int v = hp_node_input(g, n, k);
             for (int u = v; u >= 0; u = g->vals[u].view_of) {
                 int p = g->vals[u].producer, ready = p;
-                if (p >= 0 && o->wait_of[p] >= 0 && o->wait_of[p] != b && g->nodes[p].op == &hp_op_ep_return_start &&
+                if (p >= 0 && o->wait_of[p] >= 0 && o->wait_of[p] != b && hp_ep_exchange_of(g->nodes[p].op) == HP_EP_X_RETURN_START &&
                     u == g->nodes[p].out[0])
                     ready = o->wait_of[p];
                 if (p < 0 || p == b || o->pos[ready] < o->pos[b]) continue;
@@ -284,22 +285,21 @@ static int split(hp_rank_graph *rg, int x, int slot) {
     hp_attrs a = n->a;
     int in[HP_MAX_IN], nin = 0, out[3] = {-1, -1, -1}, nout = 0;
     in[nin++] = stage;
-    const hp_opdef *wait;
-    if (n->op == &hp_op_ep_send) {
+    const hp_opdef *start, *wait;
+    hp_ep_x kind = hp_ep_exchange_of(n->op);
+    hp_ep_split_ops(&start, &wait, n->op);
+    if (kind == HP_EP_X_SEND) {
         for (int k = 0; k < n->nin && nin < HP_MAX_IN; k++) in[nin++] = n->in[k];
         for (int k = 0; k < 3; k++) out[k] = n->out[k], n->out[k] = -1;
         nout = 3;
-        n->op = &hp_op_ep_send_start, n->out[0] = stage, n->nout = 1;
-        wait = &hp_op_ep_send_wait;
-    } else if (n->op == &hp_op_ep_return) {
+        n->op = start, n->out[0] = stage, n->nout = 1;
+    } else if (kind == HP_EP_X_RETURN) {
         in[nin++] = n->out[0];
-        n->op = &hp_op_ep_return_start, n->out[1] = stage, n->nout = 2;
-        wait = &hp_op_ep_return_wait;
+        n->op = start, n->out[1] = stage, n->nout = 2;
     } else {
         for (int k = 0; k < n->nin && nin < HP_MAX_IN; k++) in[nin++] = n->in[k];
         out[0] = n->out[0], nout = 1;
-        n->op = &hp_op_ep_resend_start, n->out[0] = stage, n->nout = 1;
-        wait = &hp_op_ep_resend_wait;
+        n->op = start, n->out[0] = stage, n->nout = 1;
     }
     g->vals[stage].producer = x;
     hp_phase ph = g->nodes[x].phase;

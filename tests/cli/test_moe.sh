@@ -39,7 +39,9 @@ check mpi_dp2 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --dp 2 --grad-accum 4
 # the same 40 steps: EP 2 and 4, DP 2 x EP 2, EP 2 x TP 2, FSDP 2 x EP 2, ZeRO-1 x DP 2 x EP 2, PP 2 x EP 2, and
 # over 2 MPI processes (EP 2: one rank each; EP 4: two rank-threads each, the exchange across both tiers)
 check ep2 "$HP" train $mt --ep 2 --grad-accum 4
-[ "$(grep -o '"moe_tokens_min.*' one40.jsonl | head -5)" = "$(grep -o '"moe_tokens_min.*' ep2.jsonl | head -5)" ] ||
+# the routing statistics the same (the z-loss, a sum over the ranks, may differ in its last bits)
+tok='"moe_tokens_min[^}]*"moe_imbalance": [0-9.]*'
+[ "$(grep -o "$tok" one40.jsonl | head -5)" = "$(grep -o "$tok" ep2.jsonl | head -5)" ] ||
   fail "ep2: the first steps' MoE metrics differ from 1 rank's"
 check ep4 "$HP" train $mt --ep 4 --grad-accum 4
 check dp2ep2 "$HP" train $mt --dp 2 --ep 2 --grad-accum 4

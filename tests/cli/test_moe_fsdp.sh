@@ -38,8 +38,12 @@ grep -v "^unit" units.plan >mixed.plan
 echo "unit all: *" >>mixed.plan
 expect_error "mixed.plan:5: fsdp: unit 'all' has 'h.0.moe.experts.gate_up.weight', split along the replicate axis 'ep', and" \
   "$HP" train $mt --plan mixed.plan --steps 1
+# (with both expert stacks on Muon, a token's choice of expert turns past ~30 steps: 10 steps within 1e-5, 40
+# within 1e-2; cli/moe_muon says why)
 "$HP" train $mt --optimizer muon --metrics mu1.jsonl >mu1.log 2>&1 || fail "muon, 1 rank: $(tail -2 mu1.log)"
-check_equiv mu1.jsonl 40 1e-5 muon_fsdp2ep2 "$HP" train $mt --optimizer muon --fsdp 2 --ep 2
+check_equiv mu1.jsonl 40 1e-2 muon_fsdp2ep2 "$HP" train $mt --optimizer muon --fsdp 2 --ep 2
+"$HP" train $mt --steps 10 --optimizer muon --metrics mu10.jsonl >mu10.log 2>&1 || fail "muon, 1 rank: $(tail -2 mu10.log)"
+check_equiv mu10.jsonl 10 1e-5 muon_fsdp2ep2_10 "$HP" train $mt --steps 10 --optimizer muon --fsdp 2 --ep 2
 # the plan: under EP 2 alone every rank keeps its 4 experts per layer whole; FSDP 2 x EP 2 and FSDP 4 x EP 2 keep a
 # half and a quarter of them (and of the other parameters), their gradients' and AdamW's state likewise
 for p in "--ep 2" "--fsdp 2 --ep 2" "--fsdp 4 --ep 2"; do

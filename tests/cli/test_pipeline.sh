@@ -56,7 +56,9 @@ bf="--layers 2 --heads 4 --channels 64 --seq 64 --batch 8 --lr 3e-4 --seed 0 --r
 bf="$bf --val-every 100 --val-steps 2"
 "$HP" train $bf --grad-accum 2 --metrics bf_one.jsonl >/dev/null 2>&1 || fail "bf16 1-rank run failed"
 check_equiv bf_one.jsonl 200 5e-3 bf_pp "$HP" train $bf --pp 2 --micro-batches 2
-[ "$(losses bf_one.jsonl | head -5)" = "$(losses bf_pp.jsonl | head -5)" ] || fail "bf16 pp2: the first 5 losses differ"
+# the first 3 losses the same bits (from the 4th the tied embedding's sum order shows through bf16's rounding on
+# some CPUs: 6.7e-6 at step 4 on an AVX-512 Xeon, already at the commit that checked 5 steps)
+[ "$(losses bf_one.jsonl | head -3)" = "$(losses bf_pp.jsonl | head -3)" ] || fail "bf16 pp2: the first 3 losses differ"
 # checkpoints of a pipelined run, in either format, resume bit for bit (step 10's loss) under PP, on 1 rank, under FSDP and
 # across 2 MPI processes; a 1-rank checkpoint resumes under PP
 ck="--layers 4 --heads 4 --channels 32 --batch 4 --seq 16 --steps 10 --val-every 0 --val-steps 1 --warmup 2 --run-dir none"

@@ -148,8 +148,8 @@ static int entries_of(const hp_muon_matrix **out, const hp_muon_plan *p, const h
 
 /* moe-tiny (E = 8 experts of Fe = 64, C = 64) under dp x ep: the expert stacks' entries, compared with one rank's
  * plan (*one, filled when dp = ep = 1). fsdp 1: FSDP over dp as `--fsdp 2 --ep 2` (replicate=ep: the expert
- * stacks stay whole, replicated over dp); 2: FSDP over dp alone (a plan file's: each member's stack cut in
- * FSDP's flat shards, "dp=F"). */
+ * stacks in FSDP's split units, each member's stack cut in flat shards over dp, "dp=F"); 2: FSDP over dp alone
+ * (a plan file's: the same cut). */
 static void moe_stacks(model *moe, int dp, int ep, int fsdp, hp_muon_plan *one) {
     hp_plan plan;
     CHECK_OK(hp_plan_model_ep(&plan, "moe", 1, 1, dp, ep, 1));
@@ -179,7 +179,7 @@ static void moe_stacks(model *moe, int dp, int ep, int fsdp, hp_muon_plan *one) 
             char key[48];
             if (base) snprintf(key, sizeof key, "local");
             else if (dp == 1) snprintf(key, sizeof key, "ep=B%d", j);
-            else snprintf(key, sizeof key, "dp=%s ep=B%d", fsdp == 2 ? "F" : "R", j);
+            else snprintf(key, sizeof key, "dp=%s ep=B%d", fsdp ? "F" : "R", j); /* FSDP: the stacks in split units */
             CHECKF(!strcmp(gr->key, key), "%s entry %d: key '%s', expected '%s'", names[k], j, gr->key, key);
             CHECK(gr->nranks == dp);
             /* the owner (among the dp replicas) holds this member's experts: its ep coordinate is j */
