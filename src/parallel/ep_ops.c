@@ -200,30 +200,6 @@ static void sort_capacity(int32_t *t, int32_t *tmp, long m, const float *score, 
 
 static int capped_send(const hp_node *n, int nin) { return nin >= 4 && n->a.f[0] > 0; }
 
-/* ep_send's first half, blocking, in (xp[R, C], eid[R][, scores[N, k], rowof[N, k]]): each expert's row count
- * exchanged, then the rows (and, with a capacity, the slots' scores) with the counts that follow from it. */
-static hp_status send_begin(const hp_kctx *k, const hp_node *n, const hp_tensor *in, int nin, const ep_group *q,
-                            ep_stage *s) {
-    long R = t_rows(&in[0]), C = t_last(&in[0]);
-    count_experts(s->per_e, I32C(in[1]), R, q->E);
-    for (int o = 0; o < q->G; o++) s->scnt[o] = s->rcnt[o] = q->El;
-    HP_TRY(a2a(k, q, -1, s->mat, s->per_e, s->scnt, s->rcnt, HP_I32)); /* mat[src][my expert] */
-    for (int o = 0; o < q->G; o++) {
-        int64_t sent = 0, got = 0;
-        for (long j = 0; j < q->El; j++) sent += s->per_e[o * q->El + j], got += s->mat[o * q->El + j];
-        s->scnt[o] = sent * C, s->rcnt[o] = got * C, s->scnt2[o] = sent, s->rcnt2[o] = got;
-    }
-    HP_TRY(a2a(k, q, -1, s->raw, in[0].data, s->scnt, s->rcnt, in[0].dtype));
-    if (!capped_send(n, nin)) return HP_OK;
-    /* the slots' scores follow their rows (each expert's owner drops past its capacity) */
-    const float *sc = CF32(in[2]);
-    const int32_t *rowof = I32C(in[3]);
-    long slots = (long)hp_shape_numel(&in[3].shape);
-    for (long i = 0; i < slots; i++)
-        if (rowof[i] >= 0 && rowof[i] < R) s->sscore[rowof[i]] = sc[i];
-    return a2a(k, q, -1, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
-}
-
 /* The rows' prepare step, on the lane once each expert's row count came: what each member sends this one, in
  * elements (rcnt) and rows (rcnt2). ctx: the stage. */
 static hp_status send_counts_arrived(void *ctx) {
@@ -240,11 +216,12 @@ static hp_status send_counts_arrived(void *ctx) {
     return HP_OK;
 }
 
-/* ep_send's first half, split: nothing waited. Started in turn on the group's lane (which runs them in order): each
- * expert's row count, then the rows (their receive counts filled on the lane from those, right before), and with a
- * capacity the scores (slots slot .. slot + 2). */
-static hp_status send_begin_split(const hp_kctx *k, const hp_node *n, const hp_tensor *in, int nin, const ep_group *q,
-                                  ep_stage *s, float *stage, int slot) {
+/* ep_send's first half, in (xp[R, C], eid[R][, scores[N, k], rowof[N, k]]): each expert's row count, then the rows
+ * (their receive counts filled from those by the call's prepare step, right before it begins), and with a capacity
+ * the slots' scores (each expert's owner drops past its capacity) — run to the end (slot < 0) or started in turn on
+ * the group's lane (which runs them in order; slots slot .. slot + 2), nothing waited. stage: s's base. */
+static hp_status send_begin(const hp_kctx *k, const hp_node *n, const hp_tensor *in, int nin, const ep_group *q,
+                            ep_stage *s, float *stage, int slot) {
     long R = t_rows(&in[0]), C = t_last(&in[0]);
     ((int64_t *)(void *)stage)[4] = C;
     count_experts(s->per_e, I32C(in[1]), R, q->E);
@@ -254,14 +231,15 @@ static hp_status send_begin_split(const hp_kctx *k, const hp_node *n, const hp_t
         s->scnt[o] = sent * C, s->scnt2[o] = sent;
     }
     HP_TRY(a2a_call(k, q, slot, s->mat, s->per_e, q->El, NULL, NULL, HP_I32, NULL, NULL)); /* mat[src][my expert] */
-    HP_TRY(a2a_call(k, q, slot + 1, s->raw, in[0].data, 0, s->scnt, s->rcnt, in[0].dtype, send_counts_arrived, stage));
+    HP_TRY(a2a_call(k, q, slot < 0 ? -1 : slot + 1, s->raw, in[0].data, 0, s->scnt, s->rcnt, in[0].dtype,
+                    send_counts_arrived, stage));
     if (!capped_send(n, nin)) return HP_OK;
     const float *sc = CF32(in[2]);
     const int32_t *rowof = I32C(in[3]);
     long slots = (long)hp_shape_numel(&in[3].shape);
     for (long i = 0; i < slots; i++)
         if (rowof[i] >= 0 && rowof[i] < R) s->sscore[rowof[i]] = sc[i];
-    return a2a(k, q, slot + 2, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
+    return a2a(k, q, slot < 0 ? -1 : slot + 2, s->rscore, s->sscore, s->scnt2, s->rcnt2, HP_F32);
 }
 
 /* ep_send's second half: the received rows in order -> (xr[G R, C], er[G R], src[G R, 2]); with a capacity factor
@@ -330,7 +308,7 @@ static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     if (!group_of(&q, k, n)) return;
     ep_stage s;
     stage_in_scratch(&s, k, n);
-    hp_status st = send_begin(k, n, in, n->nin, &q, &s);
+    hp_status st = send_begin(k, n, in, n->nin, &q, &s, k->scratch, -1);
     if (st) return fail(k, st);
     send_finish(k, n, in, n->nin, out, &q, &s, k->scratch + stage_floats_of(k->graph, n));
 }
@@ -341,7 +319,7 @@ static void send_start_run(const hp_kctx *k, const hp_node *n, const hp_tensor *
     if (!group_of(&q, k, n)) return;
     ep_stage s;
     stage_at(&s, out[0].data, n);
-    fail(k, send_begin_split(k, n, in, n->nin, &q, &s, out[0].data, (int)n->a.i[HP_EP_SLOT]));
+    fail(k, send_begin(k, n, in, n->nin, &q, &s, out[0].data, (int)n->a.i[HP_EP_SLOT]));
 }
 
 /* in (stage, xp, eid[, scores, rowof]) -> (xr, er, src): the all-to-all waited, the rows put in order (xp is read
