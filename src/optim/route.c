@@ -30,7 +30,10 @@ int hp_optim_hidden_matrix(const char *name, const hp_shape *shape) {
     if (!hp_optim_is_matrix(shape)) return 0;
     size_t n = strlen(name);
     if (n >= 4 && !strcmp(name + n - 4, "bias")) return 0;
-    if (!strcmp(name, "wte") || !strcmp(name, "wpe") || strstr(name, "embed") || strstr(name, "lm_head")) return 0;
+    /* the embeddings and the LM head (GPT-2's tied wte, Llama's and MoE's untied `output.weight`) */
+    if (!strcmp(name, "wte") || !strcmp(name, "wpe") || strstr(name, "embed") || strstr(name, "lm_head") ||
+        !strcmp(name, "output.weight"))
+        return 0;
     return 1;
 }
 

@@ -42,6 +42,13 @@ int main(void) {
     CHECK_OK(hp_optim_route(k, HP_OPT_MUON, NULL, "h.?.mlp.*,wte", ps, 7));
     for (int i = 0; i < 7; i++) CHECK((int)k[i] == ov2[i]);
 
+    /* the default rule: embeddings and the LM head (tied or untied, `output.weight`) are not hidden */
+    hp_shape m2 = hp_shape2(64, 16);
+    CHECK(!hp_optim_hidden_matrix("wte", &m2) && !hp_optim_hidden_matrix("wpe", &m2));
+    CHECK(!hp_optim_hidden_matrix("output.weight", &m2) && !hp_optim_hidden_matrix("lm_head.weight", &m2));
+    CHECK(hp_optim_hidden_matrix("h.0.attn.proj.weight", &m2) && hp_optim_hidden_matrix("h.0.moe.router.weight", &m2));
+    CHECK(!hp_optim_hidden_matrix("h.0.mlp.fc.bias", &m2));
+
     /* errors name the field and the parameter */
     CHECK_ERR(hp_optim_route(k, HP_OPT_MUON, "h.0.attn.*", NULL, ps, 7),
               "muon_params: parameter 'h.0.attn.qkv.bias' has shape [48], but Muon needs a matrix [rows, cols]");
