@@ -55,7 +55,7 @@ static double median(double *v, int n) {
 
 int hp_cmd_bench_moe(int argc, char **argv) {
     char json[512] = "", models[64] = "moe-tiny,moe-small";
-    int steps = 10, repeat = 3, B = 8, T = 64;
+    int steps = 10, repeat = 3, B = 8, T = 64, chunks = 1, cross = 0;
     float bw = 1.0f, lat = 20.0f;
     hp_opt tab[] = {
         {"models", HP_OPT_STR, models, sizeof models, "models (comma-separated: moe-tiny, moe-small)"},
@@ -65,6 +65,10 @@ int hp_cmd_bench_moe(int argc, char **argv) {
         {"repeat", HP_OPT_INT, &repeat, 0, "runs of every row, in turn; medians printed"},
         {"inter-bw", HP_OPT_FLOAT, &bw, 0, "emulated link between supernodes, GB/s per rank"},
         {"inter-latency", HP_OPT_FLOAT, &lat, 0, "emulated link's latency per message, us"},
+        {"moe-chunks", HP_OPT_INT, &chunks, 0,
+         "the overlapped rows' MoE layers in this many token chunks (one chunk's experts under another's exchange; "
+         "the blocking rows stay whole)"},
+        {"cross-only", HP_OPT_FLAG, &cross, 0, "only EP 1 and the rows across the emulated link"},
         {"json", HP_OPT_STR, json, sizeof json, "also write the rows as a JSON array"},
     };
     int help = 0, ntab = (int)(sizeof tab / sizeof tab[0]);
@@ -73,9 +77,9 @@ int hp_cmd_bench_moe(int argc, char **argv) {
         hp_args_usage(tab, ntab, "bench moe", "A MoE model's step under expert parallelism: tokens/s, all-to-all, load.");
         return 0;
     }
-    if (!st && (steps < 1 || repeat < 1 || repeat > 15 || B < 4 || B % 4 || T < 1 || bw <= 0 || lat < 0))
+    if (!st && (steps < 1 || repeat < 1 || repeat > 15 || B < 4 || B % 4 || T < 1 || bw <= 0 || lat < 0 || chunks < 0 || chunks > 64))
         st = hp_errorf("hyperpar bench moe: --steps >= 1, --repeat in 1..15, --batch a multiple of 4, --seq >= 1, "
-                       "--inter-bw > 0, --inter-latency >= 0");
+                       "--inter-bw > 0, --inter-latency >= 0, --moe-chunks in 0..64");
     FILE *jf = NULL;
     if (!st) st = hp_bench_json_open(&jf, json, 1);
     if (st) {
@@ -93,7 +97,8 @@ int hp_cmd_bench_moe(int argc, char **argv) {
     for (int i = 0; i < nm; i++) {
         const int eps[PER][3] = {{1, 1, 1}, {2, 1, 1}, {2, 1, 0}, {4, 1, 1}, {4, 1, 0},
                                  {2, 2, 1}, {2, 2, 0}, {4, 2, 1}, {4, 2, 0}};
-        for (int k = 0; k < PER; k++) cases[nc++] = (mcase){names[i], eps[k][0], eps[k][1], eps[k][2]};
+        for (int k = 0; k < PER; k++)
+            if (!cross || eps[k][0] == 1 || eps[k][1] > 1) cases[nc++] = (mcase){names[i], eps[k][0], eps[k][1], eps[k][2]};
     }
     double v[4 * PER][6][15];
     int ok[4 * PER] = {0};
@@ -102,7 +107,7 @@ int hp_cmd_bench_moe(int argc, char **argv) {
         for (int c = 0; c < nc; c++) {
             hp_bench_moe_config cfg = {cases[c].model, B, T, cases[c].ep, cases[c].supernodes,
                                        cases[c].supernodes > 1 ? bw : 0, cases[c].supernodes > 1 ? lat : 0, steps,
-                                       cases[c].blocking};
+                                       cases[c].blocking, cases[c].blocking ? 1 : chunks};
             mrow r;
             memset(&r, 0, sizeof r);
             if (hp_run_in_child(&r, sizeof r, child_row, &cfg) != 0 || !r.ok) {
@@ -119,8 +124,8 @@ int hp_cmd_bench_moe(int argc, char **argv) {
     char cpu[256];
     hp_cpu_model(cpu, sizeof cpu);
     printf("bench moe: batch %d x %d tokens per step, one compute thread per rank, median of %d run(s) of %d steps; "
-           "emulated link %.3g GB/s per rank, %.3g us per message; CPU %s\n",
-           B, T, repeat, steps, bw, lat, cpu);
+           "emulated link %.3g GB/s per rank, %.3g us per message; overlapped rows in %d token chunk%s; CPU %s\n",
+           B, T, repeat, steps, bw, lat, chunks > 1 ? chunks : 1, chunks > 1 ? "s" : "", cpu);
     printf("%-10s %3s %-13s %-9s %10s %10s %8s %9s %9s %7s %8s %9s\n", "model", "ep", "supernodes", "exchange",
            "tok/s", "tok/s/rank", "vs EP1", "step ms", "a2a ms", "a2a %", "exposed", "max/mean");
     int nrows = 0;
@@ -145,10 +150,11 @@ int hp_cmd_bench_moe(int argc, char **argv) {
                     "\"inter_latency_us\": %.3g, \"batch\": %d, \"seq\": %d, \"runs\": %d, \"tokens_per_s\": %.1f, "
                     "\"tokens_per_s_per_rank\": %.1f, \"per_rank_vs_ep1\": %.4f, \"step_ms\": %.3f, \"a2a_ms\": %.3f, "
                     "\"a2a_exposed_ms\": %.3f, \"max_tokens_per_expert\": %.1f, \"mean_tokens_per_expert\": %.1f, "
-                    "\"blocking\": %d, \"exposed_vs_blocking\": %.4f}",
+                    "\"blocking\": %d, \"moe_chunks\": %d, \"exposed_vs_blocking\": %.4f}",
                     nrows++ ? ",\n" : "", cases[c].model, cases[c].ep, cases[c].supernodes,
                     cases[c].supernodes > 1 ? bw : 0, cases[c].supernodes > 1 ? lat : 0, B, T, ok[c], m[0], per, share,
-                    m[1], m[2], m[3], m[4], m[5], cases[c].ep > 1 && cases[c].blocking, exposed);
+                    m[1], m[2], m[3], m[4], m[5], cases[c].ep > 1 && cases[c].blocking,
+                    cases[c].blocking || chunks < 1 ? 1 : chunks, exposed);
     }
     hp_bench_json_close(jf);
     return rc;

@@ -70,6 +70,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     c->model_kind = hp_model_family_name(o->model);
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->loss_chunk = o->loss_chunk;
+    c->moe_chunks = o->moe_chunks;
     c->seq = o->seq;
     c->plan = plan;
     c->world = po->world, c->rank = po->rank, c->processes = po->processes;

@@ -492,6 +492,7 @@ typedef struct {
     int grad_accum;            /* micro-batches of `batch` per step (0 or 1: none; accumulators counted) */
     const char *remat, *remat_save; /* hp_train_config's (NULL: none) */
     int loss_chunk;            /* hp_train_config's (0: off) */
+    int moe_chunks;            /* hp_train_config's (0 or 1: one) */
     const char *model_kind;    /* NULL or "gpt2": GPT-2 of `model`'s shape; a family's name ("pangu", "llama";
                                 * hp_model_family_name): that family's model of that shape */
     const char *pp_schedule;   /* a pipelined plan's schedule and split (hp_train_config's; NULL: 1f1b, balanced) */
@@ -909,6 +910,9 @@ typedef struct {
     const char *remat_save;     /* selective: the operators kept instead ("linear,attention"; NULL: linear) */
     int loss_chunk;             /* > 0: the LM head and the cross-entropy fused over this many vocabulary columns
                                  * at a time, the logits never stored whole (0: off) */
+    int moe_chunks;             /* > 1: each MoE layer's tokens cut into this many chunks, each its own dispatch,
+                                 * experts and combine (and under expert parallelism its own exchanges, so one
+                                 * chunk's experts run while another's rows travel); dropless routing under EP */
     const char *pp_schedule;    /* a pipelined plan (a mesh axis "pp"): "gpipe", "1f1b" (NULL), "zb-h1" or
                                  * "interleaved" (pp_chunks model chunks per stage, Megatron's virtual stages) */
     int pp_chunks;              /* interleaved: chunks per stage (0: 2) */
@@ -1130,6 +1134,7 @@ typedef struct {
     char remat[16];             /* none | selective | full */
     char remat_save[128];       /* selective's kept operators */
     int loss_chunk;             /* vocabulary columns per chunk of the fused head and loss (0: off) */
+    int moe_chunks;             /* each MoE layer's tokens in this many chunks (0 or 1: one) */
     int micro_batches;          /* micro-batches per step (the pipeline's; --grad-accum's field) */
     int fsdp, zero, prefetch;   /* FSDP over --fsdp ranks; ZeRO level; units gathered ahead */
     char hsdp[32];              /* "R,S": R replicas x S shards */
@@ -1749,6 +1754,7 @@ typedef struct {
     double inter_bw_gbps, inter_latency_us;
     int steps;
     int blocking;
+    int moe_chunks;  /* each MoE layer's tokens in this many chunks (0 or 1: one) */
 } hp_bench_moe_config;
 
 typedef struct {

@@ -132,7 +132,8 @@ hp_status hp_bench_moe_row(hp_bench_moe_result *res, const hp_bench_moe_config *
         hp_optim_config_default(&c->oc);
         hp_dist_config dc = {.model = m->g, .plan = have_plan ? &plan : NULL, .world = w, .threads_per_rank = 1};
         dc.compile = (hp_compile_opts){.train = 1, .optim = &c->oc, .max_norm = 1.0f, .schedule = {.overlap = 1,
-                                       .ep_overlap = cfg->blocking ? HP_EP_OVERLAP_OFF : HP_EP_OVERLAP_ALWAYS}};
+                                       .ep_overlap = cfg->blocking ? HP_EP_OVERLAP_OFF : HP_EP_OVERLAP_ALWAYS},
+                                       .moe_chunks = cfg->moe_chunks};
         st = hp_dist_create(&d, &dc);
     }
     if (!st) st = init_params(d, m->g);

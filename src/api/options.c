@@ -202,6 +202,9 @@ static const hp_train_optdef defs[] = {
     D("loss-chunk", HP_OPT_INT, loss_chunk, "0", ">= 0", 0,
       "fuse the LM head and the cross-entropy over N vocabulary columns at a time: the logits are never stored "
       "whole (0: off)"),
+    D("moe-chunks", HP_OPT_INT, moe_chunks, "1", "0..64", 0,
+      "cut each MoE layer's tokens into N chunks, each its own dispatch, experts and combine: under expert "
+      "parallelism one chunk's experts run while another chunk's rows are exchanged (1: one)"),
     D("micro-batches", HP_OPT_INT, micro_batches, "0", NULL, 0,
       "micro-batches of --batch per step (a pipeline's; the same as --grad-accum)"),
     D("fsdp", HP_OPT_INT, fsdp, "0", NULL, PLAN, "FSDP ranks: parameters, gradients and optimizer state sharded (ZeRO-3)"),
@@ -381,7 +384,10 @@ hp_status hp_train_options_check(const hp_train_options *o) {
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
     if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
+    if (o->moe_chunks < 0 || o->moe_chunks > 64) BAD("--moe-chunks must be in 0..64, got %d", o->moe_chunks);
     if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
+    if (o->moe_chunks > 1 && strcmp(hp_model_family_name(o->model), "moe"))
+        BAD("--moe-chunks needs a MoE model (--model %s has no MoE layer)", o->model);
     if (o->capacity_factor > 0 && strcmp(hp_model_family_name(o->model), "moe"))
         BAD("--capacity-factor applies to a Mixture-of-Experts model: --model %s has no experts", o->model);
     if (o->init[0] && o->init_hf[0]) BAD("give --init (llm.c) or --init-hf (Hugging Face), not both");
@@ -550,6 +556,7 @@ static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->loss_chunk = o->loss_chunk;
+    c->moe_chunks = o->moe_chunks;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->init_hf = o->init_hf[0] ? o->init_hf : NULL;

@@ -121,6 +121,7 @@ hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_conf
                               .supernode_ranks = c->processes > 1 ? n / c->processes : 0};
     HP_TRY(hp_api_remat_opts(&s->co.remat, c->remat, c->remat_save));
     s->co.loss_chunk = c->loss_chunk;
+    s->co.moe_chunks = c->moe_chunks;
     HP_TRY(hp_api_pp_opts(&s->co.pp, c->pp_schedule, c->pp_split, c->pp_chunks));
     return hp_api_plan_lines(&s->co.pp, &s->co.remat, &c->plan->plan);
 }

@@ -498,6 +498,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     HP_TRY(hp_api_pp_opts(&co->pp, c->pp_schedule, c->pp_split, c->pp_chunks));
     HP_TRY(hp_api_remat_opts(&co->remat, c->remat, c->remat_save));
     co->loss_chunk = c->loss_chunk;
+    co->moe_chunks = c->moe_chunks;
     HP_TRY(hp_api_plan_lines(&co->pp, &co->remat, c->plan ? &c->plan->plan : NULL));
     ic.on_nan = c->on_nan;
     ic.max_skipped = c->max_skipped_steps;

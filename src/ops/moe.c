@@ -27,7 +27,10 @@
  *   moe_dispatch(x[N..., C], index[N..., k]) -> xp[N k, C] the routed slots'
  *     rows grouped by expert, eid[N k] each row's expert (-1: none),
  *     rowof[N..., k] each slot's row (-1: dropped). The rows are the rank's
- *     own (split with the tokens' first dimension).
+ *     own (split with the tokens' first dimension). With i[2] = chunks > 1
+ *     (HP_MOE_DISPATCH_CHUNKS, parallel/moe_chunk), chunk i[1] of the
+ *     rank's tokens only: xp and eid [N k / chunks, ...], rowof -1 outside
+ *     the chunk (its combine and the backward then leave those tokens 0).
  *   grouped_linear(xp[..., I], W[E, O..., I], eid[...]) -> y[..., O...]: each
  *     run of rows of one expert times that expert's weight (one GEMM per
  *     expert, no per-token loop); rows of no expert give 0. i[0]: the id of
@@ -36,7 +39,7 @@
  *     fourth input src[..., 2] (moe_ep_send's sources) and i[2] = G, runs
  *     are also cut where the source changes, and the weight's gradient adds
  *     the sources' parts as a binary tree (the deterministic mode).
- *   moe_combine(yp[N k, C], weights[N..., k], rowof[N..., k]) -> y[N..., C]
+ *   moe_combine(yp[N k (/ chunks), C], weights[N..., k], rowof[N..., k]) -> y[N..., C]
  *     = sum over each token's kept slots of weight x its row.
  * Each has its backward; the router's gradient goes through the scores with
  * the routing held fixed (and through the balancing loss's P_e, f_e held). */
@@ -220,17 +223,29 @@ static hp_status dispatch_infer(const hp_graph *g, const hp_node *n, hp_shape *o
             return SHAPE_ERR("moe_dispatch: index %s does not match x %s", hp_shape_str(b1, sizeof b1, ix),
                              hp_shape_str(b2, sizeof b2, x));
     if (n->a.i[0] < 1) return SHAPE_ERR("moe_dispatch: %lld experts", (long long)n->a.i[0]);
-    os[0] = hp_shape2(hp_shape_numel(ix), last_dim(x));
-    os[1] = hp_shape1(hp_shape_numel(ix));
+    int64_t K = n->a.i[HP_MOE_DISPATCH_CHUNKS] > 1 ? n->a.i[HP_MOE_DISPATCH_CHUNKS] : 1, c = n->a.i[HP_MOE_DISPATCH_CHUNK];
+    int64_t N = rows_of(x);
+    if (N % K || c < 0 || c >= K)
+        return SHAPE_ERR("moe_dispatch: %lld tokens do not cut into %lld chunks (chunk %lld)", (long long)N,
+                         (long long)K, (long long)c);
+    os[0] = hp_shape2(hp_shape_numel(ix) / K, last_dim(x));
+    os[1] = hp_shape1(hp_shape_numel(ix) / K);
     os[2] = *ix;
     od[0] = HP_F32, od[1] = od[2] = HP_I32;
     return HP_OK;
 }
 
+/* With chunks, chunk c's tokens (rows [c N / chunks, (c + 1) N / chunks) of x) only; the other tokens' slots
+ * -1 in rowof. */
 static void dispatch_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
     long C = t_last(&in[0]), N = t_rows(&in[0]), K = t_last(&in[1]);
-    kern_of(k)->k_moe_dispatch(F32(out[0]), OI32(out[1]), OI32(out[2]), CF32(in[0]), I32(in[1]), N, C,
-                               (long)n->a.i[0], K);
+    long nc = n->a.i[HP_MOE_DISPATCH_CHUNKS] > 1 ? (long)n->a.i[HP_MOE_DISPATCH_CHUNKS] : 1, Nc = N / nc;
+    long t0 = (long)n->a.i[HP_MOE_DISPATCH_CHUNK] * Nc;
+    int32_t *rowof = OI32(out[2]);
+    for (long i = 0; i < t0 * K; i++) rowof[i] = -1;
+    for (long i = (t0 + Nc) * K; i < N * K; i++) rowof[i] = -1;
+    kern_of(k)->k_moe_dispatch(F32(out[0]), OI32(out[1]), rowof + t0 * K, CF32(in[0]) + t0 * C, I32(in[1]) + t0 * K,
+                               Nc, C, (long)n->a.i[0], K);
 }
 
 static void dispatch_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -393,7 +408,9 @@ const hp_opdef hp_op_grouped_linear_bwd = {
 static hp_status combine_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp_dtype *od) {
     const hp_shape *yp = in_shape(g, n, 0), *w = in_shape(g, n, 1);
     char b1[64], b2[64];
-    if (yp->ndim != 2 || hp_shape_numel(w) * last_dim(yp) != hp_shape_numel(yp) || g->vals[n->in[2]].dtype != HP_I32)
+    /* yp: every slot's row, or a chunk's (a dispatch's chunk: N k / chunks rows) */
+    if (yp->ndim != 2 || yp->d[0] < 1 || hp_shape_numel(w) % yp->d[0] || g->vals[n->in[2]].dtype != HP_I32 ||
+        !hp_shape_eq(in_shape(g, n, 2), w))
         return SHAPE_ERR("moe_combine: rows %s do not match weights %s", hp_shape_str(b1, sizeof b1, yp),
                          hp_shape_str(b2, sizeof b2, w));
     os[0] = *w;

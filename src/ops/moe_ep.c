@@ -172,6 +172,7 @@ hp_moe_role hp_op_moe_role(const hp_opdef *op) {
     if (op == &hp_op_moe_dispatch) return HP_MOE_ROLE_DISPATCH;
     if (op == &hp_op_grouped_linear) return HP_MOE_ROLE_EXPERTS;
     if (op == &hp_op_swiglu) return HP_MOE_ROLE_GATED;
+    if (op == &hp_op_moe_combine) return HP_MOE_ROLE_COMBINE;
     if (op == &hp_op_gelu || op == &hp_op_cast) return HP_MOE_ROLE_ROWWISE;
     if (op == &hp_op_moe_ep_send) return HP_MOE_ROLE_SEND;
     if (op == &hp_op_moe_ep_return) return HP_MOE_ROLE_RETURN;

@@ -99,6 +99,10 @@ extern const hp_opdef hp_op_moe_route, hp_op_moe_route_bwd, hp_op_moe_aux, hp_op
  * the batch (ops/moe; the deterministic mode: each slice's own, whatever the rank count) */
 #define HP_MOE_PER_PART 2
 #define HP_MOE_ROUTE_PER_PART 4
+/* moe_dispatch's a.i[HP_MOE_DISPATCH_CHUNK] of a.i[HP_MOE_DISPATCH_CHUNKS] (> 1): one chunk of the rank's
+ * tokens (parallel/moe_chunk) */
+#define HP_MOE_DISPATCH_CHUNK 1
+#define HP_MOE_DISPATCH_CHUNKS 2
 /* ops/moe_ep: expert parallelism's token exchange (see there) */
 extern const hp_opdef hp_op_moe_ep_send, hp_op_moe_ep_return, hp_op_moe_ep_resend;
 /* What a MoE pass needs to know of an operator: its part in the layer. */
@@ -111,6 +115,7 @@ typedef enum {
     HP_MOE_ROLE_ROWWISE,  /* row for row (gelu, cast): the experts' rows stay where they are */
     HP_MOE_ROLE_GATED,    /* row for row and takes the rows' ids as a second input (swiglu): only the leading
                            * rows with an id are computed */
+    HP_MOE_ROLE_COMBINE,  /* moe_combine: the rows back to their tokens */
     HP_MOE_ROLE_SEND,
     HP_MOE_ROLE_RETURN,
     HP_MOE_ROLE_RESEND

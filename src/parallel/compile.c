@@ -14,6 +14,7 @@
 #include "parallel/grad_inplace.h"
 #include "parallel/grad_rows.h"
 #include "parallel/loss_chunk.h"
+#include "parallel/moe_chunk.h"
 #include "parallel/optim_phase.h"
 #include "parallel/precision.h"
 #include "parallel/reduce_dtype.h"
@@ -92,6 +93,19 @@ static hp_status pass_ep(hp_compiled *c, const hp_plan *plan, const hp_compile_o
     if (layers)
         note(c, "ep", "%d MoE layer%s: experts split over '%s' (%d members), tokens exchanged by all-to-all", layers,
              layers == 1 ? "" : "s", c->lmesh.name[axis], c->lmesh.size[axis]);
+    return HP_OK;
+}
+
+/* moe chunks: each MoE layer's tokens in chunks, each its own dispatch, experts and combine. */
+static hp_status pass_moe_chunk(hp_compiled *c, const hp_compile_opts *o) {
+    int layers = 0;
+    if (o->moe_chunks <= 1 || c->global->loss_seed >= 0) return HP_OK;
+    if (o->deterministic) /* a chunk is a part of the rank's tokens: which ones depends on the rank count */
+        return hp_errorf("moe chunks: --moe-chunks %d with the deterministic mode is not built (a chunk's tokens "
+                         "depend on the rank count, so would the bits)", o->moe_chunks);
+    HP_TRY(hp_pass_moe_chunk(&layers, c->global, o->moe_chunks));
+    if (!layers) return hp_errorf("moe chunks: the model has no MoE layer to cut into %d chunks", o->moe_chunks);
+    note(c, "moe chunks", "%d MoE layer%s: tokens in %d chunks", layers, layers == 1 ? "" : "s", o->moe_chunks);
     return HP_OK;
 }
 
@@ -469,6 +483,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
     if (!st) st = hp_graph_clone(&out->global, model);
     if (!st) st = pass_loss_chunk(out, o, plan);
     if (!st) st = pass_precision(out, o, plan);
+    if (!st) st = pass_moe_chunk(out, o);
     if (!st) st = pass_ep(out, plan, o);
     if (!st) st = pass_autodiff(out, o);
     if (!st) st = pass_propagate(out, plan);

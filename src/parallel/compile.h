@@ -5,6 +5,8 @@
  *   loss chunk    parallel/loss_chunk the LM head and its cross-entropy fused over vocabulary chunks
  *                                     (--loss-chunk): the logits never stored whole
  *   precision     parallel/precision  bf16 compute (--dtype bf16): casts, dtypes per operator
+ *   moe chunks    parallel/moe_chunk  each MoE layer's tokens in chunks (--moe-chunks): a dispatch,
+ *                                     experts and combine per chunk
  *   autodiff      core/autodiff       backward nodes, on a copy of the model graph
  *   propagate     layout/propagate    a layout for every value (the plan's mesh)
  *   rows split    parallel/grad_rows  a gradient of a dense part and rows (a tied embedding's)
@@ -74,6 +76,7 @@ typedef struct {
     hp_remat_opts remat;          /* rematerialisation (parallel/remat; policy 0: none) */
     int64_t loss_chunk;           /* > 0: the LM head and its loss fused over this many vocabulary columns at a
                                    * time (parallel/loss_chunk); 0: off */
+    int moe_chunks;               /* > 1: each MoE layer's tokens in this many chunks (parallel/moe_chunk) */
     hp_pp_opts pp;                /* a pipelined plan's schedule and split (the mesh axis "pp"; the
                                    * micro-batches are grad_accum's) */
     int supernode_ranks;          /* ranks per supernode (contiguous global ranks) where the program will run;

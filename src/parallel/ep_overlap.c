@@ -311,6 +311,24 @@ static int split(hp_rank_graph *rg, int x, int slot) {
     return w;
 }
 
+/* Split exchange x's start as early as its inputs allow: right after the last of their producers in the order so
+ * far (of chunks, the second chunk's backward runs while the first's rows travel). It counts as one of x's moves. */
+static void early_start(ovl *o, int x) {
+    const hp_graph *g = o->rg->g;
+    if (o->rg->hint[x] != -1) return;
+    simulate(o);
+    const hp_node *n = &g->nodes[x];
+    int p = -1;
+    for (int k = 0; k < hp_node_nin_all(n); k++)
+        for (int u = hp_node_input(g, n, k); u >= 0; u = g->vals[u].view_of) {
+            int pr = g->vals[u].producer;
+            if (pr >= 0 && pr != x && g->nodes[pr].phase == n->phase && o->pos[pr] >= 0 && (p < 0 || o->pos[pr] > o->pos[p]))
+                p = pr;
+        }
+    if (p < 0 || o->pos[p] + 1 >= o->pos[x] || o->rg->hint[p] != -1) return; /* (a moved producer: left) */
+    o->rg->hint[x] = HP_HINT_AFTER(p), o->owner[x] = x;
+}
+
 /* Undoes x's moves (its nodes back to their creation places). */
 static void put_back(ovl *o, int x, int except) {
     for (int i = 0; i < o->nn; i++)
@@ -331,6 +349,41 @@ static int spans(const hp_rank_graph *rg, const hp_node *n, int per) {
         if (hp_mesh_rank(m, coord) / per != rg->ctx.rank / per) return 1;
     }
     return 0;
+}
+
+/* Request slots: each split exchange a set of HP_EP_SEND_SLOTS from `slot` on, free from its start to its wait in
+ * the simulated order (the exchanges of a layer cut into chunks are in flight together); the rank's slot count
+ * grows by the sets used at once. */
+static hp_status assign_slots(ovl *o, int slot, int nx) {
+    hp_graph *g = o->rg->g;
+    int *at = malloc(sizeof(int) * (size_t)o->nn), *busy = malloc(sizeof(int) * (size_t)(nx ? nx : 1));
+    if (!at || !busy) {
+        free(at), free(busy);
+        return hp_errorf("ep overlap: out of memory");
+    }
+    simulate(o);
+    for (int i = 0; i < o->nn; i++) at[i] = -1;
+    for (int i = 0; i < o->nn; i++)
+        if (o->pos[i] >= 0 && o->pos[i] < o->nn) at[o->pos[i]] = i;
+    int nsets = 0;
+    for (int s = 0; s < nx; s++) busy[s] = -1;
+    for (int p = 0; p < o->nn; p++) {
+        int i = at[p];
+        if (i < 0) continue;
+        if (i < o->n0 && o->wait_of[i] >= 0) { /* a start: the first free set */
+            int set = 0;
+            while (busy[set] >= 0) set++;
+            busy[set] = i;
+            nsets = set + 1 > nsets ? set + 1 : nsets;
+            g->nodes[i].a.i[HP_EP_SLOT] = g->nodes[o->wait_of[i]].a.i[HP_EP_SLOT] = slot + set * HP_EP_SEND_SLOTS;
+        } else if (i >= o->n0 && o->owner[i] >= 0) { /* a wait: its start's set is free again */
+            for (int set = 0; set < nsets; set++)
+                if (busy[set] == o->owner[i]) busy[set] = -1;
+        }
+    }
+    o->rg->ctx.nslots += nsets * HP_EP_SEND_SLOTS;
+    free(at), free(busy);
+    return HP_OK;
 }
 
 hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int supernode_ranks) {
@@ -358,8 +411,7 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
         simulate(&o);
         memcpy(o.pos0, o.pos, sizeof(int) * (size_t)n0);
     }
-    int slot = rg->ctx.nslots;
-    if (!st) rg->ctx.nslots += HP_EP_SEND_SLOTS; /* the exchanges run one after another: ep_send's calls */
+    int slot = rg->ctx.nslots; /* the first slot of the exchanges' sets (assign_slots) */
     for (int e = 0; e < nx && !st; e++) {
         int x = ex[e];
         hp_phase ph = g->nodes[x].phase;
@@ -387,14 +439,28 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
                 if (cand[i]) excl += flops_of(g, i);
         }
         double target = nxt >= 0 ? (excl + shared + excl_next) / 2 - excl : shared, got = 0;
+        /* the next exchange could start inside x's window (its inputs made before x's first reader: chunks):
+         * what it needs stays where it is, as moved after x's start it would start later */
+        int keep_nxt = 0;
+        if (nxt >= 0 && first >= 0) {
+            const hp_node *xn = &g->nodes[nxt];
+            int last = -1;
+            for (int k = 0; k < hp_node_nin_all(xn); k++)
+                for (int u = hp_node_input(g, xn, k); u >= 0; u = g->vals[u].view_of) {
+                    int pr = g->vals[u].producer;
+                    if (pr >= 0 && pr < n0 && g->nodes[pr].phase == ph && o.pos0[pr] > last) last = o.pos0[pr];
+                }
+            keep_nxt = last < o.pos0[first];
+        }
         for (int i = 0; i < n0; i++) {
-            if (!cand[i]) continue;
+            if (!cand[i] || (keep_nxt && o.mark[i] == 1)) continue;
             int both = nxt >= 0 && o.mark[i] == 3;
             if (both && got >= target) continue;
             if (both) got += flops_of(g, i);
             mine[nmine++] = i;
         }
-        if (!nmine) continue; /* nothing to hide it behind: it stays blocking */
+        /* nothing to hide it behind (no node to move, none between it and its first reader): it stays blocking */
+        if (!nmine && first >= 0 && o.pos0[first] == o.pos0[x] + 1) continue;
         int w = split(rg, x, slot);
         if (w < 0 || (st = hp_graph_error(g)) || (st = hp_rank_graph_sync_nodes(rg))) {
             if (!st) st = hp_graph_error(g);
@@ -406,10 +472,16 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
         o.owner[w] = x, o.wait_of[x] = w;
         if ((st = build_readers(&o))) break;
         for (int q = 0; q < nmine; q++) rg->hint[mine[q]] = HP_HINT_BEFORE(w), o.owner[mine[q]] = x;
-        for (int tries = 0; tries <= o.nn; tries++) {
+        early_start(&o, x);
+        for (int tries = 0, gave_way = 0; tries <= o.nn; tries++) {
             simulate(&o);
             int culprit = -1, bad = first_violation(&o, &culprit);
             if (bad < 0) break;
+            if (culprit >= 0 && o.owner[culprit] != x && !gave_way) { /* an earlier exchange's move: x's give way */
+                put_back(&o, x, w);
+                gave_way = 1;
+                continue;
+            }
             if (culprit < 0 || culprit == w || tries == o.nn) { /* no move to undo, or still invalid */
                 put_back(&o, x, w);
                 simulate(&o);
@@ -423,6 +495,7 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
             if (o.owner[mine[q]] == x) taken[mine[q]] = 1, ++*moved;
         ++*nsplit;
     }
+    if (!st && *nsplit) st = assign_slots(&o, slot, nx);
     free(ex), free(taken), free(cand), free(mine);
     free(o.pos), free(o.pos0), free(o.before), free(o.after), free(o.next), free(o.mark), free(o.stack);
     free(o.owner), free(o.wait_of), free(o.rd_at), free(o.rd), free(o.in_at), free(o.in);

@@ -64,6 +64,36 @@ static hp_status check_shapes(const hp_graph *g, int id) {
     return HP_OK;
 }
 
+/* The return exchange of layer ep_of[v]'s rows v (made on the members that hold their experts) to the ranks of
+ * their tokens: ep_of[nv0 + v] its value. */
+static hp_status emit_return(hp_graph *g, layer *ly, int *ep_of, int nv0, int v) {
+    layer *L = &ly[ep_of[v]];
+    hp_shape s = g->vals[v].shape;
+    s.d[0] /= L->G;
+    int back = new_value(g, g->vals[v].dtype, s, g->vals[v].name, "ep_back");
+    int in3[3] = {v, L->src, L->eid};
+    hp_attrs a = {.i = {L->G, L->E, L->axis}};
+    int id = back < 0 ? -1 : hp_graph_node_into(g, &hp_op_moe_ep_return, in3, 3, &back, 1, &a, HP_PHASE_FWD, -1);
+    if (id < 0) return hp_errorf("expert parallelism: %s", g->err ? hp_status_msg(g->err) : "out of memory");
+    snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%.80s.ep_return", g->vals[v].name);
+    ep_of[nv0 + v] = back;
+    return check_shapes(g, id);
+}
+
+/* outside[v] = 1 where a node reads value v as what a layer's rows are not to it (any input but a grouped GEMM's
+ * rows or a row-wise node's only input): if v is a layer's received rows, they go back right after v is made. */
+static void mark_outside(unsigned char *outside, const hp_graph *g) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const hp_node *n = &g->nodes[i];
+        hp_moe_role role = hp_op_moe_role(n->op);
+        for (int k = 0; k < n->nin; k++) {
+            int inside = k == 0 && (role == HP_MOE_ROLE_EXPERTS ||
+                                    ((role == HP_MOE_ROLE_ROWWISE || role == HP_MOE_ROLE_GATED) && n->nin == 1));
+            if (!inside && n->in[k] >= 0) outside[n->in[k]] = 1;
+        }
+    }
+}
+
 hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int deterministic, int *nlayers,
                      int *axis_out) {
     *nlayers = 0, *axis_out = -1;
@@ -128,6 +158,12 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
             break;
         }
         if (!(g->nodes[rp].a.f[0] > 0)) continue;
+        if (g->nodes[i].a.i[HP_MOE_DISPATCH_CHUNKS] > 1) {
+            st = hp_errorf("expert parallelism: '%s' has a capacity factor and its tokens in chunks (--moe-chunks); "
+                           "the owners' capacity per chunk is not built (use dropless routing)",
+                           g->nodes[rp].name);
+            break;
+        }
         if (deterministic) {
             st = hp_errorf("expert parallelism: '%s' has a capacity factor; the deterministic mode's form of it (per "
                            "slice at one rank, per group under EP) is not built", g->nodes[rp].name);
@@ -152,6 +188,14 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
         free(ly);
         return hp_errorf("expert parallelism: out of memory");
     }
+    unsigned char *outside = calloc((size_t)nv0 + 1, 1);
+    if (!outside) {
+        free(old);
+        free(ep_of);
+        free(ly);
+        return hp_errorf("expert parallelism: out of memory");
+    }
+    mark_outside(outside, g);
     memcpy(old, g->nodes, sizeof *old * (size_t)nnodes);
     for (int v = 0; v < 3 * nv0; v++) ep_of[v] = -1;
     g->nnodes = 0;
@@ -193,20 +237,7 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
             for (int k = 0; k < n.nin && !st; k++) { /* a reader outside: the rows back first */
                 int v = n.in[k];
                 if (v >= nv0 || ep_of[v] < 0) continue;
-                if (ep_of[nv0 + v] < 0) {
-                    layer *L = &ly[ep_of[v]];
-                    hp_shape s = g->vals[v].shape;
-                    s.d[0] /= L->G;
-                    int back = new_value(g, g->vals[v].dtype, s, g->vals[v].name, "ep_back");
-                    int in3[3] = {v, L->src, L->eid};
-                    hp_attrs a = {.i = {L->G, L->E, L->axis}};
-                    int id = back < 0 ? -1 : hp_graph_node_into(g, &hp_op_moe_ep_return, in3, 3, &back, 1, &a,
-                                                                 HP_PHASE_FWD, -1);
-                    if (id < 0) break;
-                    snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%.80s.ep_return", g->vals[v].name);
-                    st = check_shapes(g, id);
-                    ep_of[nv0 + v] = back;
-                }
+                if (ep_of[nv0 + v] < 0) st = emit_return(g, ly, ep_of, nv0, v);
                 n.in[k] = ep_of[nv0 + v];
             }
         }
@@ -215,6 +246,8 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
         if (id < 0) break;
         memcpy(g->nodes[id].name, n.name, sizeof n.name);
         if (from >= 0) st = check_shapes(g, id);
+        for (int k = 0; from >= 0 && !st && k < n.nout; k++) /* rows a node outside reads: back right away */
+            if (n.out[k] >= 0 && n.out[k] < nv0 && outside[n.out[k]]) st = emit_return(g, ly, ep_of, nv0, n.out[k]);
         if (role == HP_MOE_ROLE_DISPATCH && ly[i].axis >= 0) { /* the exchange right after the dispatch */
             layer *L = &ly[i];
             int xp = n.out[0], G = L->G;
@@ -238,6 +271,7 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
     }
     free(old);
     free(ep_of);
+    free(outside);
     free(ly);
     if (!st && g->err) st = hp_errorf("expert parallelism: %s", hp_status_msg(g->err));
     return st;

@@ -14,7 +14,11 @@
  *    and every slot is waited by the end of its phase;
  *  - with the overlap off, every exchange blocks; "auto" splits an exchange
  *    only where its group spans supernodes (EP 2 with one rank per
- *    supernode: split; all in one supernode: blocking).
+ *    supernode: split; all in one supernode: blocking);
+ *  - with each MoE layer's tokens in 2 chunks (--moe-chunks): the two
+ *    chunks' exchanges are in flight together and one chunk's experts run
+ *    inside the other's exchange (chunk 0's under chunk 1's send, chunk 1's
+ *    under chunk 0's return, chunk 1's backward under chunk 0's).
  * tests/cli/moe checks the losses are the same bits either way. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,13 +80,14 @@ static void check_rows_after_wait(const char *what, const hp_graph *g, const int
     }
 }
 
-static void check_program(const char *what, const hp_compiled *c, int overlap) {
+static void check_program(const char *what, const hp_compiled *c, int overlap, int chunks) {
     const hp_graph *g = c->rg.g;
     const int *order = c->sched.order;
     int n = c->sched.n;
     check_order(what, g, order, n);
     int inflight[SLOTS], split = 0, blocking = 0, empty = 0, reuse = 0, stray = 0, undrained = 0;
-    int fwd_send = 0, fwd_return = 0, bwd_first = 0;
+    int fwd_send = 0, fwd_return = 0, bwd_first = 0, ep_inflight = 0, most_inflight = 0;
+    int c_send = 0, c_return = 0, c_resend = 0; /* chunks: one chunk's experts inside another's exchange */
     for (int s = 0; s < SLOTS; s++) inflight[s] = -1;
     for (int i = 0; i < n; i++) {
         const hp_node *nd = &g->nodes[order[i]];
@@ -96,6 +101,7 @@ static void check_program(const char *what, const hp_compiled *c, int overlap) {
         if (d.role == HP_COLL_START) {
             reuse += inflight[d.pair_key] >= 0;
             inflight[d.pair_key] = i;
+            if (is_ep(g, nd, &d) && ++ep_inflight > most_inflight) most_inflight = ep_inflight;
             continue;
         }
         if (d.role != HP_COLL_WAIT) continue;
@@ -107,6 +113,7 @@ static void check_program(const char *what, const hp_compiled *c, int overlap) {
         }
         if (!ep) continue;
         split++;
+        ep_inflight--;
         int compute = 0;
         for (int j = st + 1; j < i; j++) compute += !g->nodes[order[j]].op->communicates;
         empty += compute == 0;
@@ -116,20 +123,33 @@ static void check_program(const char *what, const hp_compiled *c, int overlap) {
             fwd_return = between_has(g, order, st, i, "h.0.mlp.swiglu");
         if (!strcmp(sname, "h.3.mlp.grouped_linear:0.ep_return.moe_ep_resend"))
             bwd_first = between_has(g, order, st, i, "h.3.mlp.swiglu.swiglu_bwd");
+        if (!strcmp(sname, "h.0.mlp.c1.moe_dispatch.ep_send"))
+            c_send = between_has(g, order, st, i, "h.0.mlp.c0.grouped_linear");
+        if (!strcmp(sname, "h.0.mlp.c0.grouped_linear:0.ep_return"))
+            c_return = between_has(g, order, st, i, "h.0.mlp.c1.grouped_linear");
+        if (!strcmp(sname, "h.0.mlp.c0.grouped_linear:0.ep_return.moe_ep_resend"))
+            c_resend = between_has(g, order, st, i, "h.0.mlp.c1.grouped_linear.grouped_linear_bwd");
         check_rows_after_wait(what, g, order, st, i);
     }
     for (int s = 0; s < SLOTS; s++) undrained += inflight[s] >= 0;
     CHECKF(!reuse && !stray && !undrained,
            "%s: %d slots started while in flight, %d waits without a start, %d left in flight at a phase's end", what,
            reuse, stray, undrained);
-    if (overlap) {
+    if (overlap && chunks > 1) {
+        CHECKF(split == 16 * chunks && blocking == 0, "%s: %d exchanges split (%d expected), %d blocking", what,
+               split, 16 * chunks, blocking);
+        CHECKF(c_send && c_return && c_resend && most_inflight >= 2,
+               "%s: chunk 0's experts not under chunk 1's send (%d), chunk 1's not under chunk 0's return (%d) or its "
+               "backward under chunk 0's (%d); at most %d exchanges in flight",
+               what, c_send, c_return, c_resend, most_inflight);
+    } else if (overlap) {
         CHECKF(split == 16 && blocking == 0, "%s: %d exchanges split (16 expected), %d blocking", what, split,
                blocking);
         CHECKF(!empty, "%s: %d exchanges with nothing between start and wait", what, empty);
         CHECKF(fwd_send && fwd_return && bwd_first, "%s: shared expert not overlapped (send %d, return %d, backward %d)",
                what, fwd_send, fwd_return, bwd_first);
     } else {
-        CHECKF(split == 0 && blocking == 16, "%s: overlap off: %d split, %d blocking (16 expected)", what, split,
+        CHECKF(split == 0 && blocking == 16 * chunks, "%s: overlap off: %d split, %d blocking (16 per chunk expected)", what, split,
                blocking);
     }
     printf("%s, overlap %s: %d exchanges split, %d blocking, %d steps\n", what, overlap ? "on" : "off", split,
@@ -137,7 +157,8 @@ static void check_program(const char *what, const hp_compiled *c, int overlap) {
 }
 
 /* overlap: whether the exchanges are expected split */
-static void one(const char *what, int dp, int ep, int tp, int fsdp, int level, int supernode_ranks, int overlap) {
+static void one_chunks(const char *what, int dp, int ep, int tp, int fsdp, int level, int supernode_ranks, int overlap,
+                       int chunks) {
     hp_model_config mc;
     CHECK_OK(hp_moe_preset(&mc, "moe-tiny"));
     hp_graph *g;
@@ -150,16 +171,20 @@ static void one(const char *what, int dp, int ep, int tp, int fsdp, int level, i
     hp_optim_config_default(&oc);
     hp_compile_opts o = {.train = 1, .optim = &oc, .max_norm = 1.0f,
                          .schedule = {.overlap = 1, .ep_overlap = level, .max_inflight = 4},
-                         .supernode_ranks = supernode_ranks};
+                         .supernode_ranks = supernode_ranks, .moe_chunks = chunks};
     hp_compiled c;
     hp_status st = hp_compile(&c, g, &plan, 0, &o);
     CHECK_OK(st);
     if (!st) {
-        check_program(what, &c, overlap);
+        check_program(what, &c, overlap, chunks);
         hp_compiled_free(&c);
     }
     hp_plan_free(&plan);
     hp_graph_destroy(g);
+}
+
+static void one(const char *what, int dp, int ep, int tp, int fsdp, int level, int supernode_ranks, int overlap) {
+    one_chunks(what, dp, ep, tp, fsdp, level, supernode_ranks, overlap, 1);
 }
 
 int main(void) {
@@ -171,5 +196,10 @@ int main(void) {
     one("DP 2 x EP 2, auto, supernodes of 2", 2, 2, 1, 0, HP_EP_OVERLAP_AUTO, 2, 0);
     one("DP 2 x EP 2, FSDP over dp", 2, 2, 1, 1, HP_EP_OVERLAP_ALWAYS, 0, 1);
     one("EP 2 x TP 2", 1, 2, 2, 0, HP_EP_OVERLAP_ALWAYS, 0, 1);
+    /* each layer's tokens in 2 chunks: the chunks' exchanges in flight together, one chunk's experts (forward and
+     * backward) inside the other's exchange */
+    one_chunks("EP 2, 2 chunks", 1, 2, 1, 0, HP_EP_OVERLAP_ALWAYS, 0, 1, 2);
+    one_chunks("DP 2 x EP 2, FSDP over dp, 2 chunks", 2, 2, 1, 1, HP_EP_OVERLAP_ALWAYS, 0, 1, 2);
+    one_chunks("EP 2, 2 chunks, overlap off", 1, 2, 1, 0, HP_EP_OVERLAP_OFF, 0, 0, 2);
     return hp_test_finish("test_ep_overlap");
 }
