@@ -42,11 +42,11 @@ static hp_status route_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* moe_aux(stats) -> aux: whole (the batch's statistics), or per part (HP_MOE_PER_PART): partial in and out */
+/* moe_aux(stats[, drops]) -> aux: whole (the batch's statistics), or per part (HP_MOE_PER_PART): partial in and out */
 static hp_status aux_opts(hp_rule_axis *ra) {
     if (ra->n->a.i[HP_MOE_PER_PART]) {
         hp_rule_option *o = hp_rule_opt(ra);
-        o->in[0] = o->out[0] = o->out[1] = P;
+        o->in[0] = o->in[1] = o->out[0] = o->out[1] = P;
     }
     hp_rule_opt(ra);
     return HP_OK;
@@ -137,12 +137,12 @@ static hp_status combine_bwd_opts(hp_rule_axis *ra) {
     return HP_OK;
 }
 
-/* moe_ep_send(xp, eid) -> (xr, er, src), moe_ep_return / moe_ep_resend(rows, src, eid) -> rows: every value's
+/* moe_ep_send(xp, eid[, scores, rowof]) -> (xr, er, src[, drops]), moe_ep_return / moe_ep_resend(rows, src, eid) -> rows: every value's
  * rows split alike, or (not along the exchange's own axis, a.i[2]) every value whole */
 static hp_status exchange_opts(hp_rule_axis *ra) {
     hp_rule_option *o = hp_rule_opt(ra);
     for (int k = 0; k < ra->n->nin; k++) o->in[k] = S(0);
-    for (int k = 0; k < ra->n->nout; k++) o->out[k] = S(0);
+    for (int k = 0; k < ra->n->nout; k++) o->out[k] = k == 3 ? P : S(0); /* send's drops: a count per member */
     if (ra->axis != (int)ra->n->a.i[2]) hp_rule_opt(ra);
     return HP_OK;
 }

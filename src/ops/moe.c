@@ -19,7 +19,10 @@
  *     whole batch (its stats summed over every rank first: a Replicate input).
  *     i[0] the divisor, i[1] k, f[0] coef. A second output, report[3 E + 1]:
  *     the statistics (row 2 zero if not given) and the loss, kept after the
- *     step for the metrics (the builder marks it persistent). i[2] = 1 (the deterministic mode's
+ *     step for the metrics (the builder marks it persistent). An optional
+ *     second input drops[1] (whole): the slots the experts' owners dropped
+ *     under expert parallelism with a capacity (moe_ep_send's fourth
+ *     output, summed over the ranks), added to the report's drops. i[2] = 1 (the deterministic mode's
  *     per-part form, HP_MOE_PER_PART): each part of the batch (a rank's
  *     slice) its own balancing loss from its own statistics, weighted f[1]
  *     (its share of the batch): Partial in, Partial out; moe_route's i[4]
@@ -152,6 +155,8 @@ static hp_status aux_infer(const hp_graph *g, const hp_node *n, hp_shape *os, hp
         return SHAPE_ERR("moe_aux: statistics must be [2 or 3, E], got %d dimensions", s->ndim);
     if (n->a.i[0] < 1 || n->a.i[1] < 1)
         return SHAPE_ERR("moe_aux: divisor %lld and k %lld must be >= 1", (long long)n->a.i[0], (long long)n->a.i[1]);
+    if (n->nin > 1 && (in_numel(g, n, 1) != 1 || g->vals[n->in[1]].dtype != HP_F32))
+        return SHAPE_ERR("moe_aux: the experts' owners' drops must be one fp32 count (%d inputs)", n->nin);
     os[0] = hp_shape1(1);
     os[1] = hp_shape1(3 * s->d[1] + 1);
     od[0] = od[1] = HP_F32;
@@ -179,6 +184,7 @@ static void aux_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_
         memcpy(F32(out[1]), s, sizeof(float) * (size_t)(rows * E));
         if (rows < 3) memset(F32(out[1]) + 2 * E, 0, sizeof(float) * (size_t)E);
         F32(out[1])[3 * E] = F32(out[0])[0];
+        if (n->nin > 1 && E >= 2) F32(out[1])[2 * E + 1] += CF32(in[1])[0]; /* the owners' drops (EP) */
     }
 }
 

@@ -18,7 +18,9 @@
  *     slot rows), each expert keeps at most ceil(N G k / E f) of the rows it
  *     got, the highest scores (ties: the earlier token) — the router's rule
  *     over the group's tokens; the dropped rows come after the kept ones,
- *     expert -1, and return as zeros.
+ *     expert -1, and return as zeros. A fourth output drops[1] (optional):
+ *     how many rows the member's experts dropped (a partial sum over the
+ *     members; moe_aux adds it to the metrics' drops).
  *   moe_ep_return(yr[G R, O], src, eid[R]) -> yp[R, O]: the rows back to their
  *     sources, in the places of xp (rows of no expert: 0). send's gradient.
  *   moe_ep_resend(dyp[R, O], src, eid) -> dyr[G R, O]: yp's gradient taken
@@ -54,7 +56,8 @@ static hp_status send_infer(const hp_graph *g, const hp_node *n, hp_shape *os, h
     os[0] = hp_shape2(R, x->d[1]);
     os[1] = hp_shape1(R);
     os[2] = hp_shape2(R, 2);
-    od[0] = g->vals[n->in[0]].dtype, od[1] = od[2] = HP_I32;
+    os[3] = hp_shape1(1); /* with a capacity, optional: the rows the member's experts dropped */
+    od[0] = g->vals[n->in[0]].dtype, od[1] = od[2] = HP_I32, od[3] = HP_F32;
     return HP_OK;
 }
 
@@ -108,6 +111,7 @@ static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
         er[r] = e[r];
         src[2 * r] = e[r] >= 0 ? 0 : -1, src[2 * r + 1] = e[r] >= 0 ? (int32_t)r : -1;
     }
+    if (n->nout > 3 && n->out[3] >= 0) F32(out[3])[0] = 0; /* one member drops nothing here */
 }
 
 /* dst[pos of row r] = from[r] (return) or dst[r] = from[pos of row r] (resend); untouched rows 0 */

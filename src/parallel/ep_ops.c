@@ -298,6 +298,11 @@ static void send_finish(const hp_kctx *k, const hp_node *n, const hp_tensor *in,
             src[2 * w] = srcm[t], src[2 * w + 1] = pos[t];
             w++;
         }
+    if (n->nout > 3 && n->out[3] >= 0) { /* the rows this member's experts dropped (a partial sum over members) */
+        long dropped = 0;
+        for (long t = 0; t < total; t++) dropped += !keep[t];
+        ((float *)out[3].data)[0] = (float)dropped;
+    }
     memset(xr + rb * (size_t)w, 0, rb * (size_t)(GR - w));
     for (; w < GR; w++) er[w] = -1, src[2 * w] = src[2 * w + 1] = -1;
 }

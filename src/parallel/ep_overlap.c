@@ -283,15 +283,15 @@ static int split(hp_rank_graph *rg, int x, int slot) {
     n = &g->nodes[x];
     n->a.i[HP_EP_SLOT] = slot, n->a.i[HP_EP_ROWS] = rows, n->a.i[HP_EP_WIDE] = wide;
     hp_attrs a = n->a;
-    int in[HP_MAX_IN], nin = 0, out[3] = {-1, -1, -1}, nout = 0;
+    int in[HP_MAX_IN], nin = 0, out[HP_MAX_OUT] = {-1, -1, -1, -1, -1}, nout = 0;
     in[nin++] = stage;
     const hp_opdef *start, *wait;
     hp_ep_x kind = hp_ep_exchange_of(n->op);
     hp_ep_split_ops(&start, &wait, n->op);
     if (kind == HP_EP_X_SEND) {
         for (int k = 0; k < n->nin && nin < HP_MAX_IN; k++) in[nin++] = n->in[k];
-        for (int k = 0; k < 3; k++) out[k] = n->out[k], n->out[k] = -1;
-        nout = 3;
+        nout = n->nout; /* the rows, experts, sources (and with a capacity the drops) */
+        for (int k = 0; k < nout; k++) out[k] = n->out[k], n->out[k] = -1;
         n->op = start, n->out[0] = stage, n->nout = 1;
     } else if (kind == HP_EP_X_RETURN) {
         in[nin++] = n->out[0];

@@ -44,6 +44,7 @@ typedef struct {
     int xp, eid, xr, er, src;
     double capacity;    /* > 0: the router's capacity factor, moved to the experts' owners */
     int scores, rowof;  /* then: the slots' scores (moe_route's) and rows (moe_dispatch's) */
+    int stats, drops;   /* then: the router's statistics, and the owners' drops ep_send counts (moe_aux adds them) */
 } layer;
 
 static int new_value(hp_graph *g, hp_dtype dt, hp_shape s, const char *base, const char *what) {
@@ -115,7 +116,8 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
     for (int v = 0; v < nv0; v++) lay_of_eid[v] = -1;
     hp_status st = HP_OK;
     for (int i = 0; i < nnodes; i++) {
-        ly[i] = (layer){.axis = -1, .xp = -1, .eid = -1, .xr = -1, .er = -1, .src = -1, .scores = -1, .rowof = -1};
+        ly[i] = (layer){.axis = -1, .xp = -1, .eid = -1, .xr = -1, .er = -1, .src = -1, .scores = -1, .rowof = -1,
+                        .stats = -1, .drops = -1};
         if (hp_op_moe_role(g->nodes[i].op) == HP_MOE_ROLE_DISPATCH) lay_of_eid[g->nodes[i].out[1]] = i;
     }
     int any = 0;
@@ -170,6 +172,7 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
             break;
         }
         L->capacity = g->nodes[rp].a.f[0], L->scores = g->nodes[rp].out[4], L->rowof = g->nodes[i].out[2];
+        L->stats = g->nodes[rp].out[2];
         g->nodes[rp].a.f[0] = 0; /* the router drops nothing */
     }
     if (st || !any) {
@@ -241,6 +244,9 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
                 n.in[k] = ep_of[nv0 + v];
             }
         }
+        if (role == HP_MOE_ROLE_AUX && n.nin == 1) /* the owners' drops into the balancing loss's report */
+            for (int d = 0; d < nnodes; d++)
+                if (ly[d].drops >= 0 && ly[d].stats == n.in[0]) n.in[1] = ly[d].drops, n.nin = 2;
         if (st) break;
         int id = hp_graph_node_into(g, n.op, n.in, n.nin, n.out, n.nout, &n.a, n.phase, n.fwd_node);
         if (id < 0) break;
@@ -256,14 +262,16 @@ hp_status hp_pass_ep(hp_graph *g, const hp_plan *p, const hp_mesh *m, int determ
             L->xr = new_value(g, g->vals[xp].dtype, xs, n.name, "ep_rows");
             L->er = new_value(g, HP_I32, hp_shape1(xs.d[0]), n.name, "ep_experts");
             L->src = new_value(g, HP_I32, hp_shape2(xs.d[0], 2), n.name, "ep_sources");
-            int in4[4] = {xp, L->eid, L->scores, L->rowof}, out3[3] = {L->xr, L->er, L->src};
+            if (L->capacity > 0) L->drops = new_value(g, HP_F32, hp_shape1(1), n.name, "ep_drops");
+            int in4[4] = {xp, L->eid, L->scores, L->rowof}, out3[4] = {L->xr, L->er, L->src, L->drops};
             hp_attrs a = {.i = {G, L->E, L->axis}, .f = {L->capacity}};
             int sid = L->src < 0 ? -1
-                                 : hp_graph_node_into(g, &hp_op_moe_ep_send, in4, L->capacity > 0 ? 4 : 2, out3, 3, &a,
-                                                      HP_PHASE_FWD, -1);
+                                 : hp_graph_node_into(g, &hp_op_moe_ep_send, in4, L->capacity > 0 ? 4 : 2, out3,
+                                                      L->capacity > 0 ? 4 : 3, &a, HP_PHASE_FWD, -1);
             if (sid < 0) break;
             snprintf(g->nodes[sid].name, sizeof g->nodes[sid].name, "%.80s.ep_send", n.name);
             g->vals[L->er].no_grad = g->vals[L->src].no_grad = 1;
+            if (L->drops >= 0) g->vals[L->drops].no_grad = 1;
             st = check_shapes(g, sid);
             ep_of[2 * nv0 + xp] = i;
             ++*nlayers;

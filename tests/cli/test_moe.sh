@@ -74,6 +74,9 @@ for e in 2 4; do
   check_equiv cap1.jsonl 40 1e-3 cap_ep$e "$HP" train $mc --ep $e
   awk -v a="$(losses cap1.jsonl | head -1)" -v b="$(losses cap_ep$e.jsonl | head -1)" \
     'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6) }' || fail "cap_ep$e: the first loss differs from 1 rank's"
+  # the owners' drops reach the metrics (summed over the members): the same counts as 1 rank's router drops
+  [ "$(grep -o '"moe_dropped": [0-9]*' cap1.jsonl | head -3)" = "$(grep -o '"moe_dropped": [0-9]*' cap_ep$e.jsonl | head -3)" ] ||
+    fail "cap_ep$e: moe_dropped $(grep -o '"moe_dropped": [0-9]*' cap_ep$e.jsonl | head -3 | tr '\n' ' ') differs from 1 rank's"
 done
 expect_error "has a capacity factor; the deterministic mode's form of it" \
   "$HP" train --model moe-tiny --batch 8 --seq 32 --steps 1 --deterministic --ep 2 --capacity-factor 1
