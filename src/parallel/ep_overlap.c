@@ -212,60 +212,60 @@ static double flops_of(const hp_graph *g, int i) {
     return n->op->flops ? n->op->flops(g, n) : 0;
 }
 
-/* CSR of the nodes touching each value's base buffer (reading it, or writing it when not its producer: in place) */
-static hp_status build_readers(ovl *o) {
+/* The values node i touches, by kind: 0 the base buffers it reads or writes in place (not those it makes), 1 the
+ * values it reads and the values those are views of. Calls add(ctx, v) for each. */
+static void touched(const hp_graph *g, int i, int kind, void (*add)(void *, int), void *ctx) {
+    const hp_node *n = &g->nodes[i];
+    int nin = hp_node_nin_all(n);
+    for (int k = 0; k < nin + (kind ? 0 : n->nout); k++) {
+        int v = k < nin ? hp_node_input(g, n, k) : n->out[k - nin];
+        if (!kind) {
+            int base = base_of(g, v);
+            if (base >= 0 && !(k >= nin && g->vals[base].producer == i)) add(ctx, base);
+            continue;
+        }
+        for (int hop = 0; v >= 0 && hop < 2; hop++, v = g->vals[v].view_of) add(ctx, v);
+    }
+}
+
+typedef struct {
+    int *at, *list, node, pass;
+} csr_fill;
+
+static void csr_add(void *ctx, int v) {
+    csr_fill *f = ctx;
+    if (f->pass == 0) f->at[v + 1]++;
+    else f->list[f->at[v]++] = f->node;
+}
+
+/* A CSR table over values: *at[v]..*at[v + 1] index *list, the nodes touching v by `kind` (touched). */
+static hp_status build_csr(int **at, int **list, const ovl *o, int kind) {
     const hp_graph *g = o->rg->g;
     int nv = g->nvals;
-    free(o->rd_at), free(o->rd);
-    o->rd = NULL;
-    o->rd_at = calloc((size_t)nv + 2, sizeof *o->rd_at);
-    if (!o->rd_at) return hp_errorf("ep overlap: out of memory");
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < o->nn; i++) {
-            const hp_node *n = &g->nodes[i];
-            for (int k = 0; k < hp_node_nin_all(n) + n->nout; k++) {
-                int v = k < hp_node_nin_all(n) ? hp_node_input(g, n, k) : n->out[k - hp_node_nin_all(n)];
-                int base = base_of(g, v);
-                if (base < 0 || (k >= hp_node_nin_all(n) && g->vals[base].producer == i)) continue;
-                if (pass == 0) o->rd_at[base + 1]++;
-                else o->rd[o->rd_at[base]++] = i;
-            }
-        }
-        if (pass == 0) {
-            for (int v = 0; v < nv; v++) o->rd_at[v + 1] += o->rd_at[v];
-            o->rd = malloc(sizeof *o->rd * (size_t)(o->rd_at[nv] ? o->rd_at[nv] : 1));
-            if (!o->rd) return hp_errorf("ep overlap: out of memory");
+    free(*at), free(*list);
+    *list = NULL;
+    *at = calloc((size_t)nv + 2, sizeof **at);
+    if (!*at) return hp_errorf("ep overlap: out of memory");
+    csr_fill f = {*at, NULL, 0, 0};
+    for (f.pass = 0; f.pass < 2; f.pass++) {
+        for (f.node = 0; f.node < o->nn; f.node++) touched(g, f.node, kind, csr_add, &f);
+        if (f.pass == 0) {
+            for (int v = 0; v < nv; v++) (*at)[v + 1] += (*at)[v];
+            f.list = *list = malloc(sizeof **list * (size_t)((*at)[nv] ? (*at)[nv] : 1));
+            if (!*list) return hp_errorf("ep overlap: out of memory");
         } else {
-            for (int v = nv; v > 0; v--) o->rd_at[v] = o->rd_at[v - 1];
-            o->rd_at[0] = 0;
-        }
-    }
-    /* the readers of each value, or of a view of it */
-    free(o->in_at), free(o->in);
-    o->in = NULL;
-    o->in_at = calloc((size_t)nv + 2, sizeof *o->in_at);
-    if (!o->in_at) return hp_errorf("ep overlap: out of memory");
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < o->nn; i++) {
-            const hp_node *n = &g->nodes[i];
-            for (int k = 0; k < hp_node_nin_all(n); k++) {
-                int v = hp_node_input(g, n, k);
-                for (int hop = 0; v >= 0 && hop < 2; hop++, v = g->vals[v].view_of) {
-                    if (pass == 0) o->in_at[v + 1]++;
-                    else o->in[o->in_at[v]++] = i;
-                }
-            }
-        }
-        if (pass == 0) {
-            for (int v = 0; v < nv; v++) o->in_at[v + 1] += o->in_at[v];
-            o->in = malloc(sizeof *o->in * (size_t)(o->in_at[nv] ? o->in_at[nv] : 1));
-            if (!o->in) return hp_errorf("ep overlap: out of memory");
-        } else {
-            for (int v = nv; v > 0; v--) o->in_at[v] = o->in_at[v - 1];
-            o->in_at[0] = 0;
+            for (int v = nv; v > 0; v--) (*at)[v] = (*at)[v - 1];
+            (*at)[0] = 0;
         }
     }
     return HP_OK;
+}
+
+/* The two tables: the nodes touching each value's base buffer (reading it, or writing it in place), and the
+ * readers of each value or of a view of it. */
+static hp_status build_readers(ovl *o) {
+    HP_TRY(build_csr(&o->rd_at, &o->rd, o, 0));
+    return build_csr(&o->in_at, &o->in, o, 1);
 }
 
 /* Splits exchange x into its start (x) and a wait; returns the wait's id (-1: the graph's error). */
