@@ -8,26 +8,12 @@ import math
 import struct
 import sys
 
+import st_read
+
 
 def read_st(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = json.loads(f.read(n))
-        data = f.read()
-    meta = head.pop("__metadata__", {})
-    out = {}
-    for name, e in head.items():
-        b, t = e["data_offsets"]
-        raw = data[b:t]
-        if e["dtype"] == "F32":
-            vals = list(struct.unpack("<%df" % (len(raw) // 4), raw))
-        elif e["dtype"] == "BF16":
-            vals = [struct.unpack("<f", struct.pack("<I", h << 16))[0]
-                    for h in struct.unpack("<%dH" % (len(raw) // 2), raw)]
-        else:
-            raise SystemExit("%s: unexpected dtype %s" % (name, e["dtype"]))
-        out[name] = (e["dtype"], e["shape"], vals)
-    return meta, out
+    meta, _, raw = st_read.read_raw(path)
+    return meta, {name: (d, shape, st_read.floats(name, d, b)) for name, (d, shape, b) in raw.items()}
 
 
 def bf16(x):

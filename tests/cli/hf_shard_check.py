@@ -13,26 +13,14 @@ import re
 import struct
 import sys
 
-
-def read_st(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        head = json.loads(f.read(n))
-        data = f.read()
-    meta = head.pop("__metadata__", {})
-    order = sorted(head, key=lambda k: head[k]["data_offsets"][0])
-    tensors = {}
-    for name in order:
-        b, e = head[name]["data_offsets"]
-        tensors[name] = (head[name]["dtype"], head[name]["shape"], data[b:e])
-    return meta, order, tensors
+import st_read
 
 
 def main():
     sharded, single, limit, min_files = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     alone_wanted = len(sys.argv) > 5
     errors = []
-    _, ref_order, ref = read_st(os.path.join(single, "model.safetensors"))
+    _, ref_order, ref = st_read.read_raw(os.path.join(single, "model.safetensors"))
     ref_total = sum(len(t[2]) for t in ref.values())
     names = sorted(os.listdir(sharded))
     if "model.safetensors" in names:
@@ -60,7 +48,7 @@ def main():
     alone = 0
     for fn in shards:
         path = os.path.join(sharded, fn)
-        meta, forder, tensors = read_st(path)
+        meta, forder, tensors = st_read.read_raw(path)
         if meta.get("format") != "pt":
             errors.append("%s: metadata %s" % (fn, meta))
         size = os.path.getsize(path)
