@@ -11,6 +11,7 @@ void hp_propagation_free(hp_propagation *p) {
     free(p->val);
     free(p->need);
     free(p->notes);
+    free(p->own_order);
     memset(p, 0, sizeof *p);
 }
 
@@ -79,11 +80,16 @@ static hp_status walk(hp_propagation *p, unsigned char *known, const hp_graph *g
         hp_status s = hp_sharding_rule(&st, g, i, arriving, m, &ctx);
         if (s) return hp_error_wrap(s, "propagate");
         for (int k = 0; k < HP_MAX_IN; k++) p->need[i][k] = k < n->nin ? st.in[k] : hp_layout_replicated(m);
+        int own_in = 0; /* an input in a rank's own row order: the outputs follow it unless put back */
+        for (int k = 0; k < n->nin; k++) own_in |= p->own_order[n->in[k]];
         for (int j = 0; j < n->nout; j++) {
             if (n->out[j] < 0) continue;
             p->val[n->out[j]] = st.out[j];
+            p->own_order[n->out[j]] = (st.own_order >> j & 1) || (own_in && !(st.tensor_order >> j & 1));
             known[n->out[j]] = 1;
         }
+        if (st.per_piece && p->per_piece_node < 0)
+            p->per_piece_node = i, p->per_piece_axis = st.per_piece_axis, p->per_piece_why = st.per_piece;
         p->comm_bytes += st.cost;
         if (st.no_rule) add_note(p, n, g->nnodes);
     }
@@ -102,10 +108,12 @@ hp_status hp_propagate(hp_propagation *out, const hp_graph *g, const hp_mesh *m,
     p.val = calloc(nv, sizeof *p.val);
     p.need = calloc(nn, sizeof *p.need);
     p.notes = calloc(nn, sizeof *p.notes);
+    p.own_order = calloc(nv, 1);
+    p.per_piece_node = p.per_piece_axis = -1;
     unsigned char *known = calloc(nv, 1);
     int *blockers = calloc(nv, sizeof *blockers);
     hp_status s = HP_OK;
-    if (!p.val || !p.need || !p.notes || !known || !blockers)
+    if (!p.val || !p.need || !p.notes || !p.own_order || !known || !blockers)
         s = hp_errorf("propagate: out of memory");
     if (!s) s = seed_layouts(&p, known, g, m, fixed, is_fixed);
     if (!s) {

@@ -14,7 +14,15 @@
  * A parameter's gradient comes out in whatever layout its producers give it
  * (Partial under data parallelism, sharded under tensor parallelism); its
  * target is the parameter's own layout (hp_param_grad_target), and the
- * compile pass redistributes it there. */
+ * compile pass redistributes it there.
+ *
+ * Row orders: a value whose rows each rank holds in an order of its own
+ * (a MoE dispatch's rows grouped by the rank's tokens' experts, the rows an
+ * expert-parallel exchange brought, and every value computed row by row from
+ * them until an operator puts the rows back per token) is marked own_order:
+ * its layout gives each rank's shape and the placement's meaning along the
+ * other axes, but a rank's rows are not a piece of the global tensor. The
+ * rules declare where such orders begin and end (hp_rule_option). */
 #ifndef HP_LAYOUT_PROPAGATE_H
 #define HP_LAYOUT_PROPAGATE_H
 
@@ -30,6 +38,11 @@ typedef struct {
     double comm_bytes;             /* bytes per rank of all redistributions (estimate) */
     int nnotes;                    /* notes for `hyperpar plan` (operators without a rule) */
     char (*notes)[HP_NOTE_LEN];
+    unsigned char *own_order;      /* [g->nvals] 1: the ranks hold its rows in orders of their own (above) */
+    int per_piece_node;            /* the first node whose result depends on how an axis splits it (a rule's
+                                    * per_piece: not one rank's computation), -1 none */
+    int per_piece_axis;            /* that axis */
+    const char *per_piece_why;     /* the rule's reason */
 } hp_propagation;
 
 /* Propagates layouts over g on mesh m. fixed[v] is used where is_fixed[v]
