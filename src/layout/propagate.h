@@ -22,7 +22,13 @@
  * them until an operator puts the rows back per token) is marked own_order:
  * its layout gives each rank's shape and the placement's meaning along the
  * other axes, but a rank's rows are not a piece of the global tensor. The
- * rules declare where such orders begin and end (hp_rule_option). */
+ * rules declare where such orders begin and end (hp_rule_option).
+ *
+ * Results one rank does not compute (differs_node): a rule's per_piece (a
+ * capacity decided over each piece's tokens), or a discrete choice (top-k)
+ * made from values whose Partial terms the ranks rounded to bf16 before
+ * summing them (the choice may turn at a near tie). Production runs them as
+ * planned; validation mode refuses such plans. */
 #ifndef HP_LAYOUT_PROPAGATE_H
 #define HP_LAYOUT_PROPAGATE_H
 
@@ -39,10 +45,9 @@ typedef struct {
     int nnotes;                    /* notes for `hyperpar plan` (operators without a rule) */
     char (*notes)[HP_NOTE_LEN];
     unsigned char *own_order;      /* [g->nvals] 1: the ranks hold its rows in orders of their own (above) */
-    int per_piece_node;            /* the first node whose result depends on how an axis splits it (a rule's
-                                    * per_piece: not one rank's computation), -1 none */
-    int per_piece_axis;            /* that axis */
-    const char *per_piece_why;     /* the rule's reason */
+    int differs_node;              /* the first node whose result is not one rank's computation (above), -1 */
+    int differs_axis;              /* the mesh axis that makes it so */
+    const char *differs_why;       /* why, one clause */
 } hp_propagation;
 
 /* Propagates layouts over g on mesh m. fixed[v] is used where is_fixed[v]

@@ -247,6 +247,7 @@ static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_la
     out->tensor_order |= opt->tensor_order;
     if (k > 1) out->own_order |= opt->own_order;
     if (k > 1 && opt->per_piece && !out->per_piece) out->per_piece = opt->per_piece, out->per_piece_axis = a;
+    out->discrete |= opt->discrete;
     if (opt->parallel_xent) {
         if (out->parallel_xent_axis >= 0)
             return hp_errorf("%s: the vocabulary is split on mesh axes '%s' and '%s'; a vocabulary-parallel "

@@ -45,6 +45,7 @@ typedef struct {
     unsigned tensor_order;     /* outputs in the tensor's order whatever their inputs' (hp_rule_option) */
     const char *per_piece;     /* non-NULL: the result depends on how axis per_piece_axis splits it (why) */
     int per_piece_axis;
+    int discrete;              /* integer outputs chosen from float inputs (hp_rule_option) */
 } hp_strategy;
 
 /* What a rule may know about the rest of the graph (either field may be NULL). */

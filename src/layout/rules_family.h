@@ -26,6 +26,8 @@ typedef struct {
     const char *per_piece; /* non-NULL: on an axis of more than one member this option's result depends on how the
                             * axis splits the rows (e.g. a capacity applied to each piece's tokens), so it is not
                             * one rank's computation; says why */
+    int discrete;          /* its integer outputs are a choice (top-k) made from its float inputs: inputs that differ
+                            * from one rank's in their rounding can turn it */
 } hp_rule_option;
 
 typedef struct {
@@ -63,6 +65,7 @@ static inline hp_rule_option *hp_rule_opt(hp_rule_axis *ra) {
     o->parallel_xent = 0;
     o->own_order = o->tensor_order = 0;
     o->per_piece = NULL;
+    o->discrete = 0;
     return o;
 }
 

@@ -20,7 +20,8 @@
  * them, and the combine (and the dispatch's gradient) puts the rows back
  * per token, the weight's gradient sums over them (tensor_order). A capacity
  * decided on split tokens (the router's on each rank's, the exchange's on
- * each group's) depends on the split (per_piece). */
+ * each group's) depends on the split (per_piece); the router's top-k is a
+ * discrete choice (discrete). */
 #include "layout/rules_family.h"
 #include "ops/ops.h"
 
@@ -33,9 +34,12 @@ static hp_status route_opts(hp_rule_axis *ra) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->out[0] = o->out[1] = o->out[4] = S(0);
         o->out[2] = o->out[3] = P;
-        if (ra->n->a.f[0] > 0) o->per_piece = "its capacity factor drops the lowest scores among each rank's tokens";
+        if (ra->n->a.f[0] > 0)
+            o->per_piece = "its capacity factor drops the lowest scores among each rank's tokens, where one rank "
+                           "ranks all the tokens at once";
+        o->discrete = 1;
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->discrete = 1;
     return HP_OK;
 }
 
@@ -164,7 +168,8 @@ static hp_status exchange_opts(hp_rule_axis *ra) {
     int own = ra->axis == (int)ra->n->a.i[2];
     if (own) o->own_order = (1u << ra->n->nout) - 1;
     if (!own && hp_op_moe_role(ra->n->op) == HP_MOE_ROLE_SEND && ra->n->nin >= 4 && ra->n->a.f[0] > 0)
-        o->per_piece = "its experts' owners apply the capacity factor to the rows of their group's tokens only";
+        o->per_piece = "its experts' owners apply the capacity factor to the rows of their group's tokens only, "
+                       "where one rank ranks all the tokens at once";
     if (!own) hp_rule_opt(ra);
     return HP_OK;
 }

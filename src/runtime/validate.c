@@ -341,12 +341,11 @@ hp_status hp_validate_create(hp_validator **out, const hp_validate_config *cfg) 
     if (hp_dist_rank_at(cfg->d, 0)->c.rg.nglobal != cfg->g->nvals)
         return hp_errorf("validation: the graph is not the one the distributed program was compiled from");
     const hp_propagation *prop = hp_dist_propagation(cfg->d);
-    if (prop->per_piece_node >= 0) {
+    if (prop->differs_node >= 0) {
         const hp_mesh *m = hp_dist_mesh(cfg->d);
-        return hp_errorf("validation: %s cannot be checked against one rank: %s, and '%s' splits them over %d ranks, "
-                         "where one rank takes them all at once",
-                         cfg->g->nodes[prop->per_piece_node].name, prop->per_piece_why, m->name[prop->per_piece_axis],
-                         m->size[prop->per_piece_axis]);
+        return hp_errorf("validation: %s cannot be checked against one rank: %s ('%s' of %d ranks)",
+                         cfg->g->nodes[prop->differs_node].name, prop->differs_why, m->name[prop->differs_axis],
+                         m->size[prop->differs_axis]);
     }
     hp_validator *v = calloc(1, sizeof *v);
     if (!v) return hp_errorf("validation: out of memory");

@@ -113,7 +113,7 @@ static void check_orders(const hp_dist *d) {
         if (g->nodes[i].phase == HP_PHASE_BWD && g->nodes[i].op == &hp_op_grouped_linear_bwd)
             nown_bwd += p->own_order[g->nodes[i].out[0]] && !p->own_order[g->nodes[i].out[1]];
     CHECK(nown_bwd > 0);
-    CHECK(p->per_piece_node < 0);
+    CHECK(p->differs_node < 0);
 }
 
 /* returns the reference's loss */
@@ -207,7 +207,7 @@ static void test_refused(void) {
         const char *msg = hp_status_msg(st);
         printf("refused: %s\n", msg);
         CHECK(strstr(msg, "cannot be checked against one rank") && strstr(msg, "capacity factor") &&
-              strstr(msg, "'dp' splits them over 2 ranks") && strstr(msg, "ep_send"));
+              strstr(msg, "('dp' of 2 ranks)") && strstr(msg, "ep_send"));
         hp_status_free(st);
     }
     hp_validate_destroy(v);
