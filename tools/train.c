@@ -337,9 +337,13 @@ static void on_event(void *ctx, const hp_event *e) {
     case HP_EVENT_VALIDATED: {
         const hp_validation *rep = e->validation;
         if (!rep) break;
+        char own[96] = "";
+        if (rep->own_order)
+            snprintf(own, sizeof own, ", %d in the ranks' own row orders not compared", rep->own_order);
         hp_progress_note(pg, "validation: %d operators checked, every layout and value agrees (%d redistributions, %d "
-                             "values; loss %.6f, 1 rank %.6f)",
-                         rep->checked_ops, rep->redistributions, rep->values, (double)rep->loss, (double)rep->ref_loss);
+                             "values%s; loss %.6f, 1 rank %.6f)",
+                         rep->checked_ops, rep->redistributions, rep->values, own, (double)rep->loss,
+                         (double)rep->ref_loss);
         hp_progress_note(pg, "validation: gradient equivalence against 1 rank (max relative error per parameter):");
         for (int i = 0; i < rep->ngrads; i++)
             hp_progress_note(pg, "  %-28s %-20s %.3g", rep->grads[i].name, rep->grads[i].layout, rep->grads[i].rel_err);

@@ -789,6 +789,8 @@ typedef struct {
     int checked_ops;     /* global operators checked */
     int redistributions; /* inserted redistribution steps checked */
     int values;          /* values compared with the reference */
+    int own_order;       /* values whose rows the ranks hold in orders of their own (a MoE layer's rows grouped by
+                          * a rank's tokens' experts, or exchanged): shapes and replicas checked, not compared */
     float loss, ref_loss; /* the step's loss, distributed and on 1 rank */
     int ngrads;
     const hp_grad_check *grads; /* [ngrads], in the model's parameter order */

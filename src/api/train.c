@@ -320,7 +320,7 @@ static void on_event(void *ctx, const hp_train_event *ie) {
         int ng = grads ? r->ngrads : 0;
         for (int i = 0; i < ng; i++)
             grads[i] = (hp_grad_check){.name = r->grads[i].name, .layout = r->grads[i].layout, .rel_err = r->grads[i].rel_err};
-        v = (hp_validation){.checked_ops = r->nops, .redistributions = r->nredist, .values = r->nvalues,
+        v = (hp_validation){.checked_ops = r->nops, .redistributions = r->nredist, .values = r->nvalues, .own_order = r->nown,
                             .loss = r->loss, .ref_loss = r->ref_loss, .ngrads = ng, .grads = grads,
                             .worst = r->worst, .worst_index = r->worst_index < ng ? r->worst_index : -1};
         upd = r->nupdates > 0 ? malloc((size_t)r->nupdates * sizeof *upd) : NULL;

@@ -11,6 +11,7 @@ void hp_propagation_free(hp_propagation *p) {
     free(p->val);
     free(p->need);
     free(p->notes);
+    free(p->own_order);
     memset(p, 0, sizeof *p);
 }
 
@@ -63,8 +64,10 @@ static void add_note(hp_propagation *p, const hp_node *n, int cap) {
              "%.90s: operator '%.40s' has no sharding rule; it runs on Replicate inputs", n->name, n->op->name);
 }
 
+/* rounded[v]: 1 + the first mesh axis over which some value v is computed from was a bf16 Partial (each rank
+ * rounded its term before the sum), 0 none */
 static hp_status walk(hp_propagation *p, unsigned char *known, const hp_graph *g, const hp_mesh *m,
-                      const int *blockers) {
+                      const int *blockers, int *rounded) {
     hp_rule_ctx ctx = {.val = p->val, .partial_blockers = blockers};
     for (int i = 0; i < g->nnodes; i++) {
         const hp_node *n = &g->nodes[i];
@@ -79,11 +82,27 @@ static hp_status walk(hp_propagation *p, unsigned char *known, const hp_graph *g
         hp_status s = hp_sharding_rule(&st, g, i, arriving, m, &ctx);
         if (s) return hp_error_wrap(s, "propagate");
         for (int k = 0; k < HP_MAX_IN; k++) p->need[i][k] = k < n->nin ? st.in[k] : hp_layout_replicated(m);
+        int own_in = 0, round_in = 0; /* an input in a rank's own row order: the outputs follow it unless put back */
+        for (int k = 0; k < n->nin; k++) {
+            own_in |= p->own_order[n->in[k]];
+            if (!round_in) round_in = rounded[n->in[k]];
+        }
         for (int j = 0; j < n->nout; j++) {
             if (n->out[j] < 0) continue;
             p->val[n->out[j]] = st.out[j];
+            p->own_order[n->out[j]] = (st.own_order >> j & 1) || (own_in && !(st.tensor_order >> j & 1));
+            rounded[n->out[j]] = round_in;
+            for (int a = 0; a < m->ndim && !rounded[n->out[j]]; a++)
+                if (g->vals[n->out[j]].dtype == HP_BF16 && st.out[j].p[a].kind == HP_PARTIAL && m->size[a] > 1)
+                    rounded[n->out[j]] = a + 1;
             known[n->out[j]] = 1;
         }
+        if (st.per_piece && p->differs_node < 0)
+            p->differs_node = i, p->differs_axis = st.per_piece_axis, p->differs_why = st.per_piece;
+        if (st.discrete && round_in && p->differs_node < 0)
+            p->differs_node = i, p->differs_axis = round_in - 1,
+            p->differs_why = "its top-k choice reads values whose Partial terms each rank rounds to bf16 before they are "
+                             "summed, so a near tie can turn against one rank's choice";
         p->comm_bytes += st.cost;
         if (st.no_rule) add_note(p, n, g->nnodes);
     }
@@ -102,18 +121,21 @@ hp_status hp_propagate(hp_propagation *out, const hp_graph *g, const hp_mesh *m,
     p.val = calloc(nv, sizeof *p.val);
     p.need = calloc(nn, sizeof *p.need);
     p.notes = calloc(nn, sizeof *p.notes);
+    p.own_order = calloc(nv, 1);
+    p.differs_node = p.differs_axis = -1;
     unsigned char *known = calloc(nv, 1);
-    int *blockers = calloc(nv, sizeof *blockers);
+    int *blockers = calloc(nv, sizeof *blockers), *rounded = calloc(nv, sizeof *rounded);
     hp_status s = HP_OK;
-    if (!p.val || !p.need || !p.notes || !known || !blockers)
+    if (!p.val || !p.need || !p.notes || !p.own_order || !known || !blockers || !rounded)
         s = hp_errorf("propagate: out of memory");
     if (!s) s = seed_layouts(&p, known, g, m, fixed, is_fixed);
     if (!s) {
         hp_rule_partial_blockers(blockers, g, m);
-        s = walk(&p, known, g, m, blockers);
+        s = walk(&p, known, g, m, blockers, rounded);
     }
     free(known);
     free(blockers);
+    free(rounded);
     if (s) {
         hp_propagation_free(&p);
         return s;

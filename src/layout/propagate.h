@@ -14,7 +14,21 @@
  * A parameter's gradient comes out in whatever layout its producers give it
  * (Partial under data parallelism, sharded under tensor parallelism); its
  * target is the parameter's own layout (hp_param_grad_target), and the
- * compile pass redistributes it there. */
+ * compile pass redistributes it there.
+ *
+ * Row orders: a value whose rows each rank holds in an order of its own
+ * (a MoE dispatch's rows grouped by the rank's tokens' experts, the rows an
+ * expert-parallel exchange brought, and every value computed row by row from
+ * them until an operator puts the rows back per token) is marked own_order:
+ * its layout gives each rank's shape and the placement's meaning along the
+ * other axes, but a rank's rows are not a piece of the global tensor. The
+ * rules declare where such orders begin and end (hp_rule_option).
+ *
+ * Results one rank does not compute (differs_node): a rule's per_piece (a
+ * capacity decided over each piece's tokens), or a discrete choice (top-k)
+ * made from values whose Partial terms the ranks rounded to bf16 before
+ * summing them (the choice may turn at a near tie). Production runs them as
+ * planned; validation mode refuses such plans. */
 #ifndef HP_LAYOUT_PROPAGATE_H
 #define HP_LAYOUT_PROPAGATE_H
 
@@ -30,6 +44,10 @@ typedef struct {
     double comm_bytes;             /* bytes per rank of all redistributions (estimate) */
     int nnotes;                    /* notes for `hyperpar plan` (operators without a rule) */
     char (*notes)[HP_NOTE_LEN];
+    unsigned char *own_order;      /* [g->nvals] 1: the ranks hold its rows in orders of their own (above) */
+    int differs_node;              /* the first node whose result is not one rank's computation (above), -1 */
+    int differs_axis;              /* the mesh axis that makes it so */
+    const char *differs_why;       /* why, one clause */
 } hp_propagation;
 
 /* Propagates layouts over g on mesh m. fixed[v] is used where is_fixed[v]

@@ -244,6 +244,10 @@ static hp_status pick_axis(hp_strategy *out, const hp_rule_axis *ra, const hp_la
         out->cost += move_cost(arriving[i].p[a], opt->in[i], in_bytes[i], k);
     }
     for (int j = 0; j < n->nout; j++) out->out[j].p[a] = n->out[j] >= 0 ? opt->out[j] : hp_replicate();
+    out->tensor_order |= opt->tensor_order;
+    if (k > 1) out->own_order |= opt->own_order;
+    if (k > 1 && opt->per_piece && !out->per_piece) out->per_piece = opt->per_piece, out->per_piece_axis = a;
+    out->discrete |= opt->discrete;
     if (opt->parallel_xent) {
         if (out->parallel_xent_axis >= 0)
             return hp_errorf("%s: the vocabulary is split on mesh axes '%s' and '%s'; a vocabulary-parallel "
@@ -259,6 +263,7 @@ static void init_strategy(hp_strategy *out, const hp_mesh *m) {
     for (int i = 0; i < HP_MAX_IN; i++) out->in[i] = hp_layout_replicated(m);
     for (int j = 0; j < HP_MAX_OUT; j++) out->out[j] = hp_layout_replicated(m);
     out->parallel_xent_axis = -1;
+    out->per_piece_axis = -1;
 }
 
 /* Operators without a rule: gather everything, run replicated (a sharded

@@ -41,6 +41,11 @@ typedef struct {
     int parallel_xent_axis;    /* -1, or the mesh axis of a vocabulary-parallel
                                 * cross-entropy (collectives inside the op) */
     int no_rule;               /* the operator has no rule: run replicated */
+    unsigned own_order;        /* outputs whose rows each rank holds in an order of its own (hp_rule_option) */
+    unsigned tensor_order;     /* outputs in the tensor's order whatever their inputs' (hp_rule_option) */
+    const char *per_piece;     /* non-NULL: the result depends on how axis per_piece_axis splits it (why) */
+    int per_piece_axis;
+    int discrete;              /* integer outputs chosen from float inputs (hp_rule_option) */
 } hp_strategy;
 
 /* What a rule may know about the rest of the graph (either field may be NULL). */

@@ -17,6 +17,17 @@ typedef struct {
     hp_placement in[HP_MAX_IN];
     hp_placement out[HP_MAX_OUT];
     int parallel_xent; /* the vocabulary-parallel cross-entropy (collectives inside) */
+    unsigned own_order;    /* bit j: where this option splits output j's rows (axis of more than one member), each
+                            * rank holds its rows in an order of its own (its tokens grouped by expert, or the
+                            * rows an exchange brought it), not a piece of the global tensor */
+    unsigned tensor_order; /* bit j: output j is in the tensor's own order even where inputs are in a rank's own
+                            * order (the rows put back per token, a sum over rows); other outputs of a node that
+                            * reads such an input are in the rank's order too */
+    const char *per_piece; /* non-NULL: on an axis of more than one member this option's result depends on how the
+                            * axis splits the rows (e.g. a capacity applied to each piece's tokens), so it is not
+                            * one rank's computation; says why */
+    int discrete;          /* its integer outputs are a choice (top-k) made from its float inputs: inputs that differ
+                            * from one rank's in their rounding can turn it */
 } hp_rule_option;
 
 typedef struct {
@@ -52,6 +63,9 @@ static inline hp_rule_option *hp_rule_opt(hp_rule_axis *ra) {
     for (int k = 0; k < HP_MAX_IN; k++) o->in[k] = hp_replicate();
     for (int k = 0; k < HP_MAX_OUT; k++) o->out[k] = hp_replicate();
     o->parallel_xent = 0;
+    o->own_order = o->tensor_order = 0;
+    o->per_piece = NULL;
+    o->discrete = 0;
     return o;
 }
 

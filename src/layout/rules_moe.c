@@ -11,7 +11,17 @@
  * (S(0)) and the weight's gradient is whole per expert (not partial); the
  * exchange operators themselves split their rows along every axis that
  * splits the tokens and are replicated along the others, never along the
- * exchange's own axis. */
+ * exchange's own axis.
+ *
+ * Row orders (hp_rule_option.own_order): where the tokens are split, a
+ * rank's dispatched rows are its own tokens grouped by expert, and the
+ * exchange's rows are those its experts received: orders of the rank's own,
+ * not pieces of the global rows; the experts' outputs and gradients follow
+ * them, and the combine (and the dispatch's gradient) puts the rows back
+ * per token, the weight's gradient sums over them (tensor_order). A capacity
+ * decided on split tokens (the router's on each rank's, the exchange's on
+ * each group's) depends on the split (per_piece); the router's top-k is a
+ * discrete choice (discrete). */
 #include "layout/rules_family.h"
 #include "ops/ops.h"
 
@@ -24,8 +34,12 @@ static hp_status route_opts(hp_rule_axis *ra) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->out[0] = o->out[1] = o->out[4] = S(0);
         o->out[2] = o->out[3] = P;
+        if (ra->n->a.f[0] > 0)
+            o->per_piece = "its capacity factor drops the lowest scores among each rank's tokens, where one rank "
+                           "ranks all the tokens at once";
+        o->discrete = 1;
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->discrete = 1;
     return HP_OK;
 }
 
@@ -67,18 +81,23 @@ static hp_status dispatch_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 0) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->out[0] = o->out[1] = o->out[2] = S(0);
+        o->own_order = 7; /* a rank's tokens grouped by expert; rowof indexes those rows */
+        if (ra->n->a.i[HP_MOE_DISPATCH_CHUNKS] > 1) /* parallel/moe_chunk: a chunk of each rank's own tokens */
+            o->per_piece = "each rank cuts its own tokens into the MoE chunks (--moe-chunks), so which tokens a "
+                           "chunk holds depends on the split";
     }
     hp_rule_opt(ra);
     return HP_OK;
 }
 
-/* moe_dispatch_bwd(dxp, rowof) -> dx */
+/* moe_dispatch_bwd(dxp, rowof) -> dx: per token again */
 static hp_status dispatch_bwd_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 1) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->out[0] = S(0);
+        o->tensor_order = 1;
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->tensor_order = 1;
     return HP_OK;
 }
 
@@ -106,14 +125,16 @@ static hp_status grouped_bwd_opts(hp_rule_axis *ra) {
     if (ra->axis == ep_axis_of(ra)) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->in[4] = o->out[0] = o->out[1] = S(0);
+        o->tensor_order = 2; /* the weight's gradient: a sum over the rows, whatever their order */
         return HP_OK;
     }
     {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->in[3] = o->in[4] = o->out[0] = S(0);
         o->out[1] = P;
+        o->tensor_order = 2;
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->tensor_order = 2;
     return HP_OK;
 }
 
@@ -122,8 +143,9 @@ static hp_status combine_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 1) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->in[2] = o->out[0] = S(0);
+        o->tensor_order = 1; /* per token again */
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->tensor_order = 1;
     return HP_OK;
 }
 
@@ -132,18 +154,26 @@ static hp_status combine_bwd_opts(hp_rule_axis *ra) {
     if (hp_rule_in_ndim(ra, 2) > 1) {
         hp_rule_option *o = hp_rule_opt(ra);
         o->in[0] = o->in[1] = o->in[2] = o->in[3] = o->out[0] = o->out[1] = S(0);
+        o->tensor_order = 2; /* dweights: per token */
     }
-    hp_rule_opt(ra);
+    hp_rule_opt(ra)->tensor_order = 2;
     return HP_OK;
 }
 
 /* moe_ep_send(xp, eid[, scores, rowof]) -> (xr, er, src[, drops]), moe_ep_return / moe_ep_resend(rows, src, eid) -> rows: every value's
- * rows split alike, or (not along the exchange's own axis, a.i[2]) every value whole */
+ * rows split alike, or (not along the exchange's own axis, a.i[2]) every value whole. Along its own axis the rows
+ * are each member's own (what its experts received, or its dispatched rows back); a send with a capacity decides
+ * it over the group's rows, so a split along another axis (the group a part of the tokens) changes it. */
 static hp_status exchange_opts(hp_rule_axis *ra) {
     hp_rule_option *o = hp_rule_opt(ra);
     for (int k = 0; k < ra->n->nin; k++) o->in[k] = S(0);
     for (int k = 0; k < ra->n->nout; k++) o->out[k] = k == 3 ? P : S(0); /* send's drops: a count per member */
-    if (ra->axis != (int)ra->n->a.i[2]) hp_rule_opt(ra);
+    int own = ra->axis == (int)ra->n->a.i[2];
+    if (own) o->own_order = ((1u << ra->n->nout) - 1) & 7u;
+    if (!own && hp_op_moe_role(ra->n->op) == HP_MOE_ROLE_SEND && ra->n->nin >= 4 && ra->n->a.f[0] > 0)
+        o->per_piece = "its experts' owners apply the capacity factor to the rows of their group's tokens only, "
+                       "where one rank ranks all the tokens at once";
+    if (!own) hp_rule_opt(ra);
     return HP_OK;
 }
 

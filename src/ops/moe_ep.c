@@ -25,8 +25,14 @@
  *     sources, in the places of xp (rows of no expert: 0). send's gradient.
  *   moe_ep_resend(dyp[R, O], src, eid) -> dyr[G R, O]: yp's gradient taken
  *     the way xp went (rows past the received ones: 0). return's gradient.
- * On the global graph (one member, G = 1) they only reorder; with G > 1 they
- * run lowered (each member's local form moves the rows). */
+ * Lowered (G > 1) each member's local form moves the rows. On the global
+ * graph one process holds every member's rows (a one-rank run; validation
+ * mode's reference): they stay in place, the kept rows first in xp's order,
+ * then the ones a capacity dropped (id -1, no source: they return as zeros),
+ * then the room the other members' rows would take; with a capacity factor
+ * each expert keeps at most ceil(N k / E f) of all N tokens' rows, the rule
+ * the owners apply to their group's rows when the group holds every token. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -92,31 +98,87 @@ static hp_status resend_infer(const hp_graph *g, const hp_node *n, hp_shape *os,
     return HP_OK;
 }
 
-/* One member (G = 1): the received rows are the member's own. */
-static int one_member(const hp_kctx *k, const hp_node *n) {
-    if (n->a.i[0] == 1) return 1;
-    if (!*k->err)
-        *k->err = hp_errorf("%s: %lld members: runs only lowered (parallel/ep_ops)", n->op->name, (long long)n->a.i[0]);
-    return 0;
+static int capped(const hp_node *n) { return n->nin >= 4 && n->a.f[0] > 0; }
+
+/* scratch: with a capacity, 4 per row (the rows' scores, the order being sorted and its merge buffer, keep) */
+static size_t send_scratch(const hp_graph *g, const hp_node *n, int nt) {
+    (void)nt;
+    return capped(n) ? 4 * (size_t)in_numel(g, n, 1) : (size_t)in_numel(g, n, 1);
+}
+
+/* Sorts the rows t[0, m) the higher score first, then the earlier row; a merge through tmp[m]. */
+static void by_score(int32_t *t, int32_t *tmp, long m, const float *score) {
+    for (long w = 1; w < m; w *= 2) {
+        for (long lo = 0; lo < m; lo += 2 * w) {
+            long mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m, i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                float a = score[t[i]], b = score[t[j]];
+                tmp[o++] = b > a || (b == a && t[j] < t[i]) ? t[j++] : t[i++];
+            }
+            while (i < mid) tmp[o++] = t[i++];
+            while (j < hi) tmp[o++] = t[j++];
+        }
+        memcpy(t, tmp, sizeof *t * (size_t)m);
+    }
+}
+
+/* keep[r]: row r (of expert e[r] >= 0) is kept; a capacity keeps each expert's best ceil(N k / E f) rows.
+ * scratch: send_scratch's. */
+static void rows_kept(int32_t *keep, float *scratch, const hp_node *n, const hp_tensor *in, long R) {
+    const int32_t *e = I32(in[1]);
+    for (long r = 0; r < R; r++) keep[r] = e[r] >= 0;
+    if (!capped(n)) return;
+    float *score = scratch;
+    int32_t *idx = (int32_t *)(void *)(scratch + R), *tmp = idx + R;
+    const float *sc = CF32(in[2]);
+    const int32_t *rowof = I32(in[3]);
+    long slots = (long)hp_shape_numel(&in[3].shape);
+    for (long r = 0; r < R; r++) score[r] = 0;
+    for (long i = 0; i < slots; i++)
+        if (rowof[i] >= 0 && rowof[i] < R) score[rowof[i]] = sc[i];
+    long cap = (long)ceil((double)slots / (double)n->a.i[1] * n->a.f[0]);
+    for (long b = 0; b < R;) { /* xp groups the rows by expert */
+        long end = b;
+        while (end < R && e[end] == e[b]) end++;
+        if (e[b] >= 0 && end - b > cap) {
+            for (long t = b; t < end; t++) idx[t - b] = (int32_t)t;
+            by_score(idx, tmp, end - b, score);
+            for (long i = cap; i < end - b; i++) keep[idx[i]] = 0;
+        }
+        b = end;
+    }
 }
 
 static void send_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    if (!one_member(k, n)) return;
-    long R = t_rows(&in[0]), C = t_last(&in[0]);
-    size_t es = hp_dtype_size(in[0].dtype);
-    memcpy(out[0].data, in[0].data, es * (size_t)(R * C));
+    long R = t_rows(&in[0]), C = t_last(&in[0]), GR = t_rows(&out[0]);
+    size_t rb = hp_dtype_size(in[0].dtype) * (size_t)C;
     const int32_t *e = I32(in[1]);
     int32_t *er = OI32(out[1]), *src = OI32(out[2]);
-    for (long r = 0; r < R; r++) {
-        er[r] = e[r];
-        src[2 * r] = e[r] >= 0 ? 0 : -1, src[2 * r + 1] = e[r] >= 0 ? (int32_t)r : -1;
+    int32_t *keep = (int32_t *)(void *)(k->scratch + (capped(n) ? 3 * R : 0));
+    rows_kept(keep, k->scratch, n, in, R);
+    const char *xp = in[0].data;
+    char *xr = out[0].data;
+    long w = 0;
+    for (int pass = 0; pass < 2; pass++) /* the kept rows, then the dropped ones */
+        for (long r = 0; r < R; r++) {
+            if (e[r] < 0 || keep[r] != !pass) continue;
+            if (!pass) memcpy(xr + rb * (size_t)w, xp + rb * (size_t)r, rb);
+            else memset(xr + rb * (size_t)w, 0, rb);
+            er[w] = pass ? -1 : e[r];
+            src[2 * w] = pass ? -1 : 0, src[2 * w + 1] = pass ? -1 : (int32_t)r;
+            w++;
+        }
+    memset(xr + rb * (size_t)w, 0, rb * (size_t)(GR - w));
+    for (; w < GR; w++) er[w] = -1, src[2 * w] = src[2 * w + 1] = -1;
+    if (n->nout > 3 && n->out[3] >= 0) { /* the rows the capacity dropped */
+        long dropped = 0;
+        for (long r = 0; r < R; r++) dropped += e[r] >= 0 && !keep[r];
+        F32(out[3])[0] = (float)dropped;
     }
-    if (n->nout > 3 && n->out[3] >= 0) F32(out[3])[0] = 0; /* one member drops nothing here */
 }
 
 /* dst[pos of row r] = from[r] (return) or dst[r] = from[pos of row r] (resend); untouched rows 0 */
-static void move_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out, int back) {
-    if (!one_member(k, n)) return;
+static void move_run(const hp_tensor *in, hp_tensor *out, int back) {
     long Rin = t_rows(&in[0]), O = t_last(&in[0]), Rout = t_rows(&out[0]);
     size_t rb = hp_dtype_size(in[0].dtype) * (size_t)O;
     const int32_t *src = I32(in[1]);
@@ -133,11 +195,13 @@ static void move_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
 }
 
 static void return_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    move_run(k, n, in, out, 1);
+    (void)k, (void)n;
+    move_run(in, out, 1);
 }
 
 static void resend_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp_tensor *out) {
-    move_run(k, n, in, out, 0);
+    (void)k, (void)n;
+    move_run(in, out, 0);
 }
 
 static void send_backward(hp_graph *g, int node, const int *gout, int *gin) {
@@ -160,7 +224,7 @@ static void return_backward(hp_graph *g, int node, const int *gout, int *gin) {
 
 const hp_opdef hp_op_moe_ep_send = {
     .name = "moe_ep_send", .nout = 3, .nograd_outs = 6, .infer = send_infer, .run = send_run,
-    .backward = send_backward, .bytes = hp_ops_io_bytes,
+    .scratch = send_scratch, .backward = send_backward, .bytes = hp_ops_io_bytes,
 };
 const hp_opdef hp_op_moe_ep_return = {
     .name = "moe_ep_return", .nout = 1, .infer = return_infer, .run = return_run, .backward = return_backward,

@@ -309,7 +309,10 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     stall_hook_init(t);
     hp_status st = HP_OK;
     if (t->accum > 1 && cfg->validate)
-        st = hp_errorf("trainer: validation mode checks one micro-batch; run --validate without --grad-accum");
+        st = hp_errorf("trainer: validation mode checks one micro-batch, and a step here has %d (%s); run --validate "
+                       "without %s",
+                       t->accum, cfg->compile.deterministic ? "the deterministic mode's slices" : "--grad-accum",
+                       cfg->compile.deterministic ? "--deterministic" : "--grad-accum");
     if (st) {
         free(t);
         return st;

@@ -65,6 +65,8 @@ typedef struct {
     int nunchecked;  /* global operators with no local step (not checked) */
     int nredist;     /* inserted redistribution steps checked */
     int nvalues;     /* values compared with the reference */
+    int nown;        /* values in the ranks' own row orders (hp_propagation.own_order): shapes and replicas
+                      * checked, not compared with the reference */
     float loss, ref_loss;
     int ngrads;      /* filled by hp_validate_gradients */
     hp_validate_grad *grads; /* [ngrads], owned */

@@ -3,7 +3,7 @@
 # chunks stays within 1e-5 of the uncut layer over 40 steps (only the experts' weight gradients are summed in
 # another order); EP 2 and EP 4, FSDP 2 x EP 2 and EP 2 over 2 MPI processes in 2 chunks within 1e-5 of 1 rank in
 # 2 chunks; the exchanges overlapped (--ep-overlap always, several in flight at once) or blocking: the same bits.
-# Refused in one line: a capacity under EP, the deterministic mode, tokens the chunks do not divide, a dense model.
+# Refused in one line: --validate where the tokens are split, a capacity under EP, the deterministic mode, tokens the chunks do not divide, a dense model.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 mt="--model moe-tiny --batch 4 --seq 32 --steps 40 --val-every 0 --warmup 10 --lr 6e-4 --grad-accum 2"
@@ -28,5 +28,7 @@ expect_error "has a capacity factor and its tokens in chunks" \
 expect_error "with the deterministic mode is not built" \
   "$HP" train --model moe-tiny --batch 8 --seq 32 --steps 1 --moe-chunks 2 --deterministic
 expect_error "tokens do not cut into 3 chunks" "$HP" train $mt --steps 1 --moe-chunks 3
+expect_error "each rank cuts its own tokens into the MoE chunks" \
+  "$HP" train --model moe-tiny --batch 4 --seq 32 --steps 1 --moe-chunks 2 --ep 2 --validate
 expect_error "--moe-chunks needs a MoE model" "$HP" train --model llama-tiny --steps 1 --moe-chunks 2
 finish

@@ -274,8 +274,10 @@ static void *cap_main(void *arg) {
     return NULL;
 }
 
-/* The global operators with one member: the rows stay, the sources are the positions. */
-static void one_member(void) {
+/* The global operators (one process holds every member's rows: validation mode's reference): the rows stay, the
+ * sources are the positions, the room for the other members' rows empty; with a capacity the best rows of each
+ * expert first, the dropped ones after with no expert and no source, returned as zeros. */
+static void global_form(void) {
     hp_graph *g = NULL;
     CHECK_OK(hp_graph_create(&g));
     int xp = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(3, 2), "xp");
@@ -285,30 +287,65 @@ static void one_member(void) {
     CHECK(hp_graph_node(g, out, &hp_op_moe_ep_send, in, 2, &a) >= 0);
     int rin[3] = {out[0], out[2], eid}, yp[HP_MAX_OUT];
     CHECK(hp_graph_node(g, yp, &hp_op_moe_ep_return, rin, 3, &a) >= 0);
+    a.i[0] = 2; /* two members */
+    int out2[HP_MAX_OUT];
+    CHECK(hp_graph_node(g, out2, &hp_op_moe_ep_send, in, 2, &a) >= 0);
+    int rin2[3] = {out2[0], out2[2], eid}, yp2[HP_MAX_OUT];
+    CHECK(hp_graph_node(g, yp2, &hp_op_moe_ep_return, rin2, 3, &a) >= 0);
+    /* a capacity: xq[4, 1] of 2 tokens x 2 slots over 2 experts, factor 0.5: ceil(4 / 2 x 0.5) = 1 row each */
+    int xq = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(4, 1), "xq");
+    int eq = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape1(4), "eq");
+    int sc = hp_graph_value(g, HP_V_ACT, HP_F32, hp_shape2(2, 2), "scores");
+    int ro = hp_graph_value(g, HP_V_ACT, HP_I32, hp_shape2(2, 2), "rowof");
+    hp_attrs ac = {.i = {2, 2, 0}, .f = {0.5}};
+    int in4[4] = {xq, eq, sc, ro}, out4[HP_MAX_OUT];
+    CHECK(hp_graph_node(g, out4, &hp_op_moe_ep_send, in4, 4, &ac) >= 0);
     CHECK_OK(hp_graph_status(g));
-    float x[6] = {1, 2, 3, 4, 5, 6}, xr[6], y[6];
-    int32_t e[3] = {0, 1, -1}, er[3], s[6];
+    size_t ns = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        size_t q = hp_op_moe_ep_send.scratch ? hp_op_moe_ep_send.scratch(g, &g->nodes[i], 1) : 0;
+        ns = q > ns ? q : ns;
+    }
+    float *scratch = calloc(ns + 1, sizeof(float));
+    float x[6] = {1, 2, 3, 4, 5, 6}, xr[12], y[6];
+    int32_t e[3] = {0, 1, -1}, er[6], s[12];
     hp_status err = HP_OK;
-    hp_kctx k = {.graph = g, .err = &err};
+    hp_kctx k = {.graph = g, .err = &err, .scratch = scratch};
     hp_tensor ti[2] = {{HP_F32, hp_shape2(3, 2), x}, {HP_I32, hp_shape1(3), e}};
     hp_tensor to[3] = {{HP_F32, hp_shape2(3, 2), xr}, {HP_I32, hp_shape1(3), er}, {HP_I32, hp_shape2(3, 2), s}};
     hp_op_moe_ep_send.run(&k, &g->nodes[0], ti, to);
-    CHECK(!memcmp(x, xr, sizeof x) && er[0] == 0 && er[1] == 1 && er[2] == -1 && s[0] == 0 && s[1] == 0 && s[3] == 1 &&
-          s[4] == -1);
-    hp_tensor ri[3] = {to[0], to[2], ti[1]}, ro[1] = {{HP_F32, hp_shape2(3, 2), y}};
-    hp_op_moe_ep_return.run(&k, &g->nodes[1], ri, ro);
+    CHECK(!memcmp(x, xr, 4 * sizeof *x) && xr[4] == 0 && xr[5] == 0 && er[0] == 0 && er[1] == 1 && er[2] == -1 &&
+          s[0] == 0 && s[1] == 0 && s[3] == 1 && s[4] == -1);
+    hp_tensor ri[3] = {to[0], to[2], ti[1]}, rout[1] = {{HP_F32, hp_shape2(3, 2), y}};
+    hp_op_moe_ep_return.run(&k, &g->nodes[1], ri, rout);
     CHECK(y[0] == 1 && y[3] == 4 && y[4] == 0 && y[5] == 0);
+    /* two members: the same rows, then the room for the other member's (empty) */
+    for (int i = 0; i < 12; i++) xr[i] = 99, s[i] = 99;
+    hp_tensor to2[3] = {{HP_F32, hp_shape2(6, 2), xr}, {HP_I32, hp_shape1(6), er}, {HP_I32, hp_shape2(6, 2), s}};
+    hp_op_moe_ep_send.run(&k, &g->nodes[2], ti, to2);
+    int room = 1;
+    for (int r = 2; r < 6; r++) room &= xr[2 * r] == 0 && xr[2 * r + 1] == 0 && er[r] == -1 && s[2 * r] == -1;
+    CHECK(!memcmp(x, xr, 4 * sizeof *x) && er[0] == 0 && er[1] == 1 && s[1] == 0 && s[3] == 1 && room);
+    hp_tensor ri2[3] = {to2[0], to2[2], ti[1]};
+    for (int i = 0; i < 6; i++) y[i] = 99;
+    hp_op_moe_ep_return.run(&k, &g->nodes[3], ri2, rout);
+    CHECK(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == 4 && y[4] == 0 && y[5] == 0);
+    /* the capacity: rows 0..2 of expert 0 scored 0.3, 0.5, 0.5 (via rowof), row 3 of expert 1 0.9 */
+    float xq_[4] = {1, 2, 3, 4}, scores[4] = {0.3f, 0.9f, 0.5f, 0.5f}, xqr[8];
+    int32_t eq_[4] = {0, 0, 0, 1}, rowof[4] = {0, 3, 1, 2}, eqr[8], sq[16];
+    hp_tensor ci[4] = {{HP_F32, hp_shape2(4, 1), xq_}, {HP_I32, hp_shape1(4), eq_}, {HP_F32, hp_shape2(2, 2), scores},
+                       {HP_I32, hp_shape2(2, 2), rowof}};
+    hp_tensor co[3] = {{HP_F32, hp_shape2(8, 1), xqr}, {HP_I32, hp_shape1(8), eqr}, {HP_I32, hp_shape2(8, 2), sq}};
+    hp_op_moe_ep_send.run(&k, &g->nodes[4], ci, co);
+    /* kept: row 1 (the tie at 0.5 to the earlier row), row 3; dropped: rows 0 and 2, no expert, no source */
+    CHECK(xqr[0] == 2 && xqr[1] == 4 && xqr[2] == 0 && xqr[3] == 0 && eqr[0] == 0 && eqr[1] == 1 && eqr[2] == -1 &&
+          eqr[3] == -1 && eqr[7] == -1);
+    CHECK(sq[0] == 0 && sq[1] == 1 && sq[2] == 0 && sq[3] == 3 && sq[4] == -1 && sq[5] == -1 && sq[6] == -1);
     CHECK_OK(err);
-    /* with more members the global form refuses to run: only the lowered one moves rows */
-    a.i[0] = 2;
-    hp_node n2 = g->nodes[0];
-    n2.a = a;
-    hp_op_moe_ep_send.run(&k, &n2, ti, to);
-    CHECKF(err && strstr(hp_status_msg(err), "runs only lowered"), "error: %s", err ? hp_status_msg(err) : "none");
-    hp_status_free(err);
     /* a stack of experts the members cannot share evenly */
     a.i[0] = 3;
     CHECK(hp_graph_node(g, out, &hp_op_moe_ep_send, in, 2, &a) < 0);
+    free(scratch);
     hp_graph_destroy(g);
 }
 
@@ -337,6 +374,6 @@ int main(void) {
         hp_mesh_comm_destroy(mc);
     }
     if (w) hp_comm_world_destroy(w);
-    one_member();
+    global_form();
     return hp_test_finish("test_ep_ops");
 }
