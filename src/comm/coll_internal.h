@@ -1,5 +1,5 @@
 /* comm/coll_internal: what the files of the collectives share (coll.c,
- * coll_base.c, coll_sum.c, coll_rs_ag.c, coll_allreduce.c): the call
+ * coll_base.c, coll_sum.c, coll_rs_ag.c, coll_allreduce.c, coll_a2a.c): the call
  * context, the shard layout of a fused call, the fused vector of an
  * all-reduce, the small index helpers, and the prototypes of the pieces one
  * file gives the others. Not for use outside these files. */
@@ -108,5 +108,8 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
 
 /* All-reduce (coll_allreduce.c). */
 hp_status hp_coll_all_reduce(ctx *c, const fvec *v, float div);
+
+/* All-to-all with per-pair counts, direct or fused across supernodes (coll_a2a.c). */
+hp_status hp_coll_all_to_all(ctx *c, const hp_comm_args *a);
 
 #endif
