@@ -52,6 +52,16 @@ static hp_status mismatch(const ctx *c, int expecting, int sender, int64_t nn, i
                      c->g->name, c->g->ranks[expecting], c->g->ranks[sender], (long long)nn, (long long)want);
 }
 
+/* The closing barrier, then the call's first error. Counts that disagree (a member's receive count against
+ * its sender's send count: in place inside a supernode, a message's size or a fused header's counts across)
+ * are reported by the rank that finds them, and the group is not broken: breaking it would release the
+ * peers' barriers while they still read this rank's buffers, or write fused rows into theirs. A timeout has
+ * broken it already. */
+static hp_status closing(ctx *c, hp_status st, hp_status st2) {
+    if (!st2) st2 = hp_coll_size_error(c);
+    return first_of(st, st2, hp_coll_bar(c));
+}
+
 /* ---- direct: one message per cross rank pair, posted before the barrier ---- */
 
 static hp_status direct(ctx *c, const hp_comm_args *a) {
@@ -98,7 +108,7 @@ static hp_status direct(ctx *c, const hp_comm_args *a) {
         if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)ps->src[0], off, esz), (size_t)nn * esz);
     }
     hp_status st2 = hp_coll_wait_all(c, q, nq);
-    return first_of(st, st2, hp_coll_bar(c));
+    return closing(c, st, st2);
 }
 
 /* ---- fused: per pair of supernodes one message, or direct, decided after the barrier ---- */
@@ -217,7 +227,7 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
         if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)c->slots[j].src[0], ps[me], esz), (size_t)nn * esz);
     }
     hp_status st2 = hp_coll_wait_all(c, q, nq);
-    for (int U = 0; U < k && !st2; U++) { /* the fused messages this member received: into its peers' buffers */
+    for (int U = 0; U < k && !st2 && !c->size_bad; U++) { /* the fused messages this member received: into its peers' buffers */
         if (U == T || !pi[U].fr || !pi[U].br) continue;
         int LU = g->sn_n[U];
         const int64_t *hdr = (const int64_t *)(buf + pi[U].at_r);
@@ -237,11 +247,12 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
             }
         }
     }
-    return first_of(st, st2, hp_coll_bar(c));
+    return closing(c, st, st2);
 }
 
 hp_status hp_coll_all_to_all(ctx *c, const hp_comm_args *a) {
     const hp_comm_group *g = c->g;
+    c->defer_size = 1;
     int shared = 0; /* some supernode of the group has more than one member */
     for (int U = 0; U < g->k && !shared; U++) shared = g->sn_n[U] > 1;
     if (g->k > 1 && shared && c->r->w->a2a_fuse_bytes > 0) return fused(c, a);

@@ -75,7 +75,7 @@ typedef struct {
 
 /* The all-to-all's fusion threshold by default (hp_comm_opts.a2a_fuse_bytes; docs/benchmarks.md "The
  * all-to-all itself" has the figures it is chosen from). */
-#define HP_COMM_A2A_FUSE_BYTES_DEFAULT ((int64_t)64 << 10)
+#define HP_COMM_A2A_FUSE_BYTES_DEFAULT ((int64_t)8 << 10)
 
 void hp_comm_opts_default(hp_comm_opts *o);
 /* Parses one command-line flag (--ranks, --supernodes, --comm-timeout,
