@@ -181,10 +181,12 @@ static void bc_a2a(bc_out *out, hp_bench_comm *cfg, int S, int R, int mpi, doubl
         for (int f = 0; f < 2; f++) {
             char tier[96];
             if (mpi) snprintf(tier, sizeof tier, "%d processes x %d, %s", S, R, f ? "fused" : "direct");
-            else snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s %.3g us, %s", S, R, bw, lat, f ? "fused" : "direct");
+            else
+                snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s %.3g us, %s", S, R, bw, lat, f ? "fused" : "direct");
             double sec = bc_time(cfg, w[f], HP_BENCH_ALL_TO_ALL, sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, NULL);
             if (print && sec > 0)
-                bc_row(out, "all_to_all", "hyperpar", tier, n, (double)sz[s], sec, bc_busfactor(HP_BENCH_ALL_TO_ALL, n), NULL);
+                bc_row(out, "all_to_all", "hyperpar", tier, n, (double)sz[s], sec, bc_busfactor(HP_BENCH_ALL_TO_ALL, n),
+                       NULL);
         }
     hp_world_free(w[0]);
     hp_world_free(w[1]);
@@ -203,7 +205,10 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         else if (!strcmp(argv[i], "--inter-bw") && v) bw = atof(argv[++i]);
         else if (!strcmp(argv[i], "--inter-latency") && v) lat = atof(argv[++i]);
         else if (!strcmp(argv[i], "--json") && v) json = argv[++i];
-        else if (!strcmp(argv[i], "--a2a-fuse-bytes") && v) fuse = bc_parse_size(argv[++i]) < 0 ? -2 : bc_parse_size(argv[i]);
+        else if (!strcmp(argv[i], "--a2a-fuse-bytes") && v) {
+            fuse = bc_parse_size(argv[++i]);
+            if (fuse < 0) fuse = -2; /* not a size: refused below */
+        }
         else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
         else if (!strcmp(argv[i], "--sections") && v) sections = argv[++i];
         else if (!strcmp(argv[i], "--bind") && v && (!strcmp(v, "cores") || !strcmp(v, "none")))

@@ -224,10 +224,12 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
             if (!st) st = mismatch(c, me, m, nn, want);
             continue;
         }
-        if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)c->slots[j].src[0], ps[me], esz), (size_t)nn * esz);
+        if (nn)
+            memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)c->slots[j].src[0], ps[me], esz), (size_t)nn * esz);
     }
     hp_status st2 = hp_coll_wait_all(c, q, nq);
-    for (int U = 0; U < k && !st2 && !c->size_bad; U++) { /* the fused messages this member received: into its peers' buffers */
+    /* the fused messages this member received: into its peers' receive buffers */
+    for (int U = 0; U < k && !st2 && !c->size_bad; U++) {
         if (U == T || !pi[U].fr || !pi[U].br) continue;
         int LU = g->sn_n[U];
         const int64_t *hdr = (const int64_t *)(buf + pi[U].at_r);
