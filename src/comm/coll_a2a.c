@@ -14,8 +14,13 @@
  * below the world's threshold (hp_comm_opts.a2a_fuse_bytes); both sides
  * decide from the same numbers (A's members' send counts to B are B's
  * members' receive counts from A). When every supernode of the group has
- * one member, fusion would change nothing: that path posts its messages
- * first and meets no peer (its barriers are free). */
+ * one member, fusion would change nothing: that path (direct) posts its
+ * messages first and meets no peer (its barriers are free); so does a call
+ * without counts whose equal messages are at or above the threshold. With
+ * counts, a pair whose mean the member's own rows already put at or above
+ * the threshold is direct whatever its peers send, and its messages are
+ * posted before the first barrier too; the others wait for the peers'
+ * counts. */
 #include <string.h>
 
 #include "comm/coll_internal.h"
@@ -116,6 +121,7 @@ static hp_status direct(ctx *c, const hp_comm_args *a) {
 /* Per other supernode U: whether T -> U and U -> T fuse, and (where this member is the pair's sender or
  * receiver) the bytes and scratch place of the messages. */
 typedef struct {
+    int64_t pre_s, pre_r; /* T -> U, U -> T direct whatever the peers' counts: posted before the barrier */
     int64_t fs, fr;       /* T -> U fused; U -> T fused */
     int64_t bs, br;       /* bytes of the fused messages, header included */
     int64_t at_s, at_r;   /* their places in the scratch */
@@ -134,6 +140,38 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
     /* soffs[j * row + x]: where member x's rows start in local member j's send buffer; roffs: receive buffer */
     int64_t *soffs = (int64_t *)pp, *roffs = soffs + (size_t)L * row;
     pairinfo *pi = (pairinfo *)(pp + info_at);
+    int64_t *soff = soffs + (size_t)myl * row, *roff = roffs + (size_t)myl * row;
+    prefix(soff, a->counts, t->count, n);
+    prefix(roff, a->recv_counts, t->count, n);
+    hp_comm_lreq *q = NULL;
+    int nq = 0;
+    HP_TRY(hp_coll_lreqs(c, &q, 2 * (size_t)n + 2 * (size_t)k));
+    /* A pair whose mean this member's own rows already put at or above the threshold goes direct whatever its
+     * peers' counts (a pair's bytes only grow with them): those messages are posted now, before the barrier. */
+    for (int U = 0; U < k; U++) {
+        memset(&pi[U], 0, sizeof pi[U]);
+        if (U == T) continue;
+        int LU = g->sn_n[U];
+        int64_t es = 0, er = 0, pairs = (int64_t)L * LU;
+        for (int b = 0; b < LU; b++) {
+            int x = g->sn_members[U][b];
+            es += soff[x + 1] - soff[x];
+            er += roff[x + 1] - roff[x];
+        }
+        pi[U].pre_s = !fuses(es * (int64_t)esz, pairs, thr);
+        pi[U].pre_r = !fuses(er * (int64_t)esz, pairs, thr);
+        for (int b = 0; b < LU && pi[U].pre_r; b++) {
+            int x = g->sn_members[U][b];
+            TRY_Q(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[x], g->gid, ptr_at(t->recv, roff[x], esz),
+                                     (size_t)(roff[x + 1] - roff[x]) * esz));
+        }
+    }
+    for (int U = 0; U < k; U++)
+        for (int b = 0; U != T && b < g->sn_n[U] && pi[U].pre_s; b++) {
+            int x = g->sn_members[U][b];
+            TRY_Q(hp_comm_link_isend(c->r, &q[nq++], g->ranks[x], g->gid, ptr_at((void *)t->send, soff[x], esz),
+                                     (size_t)(soff[x + 1] - soff[x]) * esz));
+        }
 
     const void *sp[1] = {t->send};
     void *rp[1] = {t->recv};
@@ -143,15 +181,15 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
     s->counts = a->counts;
     s->recv_counts = a->recv_counts;
     s->count = t->count;
-    HP_TRY(hp_coll_bar(c));
+    TRY_Q(hp_coll_bar(c));
     for (int j = 0; j < L; j++) {
         const hp_comm_slot *ps = &c->slots[j];
+        if (j == myl) continue;
         prefix(soffs + (size_t)j * row, ps->counts, ps->count, n);
         prefix(roffs + (size_t)j * row, ps->recv_counts, ps->count, n);
     }
     size_t need = 0;
     for (int U = 0; U < k; U++) {
-        memset(&pi[U], 0, sizeof pi[U]);
         if (U == T) continue;
         int LU = g->sn_n[U];
         int64_t es = 0, er = 0;
@@ -164,20 +202,19 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
         int64_t pairs = (int64_t)L * LU, hdr = pairs * (int64_t)sizeof(int64_t);
         pi[U].fs = fuses(es * (int64_t)esz, pairs, thr);
         pi[U].fr = fuses(er * (int64_t)esz, pairs, thr);
+        HP_ASSERT(!(pi[U].pre_s && pi[U].fs) && !(pi[U].pre_r && pi[U].fr));
         if (U % L != myl) continue; /* another member of T sends to and receives from U */
         if (pi[U].fs) pi[U].bs = hdr + es * (int64_t)esz, pi[U].at_s = (int64_t)need, need += round64((size_t)pi[U].bs);
         if (pi[U].fr) pi[U].br = hdr + er * (int64_t)esz, pi[U].at_r = (int64_t)need, need += round64((size_t)pi[U].br);
     }
     char *buf = NULL;
-    hp_comm_lreq *q = NULL;
-    int nq = 0;
     hp_status st = need ? hp_coll_scratch(c, (void **)&buf, need) : HP_OK;
-    if (!st) st = hp_coll_lreqs(c, &q, 2 * (size_t)n + 2 * (size_t)k);
-    if (st) return first_of(st, hp_coll_bar(c), HP_OK);
-    const int64_t *roff = roffs + (size_t)myl * row;
-    const int64_t *soff = soffs + (size_t)myl * row;
+    if (st) {
+        hp_coll_cancel_all(c, q, nq);
+        return first_of(st, hp_coll_bar(c), HP_OK);
+    }
     for (int U = 0; U < k; U++) { /* receives first */
-        if (U == T) continue;
+        if (U == T || pi[U].pre_r) continue;
         if (pi[U].fr) {
             if (pi[U].br)
                 TRY_Q(hp_comm_link_irecv(c->r, &q[nq++], g->ranks[g->sn_members[U][T % g->sn_n[U]]], g->gid,
@@ -191,7 +228,7 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
         }
     }
     for (int U = 0; U < k; U++) {
-        if (U == T) continue;
+        if (U == T || pi[U].pre_s) continue;
         int LU = g->sn_n[U];
         if (pi[U].fs) {
             if (!pi[U].bs) continue;
@@ -257,6 +294,9 @@ hp_status hp_coll_all_to_all(ctx *c, const hp_comm_args *a) {
     c->defer_size = 1;
     int shared = 0; /* some supernode of the group has more than one member */
     for (int U = 0; U < g->k && !shared; U++) shared = g->sn_n[U] > 1;
-    if (g->k > 1 && shared && c->r->w->a2a_fuse_bytes > 0) return fused(c, a);
+    int64_t thr = c->r->w->a2a_fuse_bytes;
+    /* without counts every pair's mean is the count, known before the barrier: a call of large equal
+     * messages posts them first, as when nothing fuses */
+    if (g->k > 1 && shared && thr > 0 && (a->counts || a->t[0].count * (int64_t)c->esz < thr)) return fused(c, a);
     return direct(c, a);
 }
