@@ -7,7 +7,8 @@
  * messages each rank posts across supernodes counted (hp_comm_rank_stats)
  * against the rule (a pair fuses when its mean message per rank pair is
  * below --a2a-fuse-bytes; lone ranks never), at the threshold and one byte
- * above; a count mismatch inside a supernode and across one (the total
+ * above, with calls that mix fused pairs and direct ones (some of them
+ * posted before the barrier, a member's own rows being over the bound); a count mismatch inside a supernode and across one (the total
  * kept, or not) is a one-line error, and the group's next calls are right; a prepare step still fills the
  * receive counts. On the link emulator: 2 supernodes x 2, 2 x 3 with an
  * uneven group (2 + 3 members), 3 supernodes x 2 and an uneven group of
