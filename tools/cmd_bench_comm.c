@@ -4,9 +4,9 @@
  * all-gather and all-to-all (its variable-count form) when started under mpirun.
  *
  *   hyperpar bench comm [--ranks R] [--sizes 1M,16M,64M] [--iters N] [--repeat K]
- *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi]
+ *                       [--sections memcpy,supernode,shared,fused,emul,fusedlink,mpi,a2a]
  *                       [--inter-bw GBPS] [--inter-latency US] [--bind cores|none]
- *                       [--json FILE]
+ *                       [--a2a-fuse-bytes N] [--json FILE]
  *
  * Sections: memcpy bandwidth; one supernode of R rank-threads (R defaults to
  * the number of MPI processes, or 2) with private outputs, out of place and
@@ -17,7 +17,12 @@
  * inter-supernode bytes; fused against separate calls between 2 emulated
  * supernodes whose link has a network's cost (25 GB/s, 5 us per message);
  * with mpirun, Open MPI (out of place and in place) and hyperpar over MPI
- * (one rank per process) on the same sizes. Every figure is the median of K
+ * (one rank per process) on the same sizes; a2a: the all-to-all with its
+ * cross-supernode leg direct (a message per rank pair) and fused (one per
+ * pair of supernodes), on 2 emulated supernodes x R at --inter-bw and, with
+ * mpirun, on the processes x R rank-threads (R: --ranks, default 2).
+ * --a2a-fuse-bytes sets every other world's fusion threshold (default the
+ * library's). Every figure is the median of K
  * runs (--repeat, default 1); every row carries the 1-minute load average
  * read when the run started. The timing itself is the library's
  * (hp_bench_comm_*).
@@ -85,9 +90,10 @@ static int64_t bc_parse_size(const char *s) {
     return (int64_t)v;
 }
 
-static hp_status bc_world(hp_world **w, int S, int R, int mpi, double bw, double lat) {
+static hp_status bc_world(hp_world **w, int S, int R, int mpi, double bw, double lat, int64_t fuse) {
     hp_world_options o;
     hp_world_options_default(&o);
+    if (fuse >= 0) o.a2a_fuse_bytes = fuse;
     o.ranks_per_supernode = R;
     o.supernodes = mpi ? 0 : S;
     o.mpi = mpi;
@@ -155,9 +161,41 @@ static void bc_fused(bc_out *out, hp_world *w, hp_bench_coll kind, int n, int it
     bc_row(out, name, "hyperpar", t2, n, 100 * 4096.0, fus, bc_busfactor(kind, n), ex);
 }
 
+/* The all-to-all with its cross leg direct (threshold 0) and fused (every pair), S supernodes x R ranks:
+ * emulated at bw/lat, or the MPI processes (mpi; every process calls, `print` prints). */
+static void bc_a2a(bc_out *out, hp_bench_comm *cfg, int S, int R, int mpi, double bw, double lat, const int64_t *sz,
+                   int nsz, int iters, int print) {
+    hp_world *w[2] = {NULL, NULL};
+    for (int f = 0; f < 2; f++) {
+        hp_status st = bc_world(&w[f], S, R, mpi, bw, lat, f ? ((int64_t)1 << 60) : 0);
+        if (st) {
+            fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
+            hp_status_free(st);
+            if (mpi) hp_bench_comm_mpi_abort(1);
+            if (w[0]) hp_world_free(w[0]);
+            return;
+        }
+    }
+    int n = S * R;
+    for (int s = 0; s < nsz; s++)
+        for (int f = 0; f < 2; f++) {
+            char tier[96];
+            if (mpi) snprintf(tier, sizeof tier, "%d processes x %d, %s", S, R, f ? "fused" : "direct");
+            else
+                snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s %.3g us, %s", S, R, bw, lat, f ? "fused" : "direct");
+            double sec = bc_time(cfg, w[f], HP_BENCH_ALL_TO_ALL, sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, NULL);
+            if (print && sec > 0)
+                bc_row(out, "all_to_all", "hyperpar", tier, n, (double)sz[s], sec, bc_busfactor(HP_BENCH_ALL_TO_ALL, n),
+                       NULL);
+        }
+    hp_world_free(w[0]);
+    hp_world_free(w[1]);
+}
+
 int hp_cmd_bench_comm(int argc, char **argv) {
     int R = 0, iters = 20, repeat = 1, bind = 1;
     double bw = 1.0, lat = 0;
+    int64_t fuse = -1; /* the library's default */
     const char *json = NULL, *sizes = "1M,16M,64M", *sections = "memcpy,supernode,shared,fused,emul,fusedlink,mpi";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -167,6 +205,10 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         else if (!strcmp(argv[i], "--inter-bw") && v) bw = atof(argv[++i]);
         else if (!strcmp(argv[i], "--inter-latency") && v) lat = atof(argv[++i]);
         else if (!strcmp(argv[i], "--json") && v) json = argv[++i];
+        else if (!strcmp(argv[i], "--a2a-fuse-bytes") && v) {
+            fuse = bc_parse_size(argv[++i]);
+            if (fuse < 0) fuse = -2; /* not a size: refused below */
+        }
         else if (!strcmp(argv[i], "--sizes") && v) sizes = argv[++i];
         else if (!strcmp(argv[i], "--sections") && v) sections = argv[++i];
         else if (!strcmp(argv[i], "--bind") && v && (!strcmp(v, "cores") || !strcmp(v, "none")))
@@ -179,10 +221,11 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                    "  --iters N              timed calls per measurement (default 20)\n"
                    "  --repeat N             measurements per row, the median printed (1..64, default 1)\n"
                    "  --sizes LIST           message sizes, e.g. 1M,16M,64M\n"
-                   "  --sections LIST        memcpy,supernode,shared,fused,emul,fusedlink,mpi\n"
+                   "  --sections LIST        memcpy,supernode,shared,fused,emul,fusedlink,mpi,a2a\n"
                    "  --inter-bw GBPS        emulated inter-supernode bandwidth (default 1)\n"
                    "  --inter-latency US     emulated inter-supernode latency (default 0)\n"
                    "  --bind cores|none      pin rank threads to cores (default cores)\n"
+                   "  --a2a-fuse-bytes N     the all-to-all's fusion threshold (0: never; default the library's)\n"
                    "  --json FILE            also write the rows as JSON\n");
             return 0;
         } else {
@@ -190,9 +233,9 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             return 2;
         }
     }
-    if (iters < 1 || bw <= 0 || lat < 0 || R < 0 || repeat < 1 || repeat > 64) {
+    if (iters < 1 || bw <= 0 || lat < 0 || R < 0 || repeat < 1 || repeat > 64 || fuse < -1) {
         fprintf(stderr, "bench comm: --iters, --inter-bw must be positive, --repeat in [1, 64]; --ranks, "
-                        "--inter-latency not negative\n");
+                        "--inter-latency, --a2a-fuse-bytes not negative\n");
         return 2;
     }
     int64_t sz[16];
@@ -246,7 +289,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             bc_row(&out, "memcpy", "memcpy", "1 thread", 1, (double)mb, hp_bench_comm_memcpy(cfg, mb, 10), 1, NULL);
         }
         hp_world *w;
-        hp_status st = bc_world(&w, 1, R, 0, 0, 0);
+        hp_status st = bc_world(&w, 1, R, 0, 0, 0, fuse);
         if (st) {
             fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
             hp_status_free(st);
@@ -282,7 +325,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         /* two-tier all-reduce under the link emulator */
         const int emu[3][2] = {{2, 1}, {2, 2}, {4, 1}};
         for (int c = 0; c < 3 && bc_has(sections, "emul"); c++) {
-            st = bc_world(&w, emu[c][0], emu[c][1], 0, bw, lat);
+            st = bc_world(&w, emu[c][0], emu[c][1], 0, bw, lat, fuse);
             if (st) {
                 fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
                 hp_status_free(st);
@@ -301,7 +344,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         /* fusion over a network-like link: 2 emulated supernodes x 1 rank, each
          * port 25 GB/s with 5 us per message (an InfiniBand HDR-class NIC) */
         if (bc_has(sections, "fusedlink")) {
-            st = bc_world(&w, 2, 1, 0, 25.0, 5.0);
+            st = bc_world(&w, 2, 1, 0, 25.0, 5.0, fuse);
             if (st) {
                 fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
                 hp_status_free(st);
@@ -311,6 +354,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 hp_world_free(w);
             }
         }
+        if (bc_has(sections, "a2a")) bc_a2a(&out, cfg, 2, R > 1 ? R : 2, 0, bw, lat, sz, nsz, iters, 1);
         if (launched) hp_bench_comm_idle_wait();
     } else {
         hp_bench_comm_idle_wait();
@@ -318,7 +362,7 @@ int hp_cmd_bench_comm(int argc, char **argv) {
     if (launched && np > 1 && bc_has(sections, "mpi")) {
         /* Open MPI against hyperpar over MPI, np processes x 1 rank */
         hp_world *w;
-        hp_status st = bc_world(&w, np, 1, 1, 0, 0);
+        hp_status st = bc_world(&w, np, 1, 1, 0, 0, fuse);
         if (st) {
             fprintf(stderr, "bench comm: %s\n", hp_status_msg(st));
             hp_status_free(st);
@@ -359,6 +403,8 @@ int hp_cmd_bench_comm(int argc, char **argv) {
         }
         hp_world_free(w);
     }
+    if (launched && np > 1 && bc_has(sections, "a2a"))
+        bc_a2a(&out, cfg, np, R > 1 ? R : 2, 1, 0, 0, sz, nsz, iters, me == 0);
     if (out.json) {
         fputs("\n]\n", out.json);
         if (hp_cli_close_output(out.json, json)) rc = 1;

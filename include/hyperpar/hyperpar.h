@@ -730,6 +730,8 @@ typedef struct {
     double timeout_s;        /* a collective waiting longer fails, naming the missing rank */
     double inter_bw_gbps;    /* inter-supernode bandwidth per rank (GB/s); 0 = unthrottled */
     double inter_latency_us; /* inter-supernode latency per message */
+    int64_t a2a_fuse_bytes;  /* the all-to-all sends one message per pair of supernodes (not per pair of
+                              * ranks) when the mean per rank pair is below this; 0 = never */
 } hp_world_options;
 
 typedef struct hp_world hp_world;

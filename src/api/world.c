@@ -8,7 +8,7 @@ void hp_world_options_default(hp_world_options *o) {
     hp_comm_opts c;
     hp_comm_opts_default(&c);
     *o = (hp_world_options){c.ranks_per_supernode, c.supernodes, c.mpi, c.timeout_s, c.inter_bw_gbps,
-                            c.inter_latency_us};
+                            c.inter_latency_us, c.a2a_fuse_bytes};
 }
 
 hp_status hp_world_create(hp_world **out, const hp_world_options *o) {
@@ -18,6 +18,7 @@ hp_status hp_world_create(hp_world **out, const hp_world_options *o) {
     if (o) {
         c.ranks_per_supernode = o->ranks_per_supernode, c.supernodes = o->supernodes, c.mpi = o->mpi;
         c.timeout_s = o->timeout_s, c.inter_bw_gbps = o->inter_bw_gbps, c.inter_latency_us = o->inter_latency_us;
+        c.a2a_fuse_bytes = o->a2a_fuse_bytes;
     }
     hp_world *w = calloc(1, sizeof *w);
     if (!w) return hp_errorf("hp_world_create: out of memory");

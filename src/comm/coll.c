@@ -1,5 +1,5 @@
 /* comm/coll: the collectives' entry (hp_comm_exec: checks a call and runs
- * it), broadcast and all-to-all. Inside a supernode every rank publishes its
+ * it) and broadcast. Inside a supernode every rank publishes its
  * buffer pointers in its slot, meets its peers at a barrier, and then reads
  * the peers' buffers directly (zero-copy); a second barrier tells it that
  * nobody reads its buffers any more. Between supernodes the partial results
@@ -8,7 +8,9 @@
  * pass the same output buffer (all-gather, all-reduce, broadcast), the
  * supernode shares one output: each rank writes only its own part and
  * nothing is copied between peers. The algorithms: coll_rs_ag.c
- * (reduce-scatter, all-gather), coll_allreduce.c (all-reduce), their sums in
+ * (reduce-scatter, all-gather), coll_allreduce.c (all-reduce), coll_a2a.c
+ * (all-to-all, whose cross-supernode leg may be one fused message per pair
+ * of supernodes), their sums in
  * coll_sum.c, and what they share in coll_base.c (failure, barrier, link
  * waits, scratch). */
 #include <string.h>
@@ -52,72 +54,6 @@ static hp_status broadcast(ctx *c, const hp_comm_args *a, void *const *buf) {
             if (a->t[i].count && pd[i] != buf[i]) memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
     }
     return hp_coll_bar(c);
-}
-
-/* ---- all-to-all: direct messages across, zero-copy reads within ---- */
-
-static int64_t cnt_of(const int64_t *counts, int64_t count, int j) { return counts ? counts[j] : count; }
-
-static hp_status all_to_all(ctx *c, const hp_comm_args *a) {
-    hp_comm_group *g = c->g;
-    const hp_comm_tensor *t = &a->t[0];
-    size_t esz = c->esz;
-    int n = g->n, me = c->me;
-    int64_t *offs = hp_coll_grow(&c->s->ptrs, &c->s->ptrs_cap, sizeof(int64_t) * 2 * (size_t)(n + 1));
-    if (!offs) return hp_coll_fail(c, "out of memory");
-    int64_t *soff = offs, *roff = offs + n + 1;
-    soff[0] = roff[0] = 0;
-    for (int j = 0; j < n; j++) {
-        soff[j + 1] = soff[j] + cnt_of(a->counts, t->count, j);
-        roff[j + 1] = roff[j] + cnt_of(a->recv_counts, t->count, j);
-    }
-    int ncross = 0;
-    for (int j = 0; j < n; j++) ncross += g->sn[j] != c->T;
-    hp_comm_lreq *q;
-    HP_TRY(hp_coll_lreqs(c, &q, (size_t)(2 * ncross)));
-    int nq = 0;
-    for (int j = 0; j < n; j++) {
-        if (g->sn[j] == c->T) continue;
-        TRY_Q(hp_comm_link_irecv(c->r, &q[nq], g->ranks[j], g->gid, ptr_at(t->recv, roff[j], esz),
-                                 (size_t)(roff[j + 1] - roff[j]) * esz));
-        nq++;
-        TRY_Q(hp_comm_link_isend(c->r, &q[nq], g->ranks[j], g->gid, ptr_at((void *)t->send, soff[j], esz),
-                                 (size_t)(soff[j + 1] - soff[j]) * esz));
-        nq++;
-    }
-    const void *sp[1] = {t->send};
-    hp_comm_slot *s = &c->slots[c->myl];
-    s->src = sp;
-    s->counts = a->counts;
-    s->count = t->count;
-    TRY_Q(hp_coll_bar(c));
-    hp_status st = HP_OK;
-    for (int j = 0; j < c->L; j++) {
-        int m = g->sn_members[c->T][j];
-        hp_comm_slot *ps = &c->slots[j];
-        int64_t off = 0;
-        for (int x = 0; x < me; x++) off += cnt_of(ps->counts, ps->count, x);
-        int64_t nn = cnt_of(ps->counts, ps->count, me);
-        if (nn != roff[m + 1] - roff[m]) {
-            if (!st)
-                st = hp_errorf("comm: all_to_all on group '%s' (rank %d): rank %d sends %lld elements, %lld expected",
-                               g->name, c->r->rank, g->ranks[m], (long long)nn, (long long)(roff[m + 1] - roff[m]));
-            continue;
-        }
-        if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)ps->src[0], off, esz), (size_t)nn * esz);
-    }
-    hp_status st2 = hp_coll_wait_all(c, q, nq);
-    hp_status st3 = hp_coll_bar(c);
-    if (st) {
-        hp_status_free(st2);
-        hp_status_free(st3);
-        return st;
-    }
-    if (st2) {
-        hp_status_free(st3);
-        return st2;
-    }
-    return st3;
 }
 
 /* ---- entry ---- */
@@ -250,7 +186,7 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
         }
         return hp_coll_bar(&c);
     }
-    if (a->kind == HP_COMM_ALL_TO_ALL) return all_to_all(&c, a);
+    if (a->kind == HP_COMM_ALL_TO_ALL) return hp_coll_all_to_all(&c, a);
 
     /* pointer arrays for the fused tensors: [src][dst] */
     size_t noffs = (size_t)(g->n > nt ? g->n : nt) + 1;

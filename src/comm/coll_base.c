@@ -43,6 +43,8 @@ hp_status hp_coll_broken(ctx *c) {
 }
 
 hp_status hp_coll_bar(ctx *c) {
+    if (c->L == 1) /* alone in its supernode: nobody to meet (a lone rank's call never waits here) */
+        return atomic_load(&c->bar->broken) ? hp_coll_broken(c) : HP_OK;
     hp_comm_slot *mine = &c->slots[c->myl];
     long ph = atomic_fetch_add(&mine->phase, 1) + 1;
     int rc = hp_comm_fence_wait(c->bar, c->deadline);
@@ -99,12 +101,20 @@ hp_status hp_coll_wait_all(ctx *c, hp_comm_lreq *q, int n) {
             st = hp_coll_fail(c, "timed out after %g s waiting for rank %d (supernode %d)",
                               (double)c->r->w->timeout_ns / 1e9, peer, peer / c->r->w->R);
             hp_comm_link_cancel(c->r, &q[i]);
+        } else if (q[i].size_mismatch && c->defer_size) {
+            if (!c->size_bad) c->size_bad = 1, c->size_peer = q[i].src, c->size_bytes = q[i].bytes;
         } else if (q[i].size_mismatch) {
             st = hp_coll_fail(c, "message from rank %d has %s size than expected (%zu bytes posted)", q[i].src,
                               "a different", q[i].bytes);
         }
     }
     return st;
+}
+
+hp_status hp_coll_size_error(const ctx *c) {
+    if (!c->size_bad) return HP_OK;
+    return hp_errorf("comm: %s on group '%s' (rank %d): message from rank %d has a different size than expected "
+                     "(%zu bytes posted)", c->what, c->g->name, c->r->rank, c->size_peer, c->size_bytes);
 }
 
 /* Withdraws posted requests when a call fails half-way, so no late message

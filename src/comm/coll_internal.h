@@ -1,5 +1,5 @@
 /* comm/coll_internal: what the files of the collectives share (coll.c,
- * coll_base.c, coll_sum.c, coll_rs_ag.c, coll_allreduce.c): the call
+ * coll_base.c, coll_sum.c, coll_rs_ag.c, coll_allreduce.c, coll_a2a.c): the call
  * context, the shard layout of a fused call, the fused vector of an
  * all-reduce, the small index helpers, and the prototypes of the pieces one
  * file gives the others. Not for use outside these files. */
@@ -27,6 +27,10 @@ typedef struct {
     int64_t copied;         /* all-gather: bytes copied so far */
     int tree;               /* sums as binary trees over member positions (hp_comm_args.tree) */
     int fence;              /* all-gather: the supernode's members meet before any write (hp_comm_args.fence) */
+    int defer_size;         /* hp_coll_wait_all: a message of the wrong size is noted (size_*) and the waits go on;
+                             * the group is not broken (hp_coll_size_error) */
+    int size_bad, size_peer;
+    size_t size_bytes;
 } ctx;
 
 /* Shard layout of a fused all-gather / reduce-scatter. */
@@ -67,6 +71,8 @@ hp_status hp_coll_fail(ctx *c, const char *fmt, ...) __attribute__((format(print
 hp_status hp_coll_broken(ctx *c);
 hp_status hp_coll_bar(ctx *c);
 hp_status hp_coll_wait_all(ctx *c, hp_comm_lreq *q, int n);
+/* The error of a wrong-sized message noted under defer_size (HP_OK if none); the group stays usable. */
+hp_status hp_coll_size_error(const ctx *c);
 void hp_coll_cancel_all(ctx *c, hp_comm_lreq *q, int n);
 void *hp_coll_grow(void **p, size_t *cap, size_t need);
 hp_status hp_coll_scratch(ctx *c, void **out, size_t bytes);
@@ -108,5 +114,8 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
 
 /* All-reduce (coll_allreduce.c). */
 hp_status hp_coll_all_reduce(ctx *c, const fvec *v, float div);
+
+/* All-to-all with per-pair counts, direct or fused across supernodes (coll_a2a.c). */
+hp_status hp_coll_all_to_all(ctx *c, const hp_comm_args *a);
 
 #endif

@@ -68,11 +68,19 @@ typedef struct {
     double timeout_s;        /* collective timeout; default 300 */
     double inter_bw_gbps;    /* inter-supernode bandwidth per rank, GB/s; 0 = unthrottled */
     double inter_latency_us; /* inter-supernode latency per message */
+    int64_t a2a_fuse_bytes;  /* the all-to-all fuses its cross-supernode leg for a pair of supernodes (one
+                              * message between them) when the mean message per rank pair of theirs is below
+                              * this many bytes; 0 = never. Give every process the same value */
 } hp_comm_opts;
+
+/* The all-to-all's fusion threshold by default (hp_comm_opts.a2a_fuse_bytes; docs/benchmarks.md "The
+ * all-to-all itself" has the figures it is chosen from). */
+#define HP_COMM_A2A_FUSE_BYTES_DEFAULT ((int64_t)8 << 10)
 
 void hp_comm_opts_default(hp_comm_opts *o);
 /* Parses one command-line flag (--ranks, --supernodes, --comm-timeout,
- * --inter-bw, --inter-latency) with its value; *used = 1 if it was one. */
+ * --inter-bw, --inter-latency, --a2a-fuse-bytes) with its value; *used = 1
+ * if it was one. */
 hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *value, int *used);
 
 /* MPI is initialised here (MPI_THREAD_MULTIPLE) when needed and not already

@@ -42,6 +42,7 @@ typedef struct {
     _Alignas(64) const void *const *src; /* per tensor: input buffer */
     void *const *dst;                    /* per tensor: output buffer */
     const int64_t *counts;               /* all-to-all send counts (or NULL) */
+    const int64_t *recv_counts;          /* all-to-all receive counts (or NULL) */
     int64_t count;                       /* all-to-all equal count */
     atomic_long phase;                   /* barrier arrivals, for diagnosis */
     atomic_int link_peer;                /* 1 + the rank this rank waits for across supernodes, 0: none
@@ -152,6 +153,7 @@ struct hp_comm_world {
     int first, nhosted;
     int64_t timeout_ns;
     double bw_bytes_per_ns, lat_ns;
+    int64_t a2a_fuse_bytes; /* hp_comm_opts.a2a_fuse_bytes: the all-to-all's fusion threshold */
     hp_comm_rank *ranks;
     hp_comm_mbox mbox;
     atomic_int next_gid;

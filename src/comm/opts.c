@@ -1,6 +1,6 @@
 /* comm/opts: the world's options: their defaults and the command-line flags
  * that set them (--ranks, --supernodes, --comm-timeout, --inter-bw,
- * --inter-latency). */
+ * --inter-latency, --a2a-fuse-bytes). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@ void hp_comm_opts_default(hp_comm_opts *o) {
     o->supernodes = 0;
     o->mpi = -1;
     o->timeout_s = 300;
+    o->a2a_fuse_bytes = HP_COMM_A2A_FUSE_BYTES_DEFAULT;
 }
 
 static hp_status parse_num(double *out, const char *flag, const char *v, double lo, double hi) {
@@ -44,6 +45,9 @@ hp_status hp_comm_opts_parse(hp_comm_opts *o, const char *flag, const char *valu
     } else if (!strcmp(flag, "--inter-latency")) {
         HP_TRY(parse_num(&d, flag, value, 0, 1e9));
         o->inter_latency_us = d;
+    } else if (!strcmp(flag, "--a2a-fuse-bytes")) {
+        HP_TRY(parse_num(&d, flag, value, 0, 1e15));
+        o->a2a_fuse_bytes = (int64_t)d;
     } else {
         *used = 0;
     }

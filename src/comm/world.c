@@ -37,6 +37,8 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     if (!(o->timeout_s > 0)) return hp_errorf("comm options: timeout_s: %g is not positive", o->timeout_s);
     if (o->inter_bw_gbps < 0 || o->inter_latency_us < 0)
         return hp_errorf("comm options: inter_bw_gbps / inter_latency_us must not be negative");
+    if (o->a2a_fuse_bytes < 0)
+        return hp_errorf("comm options: a2a_fuse_bytes: %lld is negative", (long long)o->a2a_fuse_bytes);
     int launched = hp_launch_mpi_processes() > 0;
     int use_mpi = o->mpi < 0 ? launched : o->mpi;
     if (o->mpi == 1 && !launched)
@@ -48,6 +50,7 @@ hp_status hp_comm_world_create(hp_comm_world **out, const hp_comm_opts *o) {
     w->timeout_ns = (int64_t)(o->timeout_s * 1e9);
     w->bw_bytes_per_ns = o->inter_bw_gbps; /* 1 GB/s = 1 byte/ns */
     w->lat_ns = o->inter_latency_us * 1e3;
+    w->a2a_fuse_bytes = o->a2a_fuse_bytes;
     pthread_mutex_init(&w->mpi_mu, NULL);
     hp_comm_mbox_init(&w->mbox);
     atomic_init(&w->next_gid, 0);

@@ -1,7 +1,8 @@
 # hyperpar bench comm: the rows it writes (JSON fields of every row, the
 # collectives and tiers asked for), the inter-supernode byte counts of the
 # emulated two-tier all-reduce (exact: 16 MiB per rank for 2x1, 8 MiB for
-# 2x2), the speedup fields of the fused comparisons, and one-line errors for
+# 2x2), the speedup fields of the fused comparisons, the all-to-all's direct
+# and fused rows (--sections a2a), and one-line errors for
 # bad flags. Timings are not checked (benchmarks, not tests), only that each
 # row's bandwidths are its bytes over its time, to the printed rounding.
 . "$(dirname "$0")/lib.sh"
@@ -45,7 +46,21 @@ assert emul == want, f"inter-supernode bytes per rank {emul}, expected {want}"
 PY
 grep -q '^| memcpy ' out.txt || fail "no memcpy row in the table"
 
+# the all-to-all with its cross-supernode leg direct and fused, 2 emulated supernodes x 2
+"$HP" bench comm --sizes 4K --iters 2 --sections a2a --inter-bw 25 --inter-latency 5 --json a.json >out.txt 2>err.txt ||
+  fail "bench comm --sections a2a failed: $(cat err.txt)"
+python3 - a.json <<'PY' || fail "bench comm a2a JSON: see above"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+tiers = sorted(r["tier"] for r in rows if r["collective"] == "all_to_all" and r["bytes"] == 4096 and r["ranks"] == 4)
+assert tiers == ["emul 2x2 @25 GB/s 5 us, direct", "emul 2x2 @25 GB/s 5 us, fused"], tiers
+assert all(r["time_us"] > 0 for r in rows), rows
+PY
+"$HP" bench comm --sizes 4K --iters 2 --sections memcpy --a2a-fuse-bytes 0 >/dev/null 2>err.txt ||
+  fail "bench comm --a2a-fuse-bytes 0 failed: $(cat err.txt)"
+
 expect_error "--sizes: 'x' is not a size" "$HP" bench comm --sizes x
 expect_error "unknown or incomplete argument '--bind'" "$HP" bench comm --bind sometimes
 expect_error "--repeat in [1, 64]" "$HP" bench comm --repeat 0
+expect_error "--a2a-fuse-bytes not negative" "$HP" bench comm --a2a-fuse-bytes -5
 finish

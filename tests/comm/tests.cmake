@@ -17,6 +17,9 @@ endif()
 if(TEST comm/test_comm_p2p)
   set_tests_properties(comm/test_comm_p2p PROPERTIES LABELS "comm;comm-failure")
 endif()
+if(TEST comm/test_comm_a2a)
+  set_tests_properties(comm/test_comm_a2a PROPERTIES LABELS "comm;comm-failure")
+endif()
 if(TEST comm/test_comm_then)
   set_tests_properties(comm/test_comm_then PROPERTIES LABELS "comm")
 endif()
@@ -54,6 +57,16 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
     add_test(NAME comm/mpi_p2p_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_p2p> --ranks 2)
     set_tests_properties(comm/mpi_p2p_2x1 comm/mpi_p2p_2x2 PROPERTIES ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300
       PROCESSORS 2 LABELS "comm;mpi" PASS_REGULAR_EXPRESSION "comm p2p: MPI 2 x [12]: ring"
+      FAIL_REGULAR_EXPRESSION "check failed|check\\(s\\) failed")
+  endif()
+  # the all-to-all's cross leg across the 2 processes: fused where the default threshold says, and direct
+  if(TARGET test_comm_a2a)
+    add_test(NAME comm/mpi_a2a_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_a2a> --ranks 2)
+    add_test(NAME comm/mpi_a2a_2x2_fused COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_a2a> --ranks 2 --a2a-fuse-bytes 1e12)
+    add_test(NAME comm/mpi_a2a_2x2_direct COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_comm_a2a> --ranks 2 --a2a-fuse-bytes 0)
+    set_tests_properties(comm/mpi_a2a_2x2 comm/mpi_a2a_2x2_fused comm/mpi_a2a_2x2_direct PROPERTIES
+      ENVIRONMENT "${HP_MPI_ENV}" TIMEOUT 300 PROCESSORS 2 LABELS "comm;mpi"
+      PASS_REGULAR_EXPRESSION "comm a2a: MPI 2 x 2, threshold [0-9]+: variable counts"
       FAIL_REGULAR_EXPRESSION "check failed|check\\(s\\) failed")
   endif()
 endif()
