@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
     die(hp_plan_gpt2_dp_tp(&plan, kind[0] == 't' ? 1 : n, kind[0] == 't' ? n : 1));
     if (kind[0] == 'f') die(hp_plan_set_fsdp(&plan, "shard=dp level=3", "bench_ckpt"));
     hp_comm_world *w;
-    die(hp_dist_world_create(&w, &plan, 600));
+    die(hp_dist_world_create(&w, &plan, 600, 0));
     hp_optim_config oc;
     hp_optim_config_default(&oc);
     hp_dist_config dc = {.model = g, .plan = &plan, .world = w, .threads_per_rank = 1,

@@ -858,6 +858,8 @@ typedef struct {
     const hp_shard_plan *plan;  /* NULL: one rank (borrowed) */
     hp_world *world;            /* NULL: the one the plan needs (borrowed); its size must be the mesh's */
     double comm_timeout_s;      /* the world made here: a collective waiting longer fails; 0: 300 */
+    long a2a_fuse_bytes;        /* the world made here: the all-to-all fuses a pair of supernodes' messages into
+                                 * one below this mean per rank pair; 0: the comm default (8 KiB), < 0: never */
     int threads;                /* compute threads of this process, shared out among its ranks (>= 1) */
     int overlap;                /* 1: gradient reductions start early and wait late */
     int ep_overlap;             /* expert-parallel exchanges started before and waited after the compute that
@@ -1153,6 +1155,7 @@ typedef struct {
     char dtype[8];              /* fp32 | bf16 */
     char fp32_gemm[12];         /* openblas | onednn | auto */
     float comm_timeout;
+    long a2a_fuse_bytes;        /* --a2a-fuse-bytes (0: never) */
     float memory;               /* GB this process may use (0: detect; < 0: no check) */
     char overlap[8];
     char ep_overlap[8];         /* auto | always | off */

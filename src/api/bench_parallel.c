@@ -194,7 +194,7 @@ hp_status hp_bench_parallel_row(hp_bench_parallel_result *res, const hp_bench_pa
     hp_gpt2_config mc = {cfg->model.layers, cfg->model.heads, cfg->model.channels, cfg->model.vocab, 0,
                          cfg->model.max_seq};
     hp_comm_world *w = NULL;
-    hp_status st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300);
+    hp_status st = hp_dist_world_create(&w, have_plan ? &plan : NULL, 300, 0);
     hp_api_bench_out o;
     if (!st) st = hp_api_bench_plan(&o, &mc, B, T, have_plan ? &plan : NULL, w, cfg->threads, steps, cfg->overlap, HP_F32, NULL);
     if (!st)

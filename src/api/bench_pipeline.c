@@ -130,7 +130,7 @@ hp_status hp_bench_pipeline_row(hp_bench_pipeline_result *res, const hp_bench_pi
     if (!st) st = hp_plan_gpt2_pp(&plan, pp, 1, dp, 1);
     if (!st) st = hp_graph_create(&g);
     if (!st) st = hp_gpt2_build(g, &c->io, &mc, B, T);
-    if (!st) st = hp_dist_world_create(&w, &plan, 300);
+    if (!st) st = hp_dist_world_create(&w, &plan, 300, 0);
     if (!st) {
         hp_dist_config dc = {.model = g, .plan = &plan, .world = w,
                              .threads_per_rank = hp_dist_threads_per_rank(w, cfg->threads > 0 ? cfg->threads : 1)};

@@ -242,6 +242,9 @@ static const hp_train_optdef defs[] = {
       "openblas | onednn | auto: the fp32 linear layers' GEMMs (auto: the faster per product and shape, measured at "
       "start; not bit-reproducible across runs)"),
     D("comm-timeout", HP_OPT_FLOAT, comm_timeout, "300", NULL, 0, "seconds a collective may wait before failing"),
+    D("a2a-fuse-bytes", HP_OPT_LONG, a2a_fuse_bytes, "8192", ">= 0", 0,
+      "the all-to-all across supernodes sends one message per pair of supernodes where the mean message per rank "
+      "pair is below this many bytes (0: never; one message per rank pair)"),
     D("memory", HP_OPT_FLOAT, memory, "0", NULL, 0,
       "GB this process may use; a plan needing more is refused before allocating (0: MemAvailable or the cgroup "
       "limit; < 0: no check)"),
@@ -383,6 +386,7 @@ hp_status hp_train_options_check(const hp_train_options *o) {
                 "depends on the rank count", !strcmp(o->dp_reduce, "bf16") ? "dp-reduce" : "fsdp-reduce");
     }
     if (o->keep_last > 0 && !o->ckpt_dir[0]) BAD("--keep-last needs --ckpt-dir");
+    if (o->a2a_fuse_bytes < 0) BAD("--a2a-fuse-bytes must be >= 0, got %ld", o->a2a_fuse_bytes);
     if (o->loss_chunk < 0) BAD("--loss-chunk must be >= 0, got %d", o->loss_chunk);
     if (o->moe_chunks < 0 || o->moe_chunks > 64) BAD("--moe-chunks must be in 0..64, got %d", o->moe_chunks);
     if (!hp_model_family_name(o->model)) BAD("--model '%s': not a known model (%s)", o->model, hp_model_names());
@@ -514,6 +518,7 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
 static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     c->threads = o->threads;
     c->comm_timeout_s = o->comm_timeout;
+    c->a2a_fuse_bytes = o->a2a_fuse_bytes > 0 ? o->a2a_fuse_bytes : -1;
     c->overlap = strcmp(o->overlap, "off") != 0;
     c->ep_overlap = !strcmp(o->ep_overlap, "always") ? 1 : !strcmp(o->ep_overlap, "off") ? -1 : 0;
     c->validate = o->validate;

@@ -482,6 +482,7 @@ static hp_status setup(hp_train *t, const hp_train_config *c) {
     ic.world = c->world ? c->world->w : NULL;
     ic.threads = c->threads;
     ic.comm_timeout = c->comm_timeout_s;
+    ic.a2a_fuse_bytes = c->a2a_fuse_bytes;
     ic.validate = c->validate;
     hp_compile_opts *co = &ic.compile; /* filled here, compiled as it is (the trainer adds train and optim) */
     co->dtype = c->bf16 ? HP_BF16 : HP_F32;

@@ -267,7 +267,7 @@ hp_status hp_dist_scatter_params(hp_dist *d, const hp_param_store *global) {
     return HP_OK;
 }
 
-hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s) {
+hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s, long a2a_fuse_bytes) {
     *out = NULL;
     int n = plan ? hp_mesh_size(&plan->mesh) : 1, nprocs = 1;
     hp_comm_opts co;
@@ -280,6 +280,7 @@ hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double 
     }
     co.ranks_per_supernode = n / nprocs;
     if (timeout_s > 0) co.timeout_s = timeout_s;
+    if (a2a_fuse_bytes) co.a2a_fuse_bytes = a2a_fuse_bytes > 0 ? a2a_fuse_bytes : 0;
     return hp_comm_world_create(out, &co);
 }
 

@@ -45,8 +45,8 @@ typedef struct {
 hp_status hp_dist_create(hp_dist **out, const hp_dist_config *cfg);
 /* The comm world a plan needs in this process: under mpirun one supernode per
  * process, the mesh's ranks spread evenly; without a plan one rank and no MPI.
- * timeout_s <= 0: the default. */
-hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s);
+ * timeout_s <= 0: the default; a2a_fuse_bytes: the all-to-all's fusing threshold (0: the default, < 0: never). */
+hp_status hp_dist_world_create(hp_comm_world **out, const hp_plan *plan, double timeout_s, long a2a_fuse_bytes);
 /* A process's compute threads shared out among the ranks it hosts (>= 1). */
 int hp_dist_threads_per_rank(const hp_comm_world *w, int threads);
 void hp_dist_destroy(hp_dist *d);

@@ -320,7 +320,7 @@ hp_status hp_trainer_create(hp_trainer **out, const hp_trainer_config *cfg) {
     if (cfg->world)
         t->world = cfg->world;
     else
-        st = hp_dist_world_create(&t->world, cfg->plan, cfg->comm_timeout), t->own_world = 1;
+        st = hp_dist_world_create(&t->world, cfg->plan, cfg->comm_timeout, cfg->a2a_fuse_bytes), t->own_world = 1;
     if (!st) {
         hp_dist_config dc = {.model = cfg->model, .plan = cfg->plan, .world = t->world,
                              .threads_per_rank = hp_dist_threads_per_rank(t->world, cfg->threads)};

@@ -70,6 +70,7 @@ typedef struct {
     hp_comm_world *world;   /* borrowed, sized to the mesh; NULL: the one the plan needs (hp_dist_world_create) */
     int threads;            /* compute threads of this process, shared out among its ranks */
     double comm_timeout;    /* seconds */
+    long a2a_fuse_bytes;    /* the world made here: hp_dist_world_create's */
     int validate;           /* 1: step 1 through the validation executor */
     /* What every hosted rank's program is compiled with (parallel/compile: the schedule, dtype, GEMM
      * policy, the gradient all-reduces' dtype, clipping (max_norm), grad_accum, accum_comm_last and

@@ -59,6 +59,11 @@ check_equiv mpi_ep2.jsonl 40 0 mpi_ep2_blocking timeout 600 "${MPIRUN[@]}" "$HP"
   --overlap off
 # Muon with the experts split (both stacks per expert, each orthogonalised by the member that owns it): cli/moe_muon
 check mpi_ep4 timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4
+# its exchange across the processes fused into one message per pair of processes (the default below 8 KiB per rank
+# pair: moe-tiny's are) or one per rank pair (--a2a-fuse-bytes 0): the same bits
+check_equiv mpi_ep4.jsonl 40 0 mpi_ep4_direct timeout 600 "${MPIRUN[@]}" "$HP" train $mt --ep 4 --grad-accum 4 --steps 40 \
+  --a2a-fuse-bytes 0
+expect_error "--a2a-fuse-bytes must be >= 0" "$HP" train $mt --steps 1 --a2a-fuse-bytes -1
 # a capacity (factor 1: some slots dropped) decided by each expert's owner over the group's tokens, as one rank's
 # router decides over all of them (one micro-batch: the capacity is over a forward pass's tokens): EP 2 and EP 4
 # give 1 rank's first loss (a per-rank capacity, DP 2's rule, differs there by 2.4e-5) and stay within 1e-3 over

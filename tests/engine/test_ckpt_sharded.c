@@ -108,7 +108,7 @@ static int run_create(run *r, const model *m, int p) {
         if (k_plans[p].fsdp) CHECK_OK(hp_plan_set_fsdp(&r->plan, k_plans[p].fsdp, "test"));
         r->have_plan = 1;
     }
-    CHECK_OK(hp_dist_world_create(&r->world, r->have_plan ? &r->plan : NULL, 60));
+    CHECK_OK(hp_dist_world_create(&r->world, r->have_plan ? &r->plan : NULL, 60, 0));
     hp_dist_config dc = {.model = m->g, .plan = r->have_plan ? &r->plan : NULL, .world = r->world,
                          .threads_per_rank = 1, .compile = {.train = 1, .optim = &k_optim, .max_norm = 1}};
     CHECK_OK(hp_dist_create(&r->d, &dc));
