@@ -351,6 +351,57 @@ static int spans(const hp_rank_graph *rg, const hp_node *n, int per) {
     return 0;
 }
 
+/* 1 if node n is a parameter gradient's reduction the schedule starts where it is placed. */
+static int grad_reduction(const hp_graph *g, const hp_node *n) {
+    hp_coll_desc d;
+    return n->op->communicates && hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE &&
+           d.role == HP_COLL_BLOCKING && d.grad;
+}
+
+/* A gradient reduction placed (or moved by this pass) in a MoE layer's backward, before the layer's last exchange that returns rows
+ * (send's gradient; no resend between), goes right after that exchange's start: the comm lane runs calls in the
+ * order they start, and a shared expert's gradient queued first would hold the exchange the next compute waits
+ * for (the reduction is only needed at the step's end). A move that breaks the order is undone. xk[i]: the kind
+ * of exchange node i was (HP_EP_X_NONE: none). */
+static int reductions_after_returns(ovl *o, const unsigned char *xk) {
+    hp_graph *g = o->rg->g;
+    int *at = malloc(sizeof(int) * (size_t)o->nn), moved = 0;
+    if (!at) return 0;
+    simulate(o);
+    for (int i = 0; i < o->nn; i++) at[i] = -1;
+    for (int i = 0; i < o->nn; i++)
+        if (o->pos[i] >= 0 && o->pos[i] < o->nn) at[o->pos[i]] = i;
+    int *list = malloc(sizeof(int) * (size_t)o->nn), nl = 0;
+    int *target = malloc(sizeof(int) * (size_t)o->nn);
+    if (!list || !target) {
+        free(at), free(list), free(target);
+        return 0;
+    }
+    for (int p = 0; p < o->nn; p++) { /* decided on the order before any of these moves */
+        int i = at[p];
+        if (i < 0 || i >= o->n0 || g->nodes[i].phase != HP_PHASE_BWD || (o->rg->hint[i] != -1 && o->owner[i] < 0) ||
+            !grad_reduction(g, &g->nodes[i]) || in_slot(g, &g->nodes[i]))
+            continue;
+        int t = -1;
+        for (int q = p + 1; q < o->nn; q++) {
+            int j = at[q];
+            if (j < 0) continue;
+            if (g->nodes[j].phase != HP_PHASE_BWD || (j < o->n0 && xk[j] == HP_EP_X_RESEND)) break;
+            if (j < o->n0 && xk[j] == HP_EP_X_RETURN) t = j;
+        }
+        if (t >= 0) list[nl] = i, target[nl++] = t;
+    }
+    for (int k = 0; k < nl; k++) {
+        int i = list[k], culprit, h = o->rg->hint[i], w = o->owner[i];
+        o->rg->hint[i] = HP_HINT_AFTER(target[k]), o->owner[i] = i;
+        simulate(o);
+        if (first_violation(o, &culprit) >= 0) o->rg->hint[i] = h, o->owner[i] = w; /* as it was */
+        else moved += h == -1;
+    }
+    free(at), free(list), free(target);
+    return moved;
+}
+
 /* Request slots: each split exchange a set of HP_EP_SEND_SLOTS from `slot` on, free from its start to its wait in
  * the simulated order (the exchanges of a layer cut into chunks are in flight together); the rank's slot count
  * grows by the sets used at once. */
@@ -404,8 +455,11 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
     o.n0 = o.nn = n0;
     if (!st) st = build_readers(&o);
     nx = 0;
+    hp_ep_x *kinds = malloc(sizeof(hp_ep_x) * (size_t)o.cap);
+    if (!kinds && !st) st = hp_errorf("ep overlap: out of memory");
     for (int i = 0; !st && i < n0; i++)
-        if (is_exchange(&g->nodes[i]) && spans(rg, &g->nodes[i], supernode_ranks)) ex[nx++] = i;
+        if (is_exchange(&g->nodes[i]) && spans(rg, &g->nodes[i], supernode_ranks))
+            kinds[nx] = hp_ep_exchange_of(g->nodes[i].op), ex[nx++] = i;
     if (!st) {
         for (int i = 0; i < o.cap; i++) o.owner[i] = o.wait_of[i] = -1;
         simulate(&o);
@@ -495,8 +549,15 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
             if (o.owner[mine[q]] == x) taken[mine[q]] = 1, ++*moved;
         ++*nsplit;
     }
+    if (!st && *nsplit) {
+        unsigned char *xk = calloc((size_t)o.nn + 1, 1);
+        if (!xk) st = hp_errorf("ep overlap: out of memory");
+        for (int e = 0; !st && e < nx; e++) xk[ex[e]] = (unsigned char)kinds[e];
+        if (!st) *moved += reductions_after_returns(&o, xk);
+        free(xk);
+    }
     if (!st && *nsplit) st = assign_slots(&o, slot, nx);
-    free(ex), free(taken), free(cand), free(mine);
+    free(ex), free(kinds), free(taken), free(cand), free(mine);
     free(o.pos), free(o.pos0), free(o.before), free(o.after), free(o.next), free(o.mark), free(o.stack);
     free(o.owner), free(o.wait_of), free(o.rd_at), free(o.rd), free(o.in_at), free(o.in);
     return st;

@@ -18,7 +18,9 @@
  *  - with each MoE layer's tokens in 2 chunks (--moe-chunks): the two
  *    chunks' exchanges are in flight together and one chunk's experts run
  *    inside the other's exchange (chunk 0's under chunk 1's send, chunk 1's
- *    under chunk 0's return, chunk 1's backward under chunk 0's).
+ *    under chunk 0's return, chunk 1's backward under chunk 0's);
+ *  - a layer's shared-expert gradient reduction starts after the layer's
+ *    last exchange of the backward (the lane runs calls in start order).
  * tests/cli/moe checks the losses are the same bits either way. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,16 @@ static void check_program(const char *what, const hp_compiled *c, int overlap, i
             c_resend = between_has(g, order, st, i, "h.0.mlp.c1.grouped_linear.grouped_linear_bwd");
         check_rows_after_wait(what, g, order, st, i);
     }
+    /* the shared expert's gradient reduction starts after the layer's last exchange of the backward */
+    int red = -1, ret = -1;
+    for (int i = 0; i < n; i++) {
+        const char *nm = g->nodes[order[i]].name;
+        if (!strcmp(nm, "h.0.moe.shared.gate_up.weight.grad.redistribute")) red = i;
+        if (!strcmp(nm, chunks > 1 ? "h.0.mlp.c0.moe_dispatch.ep_send.moe_ep_return" : "h.0.mlp.moe_dispatch.ep_send.moe_ep_return"))
+            ret = i;
+    }
+    if (overlap && !strstr(what, "FSDP")) /* (under FSDP the reductions are the units') */
+        CHECKF(red > ret && ret >= 0, "%s: the shared expert's gradient reduction at %d, the last return at %d", what, red, ret);
     for (int s = 0; s < SLOTS; s++) undrained += inflight[s] >= 0;
     CHECKF(!reuse && !stray && !undrained,
            "%s: %d slots started while in flight, %d waits without a start, %d left in flight at a phase's end", what,
