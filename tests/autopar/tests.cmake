@@ -1,0 +1,2 @@
+# autopar/test_cluster reads the shipped descriptions in clusters/ of the source tree.
+target_compile_definitions(test_cluster PRIVATE HP_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
