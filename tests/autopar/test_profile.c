@@ -1,0 +1,287 @@
+/* Calibration profiles (autopar/profile): the shipped profiles/generic-cpu.json
+ * loads with its expected entries and notes; kernel lookups pick the call's
+ * bucket and each fallback (nearest bucket, fp32 entry, family default),
+ * reporting which; collective times are exactly α + N/β, or 0.5 x
+ * all_reduce's for a kind not given; the printer's JSON parses back to the
+ * same profile; each kind of mistake is one line naming the file and the
+ * JSON path. */
+#include "autopar/profile.h"
+#include "testutil.h"
+
+#ifndef HP_TEST_SOURCE_DIR
+#error "tests/autopar/tests.cmake defines HP_TEST_SOURCE_DIR"
+#endif
+
+static int count_kernels(const hp_profile *p, int dtype) {
+    int n = 0;
+    for (int f = 0; f < HP_PROF_NFAMILIES; f++)
+        for (int b = 0; b < HP_PROF_NBUCKETS; b++) n += p->kernel[f][dtype][b].given;
+    return n;
+}
+
+static void check_same(const hp_profile *a, const hp_profile *b) {
+    CHECK(!strcmp(a->machine, b->machine) && !strcmp(a->cpu, b->cpu) && a->nnotes == b->nnotes);
+    for (int i = 0; i < a->nnotes && i < b->nnotes; i++) CHECK(!strcmp(a->notes[i], b->notes[i]));
+    CHECK(!memcmp(a->kernel, b->kernel, sizeof a->kernel));
+    CHECK(!memcmp(a->coll, b->coll, sizeof a->coll));
+}
+
+static void check_prints_back(const hp_profile *p) {
+    size_t n = hp_profile_print(NULL, 0, p);
+    char *buf = malloc(n + 1);
+    HP_ASSERT(buf);
+    CHECK(hp_profile_print(buf, n + 1, p) == n && strlen(buf) == n);
+    for (int i = 0; i < p->nnotes; i++) CHECKF(strstr(buf, p->notes[i]) || strchr(p->notes[i], '"'), "note %d", i);
+    char small[16];
+    CHECK(hp_profile_print(small, sizeof small, p) == n && strlen(small) == sizeof small - 1);
+    hp_profile b;
+    hp_status st = hp_profile_parse(&b, buf, n, "printed");
+    CHECKF(!st, "%s\n%s", hp_status_msg(st), buf);
+    if (!st) {
+        check_same(p, &b);
+        hp_profile_free(&b);
+    }
+    hp_status_free(st);
+    free(buf);
+}
+
+static void test_shipped(void) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/profiles/generic-cpu.json", HP_TEST_SOURCE_DIR);
+    hp_profile p;
+    hp_status st = hp_profile_load(&p, path);
+    CHECKF(!st, "%s: %s", path, hp_status_msg(st));
+    hp_status_free(st);
+    if (st) return;
+    CHECK(!strcmp(p.machine, "generic-cpu"));
+    CHECK(!strncmp(p.cpu, "generic 2-core AVX2", 19));
+    CHECK(p.nnotes == 9 && p.nnotes > 0 && !strncmp(p.notes[0], "a default for a generic machine", 31));
+    CHECK(count_kernels(&p, HP_PROF_FP32) == 21 && count_kernels(&p, HP_PROF_BF16) == 9);
+    const hp_prof_kernel *g = &p.kernel[HP_PROF_GEMM][HP_PROF_FP32][HP_PROF_LARGE];
+    CHECK(g->given && g->gflops == 60 && g->gbps == 12);
+    g = &p.kernel[HP_PROF_GEMM][HP_PROF_BF16][HP_PROF_SMALL];
+    CHECK(g->given && g->gflops == 3 && g->gbps == 4);
+    g = &p.kernel[HP_PROF_EMBEDDING][HP_PROF_FP32][HP_PROF_MEDIUM];
+    CHECK(g->given && g->gflops == 0.5 && g->gbps == 5);
+    CHECK(!p.kernel[HP_PROF_NORM][HP_PROF_BF16][HP_PROF_LARGE].given);
+    for (int t = 0; t < HP_PROF_NTIERS; t++)
+        for (int k = 0; k < HP_PROF_NKINDS; k++) CHECK(p.coll[t][k].given);
+    CHECK(p.coll[HP_PROF_INTRA][HP_PROF_ALL_REDUCE].alpha_us == 4 &&
+          p.coll[HP_PROF_INTRA][HP_PROF_ALL_REDUCE].beta_GBps == 2.5);
+    CHECK(p.coll[HP_PROF_INTER][HP_PROF_ALL_TO_ALL].alpha_us == 20 &&
+          p.coll[HP_PROF_INTER][HP_PROF_ALL_TO_ALL].beta_GBps == 1);
+
+    /* the shipped file's own fallback: bf16 norm is priced at fp32 */
+    hp_prof_rate r;
+    hp_profile_kernel_rate(&r, &p, HP_PROF_NORM, HP_PROF_BF16, 5e9);
+    CHECK(r.fallback == HP_PROF_FROM_FP32 && r.dtype == HP_PROF_FP32 && r.bucket == HP_PROF_LARGE);
+    CHECK(r.gflops == 1.5 && r.gbps == 6);
+    hp_profile_kernel_rate(&r, &p, HP_PROF_GEMM, HP_PROF_BF16, 2e6);
+    CHECK(r.fallback == HP_PROF_EXACT && r.dtype == HP_PROF_BF16 && r.bucket == HP_PROF_MEDIUM && r.gflops == 15);
+    check_prints_back(&p);
+    hp_profile_free(&p);
+}
+
+/* A profile with gemm fp32 only in small and large, attention bf16 only in
+ * medium, softmax_xent fp32 medium, and collectives all_reduce on both tiers
+ * plus intra all_gather. */
+static const char lookup_text[] =
+    "{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c \\\"q\\\"\\n\",\n"
+    " \"notes\": [\"one\", \"two \\\\ \\\"quoted\\\"\"],\n"
+    " \"kernels\": [\n"
+    "  {\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": \"small\", \"gflops\": 2, \"gbps\": 3},\n"
+    "  {\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": \"large\", \"gflops\": 50, \"gbps\": 11},\n"
+    "  {\"family\": \"attention\", \"dtype\": \"bf16\", \"bucket\": \"medium\", \"gflops\": 7, \"gbps\": 0.1},\n"
+    "  {\"family\": \"softmax_xent\", \"dtype\": \"fp32\", \"bucket\": \"medium\", \"gflops\": 0.3, \"gbps\": 4.5}],\n"
+    " \"collectives\": [\n"
+    "  {\"tier\": \"inter\", \"kind\": \"all_reduce\", \"alpha_us\": 30, \"beta_GBps\": 0.7},\n"
+    "  {\"tier\": \"intra\", \"kind\": \"all_reduce\", \"alpha_us\": 0, \"beta_GBps\": 3},\n"
+    "  {\"tier\": \"intra\", \"kind\": \"all_gather\", \"alpha_us\": 1.5, \"beta_GBps\": 6.25}]}\n";
+
+static void test_lookups(void) {
+    CHECK(hp_profile_bucket_of(0) == HP_PROF_SMALL && hp_profile_bucket_of(999999) == HP_PROF_SMALL);
+    CHECK(hp_profile_bucket_of(1e6) == HP_PROF_MEDIUM && hp_profile_bucket_of(999999999) == HP_PROF_MEDIUM);
+    CHECK(hp_profile_bucket_of(1e9) == HP_PROF_LARGE && hp_profile_bucket_of(1e15) == HP_PROF_LARGE);
+
+    hp_profile p;
+    CHECK_OK(hp_profile_parse(&p, lookup_text, strlen(lookup_text), "lookup.json"));
+    CHECK(!strcmp(p.cpu, "c \"q\"\n") && p.nnotes == 2);
+    CHECK(p.nnotes == 2 && !strcmp(p.notes[1], "two \\ \"quoted\""));
+    hp_prof_rate r;
+    /* exact */
+    hp_profile_kernel_rate(&r, &p, HP_PROF_GEMM, HP_PROF_FP32, 10);
+    CHECK(r.fallback == HP_PROF_EXACT && r.bucket == HP_PROF_SMALL && r.gflops == 2 && r.gbps == 3);
+    hp_profile_kernel_rate(&r, &p, HP_PROF_GEMM, HP_PROF_FP32, 3e9);
+    CHECK(r.fallback == HP_PROF_EXACT && r.bucket == HP_PROF_LARGE && r.gflops == 50 && r.gbps == 11);
+    /* nearest bucket: medium is missing, small and large are equally near: the smaller */
+    hp_profile_kernel_rate(&r, &p, HP_PROF_GEMM, HP_PROF_FP32, 5e7);
+    CHECK(r.fallback == HP_PROF_NEAREST_BUCKET && r.bucket == HP_PROF_SMALL && r.dtype == HP_PROF_FP32 &&
+          r.gflops == 2);
+    hp_profile_kernel_rate(&r, &p, HP_PROF_ATTENTION, HP_PROF_BF16, 1e12);
+    CHECK(r.fallback == HP_PROF_NEAREST_BUCKET && r.bucket == HP_PROF_MEDIUM && r.dtype == HP_PROF_BF16 &&
+          r.gflops == 7 && r.gbps == 0.1);
+    /* fp32 entry: bf16 gemm has none; large asked, fp32 large given */
+    hp_profile_kernel_rate(&r, &p, HP_PROF_GEMM, HP_PROF_BF16, 1e10);
+    CHECK(r.fallback == HP_PROF_FROM_FP32 && r.dtype == HP_PROF_FP32 && r.bucket == HP_PROF_LARGE && r.gflops == 50);
+    /* fp32 entry in the nearest bucket: softmax_xent bf16 small -> fp32 medium */
+    hp_profile_kernel_rate(&r, &p, HP_PROF_SOFTMAX_XENT, HP_PROF_BF16, 100);
+    CHECK(r.fallback == HP_PROF_FROM_FP32 && r.dtype == HP_PROF_FP32 && r.bucket == HP_PROF_MEDIUM &&
+          r.gflops == 0.3 && r.gbps == 4.5);
+    /* family default: nothing for norm; nor fp32 attention (bf16 never stands in for fp32) */
+    double dg, db;
+    hp_profile_family_default(&dg, &db, HP_PROF_NORM);
+    CHECK(dg == 0.1 && db == 1);
+    hp_profile_kernel_rate(&r, &p, HP_PROF_NORM, HP_PROF_BF16, 2e6);
+    CHECK(r.fallback == HP_PROF_FAMILY_DEFAULT && r.dtype == HP_PROF_BF16 && r.bucket == HP_PROF_MEDIUM &&
+          r.gflops == 0.1 && r.gbps == 1);
+    hp_profile_kernel_rate(&r, &p, HP_PROF_ATTENTION, HP_PROF_FP32, 2e9);
+    CHECK(r.fallback == HP_PROF_FAMILY_DEFAULT && r.dtype == HP_PROF_FP32 && r.bucket == HP_PROF_LARGE &&
+          r.gflops == 1 && r.gbps == 1);
+    CHECK(!strcmp(hp_profile_fallback_name(HP_PROF_NEAREST_BUCKET), "nearest bucket"));
+    CHECK(!strcmp(hp_profile_fallback_name(HP_PROF_FROM_FP32), "fp32 entry"));
+    CHECK(!strcmp(hp_profile_fallback_name(HP_PROF_FAMILY_DEFAULT), "family default"));
+
+    /* collectives: alpha + N / beta, microseconds, beta in 10^9 bytes/s */
+    hp_prof_time t;
+    hp_profile_collective_time(&t, &p, HP_PROF_INTRA, HP_PROF_ALL_GATHER, 1e6);
+    CHECK(t.fallback == HP_PROF_EXACT && t.kind == HP_PROF_ALL_GATHER);
+    CHECK(t.time_us == 1.5 + 1e6 / (6.25 * 1e3) && t.time_us == 161.5);
+    hp_profile_collective_time(&t, &p, HP_PROF_INTRA, HP_PROF_ALL_REDUCE, 3e9);
+    CHECK(t.fallback == HP_PROF_EXACT && t.time_us == 1e6);
+    hp_profile_collective_time(&t, &p, HP_PROF_INTER, HP_PROF_ALL_REDUCE, 0);
+    CHECK(t.fallback == HP_PROF_EXACT && t.time_us == 30);
+    hp_profile_collective_time(&t, &p, HP_PROF_INTER, HP_PROF_ALL_REDUCE, 7e5);
+    CHECK(t.time_us == 30 + 7e5 / (0.7 * 1e3));
+    CHECK_NEAR(t.time_us, 1030, 1e-9);
+    /* missing kinds: 0.5 x all_reduce's, reported */
+    hp_profile_collective_time(&t, &p, HP_PROF_INTER, HP_PROF_ALL_TO_ALL, 7e5);
+    CHECK(t.fallback == HP_PROF_FROM_ALL_REDUCE && t.kind == HP_PROF_ALL_REDUCE && t.alpha_us == 30 &&
+          t.beta_GBps == 0.7);
+    CHECK(t.time_us == HP_PROF_FALLBACK_FACTOR * (30 + 7e5 / (0.7 * 1e3)));
+    CHECK_NEAR(t.time_us, 515, 1e-9);
+    hp_profile_collective_time(&t, &p, HP_PROF_INTRA, HP_PROF_SEND, 3e3);
+    CHECK(t.fallback == HP_PROF_FROM_ALL_REDUCE && t.time_us == 0.5);
+    CHECK(!strcmp(hp_profile_fallback_name(t.fallback), "all_reduce x 0.5"));
+    check_prints_back(&p);
+    hp_profile_free(&p);
+}
+
+/* A valid profile with `entry` added to kernels (when kernel) or `extra`
+ * inserted as a top-level key, parsed. */
+static hp_status parse_with(const char *kernel, const char *coll, const char *extra) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{%s\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\",\n"
+             " \"kernels\": [{\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": \"small\", \"gflops\": 2, "
+             "\"gbps\": 3}%s%s],\n"
+             " \"collectives\": [{\"tier\": \"inter\", \"kind\": \"all_reduce\", \"alpha_us\": 30, \"beta_GBps\": 1},\n"
+             "  {\"tier\": \"intra\", \"kind\": \"all_reduce\", \"alpha_us\": 1, \"beta_GBps\": 3}%s%s]}",
+             extra ? extra : "", kernel ? ", " : "", kernel ? kernel : "", coll ? ", " : "", coll ? coll : "");
+    hp_profile p;
+    hp_status st = hp_profile_parse(&p, text, strlen(text), "t.json");
+    if (!st) hp_profile_free(&p);
+    return st;
+}
+
+static void expect(hp_status st, const char *path, const char *problem) {
+    CHECKF(st, "expected an error at %s", path);
+    if (!st) return;
+    const char *m = hp_status_msg(st);
+    char head[128];
+    snprintf(head, sizeof head, "t.json: %s: ", path);
+    CHECKF(!strncmp(m, head, strlen(head)), "'%s' does not start with '%s'", m, head);
+    CHECKF(strstr(m, problem), "'%s' lacks '%s'", m, problem);
+    CHECKF(!strchr(m, '\n'), "'%s' is more than one line", m);
+    hp_status_free(st);
+}
+
+static hp_status parse_text(const char *text) {
+    hp_profile p;
+    hp_status st = hp_profile_parse(&p, text, strlen(text), "t.json");
+    if (!st) hp_profile_free(&p);
+    return st;
+}
+
+#define K(fields) "{\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": \"large\", " fields "}"
+#define C(fields) "{\"tier\": \"inter\", \"kind\": \"send\", " fields "}"
+
+static void test_errors(void) {
+    CHECK_OK(parse_with(NULL, NULL, NULL));
+    CHECK_OK(parse_with(K("\"gflops\": 1e-3, \"gbps\": 1"), C("\"alpha_us\": 0, \"beta_GBps\": 2"), "\"notes\": [],"));
+
+    /* kernels */
+    expect(parse_with(K("\"gflops\": 0, \"gbps\": 1"), NULL, NULL), "kernels[1].gflops", "must be > 0");
+    expect(parse_with(K("\"gflops\": 1, \"gbps\": -2"), NULL, NULL), "kernels[1].gbps", "must be > 0");
+    expect(parse_with(K("\"gflops\": \"fast\", \"gbps\": 1"), NULL, NULL), "kernels[1].gflops",
+           "expected a number, not a string");
+    expect(parse_with(K("\"gbps\": 1"), NULL, NULL), "kernels[1].gflops", "missing");
+    expect(parse_with(K("\"gflops\": 1, \"gbps\": 1, \"note\": 3"), NULL, NULL), "kernels[1].note", "unknown key");
+    expect(parse_with("{\"family\": \"conv\", \"dtype\": \"fp32\", \"bucket\": \"large\", \"gflops\": 1, \"gbps\": 1}",
+                      NULL, NULL),
+           "kernels[1].family", "'conv' is not one of gemm, grouped_gemm, attention");
+    expect(parse_with("{\"family\": \"gemm\", \"dtype\": \"fp16\", \"bucket\": \"large\", \"gflops\": 1, \"gbps\": 1}",
+                      NULL, NULL),
+           "kernels[1].dtype", "'fp16' is not one of fp32, bf16");
+    expect(parse_with("{\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": 3, \"gflops\": 1, \"gbps\": 1}", NULL,
+                      NULL),
+           "kernels[1].bucket", "expected a string, not a number");
+    expect(parse_with("{\"family\": \"gemm\", \"dtype\": \"fp32\", \"bucket\": \"small\", \"gflops\": 1, \"gbps\": 1}",
+                      NULL, NULL),
+           "kernels[1]", "(gemm, fp32, small) given twice (first at kernels[0])");
+    expect(parse_with("[]", NULL, NULL), "kernels[1]", "expected an object, not an array");
+
+    /* collectives */
+    expect(parse_with(NULL, C("\"alpha_us\": -1, \"beta_GBps\": 2"), NULL), "collectives[2].alpha_us", "must be >= 0");
+    expect(parse_with(NULL, C("\"alpha_us\": 1, \"beta_GBps\": 0"), NULL), "collectives[2].beta_GBps", "must be > 0");
+    expect(parse_with(NULL, "{\"tier\": \"inter\", \"kind\": \"broadcast\", \"alpha_us\": 1, \"beta_GBps\": 1}", NULL),
+           "collectives[2].kind", "'broadcast' is not one of all_reduce, all_gather");
+    expect(parse_with(NULL, "{\"tier\": \"rack\", \"kind\": \"send\", \"alpha_us\": 1, \"beta_GBps\": 1}", NULL),
+           "collectives[2].tier", "'rack' is not one of intra, inter");
+    expect(parse_with(NULL, "{\"tier\": \"intra\", \"kind\": \"all_reduce\", \"alpha_us\": 1, \"beta_GBps\": 1}", NULL),
+           "collectives[2]", "(intra, all_reduce) given twice (first at collectives[1])");
+    expect(parse_with(NULL, C("\"beta_GBps\": 2"), NULL), "collectives[2].alpha_us", "missing");
+    expect(parse_with(NULL, C("\"alpha_us\": 1, \"beta_GBps\": 2, \"p\": 8"), NULL), "collectives[2].p",
+           "unknown key");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\","
+                      " \"kernels\": [], \"collectives\": [{\"tier\": \"intra\", \"kind\": \"all_reduce\","
+                      " \"alpha_us\": 1, \"beta_GBps\": 3}]}"),
+           "collectives", "no (inter, all_reduce) entry");
+
+    /* top level */
+    expect(parse_with(NULL, NULL, "\"speed\": 3,"), "speed", "unknown key");
+    expect(parse_with(NULL, NULL, "\"notes\": \"one\","), "notes", "expected an array, not a string");
+    expect(parse_with(NULL, NULL, "\"notes\": [\"a\", 2],"), "notes[1]", "expected a string, not a number");
+    expect(parse_text("{\"format\": \"hyperpar-plan\", \"version\": 1}"), "format", "is not 'hyperpar-profile'");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 2}"), "version", "2 is not 1");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1.5}"), "version", "is not 1");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1}"), "machine", "missing");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"a b\"}"), "machine",
+           "has ' '");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\","
+                      " \"collectives\": []}"),
+           "kernels", "missing");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\","
+                      " \"kernels\": {}}"),
+           "kernels", "expected an array, not an object");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\","
+                      " \"kernels\": []}"),
+           "collectives", "missing");
+    expect(parse_text("[1]"), "(top)", "expected an object, not an array");
+
+    /* not JSON: the parser's offset, after the file's name */
+    hp_status st = parse_text("{\"format\": }");
+    CHECK(st && !strncmp(hp_status_msg(st), "t.json: json: offset", 20) && !strchr(hp_status_msg(st), '\n'));
+    hp_status_free(st);
+
+    hp_profile p;
+    st = hp_profile_load(&p, "/nonexistent/x.json");
+    CHECK(st && strstr(hp_status_msg(st), "/nonexistent/x.json"));
+    hp_status_free(st);
+}
+
+int main(void) {
+    test_shipped();
+    test_lookups();
+    test_errors();
+    return hp_test_finish("test_profile");
+}
