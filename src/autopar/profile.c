@@ -203,7 +203,7 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
     const hp_json *v = NULL;
     char sub[160];
     HP_TRY(get_typed(&v, sub, sizeof sub, root, "version", HP_JSON_NUMBER, file, ""));
-    if (!v->is_int || v->ival != 1) return path_error(file, "version", "%.17g is not 1 (the only version)", v->number);
+    if (!v->is_int || v->ival != 1) return path_error(file, "version", "%.17g: must be the integer 1 (the only version)", v->number);
     HP_TRY(get_text(&s, root, "machine", HP_PROFILE_NAME_MAX, file, ""));
     if (!*s) return path_error(file, "machine", "empty");
     for (const char *c = s; *c; c++)

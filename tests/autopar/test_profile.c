@@ -252,9 +252,10 @@ static void test_errors(void) {
     expect(parse_with(NULL, NULL, "\"notes\": \"one\","), "notes", "expected an array, not a string");
     expect(parse_with(NULL, NULL, "\"notes\": [\"a\", 2],"), "notes[1]", "expected a string, not a number");
     expect(parse_text("{\"format\": \"hyperpar-plan\", \"version\": 1}"), "format", "is not 'hyperpar-profile'");
-    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 2}"), "version", "2 is not 1");
-    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1.5}"), "version", "is not 1");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 2}"), "version", "2: must be the integer 1");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1.5}"), "version", "1.5: must be the integer 1");
     expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1}"), "machine", "missing");
+    expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1.0}"), "version", "must be the integer 1");
     expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"a b\"}"), "machine",
            "has ' '");
     expect(parse_text("{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"m\", \"cpu\": \"c\","
