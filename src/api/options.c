@@ -519,6 +519,7 @@ static hp_status set_values(hp_train_config *c, const hp_train_options *o) {
     c->threads = o->threads;
     c->comm_timeout_s = o->comm_timeout;
     c->a2a_fuse_bytes = o->a2a_fuse_bytes > 0 ? o->a2a_fuse_bytes : -1;
+    c->moe_chunks = o->moe_chunks;
     c->overlap = strcmp(o->overlap, "off") != 0;
     c->ep_overlap = !strcmp(o->ep_overlap, "always") ? 1 : !strcmp(o->ep_overlap, "off") ? -1 : 0;
     c->validate = o->validate;
@@ -561,7 +562,6 @@ static void set_strings(hp_train_config *c, const hp_train_options *o) {
     c->pp_schedule = o->pp_schedule, c->pp_split = o->pp_split, c->pp_chunks = o->pp_chunks;
     c->remat = o->remat, c->remat_save = o->remat_save;
     c->loss_chunk = o->loss_chunk;
-    c->moe_chunks = o->moe_chunks;
     c->muon_params = o->muon_params, c->adamw_params = o->adamw_params;
     c->init_llmc = o->init[0] ? o->init : NULL;
     c->init_hf = o->init_hf[0] ? o->init_hf : NULL;

@@ -10,10 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../../scripts/mpienv.sh"
 mp="--model moe-tiny --batch 4 --seq 32 --optimizer muon"
-# the routing, as `hyperpar plan` reports it: the optimizer pass (10 AdamW tensors: the embedding and the norms;
-# the gate/up stacks would make it 14) and each Muon parameter's matrices
+# the routing, as `hyperpar plan` reports it: the optimizer pass (11 AdamW tensors: the embedding, the norms and the
+# untied LM head; the gate/up stacks would make it 15) and each Muon parameter's matrices
 "$HP" plan $mp >p1.txt 2>&1 || fail "plan: $(tail -2 p1.txt)"
-grep -q "^  optimizer  muon: 10 adamw tensors, 4 muon shape groups" p1.txt || fail "plan: $(grep '^  optimizer' p1.txt)"
+grep -q "^  optimizer  muon: 11 adamw tensors, 3 muon shape groups" p1.txt || fail "plan: $(grep '^  optimizer' p1.txt)"
 for l in 0 1 2 3; do
   grep -Eq "^  h\.$l\.moe\.experts\.gate_up\.weight +16 x \[64, 64\] +local" p1.txt ||
     fail "plan: layer $l's gate/up stack is not 16 matrices on Muon: $(grep "h.$l.moe.experts.gate_up" p1.txt)"
@@ -32,7 +32,7 @@ grep -Eq '^  h\.0\.moe\.experts\.gate_up\.weight +8 x \[64, 64\] +0 ' p3.txt &&
   grep -Eq '^  dp=F ep=B0 +8 +2 ' p3.txt || fail "plan --fsdp 2 --ep 2: $(grep -E 'h.0.moe.experts.gate_up|ep=B' p3.txt)"
 # --adamw-params takes the stacks back to AdamW (4 layers x 2 moments more)
 "$HP" plan $mp --adamw-params '*.experts.gate_up.*' >p4.txt 2>&1 || fail "plan --adamw-params: $(tail -2 p4.txt)"
-grep -q "^  optimizer  muon: 14 adamw tensors" p4.txt || fail "plan --adamw-params: $(grep '^  optimizer' p4.txt)"
+grep -q "^  optimizer  muon: 15 adamw tensors" p4.txt || fail "plan --adamw-params: $(grep '^  optimizer' p4.txt)"
 ! grep -Eq '^  h\.0\.moe\.experts\.gate_up\.weight +[0-9]+ x' p4.txt || fail "plan --adamw-params: still on Muon"
 expect_error "muon_params: parameter 'h.0.attn_norm.weight' has shape [64], but Muon needs a matrix [rows, cols] (or a stack of them: [..., rows, cols])" \
   "$HP" train $mp --steps 1 --muon-params 'h.0.attn_norm.weight'
