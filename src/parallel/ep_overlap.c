@@ -311,20 +311,36 @@ static int split(hp_rank_graph *rg, int x, int slot) {
     return w;
 }
 
-/* Split exchange x's start as early as its inputs allow: right after the last of their producers in the order so
- * far (of chunks, the second chunk's backward runs while the first's rows travel). It counts as one of x's moves. */
-static void early_start(ovl *o, int x) {
-    const hp_graph *g = o->rg->g;
-    if (o->rg->hint[x] != -1) return;
+/* at[p]: the node the simulated order places p-th (-1: none), the order simulated now. */
+static void sim_order(ovl *o, int *at) {
     simulate(o);
+    for (int i = 0; i < o->nn; i++) at[i] = -1;
+    for (int i = 0; i < o->nn; i++)
+        if (o->pos[i] >= 0 && o->pos[i] < o->nn) at[o->pos[i]] = i;
+}
+
+/* Of the nodes below lim that make node x's inputs (through views) in x's phase, the one placed last by pos[] (placed:
+ * pos >= 0), -1 if none. */
+static int last_producer(const ovl *o, int x, const int *pos, int lim) {
+    const hp_graph *g = o->rg->g;
     const hp_node *n = &g->nodes[x];
     int p = -1;
     for (int k = 0; k < hp_node_nin_all(n); k++)
         for (int u = hp_node_input(g, n, k); u >= 0; u = g->vals[u].view_of) {
             int pr = g->vals[u].producer;
-            if (pr >= 0 && pr != x && g->nodes[pr].phase == n->phase && o->pos[pr] >= 0 && (p < 0 || o->pos[pr] > o->pos[p]))
+            if (pr >= 0 && pr < lim && pr != x && g->nodes[pr].phase == n->phase && pos[pr] >= 0 &&
+                (p < 0 || pos[pr] > pos[p]))
                 p = pr;
         }
+    return p;
+}
+
+/* Split exchange x's start as early as its inputs allow: right after the last of their producers in the order so
+ * far (of chunks, the second chunk's backward runs while the first's rows travel). It counts as one of x's moves. */
+static void early_start(ovl *o, int x) {
+    if (o->rg->hint[x] != -1) return;
+    simulate(o);
+    int p = last_producer(o, x, o->pos, o->nn);
     if (p < 0 || o->pos[p] + 1 >= o->pos[x] || o->rg->hint[p] != -1) return; /* (a moved producer: left) */
     o->rg->hint[x] = HP_HINT_AFTER(p), o->owner[x] = x;
 }
@@ -367,10 +383,7 @@ static int reductions_after_returns(ovl *o, const unsigned char *xk) {
     hp_graph *g = o->rg->g;
     int *at = malloc(sizeof(int) * (size_t)o->nn), moved = 0;
     if (!at) return 0;
-    simulate(o);
-    for (int i = 0; i < o->nn; i++) at[i] = -1;
-    for (int i = 0; i < o->nn; i++)
-        if (o->pos[i] >= 0 && o->pos[i] < o->nn) at[o->pos[i]] = i;
+    sim_order(o, at);
     int *list = malloc(sizeof(int) * (size_t)o->nn), nl = 0;
     int *target = malloc(sizeof(int) * (size_t)o->nn);
     if (!list || !target) {
@@ -412,10 +425,7 @@ static hp_status assign_slots(ovl *o, int slot, int nx) {
         free(at), free(busy);
         return hp_errorf("ep overlap: out of memory");
     }
-    simulate(o);
-    for (int i = 0; i < o->nn; i++) at[i] = -1;
-    for (int i = 0; i < o->nn; i++)
-        if (o->pos[i] >= 0 && o->pos[i] < o->nn) at[o->pos[i]] = i;
+    sim_order(o, at);
     int nsets = 0;
     for (int s = 0; s < nx; s++) busy[s] = -1;
     for (int p = 0; p < o->nn; p++) {
@@ -497,14 +507,8 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
          * what it needs stays where it is, as moved after x's start it would start later */
         int keep_nxt = 0;
         if (nxt >= 0 && first >= 0) {
-            const hp_node *xn = &g->nodes[nxt];
-            int last = -1;
-            for (int k = 0; k < hp_node_nin_all(xn); k++)
-                for (int u = hp_node_input(g, xn, k); u >= 0; u = g->vals[u].view_of) {
-                    int pr = g->vals[u].producer;
-                    if (pr >= 0 && pr < n0 && g->nodes[pr].phase == ph && o.pos0[pr] > last) last = o.pos0[pr];
-                }
-            keep_nxt = last < o.pos0[first];
+            int last = last_producer(&o, nxt, o.pos0, n0);
+            keep_nxt = (last < 0 ? -1 : o.pos0[last]) < o.pos0[first];
         }
         for (int i = 0; i < n0; i++) {
             if (!cand[i] || (keep_nxt && o.mark[i] == 1)) continue;
