@@ -51,13 +51,16 @@ static int in_slot(const hp_graph *g, const hp_node *n) {
     return 0;
 }
 
-/* What may move: compute, or a gradient's reduction (the schedule starts it where it is placed), that touches
- * no FSDP slot. */
-static int movable(const hp_graph *g, const hp_node *n) {
-    if (in_slot(g, n)) return 0;
-    if (!n->op->communicates) return 1;
+/* 1 if node n is a parameter gradient's reduction the schedule starts where it is placed. */
+static int grad_reduction(const hp_graph *g, const hp_node *n) {
     hp_coll_desc d;
-    return hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE && d.role == HP_COLL_BLOCKING && d.grad;
+    return n->op->communicates && hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE &&
+           d.role == HP_COLL_BLOCKING && d.grad;
+}
+
+/* What may move: compute, or a gradient's reduction, that touches no FSDP slot. */
+static int movable(const hp_graph *g, const hp_node *n) {
+    return !in_slot(g, n) && (!n->op->communicates || grad_reduction(g, n));
 }
 
 static void sim_place(ovl *o, int i, int *at) {
@@ -367,29 +370,21 @@ static int spans(const hp_rank_graph *rg, const hp_node *n, int per) {
     return 0;
 }
 
-/* 1 if node n is a parameter gradient's reduction the schedule starts where it is placed. */
-static int grad_reduction(const hp_graph *g, const hp_node *n) {
-    hp_coll_desc d;
-    return n->op->communicates && hp_coll_describe(&d, g, n) && d.kind == HP_COLL_REDISTRIBUTE &&
-           d.role == HP_COLL_BLOCKING && d.grad;
-}
-
 /* A gradient reduction placed (or moved by this pass) in a MoE layer's backward, before the layer's last exchange that returns rows
  * (send's gradient; no resend between), goes right after that exchange's start: the comm lane runs calls in the
  * order they start, and a shared expert's gradient queued first would hold the exchange the next compute waits
  * for (the reduction is only needed at the step's end). A move that breaks the order is undone. xk[i]: the kind
  * of exchange node i was (HP_EP_X_NONE: none). */
-static int reductions_after_returns(ovl *o, const unsigned char *xk) {
+static hp_status reductions_after_returns(int *moved, ovl *o, const unsigned char *xk) {
     hp_graph *g = o->rg->g;
-    int *at = malloc(sizeof(int) * (size_t)o->nn), moved = 0;
-    if (!at) return 0;
-    sim_order(o, at);
+    int *at = malloc(sizeof(int) * (size_t)o->nn);
     int *list = malloc(sizeof(int) * (size_t)o->nn), nl = 0;
     int *target = malloc(sizeof(int) * (size_t)o->nn);
-    if (!list || !target) {
+    if (!at || !list || !target) {
         free(at), free(list), free(target);
-        return 0;
+        return hp_errorf("ep overlap: out of memory");
     }
+    sim_order(o, at);
     for (int p = 0; p < o->nn; p++) { /* decided on the order before any of these moves */
         int i = at[p];
         if (i < 0 || i >= o->n0 || g->nodes[i].phase != HP_PHASE_BWD || (o->rg->hint[i] != -1 && o->owner[i] < 0) ||
@@ -409,10 +404,10 @@ static int reductions_after_returns(ovl *o, const unsigned char *xk) {
         o->rg->hint[i] = HP_HINT_AFTER(target[k]), o->owner[i] = i;
         simulate(o);
         if (first_violation(o, &culprit) >= 0) o->rg->hint[i] = h, o->owner[i] = w; /* as it was */
-        else moved += h == -1;
+        else *moved += h == -1;
     }
     free(at), free(list), free(target);
-    return moved;
+    return HP_OK;
 }
 
 /* Request slots: each split exchange a set of HP_EP_SEND_SLOTS from `slot` on, free from its start to its wait in
@@ -557,7 +552,7 @@ hp_status hp_pass_ep_overlap(int *nsplit, int *moved, hp_rank_graph *rg, int sup
         unsigned char *xk = calloc((size_t)o.nn + 1, 1);
         if (!xk) st = hp_errorf("ep overlap: out of memory");
         for (int e = 0; !st && e < nx; e++) xk[ex[e]] = (unsigned char)kinds[e];
-        if (!st) *moved += reductions_after_returns(&o, xk);
+        if (!st) st = reductions_after_returns(moved, &o, xk);
         free(xk);
     }
     if (!st && *nsplit) st = assign_slots(&o, slot, nx);
