@@ -10,6 +10,8 @@ int hp_cmd_tokenize(int argc, char **argv);
 int hp_cmd_export(int argc, char **argv);
 int hp_cmd_bench(int argc, char **argv);
 int hp_cmd_plan(int argc, char **argv);
+/* `hyperpar simulate`, in tools/simulate.c */
+int hp_cmd_simulate(int argc, char **argv);
 /* `hyperpar report`, in tools/report.c */
 int hp_cmd_report(int argc, char **argv);
 /* `hyperpar ckpt convert SRC DST [--format sharded|single]`, in tools/ckpt.c */

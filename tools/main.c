@@ -14,6 +14,7 @@ static void usage(FILE *f) {
           "  export   write a checkpoint's weights in another format (--llmc FILE)\n"
           "  ckpt     checkpoints: 'ckpt convert SRC DST [--format sharded|single]'\n"
           "  plan     print a sharding plan: layouts, inserted collectives, memory per rank\n"
+          "  simulate predict a plan's step time, its split, MFU and memory (cost model)\n"
           "  report   one self-contained HTML page for a run directory (--compare: runs\n"
           "           overlaid) or benchmark JSON files (--bench)\n"
           "  bench    measure training speed, FLOP/s and MFU (bench comm: collectives;\n"
@@ -37,6 +38,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "tokenize")) return hp_cmd_tokenize(argc, argv);
     if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);
     if (!strcmp(cmd, "plan")) return hp_cmd_plan(argc, argv);
+    if (!strcmp(cmd, "simulate")) return hp_cmd_simulate(argc, argv);
     if (!strcmp(cmd, "report")) return hp_cmd_report(argc, argv);
     if (!strcmp(cmd, "ckpt")) return hp_cmd_ckpt(argc, argv);
     if (!strcmp(cmd, "bench")) {

@@ -89,7 +89,7 @@ static hp_status report_config(hp_plan_report_config *c, const plan_opts *po, co
     return HP_OK;
 }
 
-hp_status hp_planner_build(planner *p) {
+hp_status hp_planner_config(planner *p, hp_plan_report_config *c) {
     plan_opts *po = &p->po;
     const hp_train_options *o = &po->o;
     if (o->init[0]) {
@@ -108,8 +108,13 @@ hp_status hp_planner_build(planner *p) {
     HP_TRY(check_opts(po));
     HP_TRY(hp_train_options_plan(&p->plan, o, "hyperpar plan"));
     HP_TRY(check_mesh(po, p->plan));
+    return report_config(c, po, p->plan);
+}
+
+hp_status hp_planner_build(planner *p) {
+    const hp_train_options *o = &p->po.o;
     hp_plan_report_config c;
-    HP_TRY(report_config(&c, po, p->plan));
+    HP_TRY(hp_planner_config(p, &c));
     HP_TRY(hp_plan_report_create(&p->rep, &c));
     if (o->memory < 0) return HP_OK; /* --memory < 0: no check */
     if (p->rep->muon.refused) c.optimizer = "adamw"; /* the report's programs: AdamW's (its muon section says why) */

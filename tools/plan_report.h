@@ -29,6 +29,8 @@ typedef struct {
  * (--rank) or every rank (--all-ranks). p zeroed but for p->po; on error what
  * was built is left for hp_planner_destroy. */
 hp_status hp_planner_build(planner *p);
+/* The first half of hp_planner_build: the options checked, the plan loaded (p->plan), the report config. */
+hp_status hp_planner_config(planner *p, hp_plan_report_config *c);
 void hp_planner_destroy(planner *p);
 
 /* The report as text on stdout. */

@@ -717,6 +717,52 @@ void hp_memory_available(double *bytes, char *source, size_t n);
  * hp_memory_available (0). Errors as hp_plan_report_create's. */
 hp_status hp_plan_fit_check(hp_plan_fit *out, const hp_plan_report_config *c, double limit_bytes);
 
+/* ---- simulation (autopar's cost model) ---------------------------------- */
+
+/* A training step predicted without running it (`hyperpar simulate`): the
+ * plan's programs compiled as `hyperpar plan` compiles them (one rank per
+ * pipeline stage), priced by the cost model (src/autopar/cost.h) on a cluster
+ * description (src/autopar/cluster.h) with a calibration profile
+ * (src/autopar/profile.h). */
+typedef struct {
+    const char *cluster;    /* a cluster description file; NULL: this machine, the plan's ranks in
+                             * `processes` supernodes (links from the profile) */
+    const char *profile;    /* the calibration profile file (required) */
+    int links;              /* 0: the profile's collectives where it has the tier (else the cluster's);
+                             * 1: the cluster's always; -1: 1 with a cluster file, 0 without */
+    double compute_scale;   /* the profile's kernel rates times this; 0: 1 on a cluster file, else the
+                             * share of the profile's threads a rank gets here (ranks share the cores) */
+    const char *trace;      /* non-NULL: write the predicted timeline as PREFIX.rankN.json (runtime/trace's
+                             * format, one file per stage, N its first rank), for `hyperpar report` */
+    int64_t a2a_fuse_bytes; /* the all-to-all's fusion threshold (0: comm's default) */
+} hp_sim_config;
+
+typedef struct {
+    double step_s;            /* predicted seconds per optimizer step (the slowest stage) */
+    double compute_s, optimizer_s, bubble_s;
+    double exposed_intra_s, exposed_inter_s; /* compute held by collectives, by tier */
+    double comm_intra_s, comm_inter_s;       /* the collectives' link time (hidden or not) */
+    double bytes_intra, bytes_inter;         /* bytes a rank moves per step, by tier */
+    double flops;             /* the slowest stage's rank: forward and backward FLOPs per step */
+    double tokens_per_s;      /* batch x seq x micro-batches over step_s */
+    double mfu;               /* flops / step_s over the cluster's (or the profile's) peak for the dtype */
+    double peak_flops;        /* that peak, FLOP/s per rank */
+    int ranks, stages, stage; /* the mesh's ranks, pipeline stages, the slowest stage */
+    int kernel_fallbacks;     /* kernel rates the profile had no exact entry for */
+    hp_plan_memory *memory;   /* [stages]: memory per rank of each stage (its first rank) */
+    char cluster[64], profile[64];
+    int links_from_cluster;
+    double compute_scale;
+    char **assumptions;       /* the cluster's `assumption:` lines and the profile's notes, in order */
+    int nassumptions;
+} hp_sim_report;
+
+void hp_sim_config_default(hp_sim_config *s);
+/* Compiles c's plan (c->rank and c->all_ranks are ignored) and predicts its step. Errors name the file and
+ * field (cluster, profile) or the plan's problem. */
+hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const hp_sim_config *s);
+void hp_sim_report_free(hp_sim_report *r);
+
 /* ---- the comm world ----------------------------------------------------- */
 
 /* A world is S supernodes x R ranks. Ranks of one supernode are threads of

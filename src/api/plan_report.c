@@ -225,6 +225,20 @@ static void free_muon(hp_plan_muon *m) {
     memset(m, 0, sizeof *m);
 }
 
+hp_status hp_api_plan_model(hp_graph **out, const hp_api_plan_setup *s, const hp_plan_report_config *c) {
+    const hp_model_family *fam = hp_model_family_named(c->model_kind); /* NULL: GPT-2 */
+    hp_model_config m = c->model;
+    m.layers = s->mc.L, m.heads = s->mc.NH, m.channels = s->mc.C, m.vocab = s->mc.V, m.max_seq = s->mc.maxT;
+    hp_gpt2_io io;
+    HP_TRY(hp_graph_create(out));
+    hp_status st = fam ? fam->build(*out, &m, c->batch, c->seq) : hp_gpt2_build(*out, &io, &s->mc, c->batch, c->seq);
+    if (st) {
+        hp_graph_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     hp_api_plan_setup s;
     HP_TRY(hp_api_plan_setup_init(&s, c));
@@ -242,9 +256,7 @@ static hp_status build(hp_plan_report *r, const hp_plan_report_config *c) {
     HP_TRY(hp_api_strdup((char **)&r->plan_text, c->plan->text));
     snprintf(r->optimizer, sizeof r->optimizer, "%s", hp_opt_kind_name(s.oc.kind));
     hp_graph *model = NULL;
-    hp_gpt2_io io;
-    hp_status st = hp_graph_create(&model);
-    if (!st) st = fam ? fam->build(model, &r->model, c->batch, c->seq) : hp_gpt2_build(model, &io, mc, c->batch, c->seq);
+    hp_status st = hp_api_plan_model(&model, &s, c);
     r->nreported = c->all_ranks ? n : 1;
     r->ranks = st ? NULL : calloc((size_t)r->nreported, sizeof *r->ranks);
     if (!st && !r->ranks) st = hp_errorf("hp_plan_report_create: out of memory");

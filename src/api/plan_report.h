@@ -30,6 +30,9 @@ typedef struct {
 } hp_api_plan_setup;
 hp_status hp_api_plan_setup_init(hp_api_plan_setup *s, const hp_plan_report_config *c);
 
+/* The model graph c describes (GPT-2 or c->model_kind's family, of s's shape, for c's batch and seq). */
+hp_status hp_api_plan_model(hp_graph **out, const hp_api_plan_setup *s, const hp_plan_report_config *c);
+
 /* b bytes with a decimal unit: "512 B", "1.5 MB". */
 char *hp_api_bytes_str(char *buf, size_t n, double b);
 

@@ -56,7 +56,19 @@ static void sumsq_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
         hp_grad_sumsq_weighted(k->pool, grads, (const float *)in[0].data, partials, sizes, cnt);
 }
 
-const hp_opdef hp_op_grad_sumsq = {.name = "grad_sumsq", .nout = 1, .run = sumsq_run, .scratch = sumsq_scratch};
+/* Elements of the node's extra inputs from index `first` on, every `every`-th (a tensor group's first member). */
+static double xin_numel(const hp_graph *g, const hp_node *n, int first, int every) {
+    double e = 0;
+    for (int k = first; k < n->nxin; k += every) e += (double)hp_val_numel(g, g->xin[n->xin_at + k]);
+    return e;
+}
+
+/* a weighted square and a sum per gradient element; each element read once */
+static double sumsq_flops(const hp_graph *g, const hp_node *n) { return 3.0 * xin_numel(g, n, 0, 1); }
+static double sumsq_bytes(const hp_graph *g, const hp_node *n) { return 4.0 * xin_numel(g, n, 0, 1); }
+
+const hp_opdef hp_op_grad_sumsq = {.name = "grad_sumsq", .nout = 1, .run = sumsq_run, .scratch = sumsq_scratch,
+                                   .flops = sumsq_flops, .bytes = sumsq_bytes};
 
 /* ---- adamw_update: in[0] sumsq f64, in[1] lr f32 [2], in[2] step i32 [1],
  * then (param, grad, m, v) per tensor ---- */
@@ -89,7 +101,13 @@ static void adamw_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, h
     hp_adamw_update_many_scaled(k->pool, t, cnt, total, lr[0], &hp, step, scale);
 }
 
-const hp_opdef hp_op_adamw_update = {.name = "adamw_update", .nout = 0, .run = adamw_run, .scratch = adamw_scratch};
+/* per parameter: the moments' two updates, their bias corrections, the square root, the step and the decay
+ * (about 14 operations); param, grad, m, v read and param, m, v written (7 floats) */
+static double adamw_flops(const hp_graph *g, const hp_node *n) { return 14.0 * xin_numel(g, n, 0, 4); }
+static double adamw_bytes(const hp_graph *g, const hp_node *n) { return 28.0 * xin_numel(g, n, 0, 4); }
+
+const hp_opdef hp_op_adamw_update = {.name = "adamw_update", .nout = 0, .run = adamw_run, .scratch = adamw_scratch,
+                                     .flops = adamw_flops, .bytes = adamw_bytes};
 
 /* ---- muon_update: in[0..2] as adamw, then (param, grad, m) per tensor, every
  * tensor a matrix or a stack of rows x cols matrices (any number of leading dims) ---- */
@@ -134,7 +152,23 @@ static void muon_run(const hp_kctx *k, const hp_node *n, const hp_tensor *in, hp
     }
 }
 
-const hp_opdef hp_op_muon_update = {.name = "muon_update", .nout = 0, .run = muon_run, .scratch = muon_scratch};
+/* Newton-Schulz on an r x c iterate (r <= c) per step: X X^T (2 r^2 c), A A (2 r^3), B X (2 r^2 c) and the
+ * combinations; the momentum and the update about 8 operations an element. Bytes: param, grad, m read, param
+ * and m written, the iterate's buffers once a step. */
+static double muon_flops(const hp_graph *g, const hp_node *n) {
+    const muon_cfg *c = hp_graph_blob_at(g, (long)n->a.i[0]);
+    double r = (double)(c->rows < c->cols ? c->rows : c->cols), q = (double)(c->rows < c->cols ? c->cols : c->rows);
+    double per_mat = c->ns.steps * (4.0 * r * r * q + 2.0 * r * r * r + 3.0 * r * q) + 8.0 * r * q;
+    return per_mat * (double)c->nmats;
+}
+static double muon_bytes(const hp_graph *g, const hp_node *n) {
+    const muon_cfg *c = hp_graph_blob_at(g, (long)n->a.i[0]);
+    double e = (double)c->rows * (double)c->cols * (double)c->nmats;
+    return 4.0 * e * (5.0 + 3.0 * c->ns.steps);
+}
+
+const hp_opdef hp_op_muon_update = {.name = "muon_update", .nout = 0, .run = muon_run, .scratch = muon_scratch,
+                                    .flops = muon_flops, .bytes = muon_bytes};
 
 /* ---- emitting ---- */
 

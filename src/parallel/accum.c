@@ -230,4 +230,18 @@ static void accumulate_run(const hp_kctx *k, const hp_node *n, const hp_tensor *
     (void)k;
 }
 
-const hp_opdef hp_op_grad_accumulate = {.name = "grad_accumulate", .run = accumulate_run};
+/* Gradient elements of the node: per tensor its extra inputs are the gradient, the accumulator and the tree
+ * levels (2 + a.i[0]). */
+static double accumulate_numel(const hp_graph *g, const hp_node *n) {
+    int per = 2 + (int)n->a.i[0];
+    double e = 0;
+    for (int k = 0; k < n->nxin; k += per) e += (double)hp_val_numel(g, g->xin[n->xin_at + k]);
+    return e;
+}
+/* an add (and on the last micro-batch a divide) an element; the gradient and the accumulator read, the
+ * accumulator written */
+static double accumulate_flops(const hp_graph *g, const hp_node *n) { return accumulate_numel(g, n); }
+static double accumulate_bytes(const hp_graph *g, const hp_node *n) { return 12.0 * accumulate_numel(g, n); }
+
+const hp_opdef hp_op_grad_accumulate = {.name = "grad_accumulate", .run = accumulate_run, .flops = accumulate_flops,
+                                        .bytes = accumulate_bytes};

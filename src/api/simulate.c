@@ -1,0 +1,192 @@
+/* api/simulate: hp_simulate — a plan's training step predicted by autopar's
+ * cost model: the plan compiled as `hyperpar plan` compiles it (the first rank
+ * of each pipeline stage), the cluster description and calibration profile
+ * read, the step priced (autopar/cost), the memory per rank counted, and
+ * the predicted timeline written in the trace format when asked. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "api/plan_report.h"
+#include "autopar/cost.h"
+#include "runtime/trace.h"
+
+/* MERGE-A: the profile's fields once calibrate lands */
+#define PROF_THREADS(p) ((void)(p), 2)
+#define PROF_PEAK32(p) ((void)(p), 160.0)
+#define PROF_PEAK16(p) ((void)(p), 80.0)
+
+void hp_sim_config_default(hp_sim_config *s) {
+    memset(s, 0, sizeof *s);
+    s->links = -1;
+}
+
+void hp_sim_report_free(hp_sim_report *r) {
+    if (!r) return;
+    free(r->memory);
+    for (int i = 0; i < r->nassumptions; i++) free(r->assumptions[i]);
+    free(r->assumptions);
+    free(r);
+}
+
+static hp_status add_assumption(hp_sim_report *r, const char *from, const char *text) {
+    char **a = realloc(r->assumptions, sizeof *a * (size_t)(r->nassumptions + 1));
+    if (!a) return hp_errorf("hp_simulate: out of memory");
+    r->assumptions = a;
+    size_t n = strlen(from) + strlen(text) + 3;
+    char *t = malloc(n);
+    if (!t) return hp_errorf("hp_simulate: out of memory");
+    snprintf(t, n, "%s: %s", from, text);
+    r->assumptions[r->nassumptions++] = t;
+    return HP_OK;
+}
+
+/* The first rank of each pipeline stage (stage s: the pp coordinate s, the others 0). */
+static int stage_rank(const hp_mesh *m, int axis, int s) {
+    int coord[HP_MESH_MAX_DIMS] = {0};
+    if (axis >= 0) coord[axis] = s;
+    return hp_mesh_rank(m, coord);
+}
+
+/* The timeline: one trace per stage, the compute stream on track 0, each lane's calls on a track of its own. */
+static hp_status write_trace(const hp_cost *k, const char *prefix, const hp_mesh *m, int axis) {
+    hp_status st = HP_OK;
+    for (int s = 0; !st && s < k->nstages; s++) {
+        int lanes[HP_COST_NLANES], nl = 0;
+        size_t nev = 0;
+        for (int i = 0; i < k->nevents; i++) {
+            const hp_cost_event *e = &k->events[i];
+            if (e->stage != s) continue;
+            nev++;
+            if (!e->comm) continue;
+            int seen = 0;
+            for (int j = 0; j < nl && !seen; j++) seen = lanes[j] == e->lane;
+            if (!seen) lanes[nl++] = e->lane;
+        }
+        hp_trace *t = NULL;
+        st = hp_trace_create(&t, stage_rank(m, axis, s), nl > 0 ? nl : 1, nev > 0 ? nev : 1);
+        if (st) break;
+        hp_trace_set_origin(t, 0);
+        for (int i = 0; i < k->nevents; i++) {
+            const hp_cost_event *e = &k->events[i];
+            if (e->stage != s) continue;
+            int track = HP_TRACE_COMPUTE;
+            for (int j = 0; e->comm && j < nl; j++)
+                if (lanes[j] == e->lane) track = j + 1;
+            hp_trace_event(t, e->name, e->phase, track, e->t0, e->t1, (int64_t)e->bytes);
+        }
+        st = hp_trace_write(t, prefix);
+        hp_trace_destroy(t);
+    }
+    return st;
+}
+
+/* The share of the profile's kernel threads a rank gets on this machine: its threads, or the cores the
+ * process's ranks share out when there are fewer, over the profile's. */
+static double local_scale(const hp_plan_report_config *c, int ranks, const hp_profile *p) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int here = c->processes > 1 ? ranks / c->processes : ranks;
+    double per = c->threads / here > 0 ? (double)(c->threads / here) : 1.0;
+    double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
+    return share / (double)(PROF_THREADS(p) > 0 ? PROF_THREADS(p) : 1);
+}
+
+static hp_status predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
+                         const hp_profile *prof, const hp_cluster *cl) {
+    hp_api_plan_setup s;
+    HP_TRY(hp_api_plan_setup_init(&s, c));
+    const hp_plan *plan = &c->plan->plan;
+    const hp_mesh *m = &plan->mesh;
+    int ranks = hp_mesh_size(m), axis = hp_mesh_axis(m, "pp");
+    int stages = axis >= 0 ? m->size[axis] : 1;
+    if (!cl && c->processes > 1) s.co.supernode_ranks = ranks / c->processes;
+    if (cl) s.co.supernode_ranks = cl->ranks_per_supernode < ranks ? cl->ranks_per_supernode : 0;
+    hp_graph *model = NULL;
+    HP_TRY(hp_api_plan_model(&model, &s, c));
+    hp_compiled *cc = calloc((size_t)stages, sizeof *cc);
+    const hp_compiled **ptr = calloc((size_t)stages, sizeof *ptr);
+    r->memory = calloc((size_t)stages, sizeof *r->memory);
+    hp_status st = cc && ptr && r->memory ? HP_OK : hp_errorf("hp_simulate: out of memory");
+    int done = 0, here = c->processes > 1 ? ranks / c->processes : ranks;
+    int threads = c->threads / here > 0 ? c->threads / here : 1;
+    for (; !st && done < stages; done++) {
+        st = hp_compile(&cc[done], model, plan, stage_rank(m, axis, done), &s.co);
+        if (st) break;
+        ptr[done] = &cc[done];
+        hp_plan_gather_memory(&r->memory[done], &cc[done], threads);
+    }
+    hp_cluster local;
+    hp_cost_env env = {.profile = prof, .cluster = cl, .a2a_fuse_bytes = sc->a2a_fuse_bytes};
+    if (!cl) { /* this machine: the plan's ranks in `processes` supernodes, links from the profile */
+        memset(&local, 0, sizeof local);
+        snprintf(local.name, sizeof local.name, "this-machine");
+        local.supernodes = c->processes > 1 ? c->processes : 1;
+        local.ranks_per_supernode = ranks / local.supernodes;
+        local.world = ranks;
+        local.peak_fp32_flops = PROF_PEAK32(prof) * 1e9;
+        local.peak_bf16_flops = PROF_PEAK16(prof) * 1e9;
+        env.cluster = &local;
+    }
+    env.links_from_cluster = sc->links >= 0 ? sc->links : cl != NULL;
+    env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : cl ? 1.0 : local_scale(c, ranks, prof);
+    hp_cost k;
+    memset(&k, 0, sizeof k);
+    if (!st) st = hp_cost_predict(&k, ptr, stages, &env, sc->trace != NULL);
+    if (!st && sc->trace) st = write_trace(&k, sc->trace, m, axis);
+    if (!st) {
+        r->step_s = k.step_s, r->compute_s = k.compute_s, r->optimizer_s = k.optimizer_s, r->bubble_s = k.bubble_s;
+        r->exposed_intra_s = k.exposed_s[HP_PROF_INTRA], r->exposed_inter_s = k.exposed_s[HP_PROF_INTER];
+        r->comm_intra_s = k.comm_s[HP_PROF_INTRA], r->comm_inter_s = k.comm_s[HP_PROF_INTER];
+        r->bytes_intra = k.comm_bytes[HP_PROF_INTRA], r->bytes_inter = k.comm_bytes[HP_PROF_INTER];
+        r->flops = k.flops;
+        r->ranks = ranks, r->stages = stages, r->stage = k.stage;
+        r->kernel_fallbacks = k.fallbacks;
+        double micro = c->grad_accum > 1 ? c->grad_accum : 1;
+        r->tokens_per_s = k.step_s > 0 ? (double)c->batch * c->seq * micro / k.step_s : 0;
+        r->peak_flops = c->bf16 ? env.cluster->peak_bf16_flops : env.cluster->peak_fp32_flops;
+        r->mfu = k.step_s > 0 && r->peak_flops > 0 ? k.flops / k.step_s / r->peak_flops : 0;
+        snprintf(r->cluster, sizeof r->cluster, "%s", env.cluster->name);
+        snprintf(r->profile, sizeof r->profile, "%s", prof->machine);
+        r->links_from_cluster = env.links_from_cluster;
+        r->compute_scale = env.compute_scale;
+    }
+    hp_cost_free(&k);
+    for (int i = 0; i < done; i++) hp_compiled_free(&cc[i]);
+    free(cc);
+    free(ptr);
+    hp_graph_destroy(model);
+    return st;
+}
+
+hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const hp_sim_config *sc) {
+    *out = NULL;
+    if (!c || !sc || !c->plan) return hp_errorf("hp_simulate: needs a plan report config with a plan and a config");
+    if (!sc->profile) return hp_errorf("hp_simulate: no calibration profile given (--profile FILE)");
+    hp_sim_report *r = calloc(1, sizeof *r);
+    if (!r) return hp_errorf("hp_simulate: out of memory");
+    hp_profile prof;
+    hp_cluster cl;
+    int have_cl = 0;
+    hp_status st = hp_profile_load(&prof, sc->profile);
+    if (st) {
+        hp_sim_report_free(r);
+        return st;
+    }
+    if (sc->cluster) {
+        st = hp_cluster_load(&cl, sc->cluster);
+        have_cl = !st;
+    }
+    for (int i = 0; !st && have_cl && i < cl.nassumptions; i++) st = add_assumption(r, cl.name, cl.assumptions[i]);
+    for (int i = 0; !st && i < prof.nnotes; i++) st = add_assumption(r, prof.machine, prof.notes[i]);
+    if (!st) st = predict(r, c, sc, &prof, have_cl ? &cl : NULL);
+    if (have_cl) hp_cluster_free(&cl);
+    hp_profile_free(&prof);
+    if (st) {
+        hp_sim_report_free(r);
+        return st;
+    }
+    *out = r;
+    return HP_OK;
+}

@@ -1,0 +1,145 @@
+/* tools/simulate: `hyperpar simulate` — a training step predicted without
+ * running it. Takes the flags of `hyperpar plan` (model, batch, --plan FILE or
+ * --dp/--tp/--pp/..., training settings) and a cluster description and
+ * calibration profile; prints the predicted step split (compute, exposed
+ * communication per tier, pipeline bubble, optimizer), tokens/s, MFU, memory
+ * per rank and every assumption; --timeline PREFIX writes the predicted timeline
+ * for `hyperpar report`. The library does the work (hp_simulate). */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "plan_report.h"
+#include "train_opts.h"
+
+typedef struct {
+    char cluster[512], profile[512], trace[512], links[16];
+    float compute_scale;
+} sim_opts;
+
+/* profiles/generic-cpu.json beside the build folder of this executable (build/hyperpar -> profiles/). */
+static void default_profile(char *buf, size_t n) {
+    char exe[512];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    buf[0] = 0;
+    if (k <= 0) return;
+    exe[k] = 0;
+    snprintf(buf, n, "%s/../profiles/generic-cpu.json", dirname(exe));
+}
+
+static void ms(char *buf, size_t n, double s) { snprintf(buf, n, "%.3f ms", s * 1e3); }
+
+static void print_report(const hp_sim_report *r, const planner *p, const sim_opts *so) {
+    char a[32], b[32];
+    printf("simulate: mesh %s (%d ranks, %d stage%s) on cluster '%s', profile '%s' (%s)\n",
+           hp_shard_plan_mesh(p->plan), r->ranks, r->stages, r->stages > 1 ? "s" : "", r->cluster, r->profile,
+           so->profile);
+    printf("  collectives priced at %s; kernel rates x %.3g%s\n",
+           r->links_from_cluster ? "the cluster's links" : "the profile's fits (the cluster's where it has none)",
+           r->compute_scale, r->kernel_fallbacks ? " (some kernels from a fallback rate)" : "");
+    ms(a, sizeof a, r->step_s);
+    printf("\npredicted step      %s   (stage %d is the slowest)\n", a, r->stage);
+    ms(a, sizeof a, r->compute_s);
+    printf("  compute           %s\n", a);
+    ms(a, sizeof a, r->exposed_intra_s), ms(b, sizeof b, r->comm_intra_s);
+    printf("  exposed intra     %s   (of %s on the links)\n", a, b);
+    ms(a, sizeof a, r->exposed_inter_s), ms(b, sizeof b, r->comm_inter_s);
+    printf("  exposed inter     %s   (of %s on the links)\n", a, b);
+    ms(a, sizeof a, r->bubble_s);
+    printf("  pipeline bubble   %s\n", a);
+    ms(a, sizeof a, r->optimizer_s);
+    printf("  optimizer         %s\n", a);
+    printf("tokens/s            %.0f\n", r->tokens_per_s);
+    printf("MFU                 %.1f%%   (%.3g GFLOP a rank a step over a peak of %.4g GFLOP/s per rank)\n",
+           100 * r->mfu, r->flops * 1e-9, r->peak_flops * 1e-9);
+    printf("bytes per rank      intra %s, inter %s a step\n", hp_planner_bytes_str(a, sizeof a, r->bytes_intra),
+           hp_planner_bytes_str(b, sizeof b, r->bytes_inter));
+    printf("\nmemory per rank\n  stage     params      grads  optimizer  activations    scratch     inputs      total\n");
+    for (int s = 0; s < r->stages; s++) {
+        const hp_plan_memory *m = &r->memory[s];
+        double v[] = {m->params, m->grads, m->optimizer, m->activations, m->scratch, m->inputs, m->total};
+        printf("  %-5d", s);
+        for (int i = 0; i < 7; i++) printf(" %10s", hp_planner_bytes_str(a, sizeof a, v[i]));
+        printf("\n");
+    }
+    if (r->nassumptions) printf("\nassumptions (the model's inputs, not measurements of the target)\n");
+    for (int i = 0; i < r->nassumptions; i++) printf("  - %s\n", r->assumptions[i]);
+}
+
+int hp_cmd_simulate(int argc, char **argv) {
+    planner *p = calloc(1, sizeof *p);
+    sim_opts so = {.links = "auto"};
+    if (!p) return 1;
+    plan_opts *po = &p->po;
+    hp_train_options_default(&po->o);
+    hp_train_shape_unset(&po->o);
+    int nt = hp_train_opt_table(NULL, &po->o);
+    hp_opt *tab = calloc((size_t)nt + 8, sizeof *tab);
+    hp_status st = tab ? HP_OK : hp_errorf("out of memory");
+    int help = 0;
+    if (!st) {
+        hp_train_opt_table(tab, &po->o);
+        tab[nt++] = (hp_opt){"cluster", HP_OPT_STR, so.cluster, sizeof so.cluster,
+                             "a cluster description (clusters/*.cluster; default: this machine, the plan's ranks in "
+                             "--processes supernodes)"};
+        tab[nt++] = (hp_opt){"profile", HP_OPT_STR, so.profile, sizeof so.profile,
+                             "a calibration profile (hyperpar calibrate; default: profiles/generic-cpu.json)"};
+        tab[nt++] = (hp_opt){"links", HP_OPT_STR, so.links, sizeof so.links,
+                             "auto | cluster | profile: where collectives' costs come from (auto: the cluster's with "
+                             "--cluster, else the profile's)"};
+        tab[nt++] = (hp_opt){"compute-scale", HP_OPT_FLOAT, &so.compute_scale, sizeof so.compute_scale,
+                             "the profile's kernel rates times this (not given: 1 on a cluster, else the share of "
+                             "the cores a rank gets here)"};
+        tab[nt++] = (hp_opt){"timeline", HP_OPT_STR, so.trace, sizeof so.trace,
+                             "write the predicted timeline as PREFIX.rankN.json, one per stage (hyperpar report)"};
+        tab[nt++] = (hp_opt){"world", HP_OPT_INT, &po->world, sizeof po->world,
+                             "ranks the run will have (checked against the mesh; default: the mesh size)"};
+        tab[nt++] = (hp_opt){"processes", HP_OPT_INT, &po->processes, sizeof po->processes,
+                             "MPI processes (supernodes) the run will have on this machine (default 1)"};
+        st = hp_args_parse(&help, tab, nt, argc, argv, 2, "simulate");
+    }
+    hp_sim_report *rep = NULL;
+    if (!st && help) {
+        hp_args_usage(tab, nt, "simulate",
+                      "Predicts a training step without running it: compute, exposed communication per tier,\n"
+                      "pipeline bubble, optimizer, tokens/s, MFU and memory per rank, from the plan's compiled\n"
+                      "programs, a cluster description and a calibration profile (src/autopar/cost.h).\n"
+                      "Takes the flags of 'hyperpar plan'.");
+    } else if (!st) {
+        hp_plan_report_config c;
+        hp_sim_config sc;
+        hp_sim_config_default(&sc);
+        char prof[600];
+        if (!so.profile[0]) default_profile(prof, sizeof prof);
+        else snprintf(prof, sizeof prof, "%s", so.profile);
+        snprintf(so.profile, sizeof so.profile, "%s", prof);
+        sc.profile = so.profile;
+        sc.cluster = so.cluster[0] ? so.cluster : NULL;
+        sc.trace = so.trace[0] ? so.trace : NULL;
+        sc.compute_scale = so.compute_scale;
+        sc.a2a_fuse_bytes = po->o.a2a_fuse_bytes;
+        if (!strcmp(so.links, "cluster")) sc.links = 1;
+        else if (!strcmp(so.links, "profile")) sc.links = 0;
+        else if (strcmp(so.links, "auto")) st = hp_errorf("hyperpar simulate: --links must be auto, cluster or profile, got '%s'", so.links);
+        if (!st && so.compute_scale < 0)
+            st = hp_errorf("hyperpar simulate: --compute-scale must be > 0, got %g", (double)so.compute_scale);
+        if (!st) st = hp_planner_config(p, &c);
+        if (!st) st = hp_simulate(&rep, &c, &sc);
+        if (!st) print_report(rep, p, &so);
+        if (!st && sc.trace) printf("\ntimeline: %s.rankN.json (one per stage; hyperpar report)\n", sc.trace);
+    }
+    int rc = 0;
+    if (st) {
+        hp_cli_error(st);
+        rc = 1;
+    }
+    hp_sim_report_free(rep);
+    hp_planner_destroy(p);
+    free(tab);
+    free(p);
+    return rc;
+}
