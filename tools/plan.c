@@ -26,7 +26,7 @@ int hp_cmd_plan(int argc, char **argv) {
     hp_train_options_default(&po->o);
     hp_train_shape_unset(&po->o); /* to tell a shape flag given from its default (--init) */
     int nt = hp_train_opt_table(NULL, &po->o);
-    hp_opt *tab = calloc((size_t)nt + 6, sizeof *tab);
+    hp_opt *tab = calloc((size_t)nt + 14, sizeof *tab);
     hp_status st = tab ? HP_OK : hp_errorf("out of memory");
     int help = 0;
     if (!st) {
@@ -40,6 +40,21 @@ int hp_cmd_plan(int argc, char **argv) {
                              "ranks the run will have (checked against the mesh; default: the mesh size)"};
         tab[nt++] = (hp_opt){"processes", HP_OPT_INT, &po->processes, sizeof po->processes,
                              "MPI processes the run will have, one supernode each (default 1)"};
+        po->top = 5;
+        snprintf(po->out, sizeof po->out, "auto.plan");
+        snprintf(po->links, sizeof po->links, "auto");
+        tab[nt++] = (hp_opt){"auto", HP_OPT_FLAG, &po->autop, sizeof po->autop,
+                             "search every plan for --world ranks (cost model), write the best to --out, print the top"};
+        tab[nt++] = (hp_opt){"cluster", HP_OPT_STR, po->cluster, sizeof po->cluster,
+                             "--auto: a cluster description (default: this machine, --processes supernodes)"};
+        tab[nt++] = (hp_opt){"profile", HP_OPT_STR, po->profile, sizeof po->profile,
+                             "--auto: a calibration profile (default: profiles/generic-cpu.json)"};
+        tab[nt++] = (hp_opt){"links", HP_OPT_STR, po->links, sizeof po->links,
+                             "--auto: auto | cluster | profile (as hyperpar simulate)"};
+        tab[nt++] = (hp_opt){"out", HP_OPT_STR, po->out, sizeof po->out, "--auto: the best plan's file"};
+        tab[nt++] = (hp_opt){"top", HP_OPT_INT, &po->top, sizeof po->top, "--auto: candidates listed"};
+        tab[nt++] = (hp_opt){"max-micro", HP_OPT_INT, &po->max_micro, sizeof po->max_micro,
+                             "--auto: most micro-batches tried (default 16)"};
         st = hp_args_parse(&help, tab, nt, argc, argv, 2, "plan");
     }
     if (!st && help) {
@@ -47,6 +62,8 @@ int hp_cmd_plan(int argc, char **argv) {
                       "Shows what a sharding plan compiles to: layouts, inserted collectives, memory per rank.\n"
                       "Takes the flags of 'hyperpar train' (model shape, --plan FILE or --dp/--tp); training\n"
                       "settings that do not change the program are accepted and ignored.");
+    } else if (!st && po->autop) {
+        st = hp_planner_auto(p);
     } else if (!st) {
         st = hp_planner_build(p);
         if (!st && po->json[0]) st = hp_planner_write_json(p, po->json);

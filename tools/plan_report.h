@@ -15,7 +15,11 @@ typedef struct {
     hp_train_options o;
     int rank, all_ranks, all, world, processes;
     char json[512];
+    /* --auto: the strategy search (tools/plan_auto.c) */
+    int autop, top, max_micro;
+    char cluster[512], profile[512], out[512], links[16];
 } plan_opts;
+
 
 typedef struct {
     plan_opts po;
@@ -29,6 +33,13 @@ typedef struct {
  * (--rank) or every rank (--all-ranks). p zeroed but for p->po; on error what
  * was built is left for hp_planner_destroy. */
 hp_status hp_planner_build(planner *p);
+/* `hyperpar plan --auto`: the search over p->po's options, its report printed, the best plan written to
+ * --out. */
+hp_status hp_planner_auto(planner *p);
+/* profiles/generic-cpu.json beside the build folder of this executable ("" when unknown). */
+void hp_default_profile(char *buf, size_t n);
+/* The model's shape resolved (a preset's or --init's) and the options checked. */
+hp_status hp_planner_shape(planner *p);
 /* The first half of hp_planner_build: the options checked, the plan loaded (p->plan), the report config. */
 hp_status hp_planner_config(planner *p, hp_plan_report_config *c);
 void hp_planner_destroy(planner *p);

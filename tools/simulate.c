@@ -5,7 +5,6 @@
  * communication per tier, pipeline bubble, optimizer), tokens/s, MFU, memory
  * per rank and every assumption; --timeline PREFIX writes the predicted timeline
  * for `hyperpar report`. The library does the work (hp_simulate). */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +17,9 @@
 
 typedef struct {
     char cluster[512], profile[512], trace[512], links[16];
-    float compute_scale;
+    float compute_scale, inter_bw, inter_latency;
+    int check, check_steps, supernodes;
 } sim_opts;
-
-/* profiles/generic-cpu.json beside the build folder of this executable (build/hyperpar -> profiles/). */
-static void default_profile(char *buf, size_t n) {
-    char exe[512];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    buf[0] = 0;
-    if (k <= 0) return;
-    exe[k] = 0;
-    snprintf(buf, n, "%s/../profiles/generic-cpu.json", dirname(exe));
-}
 
 static void ms(char *buf, size_t n, double s) { snprintf(buf, n, "%.3f ms", s * 1e3); }
 
@@ -39,7 +29,9 @@ static void print_report(const hp_sim_report *r, const planner *p, const sim_opt
            hp_shard_plan_mesh(p->plan), r->ranks, r->stages, r->stages > 1 ? "s" : "", r->cluster, r->profile,
            so->profile);
     printf("  collectives priced at %s; kernel rates x %.3g%s\n",
-           r->links_from_cluster ? "the cluster's links" : "the profile's fits (the cluster's where it has none)",
+           r->links_from_cluster == 3   ? "the cluster's links"
+           : r->links_from_cluster == 2 ? "the profile's fits inside a supernode, the given link between them"
+                                        : "the profile's fits (the cluster's where it has none)",
            r->compute_scale, r->kernel_fallbacks ? " (some kernels from a fallback rate)" : "");
     ms(a, sizeof a, r->step_s);
     printf("\npredicted step      %s   (stage %d is the slowest)\n", a, r->stage);
@@ -78,7 +70,7 @@ int hp_cmd_simulate(int argc, char **argv) {
     hp_train_options_default(&po->o);
     hp_train_shape_unset(&po->o);
     int nt = hp_train_opt_table(NULL, &po->o);
-    hp_opt *tab = calloc((size_t)nt + 8, sizeof *tab);
+    hp_opt *tab = calloc((size_t)nt + 14, sizeof *tab);
     hp_status st = tab ? HP_OK : hp_errorf("out of memory");
     int help = 0;
     if (!st) {
@@ -100,6 +92,18 @@ int hp_cmd_simulate(int argc, char **argv) {
                              "ranks the run will have (checked against the mesh; default: the mesh size)"};
         tab[nt++] = (hp_opt){"processes", HP_OPT_INT, &po->processes, sizeof po->processes,
                              "MPI processes (supernodes) the run will have on this machine (default 1)"};
+        tab[nt++] = (hp_opt){"check", HP_OPT_FLAG, &so.check, sizeof so.check,
+                             "also train the run here (rank-threads; --supernodes emulated over --inter-bw, or mpirun's "
+                             "processes) and print predicted against measured"};
+        tab[nt++] = (hp_opt){"check-steps", HP_OPT_INT, &so.check_steps, sizeof so.check_steps,
+                             "--check: timed steps, after 3 untimed (default 10)"};
+        tab[nt++] = (hp_opt){"supernodes", HP_OPT_INT, &so.supernodes, sizeof so.supernodes,
+                             "--check: supernodes emulated in this process (default 1)"};
+        tab[nt++] = (hp_opt){"inter-bw", HP_OPT_FLOAT, &so.inter_bw, sizeof so.inter_bw,
+                             "the link between supernodes here, GB/s per rank (the emulator's; 0: unthrottled "
+                             "for --check, the profile's fit for the prediction)"};
+        tab[nt++] = (hp_opt){"inter-latency", HP_OPT_FLOAT, &so.inter_latency, sizeof so.inter_latency,
+                             "that link's latency per message, microseconds"};
         st = hp_args_parse(&help, tab, nt, argc, argv, 2, "simulate");
     }
     hp_sim_report *rep = NULL;
@@ -113,8 +117,8 @@ int hp_cmd_simulate(int argc, char **argv) {
         hp_plan_report_config c;
         hp_sim_config sc;
         hp_sim_config_default(&sc);
-        char prof[600];
-        if (!so.profile[0]) default_profile(prof, sizeof prof);
+        char prof[sizeof so.profile];
+        if (!so.profile[0]) hp_default_profile(prof, sizeof prof);
         else snprintf(prof, sizeof prof, "%s", so.profile);
         snprintf(so.profile, sizeof so.profile, "%s", prof);
         sc.profile = so.profile;
@@ -127,9 +131,27 @@ int hp_cmd_simulate(int argc, char **argv) {
         else if (strcmp(so.links, "auto")) st = hp_errorf("hyperpar simulate: --links must be auto, cluster or profile, got '%s'", so.links);
         if (!st && so.compute_scale < 0)
             st = hp_errorf("hyperpar simulate: --compute-scale must be > 0, got %g", (double)so.compute_scale);
+        sc.inter_bw_GBps = so.inter_bw, sc.inter_latency_us = so.inter_latency;
+        if (!st && (so.check_steps < 0 || so.supernodes < 0 || so.inter_bw < 0 || so.inter_latency < 0))
+            st = hp_errorf("hyperpar simulate: --check-steps, --supernodes, --inter-bw and --inter-latency must be >= 0");
+        if (!st && so.supernodes > 1) po->processes = so.supernodes;
         if (!st) st = hp_planner_config(p, &c);
-        if (!st) st = hp_simulate(&rep, &c, &sc);
-        if (!st) print_report(rep, p, &so);
+        if (!st && so.check) {
+            hp_check_config cc = {.steps = so.check_steps, .supernodes = so.supernodes};
+            hp_check_result cr;
+            int lead = 0;
+            st = hp_simulate_check(&cr, &lead, &po->o, &sc, &cc);
+            if (!st && lead) {
+                print_report(cr.sim, p, &so);
+                printf("\ncheck: predicted %.3f ms, measured %.3f ms (median of %d steps, %.3f..%.3f): %+.1f%%\n",
+                       cr.predicted_s * 1e3, cr.measured_s * 1e3, so.check_steps > 0 ? so.check_steps : 10,
+                       cr.measured_min_s * 1e3, cr.measured_max_s * 1e3, 100 * cr.error);
+            }
+            if (!st) hp_check_result_free(&cr);
+        } else {
+            if (!st) st = hp_simulate(&rep, &c, &sc);
+            if (!st) print_report(rep, p, &so);
+        }
         if (!st && sc.trace) printf("\ntimeline: %s.rankN.json (one per stage; hyperpar report)\n", sc.trace);
     }
     int rc = 0;

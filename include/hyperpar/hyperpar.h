@@ -729,12 +729,16 @@ typedef struct {
                              * `processes` supernodes (links from the profile) */
     const char *profile;    /* the calibration profile file (required) */
     int links;              /* 0: the profile's collectives where it has the tier (else the cluster's);
-                             * 1: the cluster's always; -1: 1 with a cluster file, 0 without */
+                             * 1: the cluster's always; -1: 1 with a cluster file, else the profile's but for
+                             * inter_bw_GBps's link */
     double compute_scale;   /* the profile's kernel rates times this; 0: 1 on a cluster file, else the
                              * share of the profile's threads a rank gets here (ranks share the cores) */
     const char *trace;      /* non-NULL: write the predicted timeline as PREFIX.rankN.json (runtime/trace's
                              * format, one file per stage, N its first rank), for `hyperpar report` */
     int64_t a2a_fuse_bytes; /* the all-to-all's fusion threshold (0: comm's default) */
+    double inter_bw_GBps;   /* without a cluster file: the link between this machine's supernodes (the emulated
+                             * link's bandwidth per rank, as train's --inter-bw), priced at it; 0: the profile's */
+    double inter_latency_us;
 } hp_sim_config;
 
 typedef struct {
@@ -751,7 +755,8 @@ typedef struct {
     int kernel_fallbacks;     /* kernel rates the profile had no exact entry for */
     hp_plan_memory *memory;   /* [stages]: memory per rank of each stage (its first rank) */
     char cluster[64], profile[64];
-    int links_from_cluster;
+    int links_from_cluster;   /* bit 0: intra-supernode collectives at the cluster's link, bit 1: inter (else the
+                               * profile's fits) */
     double compute_scale;
     char **assumptions;       /* the cluster's `assumption:` lines and the profile's notes, in order */
     int nassumptions;
@@ -1258,6 +1263,80 @@ hp_status hp_train_options_plan(hp_shard_plan **out, const hp_train_options *o, 
  * args and the event callback, which are left as they are); strings point
  * into o, which must outlive c's use. */
 hp_status hp_train_options_config(hp_train_config *c, const hp_train_options *o);
+/* The options that change the program, as a plan report config for `plan` (its world, rank, processes and
+ * listing left at their defaults; the model's batch: one micro-batch, as `hyperpar train` runs it); strings
+ * point into o, the plan is borrowed. */
+hp_status hp_plan_report_config_from_options(hp_plan_report_config *c, const hp_train_options *o,
+                                             const hp_shard_plan *plan);
+
+/* `hyperpar simulate --check`: the options' run predicted (hp_simulate, this machine: the world's supernodes
+ * emulated in this process over a link of inter_bw_GBps and inter_latency_us, or the processes of mpirun) and
+ * measured (the same options trained for warmup + steps steps on that world, each step timed; the median). */
+typedef struct {
+    int warmup, steps;      /* steps not timed, then timed (0: 3 and 10) */
+    int supernodes;         /* emulated supernodes in this process (0: 1; under mpirun: the processes) */
+} hp_check_config;
+
+typedef struct {
+    double predicted_s, measured_s; /* per optimizer step */
+    double error;                   /* predicted / measured - 1 */
+    double measured_min_s, measured_max_s;
+    hp_sim_report *sim;             /* the prediction in full (owned) */
+} hp_check_result;
+
+/* sc: the prediction's settings (its cluster must be NULL: a check runs here); o: the run (its plan options,
+ * model, batch, ...; its steps, metrics, checkpoints and run directory are ignored). Only the process hosting
+ * rank 0 gets the result filled (*lead 1). */
+hp_status hp_simulate_check(hp_check_result *out, int *lead, const hp_train_options *o, const hp_sim_config *sc,
+                            const hp_check_config *cc);
+void hp_check_result_free(hp_check_result *r);
+
+/* ---- the strategy search (`hyperpar plan --auto`) ------------------------ */
+
+/* Every way the project runs `base`'s model on `world` ranks — mesh factorisations pp x dp x ep x tp, the
+ * data-parallel form (replicated, ZeRO-1/2, FSDP, HSDP with each shard-group size), micro-batches, the
+ * pipeline's schedule, remat — each compiled and priced by the cost model as `hyperpar simulate` prices a plan,
+ * pruned by memory, ranked by predicted step time (src/autopar/search.h states the method). The global batch
+ * is base's --batch x --grad-accum, split into each candidate's micro-batches; base's other settings (model,
+ * seq, dtype, optimizer, ...) are kept. */
+enum { HP_AUTO_NO_PP = 1, HP_AUTO_NO_TP = 2, HP_AUTO_NO_EP = 4, HP_AUTO_NO_SHARD = 8, HP_AUTO_NO_REMAT = 16,
+       HP_AUTO_NO_HSDP = 32 };
+
+typedef struct {
+    int world;              /* ranks (required) */
+    hp_sim_config sim;      /* the cluster, profile, links and compute scale, as hp_simulate takes them */
+    int processes;          /* without a cluster file: the supernodes (processes) of this machine (0: 1) */
+    double memory_bytes;    /* per rank; 0: the cluster's memory_GB, or without a cluster file this machine's
+                             * available memory over the world's ranks per process */
+    int max_micro;          /* most micro-batches tried (0: 16) */
+    unsigned skip;          /* HP_AUTO_NO_*: dimensions left out */
+} hp_auto_config;
+
+typedef struct {
+    char flags[256];        /* the candidate as `hyperpar train` flags (--batch, the mesh, the form, --grad-accum,
+                             * --pp-schedule, --remat) */
+    int pp, dp, ep, tp, micro, remat; /* its mesh, micro-batches and remat (0 none, 1 selective, 2 full) */
+    char form[12];          /* "replicated", "zero-1", "zero-2", "fsdp", "hsdp" */
+    char sched[12];         /* the pipeline's schedule ("" without one) */
+    int ok;                 /* 1: compiles, fits and was priced */
+    int fits;               /* compiled: 1 when it fits the memory */
+    double step_s, tokens_per_s, memory_bytes;
+    double compute_s, exposed_intra_s, exposed_inter_s, bubble_s, optimizer_s;
+    char why[200];          /* !ok: why not (a refusal of the settings or the compile, or the memory) */
+} hp_auto_row;
+
+typedef struct {
+    hp_auto_row *rows;      /* every candidate evaluated: ok ones fastest first, then the rest in search order */
+    int nrows, nok, nmeshes, nskipped;
+    double memory_limit;    /* bytes per rank the candidates were held to */
+    char method[512];       /* how the space was searched */
+    hp_shard_plan *best;    /* the winner's plan (NULL: nothing fits) */
+    char best_flags[256];   /* what train needs besides --plan FILE: --batch, --grad-accum, --pp-schedule, --remat */
+    char cluster[64], profile[64];
+} hp_auto_report;
+
+hp_status hp_plan_auto(hp_auto_report **out, const hp_train_options *base, const hp_auto_config *c);
+void hp_auto_report_free(hp_auto_report *r);
 
 /* ---- inference ---------------------------------------------------------- */
 
@@ -1448,6 +1527,8 @@ hp_status hp_report_write(hp_report_summary *sum, const hp_report_config *c);
  * value at fault), and an error wrapped with a prefix ("FILE: inner"). */
 hp_status hp_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 hp_status hp_error_wrap(hp_status inner, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes text to path atomically (a temporary name, fsync, rename, the directory fsynced); errors name path. */
+hp_status hp_write_text_file(const char *path, const char *text);
 #ifndef HP_TRY
 /* Returns the status of expr from the calling function when it is an error. */
 #define HP_TRY(expr)                     \

@@ -1,8 +1,10 @@
-/* api/settings: settings files for programs (the public face of io/config). */
+/* api/settings: settings files for programs (the public face of io/config), and their atomic text files. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "io/config.h"
+#include "io/fsutil.h"
 
 struct hp_settings {
     hp_config *c;
@@ -38,3 +40,8 @@ void hp_settings_entry(const hp_settings *s, int i, const char **key, const char
 }
 
 const char *hp_settings_file(const hp_settings *s) { return s->c->file; }
+
+hp_status hp_write_text_file(const char *path, const char *text) {
+    if (!path || !text) return hp_errorf("hp_write_text_file: path and text are required");
+    return hp_fs_write_atomic(path, text, strlen(text));
+}

@@ -10,7 +10,7 @@
 
 #include "api/api.h"
 #include "api/plan_report.h"
-#include "autopar/cost.h"
+#include "api/simulate.h"
 #include "runtime/trace.h"
 
 /* MERGE-A: the profile's fields once calibrate lands */
@@ -93,8 +93,8 @@ static double local_scale(const hp_plan_report_config *c, int ranks, const hp_pr
     return share / (double)(PROF_THREADS(p) > 0 ? PROF_THREADS(p) : 1);
 }
 
-static hp_status predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
-                         const hp_profile *prof, const hp_cluster *cl) {
+hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
+                             const hp_profile *prof, const hp_cluster *cl) {
     hp_api_plan_setup s;
     HP_TRY(hp_api_plan_setup_init(&s, c));
     const hp_plan *plan = &c->plan->plan;
@@ -129,7 +129,12 @@ static hp_status predict(hp_sim_report *r, const hp_plan_report_config *c, const
         local.peak_bf16_flops = PROF_PEAK16(prof) * 1e9;
         env.cluster = &local;
     }
-    env.links_from_cluster = sc->links >= 0 ? sc->links : cl != NULL;
+    if (!cl && sc->inter_bw_GBps > 0) { /* an emulated link between this machine's supernodes */
+        local.inter_bandwidth_GBps = sc->inter_bw_GBps;
+        local.inter_latency_us = sc->inter_latency_us;
+    }
+    env.links_from_cluster = sc->links > 0 || (sc->links < 0 && cl) ? 3u
+                             : sc->links < 0 && sc->inter_bw_GBps > 0 ? 1u << HP_PROF_INTER : 0u;
     env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : cl ? 1.0 : local_scale(c, ranks, prof);
     hp_cost k;
     memset(&k, 0, sizeof k);
@@ -149,7 +154,7 @@ static hp_status predict(hp_sim_report *r, const hp_plan_report_config *c, const
         r->mfu = k.step_s > 0 && r->peak_flops > 0 ? k.flops / k.step_s / r->peak_flops : 0;
         snprintf(r->cluster, sizeof r->cluster, "%s", env.cluster->name);
         snprintf(r->profile, sizeof r->profile, "%s", prof->machine);
-        r->links_from_cluster = env.links_from_cluster;
+        r->links_from_cluster = (int)env.links_from_cluster;
         r->compute_scale = env.compute_scale;
     }
     hp_cost_free(&k);
@@ -180,7 +185,7 @@ hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const
     }
     for (int i = 0; !st && have_cl && i < cl.nassumptions; i++) st = add_assumption(r, cl.name, cl.assumptions[i]);
     for (int i = 0; !st && i < prof.nnotes; i++) st = add_assumption(r, prof.machine, prof.notes[i]);
-    if (!st) st = predict(r, c, sc, &prof, have_cl ? &cl : NULL);
+    if (!st) st = hp_api_sim_predict(r, c, sc, &prof, have_cl ? &cl : NULL);
     if (have_cl) hp_cluster_free(&cl);
     hp_profile_free(&prof);
     if (st) {

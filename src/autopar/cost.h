@@ -50,8 +50,9 @@ typedef struct {
                                 * none; NULL: one supernode, links from the profile only */
     double compute_scale;      /* the profile's kernel rates times this (> 0; ranks sharing cores: < 1) */
     int64_t a2a_fuse_bytes;    /* the all-to-all's fusion threshold (comm/comm.h; 0: never fused) */
-    int links_from_cluster;    /* 1: every collective at the cluster's tiers (a profile measured elsewhere);
-                                * 0: at the profile's α–β where it has the tier, else the cluster's */
+    unsigned links_from_cluster; /* bit t set (1 << HP_PROF_INTRA, 1 << HP_PROF_INTER): tier t's collectives at the
+                                  * cluster's latency and bandwidth (a profile measured elsewhere, an emulated
+                                  * link); clear: at the profile's α–β where it has the tier, else the cluster's */
 } hp_cost_env;
 
 /* A timeline event (simulated seconds from the step's start). */

@@ -42,7 +42,7 @@ static void volume(double *bytes, double *msgs, hp_prof_kind kind, double N, int
 /* The tier's α (seconds per message) and β (bytes per second per rank) for kind k. */
 static void link_of(double *alpha, double *beta, hp_prof_tier t, hp_prof_kind k, const hp_cost_env *env) {
     const hp_profile *p = env->profile;
-    if (p && !env->links_from_cluster) {
+    if (p && !(env->links_from_cluster & (1u << t))) {
         hp_prof_kind use = p->coll[t][k].given ? k : HP_PROF_ALL_REDUCE;
         const hp_prof_coll *e = &p->coll[t][use];
         if (e->given) {

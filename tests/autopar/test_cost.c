@@ -99,7 +99,7 @@ static void one_rank(const model *f) {
 static void call_times(void) {
     hp_profile p = flat_profile(1.0);
     hp_cluster c = cluster(2, 4, 10.0, 5.0, 1.0, 20.0);
-    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 1};
+    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 3};
     double t[2], b[2], m[2];
     /* a ring all-reduce of 4 members in one supernode: 2(p-1) messages, 2(p-1)/p N bytes */
     hp_cost_call ar = {.kind = HP_PROF_ALL_REDUCE, .bytes = 4e6, .members = 4, .supernodes = 1};
@@ -126,7 +126,7 @@ static void data_parallel(const model *f) {
     CHECK_OK(hp_plan_gpt2_dp_tp(&plan, 2, 1));
     hp_profile p = flat_profile(2.0);
     hp_cluster c = cluster(1, 2, 1.0, 0.0, 1.0, 0.0);
-    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 1};
+    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 3};
     hp_cost blocking, over;
     for (int overlap = 0; overlap < 2; overlap++) {
         hp_compiled cc;
@@ -173,7 +173,7 @@ static void pipeline(const model *f) {
     CHECK_OK(hp_plan_gpt2_pp(&plan, 2, 1, 1, 1));
     hp_profile p = flat_profile(2.0);
     hp_cluster c = cluster(1, 2, 1e3, 0.0, 1e3, 0.0);
-    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 1};
+    hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 3};
     double share[2];
     for (int mi = 0; mi < 2; mi++) {
         int m = mi ? 8 : 2;

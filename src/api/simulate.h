@@ -1,0 +1,19 @@
+/* api/simulate: one plan's predicted step from a loaded profile and cluster
+ * (hp_simulate's core), shared with the search of `plan --auto`
+ * (api/plan_auto). */
+#ifndef HP_API_SIMULATE_H
+#define HP_API_SIMULATE_H
+
+#include <hyperpar/hyperpar.h>
+
+#include "autopar/cluster.h"
+#include "autopar/cost.h"
+#include "autopar/profile.h"
+
+/* Compiles c's plan (the first rank of each stage) and fills r's prediction, its memory per stage (r->memory
+ * allocated here: r zeroed before) and names; cl NULL: this machine (c->processes supernodes, links and peaks
+ * from the profile). */
+hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
+                             const hp_profile *prof, const hp_cluster *cl);
+
+#endif
