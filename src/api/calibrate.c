@@ -1,10 +1,11 @@
 /* api/calibrate: hp_calibrate — `hyperpar calibrate`'s library side. It
- * measures the peaks (bench_peak's FMA peak; the bf16 instruction peak, else
- * oneDNN's bf16 matmul peak, as `hyperpar bench --dtype bf16` takes MFU
- * against; both settled as bench settles them), the kernels
- * (api/calibrate_kernels) and the collectives (api/calibrate_comm), then
+ * checks the options, measures the kernels (api/calibrate_kernels), the
+ * collectives (api/calibrate_comm) and then the peaks (bench_peak's FMA peak;
+ * the bf16 instruction peak, else oneDNN's bf16 matmul peak, as `hyperpar
+ * bench --dtype bf16` takes MFU against; settled as bench settles them), and
  * autopar/calibrate turns the measurements into a profile, its JSON and the
- * printed table. */
+ * printed table; hp_calibration_write writes the profile atomically, and
+ * hp_calibration_check_file reads one back. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,9 +95,10 @@ static hp_status run(hp_calibration *c, const hp_calibrate_options *o) {
     static const int64_t quick[] = {4 << 10, 64 << 10, 1 << 20};
     const int64_t *sizes = o->sizes ? o->sizes : o->quick ? quick : full;
     int nsizes = o->sizes ? o->nsizes : o->quick ? 3 : 7;
-    HP_TRY(peaks(d));
+    /* the peaks last: the bf16 matmul peak leaves oneDNN's OpenMP threads behind */
     HP_TRY(hp_api_calib_kernels(d));
     HP_TRY(hp_api_calib_comm(d, sizes, nsizes));
+    HP_TRY(peaks(d));
     HP_TRY(hp_calib_profile(&c->profile, d));
     size_t n = hp_calib_table(NULL, 0, d, &c->profile);
     size_t m = hp_profile_print(NULL, 0, &c->profile);

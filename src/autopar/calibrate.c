@@ -12,25 +12,35 @@
 hp_status hp_calib_fit(double *alpha_us, double *beta_GBps, const double *bytes, const double *seconds, int n) {
     *alpha_us = 0, *beta_GBps = 0;
     if (n < 2) return hp_errorf("calibrate: an alpha-beta fit needs 2 or more sizes, got %d", n);
-    double mx = 0, my = 0, big = 0, tbig = 0;
+    /* weights 1 / t^2: each point's relative error counts alike, so the small
+     * sizes (which set alpha) are not drowned by the large ones (beta) */
+    double sw = 0, mx = 0, my = 0, big = 0, tbig = 0;
     for (int i = 0; i < n; i++) {
-        if (!(bytes[i] >= 0) || !(seconds[i] >= 0) || !isfinite(bytes[i]) || !isfinite(seconds[i]))
-            return hp_errorf("calibrate: point %d of a fit is not finite and >= 0 (%g bytes, %g s)", i, bytes[i],
-                             seconds[i]);
-        mx += bytes[i], my += seconds[i];
+        if (!(bytes[i] >= 0) || !(seconds[i] > 0) || !isfinite(bytes[i]) || !isfinite(seconds[i]))
+            return hp_errorf("calibrate: point %d of a fit is not finite with bytes >= 0 and seconds > 0 (%g bytes, "
+                             "%g s)",
+                             i, bytes[i], seconds[i]);
+        double w = 1 / (seconds[i] * seconds[i]);
+        sw += w, mx += w * bytes[i], my += w * seconds[i];
         if (bytes[i] > big) big = bytes[i], tbig = seconds[i];
     }
-    mx /= n, my /= n;
+    mx /= sw, my /= sw;
     double sxx = 0, sxy = 0;
-    for (int i = 0; i < n; i++) sxx += (bytes[i] - mx) * (bytes[i] - mx), sxy += (bytes[i] - mx) * (seconds[i] - my);
+    for (int i = 0; i < n; i++) {
+        double w = 1 / (seconds[i] * seconds[i]), dx = bytes[i] - mx;
+        sxx += w * dx * dx, sxy += w * dx * (seconds[i] - my);
+    }
     if (!(sxx > 0)) return hp_errorf("calibrate: an alpha-beta fit needs two distinct sizes");
     double slope = sxy / sxx, icept = my - slope * mx;
     if (icept < 0) { /* through the origin */
         double sxx0 = 0, sxy0 = 0;
-        for (int i = 0; i < n; i++) sxx0 += bytes[i] * bytes[i], sxy0 += bytes[i] * seconds[i];
+        for (int i = 0; i < n; i++) {
+            double w = 1 / (seconds[i] * seconds[i]);
+            sxx0 += w * bytes[i] * bytes[i], sxy0 += w * bytes[i] * seconds[i];
+        }
         icept = 0, slope = sxy0 / sxx0;
     }
-    if (!(slope > 0)) slope = 1e-3 * (tbig > 0 ? tbig : 1e-9) / big;
+    if (!(slope > 0)) slope = 1e-3 * tbig / big;
     *alpha_us = icept * 1e6;
     *beta_GBps = 1.0 / slope / 1e9;
     return HP_OK;
@@ -133,7 +143,8 @@ static hp_status make_notes(hp_profile *p, const hp_calib_data *d) {
              "collectives: groups of 2 ranks (ranks 2); intra: 2 rank-threads of one process; inter: 2 emulated "
              "supernodes of 1 rank each over %s; each kind timed at %s (N the call's whole buffer: all_reduce's "
              "buffer, all_gather's output, reduce_scatter's input, all_to_all's send buffer, send's message), the "
-             "median of several runs; alpha_us and beta_GBps by least squares of time = alpha + N / beta",
+             "median of several runs; alpha_us and beta_GBps by least squares of time = alpha + N / beta, each size "
+             "weighted by 1 / time^2 (relative errors)",
              link, sizes[0] ? sizes : "(none)");
     HP_TRY(add_note(p, note));
     return HP_OK;

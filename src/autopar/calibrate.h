@@ -50,12 +50,14 @@ typedef struct {
 } hp_calib_data;
 
 /* The least-squares fit of seconds[i] = alpha + bytes[i] / beta over n >= 2
- * points with at least two distinct sizes: *alpha_us in microseconds,
- * *beta_GBps in 10^9 bytes/s. A negative intercept is refitted through the
- * origin (alpha 0); a slope not above 0 (times that do not grow with the
- * size: sizes too small to show one) is taken as 10^-3 of the largest size's
- * seconds per byte, so beta stays finite and > 0. Exact (to rounding) on
- * points that lie on such a line. */
+ * points (bytes >= 0, seconds > 0) with at least two distinct sizes, each
+ * point weighted 1 / seconds[i]^2 (its relative error counts: the small
+ * sizes that set alpha are not drowned by the large ones): *alpha_us in
+ * microseconds, *beta_GBps in 10^9 bytes/s. A negative intercept is refitted
+ * through the origin (alpha 0); a slope not above 0 (times that do not grow
+ * with the size: sizes too small to show one) is taken as 10^-3 of the
+ * largest size's seconds per byte, so beta stays finite and > 0. Exact (to
+ * rounding) on points that lie on such a line. */
 hp_status hp_calib_fit(double *alpha_us, double *beta_GBps, const double *bytes, const double *seconds, int n);
 
 /* A kernel entry's rates from its measurement: flops / seconds and bytes /

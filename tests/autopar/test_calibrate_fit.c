@@ -1,5 +1,6 @@
 /* autopar/calibrate on synthetic measurements: the α–β least-squares fit is
- * exact on points of a known line (and with noise symmetric about it), a
+ * exact on points of a known line and, off one, the 1/t^2-weighted normal
+ * equations' solution (alpha kept by the small sizes), a
  * negative intercept is refitted through the origin, flat times keep beta
  * finite and > 0, too few or equal sizes are errors; a kernel entry's rates
  * give back the measured time through the cost model's max(flops / gflops,
@@ -24,18 +25,26 @@ static void test_fit(void) {
     CHECK_OK(hp_calib_fit(&a, &b, n + 1, t + 1, 2));
     CHECK_NEAR(a, 12.5, 1e-8 * 12.5);
     CHECK_NEAR(b, 3.2, 1e-9 * 3.2);
-    /* noise of +-e alternating on 4 points symmetric in N: the same line */
-    double n4[4] = {1e3, 2e3, 3e3, 4e3}, t4[4];
-    for (int i = 0; i < 4; i++) t4[i] = 5e-6 + n4[i] / 2e9 + ((i == 0 || i == 3) ? 1e-7 : -1e-7);
-    CHECK_OK(hp_calib_fit(&a, &b, n4, t4, 4));
-    CHECK_NEAR(a, 5, 1e-9);
-    CHECK_NEAR(b, 2, 1e-9);
-    /* a negative intercept: through the origin, alpha 0; slope = sum(N t) / sum(N^2) */
+    /* weighted by 1/t^2: three points, the last off the line through the first two by 10%; the fit
+     * is the weighted normal equations' solution, computed here by hand */
+    double n3[3] = {1e3, 1e6, 1e7}, t3[3] = {10e-6, 20e-6, 1.1 * (10e-6 + 1e7 * 1e-11)};
+    t3[1] = 10e-6 + 1e6 * 1e-11;
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < 3; i++) {
+        double w = 1 / (t3[i] * t3[i]);
+        sw += w, sx += w * n3[i], sy += w * t3[i], sxx += w * n3[i] * n3[i], sxy += w * n3[i] * t3[i];
+    }
+    double slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), icept = (sy - slope * sx) / sw;
+    CHECK_OK(hp_calib_fit(&a, &b, n3, t3, 3));
+    CHECK_NEAR(a, icept * 1e6, 1e-9 * a);
+    CHECK_NEAR(b, 1 / slope / 1e9, 1e-9 * b);
+    CHECK(a > 9.7 && a < 10.1); /* the small sizes keep alpha near 10 (unweighted: 9.45) */
+    /* a negative intercept: through the origin, alpha 0; slope = sum(w N t) / sum(w N^2), w = 1/t^2 */
     double tn[2] = {0.5e-6, 3e-6}, nn[2] = {1e3, 2e3};
     CHECK_OK(hp_calib_fit(&a, &b, nn, tn, 2));
-    double slope = (1e3 * 0.5e-6 + 2e3 * 3e-6) / (1e6 + 4e6);
+    slope = (1e3 / 0.5e-6 + 2e3 / 3e-6) / (1e6 / (0.5e-6 * 0.5e-6) + 4e6 / (3e-6 * 3e-6));
     CHECK(a == 0);
-    CHECK_NEAR(b, 1 / slope / 1e9, 1e-9);
+    CHECK_NEAR(b, 1 / slope / 1e9, 1e-9 * b);
     /* flat times: beta from 1e-3 of the largest's seconds per byte, alpha the mean */
     double tf[3] = {7e-6, 7e-6, 7e-6};
     CHECK_OK(hp_calib_fit(&a, &b, n, tf, 3));
