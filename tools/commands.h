@@ -27,5 +27,7 @@ int hp_cmd_bench_muon(int argc, char **argv);
 int hp_cmd_bench_pipeline(int argc, char **argv);
 /* `hyperpar bench moe ...` (argv[0] = "moe"), in tools/bench_moe.c */
 int hp_cmd_bench_moe(int argc, char **argv);
+/* `hyperpar calibrate ...`, in tools/calibrate.c */
+int hp_cmd_calibrate(int argc, char **argv);
 
 #endif

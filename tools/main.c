@@ -23,6 +23,8 @@ static void usage(FILE *f) {
           "           bench muon: distributed Muon's strategies under FSDP/HSDP;\n"
           "           bench pipeline: pipeline schedules' bubble and memory, remat;\n"
           "           bench moe: a MoE model under expert parallelism, all-to-all and load)\n"
+          "  calibrate measure this machine's kernels, peaks and collectives into a\n"
+          "           calibration profile for the cost model (--out profile.json)\n"
           "Run 'hyperpar <command> --help' for its flags.\n",
           f);
 }
@@ -41,6 +43,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "simulate")) return hp_cmd_simulate(argc, argv);
     if (!strcmp(cmd, "report")) return hp_cmd_report(argc, argv);
     if (!strcmp(cmd, "ckpt")) return hp_cmd_ckpt(argc, argv);
+    if (!strcmp(cmd, "calibrate")) return hp_cmd_calibrate(argc, argv);
     if (!strcmp(cmd, "bench")) {
         if (argc > 2 && !strcmp(argv[2], "comm")) return hp_cmd_bench_comm(argc - 2, argv + 2);
         if (argc > 2 && !strcmp(argv[2], "parallel")) return hp_cmd_bench_parallel(argc - 2, argv + 2);

@@ -1952,6 +1952,47 @@ void hp_bench_comm_mpi_abort(int code);
 /* Seconds per memcpy of `bytes` on this thread (median of the repeats). */
 double hp_bench_comm_memcpy(hp_bench_comm *b, int64_t bytes, int iters);
 
+/* ---- calibration (`hyperpar calibrate`, issue 28) -----------------------
+ * Measures this machine for the auto-parallel cost model and makes a
+ * calibration profile (the JSON format of src/autopar/profile.h, shipped
+ * default profiles/generic-cpu.json): per kernel family (gemm, grouped_gemm,
+ * attention, pointwise, norm, softmax_xent, embedding) and FLOP bucket one
+ * operator of the table timed at a representative shape (fp32), the fp32 and
+ * bf16 peaks as `hyperpar bench` measures them, and every collective kind in
+ * groups of 2 ranks on both tiers (2 rank-threads of one supernode; 2
+ * emulated supernodes over the link emulator) at several buffer sizes, with
+ * α–β fitted by least squares. Not under mpirun: one process does it all. */
+typedef struct {
+    int threads;             /* kernel threads (1..256); 0: the CPUs this process may run on */
+    int quick;               /* smaller shapes, 3 sizes, fewer repetitions: seconds, for tests */
+    double inter_bw_gbps;    /* the emulated inter-supernode link per rank (GB/s); 0: unthrottled */
+    double inter_latency_us; /* and its latency per message */
+    const int64_t *sizes;    /* collective buffer sizes in bytes (2..32 distinct multiples of 8); NULL: the defaults
+                              * (4 KiB .. 16 MiB by 4x; quick: 4 KiB, 64 KiB, 1 MiB) */
+    int nsizes;
+    const char *machine;     /* the profile's machine name (letters, digits, '.', '_', '-'); NULL: "local" */
+} hp_calibrate_options;
+
+/* threads 0, quick 0, the link of `hyperpar bench moe` (1 GB/s, 20 us), default sizes, machine "local". */
+void hp_calibrate_options_default(hp_calibrate_options *o);
+
+typedef struct hp_calibration hp_calibration;
+
+/* Runs the measurements (seconds with quick, about a minute without). */
+hp_status hp_calibrate(hp_calibration **out, const hp_calibrate_options *o);
+/* What was measured and the fits, as lines of text to print (owned by c). */
+const char *hp_calibration_table(const hp_calibration *c);
+/* The profile as JSON text (owned by c); it parses back to the same profile. */
+const char *hp_calibration_json(const hp_calibration *c);
+/* Writes the profile to path: a temporary name in its directory, synced, then renamed. */
+hp_status hp_calibration_write(const hp_calibration *c, const char *path);
+void hp_calibration_free(hp_calibration *c);
+
+/* Reads and checks a profile file (`hyperpar calibrate --check`): *kernels
+ * and *collectives get its numbers of kernel and collective entries. Errors
+ * are one line, `FILE: PATH: problem`. */
+hp_status hp_calibration_check_file(const char *path, int *kernels, int *collectives);
+
 #ifdef __cplusplus
 }
 #endif

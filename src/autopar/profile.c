@@ -36,6 +36,7 @@ const char *hp_profile_fallback_name(hp_prof_fallback f) {
     case HP_PROF_FROM_FP32: return "fp32 entry";
     case HP_PROF_FAMILY_DEFAULT: return "family default";
     case HP_PROF_FROM_ALL_REDUCE: return "all_reduce x 0.5";
+    case HP_PROF_NONE: return "none";
     }
     return "?";
 }
@@ -93,6 +94,18 @@ static hp_status get_text(const char **out, const hp_json *o, const char *key, s
     return HP_OK;
 }
 
+/* An integer in [lo, hi] under key. */
+static hp_status get_int(int *out, const hp_json *o, const char *key, int lo, int hi, const char *file,
+                         const char *path) {
+    char sub[160];
+    const hp_json *v = NULL;
+    HP_TRY(get_typed(&v, sub, sizeof sub, o, key, HP_JSON_NUMBER, file, path));
+    if (!v->is_int || v->ival < lo || v->ival > hi)
+        return path_error(file, sub, "%.17g: must be an integer in %d..%d", v->number, lo, hi);
+    *out = (int)v->ival;
+    return HP_OK;
+}
+
 /* One of names[n] under key; *idx its index. */
 static hp_status get_enum(int *idx, const hp_json *o, const char *key, const char *const *names, int n,
                           const char *file, const char *path) {
@@ -132,7 +145,7 @@ static hp_status parse_kernel(hp_profile *p, int first[HP_PROF_NFAMILIES][HP_PRO
         return path_error(file, path, "expected an object, not %s", hp_json_type_name(e->type));
     static const char *const keys[] = {"family", "dtype", "bucket", "gflops", "gbps", NULL};
     HP_TRY(check_keys(e, keys, "family, dtype, bucket, gflops, gbps", file, path));
-    int f, d, b;
+    int f = 0, d = 0, b = 0;
     double gflops, gbps;
     HP_TRY(get_enum(&f, e, "family", family_names, HP_PROF_NFAMILIES, file, path));
     HP_TRY(get_enum(&d, e, "dtype", dtype_names, HP_PROF_NDTYPES, file, path));
@@ -153,19 +166,20 @@ static hp_status parse_coll(hp_profile *p, int first[HP_PROF_NTIERS][HP_PROF_NKI
     snprintf(path, sizeof path, "collectives[%d]", i);
     if (e->type != HP_JSON_OBJECT)
         return path_error(file, path, "expected an object, not %s", hp_json_type_name(e->type));
-    static const char *const keys[] = {"tier", "kind", "alpha_us", "beta_GBps", NULL};
-    HP_TRY(check_keys(e, keys, "tier, kind, alpha_us, beta_GBps", file, path));
-    int t, k;
+    static const char *const keys[] = {"tier", "kind", "ranks", "alpha_us", "beta_GBps", NULL};
+    HP_TRY(check_keys(e, keys, "tier, kind, ranks, alpha_us, beta_GBps", file, path));
+    int t = 0, k = 0, ranks = 0;
     double alpha, beta;
     HP_TRY(get_enum(&t, e, "tier", tier_names, HP_PROF_NTIERS, file, path));
     HP_TRY(get_enum(&k, e, "kind", kind_names, HP_PROF_NKINDS, file, path));
+    HP_TRY(get_int(&ranks, e, "ranks", 2, 1 << 24, file, path));
     HP_TRY(get_rate(&alpha, e, "alpha_us", 1, file, path));
     HP_TRY(get_rate(&beta, e, "beta_GBps", 0, file, path));
     if (first[t][k])
         return path_error(file, path, "(%s, %s) given twice (first at collectives[%d])", tier_names[t], kind_names[k],
                           first[t][k] - 1);
     first[t][k] = i + 1;
-    p->coll[t][k] = (hp_prof_coll){.given = 1, .alpha_us = alpha, .beta_GBps = beta};
+    p->coll[t][k] = (hp_prof_coll){.given = 1, .ranks = ranks, .alpha_us = alpha, .beta_GBps = beta};
     return HP_OK;
 }
 
@@ -194,8 +208,13 @@ static hp_status parse_notes(hp_profile *p, const hp_json *root, const char *fil
 static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file) {
     if (root->type != HP_JSON_OBJECT)
         return path_error(file, "(top)", "expected an object, not %s", hp_json_type_name(root->type));
-    static const char *const keys[] = {"format", "version", "machine", "cpu", "notes", "kernels", "collectives", NULL};
-    HP_TRY(check_keys(root, keys, "format, version, machine, cpu, notes, kernels, collectives", file, ""));
+    static const char *const keys[] = {"format",           "version", "machine", "cpu",         "threads",
+                                       "peak_fp32_gflops", "peak_bf16_gflops", "notes", "kernels", "collectives",
+                                       NULL};
+    HP_TRY(check_keys(root, keys,
+                      "format, version, machine, cpu, threads, peak_fp32_gflops, peak_bf16_gflops, notes, kernels, "
+                      "collectives",
+                      file, ""));
     const char *s = NULL;
     HP_TRY(get_text(&s, root, "format", 64, file, ""));
     if (strcmp(s, "hyperpar-profile"))
@@ -212,6 +231,9 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
     strcpy(p->machine, s);
     HP_TRY(get_text(&s, root, "cpu", HP_PROFILE_CPU_MAX, file, ""));
     strcpy(p->cpu, s);
+    HP_TRY(get_int(&p->threads, root, "threads", 1, 4096, file, ""));
+    HP_TRY(get_rate(&p->peak_fp32_gflops, root, "peak_fp32_gflops", 0, file, ""));
+    HP_TRY(get_rate(&p->peak_bf16_gflops, root, "peak_bf16_gflops", 0, file, ""));
     HP_TRY(parse_notes(p, root, file));
 
     const hp_json *ks = NULL, *cs = NULL;
@@ -221,11 +243,6 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
     for (int i = 0; i < ks->n; i++) HP_TRY(parse_kernel(p, kfirst, &ks->items[i], i, file));
     int cfirst[HP_PROF_NTIERS][HP_PROF_NKINDS] = {{0}};
     for (int i = 0; i < cs->n; i++) HP_TRY(parse_coll(p, cfirst, &cs->items[i], i, file));
-    for (int t = 0; t < HP_PROF_NTIERS; t++)
-        if (!p->coll[t][HP_PROF_ALL_REDUCE].given)
-            return path_error(file, "collectives", "no (%s, all_reduce) entry (required on both tiers: other kinds "
-                                                   "fall back to it)",
-                              tier_names[t]);
     return HP_OK;
 }
 
@@ -288,6 +305,10 @@ size_t hp_profile_print(char *buf, size_t n, const hp_profile *p) {
     append_string(buf, n, &used, p->machine);
     hp_text_appendf(buf, n, &used, ",\n  \"cpu\": ");
     append_string(buf, n, &used, p->cpu);
+    hp_text_appendf(buf, n, &used, ",\n  \"threads\": %d,\n  \"peak_fp32_gflops\": ", p->threads);
+    append_number(buf, n, &used, p->peak_fp32_gflops);
+    hp_text_appendf(buf, n, &used, ",\n  \"peak_bf16_gflops\": ");
+    append_number(buf, n, &used, p->peak_bf16_gflops);
     hp_text_appendf(buf, n, &used, ",\n  \"notes\": [");
     for (int i = 0; i < p->nnotes; i++) {
         hp_text_appendf(buf, n, &used, "%s\n    ", i ? "," : "");
@@ -314,8 +335,9 @@ size_t hp_profile_print(char *buf, size_t n, const hp_profile *p) {
         for (int k = 0; k < HP_PROF_NKINDS; k++) {
             const hp_prof_coll *c = &p->coll[t][k];
             if (!c->given) continue;
-            hp_text_appendf(buf, n, &used, "%s\n    {\"tier\": \"%s\", \"kind\": \"%s\", \"alpha_us\": ",
-                            count++ ? "," : "", tier_names[t], kind_names[k]);
+            hp_text_appendf(buf, n, &used,
+                            "%s\n    {\"tier\": \"%s\", \"kind\": \"%s\", \"ranks\": %d, \"alpha_us\": ",
+                            count++ ? "," : "", tier_names[t], kind_names[k], c->ranks);
             append_number(buf, n, &used, c->alpha_us);
             hp_text_appendf(buf, n, &used, ", \"beta_GBps\": ");
             append_number(buf, n, &used, c->beta_GBps);
@@ -374,12 +396,34 @@ void hp_profile_collective_time(hp_prof_time *out, const hp_profile *p, hp_prof_
     HP_ASSERT((unsigned)t < HP_PROF_NTIERS && (unsigned)k < HP_PROF_NKINDS);
     const hp_prof_coll *c = &p->coll[t][k];
     if (c->given) {
-        *out = (hp_prof_time){c->alpha_us + bytes / (c->beta_GBps * 1e3), c->alpha_us, c->beta_GBps, k,
+        *out = (hp_prof_time){c->alpha_us + bytes / (c->beta_GBps * 1e3), c->alpha_us, c->beta_GBps, c->ranks, k,
                               HP_PROF_EXACT};
         return;
     }
     c = &p->coll[t][HP_PROF_ALL_REDUCE];
-    HP_ASSERT(c->given);
+    if (!c->given) {
+        *out = (hp_prof_time){0, 0, 0, 0, k, HP_PROF_NONE};
+        return;
+    }
     *out = (hp_prof_time){HP_PROF_FALLBACK_FACTOR * (c->alpha_us + bytes / (c->beta_GBps * 1e3)), c->alpha_us,
-                          c->beta_GBps, HP_PROF_ALL_REDUCE, HP_PROF_FROM_ALL_REDUCE};
+                          c->beta_GBps, c->ranks, HP_PROF_ALL_REDUCE, HP_PROF_FROM_ALL_REDUCE};
+}
+
+/* ---- operators' families ---------------------------------------------- */
+
+/* 1 when s starts with prefix. */
+static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+hp_prof_family hp_profile_family_of_op(const char *op_name) {
+    const char *s = op_name ? op_name : "";
+    /* the fused LM head before cross_entropy: its FLOPs are the product's */
+    if (!strcmp(s, "linear") || !strcmp(s, "linear_bwd") || starts(s, "linear_cross_entropy")) return HP_PROF_GEMM;
+    if (!strcmp(s, "grouped_linear") || !strcmp(s, "grouped_linear_bwd")) return HP_PROF_GROUPED_GEMM;
+    if (!strcmp(s, "attention") || !strcmp(s, "attention_bwd")) return HP_PROF_ATTENTION;
+    if (!strcmp(s, "layernorm") || !strcmp(s, "layernorm_bwd") || !strcmp(s, "rmsnorm") || !strcmp(s, "rmsnorm_bwd"))
+        return HP_PROF_NORM;
+    if (starts(s, "cross_entropy")) return HP_PROF_SOFTMAX_XENT;
+    if (starts(s, "embedding") || starts(s, "add_pos") || !strcmp(s, "pos_table") || starts(s, "grad_rows"))
+        return HP_PROF_EMBEDDING;
+    return HP_PROF_POINTWISE;
 }

@@ -13,24 +13,33 @@
  *     "version": 1,                    <- the integer 1
  *     "machine": "generic-cpu",        <- letters, digits, '.', '_', '-'; at most 63
  *     "cpu": "any text",               <- at most 255 bytes
+ *     "threads": 2,                    <- kernel threads per rank the kernels were
+ *                                         measured with, an integer >= 1
+ *     "peak_fp32_gflops": 160,         <- the machine's peak (all `threads`
+ *     "peak_bf16_gflops": 80,             threads) as measured, finite and > 0
  *     "notes": ["text", ...],          <- optional; kept in order and printed
  *     "kernels": [                     <- may be empty (lookups fall back)
  *       {"family": "gemm", "dtype": "fp32", "bucket": "large",
  *        "gflops": 60, "gbps": 10}     <- GFLOP/s (10^9) and GB/s (10^9 bytes/s),
  *     ],                                  finite and > 0
- *     "collectives": [
- *       {"tier": "intra", "kind": "all_reduce",
+ *     "collectives": [                 <- may be empty (a profile of kernels only)
+ *       {"tier": "intra", "kind": "all_reduce", "ranks": 2,
  *        "alpha_us": 2, "beta_GBps": 5} <- alpha >= 0 microseconds per call,
- *     ]                                    beta > 0 GB/s (10^9 bytes/s)
- *   }
+ *     ]                                    beta > 0 GB/s (10^9 bytes/s); ranks
+ *   }                                      the group size measured at (>= 2)
  *
  * family: gemm, grouped_gemm, attention, pointwise, norm, softmax_xent,
  * embedding. dtype: fp32, bf16. bucket, by the FLOPs of one call:
  * small < 10^6, medium < 10^9, large >= 10^9. tier: intra (inside a
- * supernode), inter (between supernodes). kind: all_reduce, all_gather,
- * reduce_scatter, all_to_all, send. Each (family, dtype, bucket) and each
- * (tier, kind) is given at most once, and all_reduce is required on both
- * tiers (every other kind falls back to it).
+ * supernode), inter (between supernodes: the group spans 2 supernodes with
+ * ranks/2 members each). kind: all_reduce, all_gather, reduce_scatter,
+ * all_to_all, send. A collective entry is per call: alpha_us + N / beta with
+ * N the call's whole buffer, measured in a group of `ranks` members. Each
+ * (family, dtype, bucket) and each (tier, kind) is given at most once. A
+ * kind not given falls back to its tier's all_reduce; a tier without
+ * all_reduce (or a profile without collectives: kernels measured for a
+ * remote machine whose links come from its cluster description) has no
+ * collective times (HP_PROF_NONE).
  *
  * Errors are one line, `FILE: PATH: problem`, PATH a JSON path such as
  * `kernels[3].gflops` (`FILE: json: offset N: ...` for text that is not
@@ -68,7 +77,9 @@ typedef enum {
     HP_PROF_NEAREST_BUCKET, /* same family and dtype, the nearest bucket given (the smaller on a tie) */
     HP_PROF_FROM_FP32,      /* a bf16 call priced at the family's fp32 entry (its bucket, else the nearest) */
     HP_PROF_FAMILY_DEFAULT, /* nothing for the family: the built-in default of hp_profile_family_default */
-    HP_PROF_FROM_ALL_REDUCE /* a collective kind not given: HP_PROF_FALLBACK_FACTOR x the tier's all_reduce */
+    HP_PROF_FROM_ALL_REDUCE, /* a collective kind not given: HP_PROF_FALLBACK_FACTOR x the tier's all_reduce */
+    HP_PROF_NONE            /* neither the kind nor the tier's all_reduce given: no time (the cost
+                             * model takes the cluster description's link numbers) */
 } hp_prof_fallback;
 
 /* A missing kind costs this times all_reduce's α + N/β: with N the whole
@@ -85,6 +96,7 @@ typedef struct {
 
 typedef struct {
     int given;
+    int ranks;        /* members of the group measured (>= 2) */
     double alpha_us;  /* per call */
     double beta_GBps; /* 10^9 bytes/s */
 } hp_prof_coll;
@@ -92,6 +104,9 @@ typedef struct {
 typedef struct {
     char machine[HP_PROFILE_NAME_MAX];
     char cpu[HP_PROFILE_CPU_MAX];
+    int threads;             /* kernel threads per rank the kernels were measured with */
+    double peak_fp32_gflops; /* the machine's measured peaks, GFLOP/s on `threads` threads */
+    double peak_bf16_gflops;
     char **notes; /* [nnotes] owned texts, in file order */
     int nnotes;
     hp_prof_kernel kernel[HP_PROF_NFAMILIES][HP_PROF_NDTYPES][HP_PROF_NBUCKETS];
@@ -108,10 +123,11 @@ typedef struct {
 
 /* A collective's time found by hp_profile_collective_time. */
 typedef struct {
-    double time_us;       /* alpha_us + bytes / (beta_GBps * 10^3), times the factor on a fallback */
-    double alpha_us, beta_GBps; /* the entry used */
-    hp_prof_kind kind;    /* the entry's (all_reduce after a fallback) */
-    hp_prof_fallback fallback; /* HP_PROF_EXACT or HP_PROF_FROM_ALL_REDUCE */
+    double time_us;       /* alpha_us + bytes / (beta_GBps * 10^3), times the factor on a fallback; 0 for none */
+    double alpha_us, beta_GBps; /* the entry used (0 for none) */
+    int ranks;            /* the entry's group size (0 for none) */
+    hp_prof_kind kind;    /* the entry's (all_reduce after a fallback; the kind asked for when none) */
+    hp_prof_fallback fallback; /* HP_PROF_EXACT, HP_PROF_FROM_ALL_REDUCE or HP_PROF_NONE */
 } hp_prof_time;
 
 /* Parses a profile from JSON text of len bytes; name stands for the file in
@@ -145,13 +161,25 @@ void hp_profile_kernel_rate(hp_prof_rate *out, const hp_profile *p, hp_prof_fami
 /* The time of a collective of kind k moving bytes bytes on tier t:
  * alpha_us + bytes / (beta_GBps * 1e3) microseconds from (t, k)'s entry, or
  * HP_PROF_FALLBACK_FACTOR times that from (t, all_reduce)'s when k is not
- * given. p must be a parsed profile (all_reduce given on every tier). */
+ * given, or when neither is given fallback HP_PROF_NONE and time 0 (the
+ * caller prices the collective another way). */
 void hp_profile_collective_time(hp_prof_time *out, const hp_profile *p, hp_prof_tier t, hp_prof_kind k,
                                 double bytes);
 
+/* The family an operator of the operator table (src/ops, src/parallel) is
+ * priced as, by its hp_opdef name: linear, linear_bwd and the fused LM head
+ * linear_cross_entropy(_bwd) (its FLOPs are the vocabulary product's, 2NCV,
+ * against a few NV for the softmax) -> gemm; grouped_linear(_bwd) ->
+ * grouped_gemm; attention(_bwd) -> attention; layernorm, rmsnorm (and _bwd)
+ * -> norm; cross_entropy* -> softmax_xent; embedding*, add_pos*, pos_table,
+ * grad_rows* -> embedding; any other name -> pointwise. Communicating
+ * operators (hp_opdef.communicates) get a family too but are priced as
+ * collectives, not kernels: the caller skips them. */
+hp_prof_family hp_profile_family_of_op(const char *op_name);
+
 /* Names as the file spells them ("gemm", "bf16", "large", "inter",
  * "all_to_all"), and a fallback's ("exact", "nearest bucket", "fp32 entry",
- * "family default", "all_reduce x 0.5"). */
+ * "family default", "all_reduce x 0.5", "none"). */
 const char *hp_profile_family_name(hp_prof_family f);
 const char *hp_profile_dtype_name(hp_prof_dtype d);
 const char *hp_profile_bucket_name(hp_prof_bucket b);
