@@ -4,6 +4,7 @@
  * train checks them, its plan built as train builds it, compiled and priced
  * as `hyperpar simulate` prices a plan (api/simulate), and held to the memory
  * per rank. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,10 +83,14 @@ static hp_status evaluate(hp_search_eval *e, const hp_search_cand *c, void *vctx
         e->part[HP_SEARCH_BUBBLE] = r.bubble_s;
         e->part[HP_SEARCH_OPTIMIZER] = r.optimizer_s;
         e->fits = e->memory_bytes <= x->limit;
-        e->ok = e->fits;
-        if (!e->fits)
+        if (!isfinite(e->step_s) || e->step_s <= 0) {
+            e->fits = 0;
+            snprintf(e->why, sizeof e->why, "the cost model gave no finite step time (%g s)", e->step_s);
+        } else if (!e->fits) {
             snprintf(e->why, sizeof e->why, "needs %.3g GB per rank, above %.3g GB", e->memory_bytes * 1e-9,
                      x->limit * 1e-9);
+        }
+        e->ok = e->fits;
     }
     free(r.memory);
     hp_shard_plan_free(plan);

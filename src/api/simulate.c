@@ -13,11 +13,6 @@
 #include "api/simulate.h"
 #include "runtime/trace.h"
 
-/* MERGE-A: the profile's fields once calibrate lands */
-#define PROF_THREADS(p) ((void)(p), 2)
-#define PROF_PEAK32(p) ((void)(p), 160.0)
-#define PROF_PEAK16(p) ((void)(p), 80.0)
-
 void hp_sim_config_default(hp_sim_config *s) {
     memset(s, 0, sizeof *s);
     s->links = -1;
@@ -90,7 +85,7 @@ static double local_scale(const hp_plan_report_config *c, int ranks, const hp_pr
     int here = c->processes > 1 ? ranks / c->processes : ranks;
     double per = c->threads / here > 0 ? (double)(c->threads / here) : 1.0;
     double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
-    return share / (double)(PROF_THREADS(p) > 0 ? PROF_THREADS(p) : 1);
+    return share / (double)(p->threads > 0 ? p->threads : 1);
 }
 
 hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
@@ -103,6 +98,16 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     int stages = axis >= 0 ? m->size[axis] : 1;
     if (!cl && c->processes > 1) s.co.supernode_ranks = ranks / c->processes;
     if (cl) s.co.supernode_ranks = cl->ranks_per_supernode < ranks ? cl->ranks_per_supernode : 0;
+    if (!cl) { /* this machine's links come from the profile: it must have them */
+        hp_prof_time pt;
+        for (int t = 0; t < (c->processes > 1 ? 2 : 1); t++) {
+            hp_profile_collective_time(&pt, prof, (hp_prof_tier)t, HP_PROF_ALL_REDUCE, 0);
+            if (pt.fallback == HP_PROF_NONE && !(t == HP_PROF_INTER && sc->inter_bw_GBps > 0))
+                return hp_errorf("hp_simulate: profile '%s' has no %s-supernode collectives to price this machine's "
+                                 "links: give a cluster file or a calibrated profile", prof->machine,
+                                 t ? "inter" : "intra");
+        }
+    }
     hp_graph *model = NULL;
     HP_TRY(hp_api_plan_model(&model, &s, c));
     hp_compiled *cc = calloc((size_t)stages, sizeof *cc);
@@ -125,8 +130,8 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
         local.supernodes = c->processes > 1 ? c->processes : 1;
         local.ranks_per_supernode = ranks / local.supernodes;
         local.world = ranks;
-        local.peak_fp32_flops = PROF_PEAK32(prof) * 1e9;
-        local.peak_bf16_flops = PROF_PEAK16(prof) * 1e9;
+        local.peak_fp32_flops = prof->peak_fp32_gflops * 1e9;
+        local.peak_bf16_flops = prof->peak_bf16_gflops * 1e9;
         env.cluster = &local;
     }
     if (!cl && sc->inter_bw_GBps > 0) { /* an emulated link between this machine's supernodes */

@@ -9,23 +9,6 @@
 
 #include "core/opdef.h"
 
-/* The family an operator's kernels are priced as (autopar/profile). */
-static hp_prof_family family_of(const char *op) {
-    static const struct {
-        const char *prefix;
-        hp_prof_family f;
-    } tab[] = {
-        {"linear_cross_entropy", HP_PROF_GEMM}, {"linear", HP_PROF_GEMM}, {"grouped_linear", HP_PROF_GROUPED_GEMM},
-        {"muon_update", HP_PROF_GEMM}, {"muon_orth", HP_PROF_GEMM}, {"muon_team", HP_PROF_GEMM},
-        {"attention", HP_PROF_ATTENTION}, {"layernorm", HP_PROF_NORM}, {"rmsnorm", HP_PROF_NORM},
-        {"cross_entropy", HP_PROF_SOFTMAX_XENT}, {"embedding", HP_PROF_EMBEDDING}, {"add_pos", HP_PROF_EMBEDDING},
-        {"pos_table", HP_PROF_EMBEDDING}, {"grad_rows", HP_PROF_EMBEDDING},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (!strncmp(op, tab[i].prefix, strlen(tab[i].prefix))) return tab[i].f;
-    return HP_PROF_POINTWISE;
-}
-
 double hp_cost_node_time(const hp_graph *g, int node, const hp_cost_env *env, int *fallback) {
     const hp_node *n = &g->nodes[node];
     if (n->op->communicates) return 0;
@@ -34,7 +17,7 @@ double hp_cost_node_time(const hp_graph *g, int node, const hp_cost_env *env, in
     int v = n->nout > 0 ? n->out[0] : n->nin > 0 ? n->in[0] : -1;
     hp_prof_dtype dt = v >= 0 && g->vals[v].dtype == HP_BF16 ? HP_PROF_BF16 : HP_PROF_FP32;
     hp_prof_rate r;
-    hp_profile_kernel_rate(&r, env->profile, family_of(n->op->name), dt, flops);
+    hp_profile_kernel_rate(&r, env->profile, hp_profile_family_of_op(n->op->name), dt, flops);
     if (fallback) *fallback = r.fallback != HP_PROF_EXACT;
     double scale = env->compute_scale > 0 ? env->compute_scale : 1;
     double tf = flops / (r.gflops * 1e9 * scale), tb = bytes / (r.gbps * 1e9 * scale);

@@ -68,9 +68,9 @@ void hp_cost_call_time(double *t, double *bytes, double *msgs, const hp_cost_cal
     double b[2], m[2];
     volume(b, m, c->kind, c->bytes, c->members, c->supernodes);
     for (int tier = 0; tier < HP_PROF_NTIERS; tier++) {
-        double alpha, beta;
-        link_of(&alpha, &beta, (hp_prof_tier)tier, c->kind, env);
-        t[tier] = m[tier] * alpha + b[tier] / beta;
+        double alpha = 0, beta = 1;
+        if (m[tier] > 0 || b[tier] > 0) link_of(&alpha, &beta, (hp_prof_tier)tier, c->kind, env);
+        t[tier] = m[tier] * alpha + b[tier] / beta; /* a tier nothing describes (beta 0): not finite */
         if (bytes) bytes[tier] = b[tier];
         if (msgs) msgs[tier] = m[tier];
     }

@@ -418,6 +418,8 @@ hp_prof_family hp_profile_family_of_op(const char *op_name) {
     const char *s = op_name ? op_name : "";
     /* the fused LM head before cross_entropy: its FLOPs are the product's */
     if (!strcmp(s, "linear") || !strcmp(s, "linear_bwd") || starts(s, "linear_cross_entropy")) return HP_PROF_GEMM;
+    /* Muon's update and orthogonalisation: Newton-Schulz's matrix products */
+    if (!strcmp(s, "muon_update") || !strcmp(s, "muon_orth") || !strcmp(s, "muon_team")) return HP_PROF_GEMM;
     if (!strcmp(s, "grouped_linear") || !strcmp(s, "grouped_linear_bwd")) return HP_PROF_GROUPED_GEMM;
     if (!strcmp(s, "attention") || !strcmp(s, "attention_bwd")) return HP_PROF_ATTENTION;
     if (!strcmp(s, "layernorm") || !strcmp(s, "layernorm_bwd") || !strcmp(s, "rmsnorm") || !strcmp(s, "rmsnorm_bwd"))

@@ -220,7 +220,8 @@ static const struct {
     const char *name;
     hp_prof_family f;
 } op_families[] = {
-    {"linear", HP_PROF_GEMM}, {"linear_bwd", HP_PROF_GEMM}, {"linear_cross_entropy", HP_PROF_GEMM},
+    {"linear", HP_PROF_GEMM}, {"muon_update", HP_PROF_GEMM}, {"muon_orth", HP_PROF_GEMM}, {"muon_team", HP_PROF_GEMM},
+    {"linear_bwd", HP_PROF_GEMM}, {"linear_cross_entropy", HP_PROF_GEMM},
     {"linear_cross_entropy_bwd", HP_PROF_GEMM}, {"grouped_linear", HP_PROF_GROUPED_GEMM},
     {"grouped_linear_bwd", HP_PROF_GROUPED_GEMM}, {"attention", HP_PROF_ATTENTION},
     {"attention_bwd", HP_PROF_ATTENTION}, {"layernorm", HP_PROF_NORM}, {"layernorm_bwd", HP_PROF_NORM},
