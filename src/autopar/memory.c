@@ -6,6 +6,9 @@
 
 #include <string.h>
 
+#include "comm/coll_scratch.h"
+#include "core/coll_desc.h"
+#include "core/opdef.h"
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
 #include "runtime/params.h"
@@ -71,6 +74,83 @@ static double comm_buffers(const hp_compiled *cc) {
     return b;
 }
 
+/* ---- the collectives' scratch (comm/coll_scratch) ---- */
+
+/* The supernodes the rank's group along mesh axis `axis` spans (contiguous global ranks, supernode_ranks each). */
+static int axis_supernodes(const hp_compiled *cc, int axis) {
+    const hp_mesh *m = &cc->mesh;
+    if (cc->supernode_ranks <= 0 || axis < 0 || axis >= m->ndim) return 1;
+    int coord[HP_MESH_MAX_DIMS], k = 0, last = -1;
+    hp_mesh_coords(coord, m, cc->rank);
+    for (int i = 0; i < m->size[axis]; i++) { /* the members' supernodes rise with their coordinate */
+        coord[axis] = i;
+        int sn = hp_mesh_rank(m, coord) / cc->supernode_ranks;
+        if (sn != last) k++, last = sn;
+    }
+    return k;
+}
+
+/* Each executor's largest need: the rank's own thread (blocking calls) and one lane per mesh axis (the calls
+ * started on the axis's group). */
+typedef struct {
+    size_t own, lane[HP_MESH_MAX_DIMS];
+} executors;
+
+static void need(executors *e, const hp_compiled *cc, int axis, int started, hp_comm_kind kind, hp_dtype dt,
+                 int64_t count) {
+    if (axis < 0 || axis >= cc->mesh.ndim) return;
+    size_t b = hp_comm_scratch_need(kind, dt, count, 1, cc->mesh.size[axis], axis_supernodes(cc, axis));
+    size_t *at = started ? &e->lane[axis] : &e->own;
+    if (b > *at) *at = b;
+}
+
+/* A redistribution's steps as runtime/redistribute calls them (one tensor each, the step's local input). */
+static void redist_needs(executors *e, const hp_compiled *cc, const hp_redist *plan, hp_dtype dt, int started) {
+    for (int i = 0; i < plan->nsteps; i++) {
+        const hp_redist_step *s = &plan->step[i];
+        hp_shape lin;
+        hp_local_shape(&lin, NULL, &s->global, &s->before, &cc->mesh, cc->rank);
+        int64_t nin = hp_shape_numel(&lin), n = cc->mesh.size[s->axis];
+        if (s->kind == HP_RD_ALL_REDUCE && s->op != HP_PARTIAL_MAX)
+            need(e, cc, s->axis, started, HP_COMM_ALL_REDUCE, dt, nin);
+        else if (s->kind == HP_RD_REDUCE_SCATTER && s->op != HP_PARTIAL_MAX)
+            need(e, cc, s->axis, started, HP_COMM_REDUCE_SCATTER, dt, (nin + n - 1) / n);
+    }
+}
+
+/* The scratch the rank's collectives leave in their executors: the redistributions (blocking on the rank's
+ * thread; a started one, a single all-reduce, on its axis's lane) and FSDP's reduce-scatters and replicas'
+ * all-reduces (on the shard and replicate axes' lanes). Gathers of one tensor stage nothing; the small calls
+ * (norms, broadcasts), sends and receives and EP's all-to-alls are left out. */
+static double collective_scratch(const hp_compiled *cc) {
+    executors e;
+    memset(&e, 0, sizeof e);
+    const hp_graph *lg = cc->rg.g;
+    const hp_fsdp_plan *f = &cc->fsdp;
+    for (int i = 0; i < lg->nnodes; i++) {
+        const hp_node *n = &lg->nodes[i];
+        hp_coll_desc d;
+        if (!hp_coll_describe(&d, lg, n) || d.role == HP_COLL_WAIT) continue;
+        if (d.kind == HP_COLL_REDISTRIBUTE) {
+            const hp_redist *plan = &cc->rg.ctx.plans[d.plan];
+            int async = d.role == HP_COLL_START && plan->nsteps == 1 && plan->step[0].kind == HP_RD_ALL_REDUCE &&
+                        plan->step[0].op != HP_PARTIAL_MAX;
+            redist_needs(&e, cc, plan, lg->vals[n->in[0]].dtype, async);
+        } else if (d.group == HP_COLL_GROUP_FSDP_SHARD && d.kind == HP_COLL_REDUCE_SCATTER) {
+            need(&e, cc, f->shard_axis, 1, HP_COMM_REDUCE_SCATTER, f->reduce_bf16 ? HP_BF16 : HP_F32,
+                 (int64_t)f->units[d.unit].shard);
+            if (f->fuse_replicas && !f->units[d.unit].split && f->replicas > 1) /* the fused second call */
+                need(&e, cc, f->replicate_axis, 1, HP_COMM_ALL_REDUCE, HP_F32, (int64_t)f->units[d.unit].shard);
+        } else if (d.group == HP_COLL_GROUP_FSDP_REPLICAS && d.kind == HP_COLL_ALL_REDUCE && f->replicas > 1 &&
+                   !f->units[d.unit].split) {
+            need(&e, cc, f->replicate_axis, 1, HP_COMM_ALL_REDUCE, HP_F32, (int64_t)f->units[d.unit].shard);
+        }
+    }
+    double b = (double)hp_comm_scratch_capacity(e.own);
+    for (int a = 0; a < HP_MESH_MAX_DIMS; a++) b += (double)hp_comm_scratch_capacity(e.lane[a]);
+    return b;
+}
+
 void hp_rank_memory_of(hp_rank_memory *m, const hp_compiled *cc, int threads) {
     memset(m, 0, sizeof *m);
     const hp_graph *lg = cc->rg.g;
@@ -88,6 +168,6 @@ void hp_rank_memory_of(hp_rank_memory *m, const hp_compiled *cc, int threads) {
         if (s > op) op = s;
     }
     m->scratch = 4.0 * (double)op;
-    m->comm = comm_buffers(cc);
+    m->comm = comm_buffers(cc) + collective_scratch(cc);
     m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->comm + m->inputs;
 }
