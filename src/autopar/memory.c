@@ -1,7 +1,8 @@
 /* autopar/memory: see the header. Each part follows the allocation it
  * prices: runtime/program (gradients, persistent values, arena, scratch),
  * runtime/params and runtime/dist (the store), parallel/comm_ops (the
- * redistributions' scratch) and parallel/fsdp_state (staging, bf16 pairs). */
+ * redistributions' scratch), parallel/fsdp_state (staging, bf16 pairs) and
+ * comm/coll_scratch (the collectives' scratch across supernodes). */
 #include "autopar/memory.h"
 
 #include <string.h>

@@ -15,15 +15,21 @@
  *                pipeline stage's in-flight micro-batches one slot each
  *   scratch      the operators' scratch (the largest any node needs)
  *   comm         communication buffers: the redistributions' scratch, the
- *                fsdp2 style's staging buffers, bf16 reductions' buffers
+ *                fsdp2 style's staging buffers, the bf16 reductions'
+ *                buffers, and the collectives' scratch across supernodes
+ *                (per executor — the rank's thread, a lane per mesh axis —
+ *                the capacity its largest call leaves: comm/coll_scratch;
+ *                grown in the first step)
  *   inputs       every other persistent value (inputs, constants, the
- *                optimizer phase's own buffers: Muon's owner buffers)
+ *                norm's partials); distributed Muon's owner buffers are
+ *                values of the step, in the arena or here as they live
  *
  * No allocation, nothing run: `hyperpar plan`, the fit check and the
- * strategy search price a plan from its compile alone. What is not counted:
- * the collectives' own scratch (comm/coll_base: grown at the first step to
- * the largest message staged), oneDNN's per-primitive scratchpads (bf16),
- * and small set-up bookkeeping (malloc'd tables, kilobytes). */
+ * strategy search price a plan from its compile alone, for any world size
+ * (the supernodes from hp_compiled.supernode_ranks). Not counted: EP's
+ * all-to-alls' packing scratch (it depends on the routing at run time),
+ * oneDNN's per-primitive scratchpads (bf16), and small set-up bookkeeping
+ * (malloc'd tables, kilobytes). */
 #ifndef HP_AUTOPAR_MEMORY_H
 #define HP_AUTOPAR_MEMORY_H
 
