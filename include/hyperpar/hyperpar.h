@@ -727,7 +727,8 @@ hp_status hp_plan_fit_check(hp_plan_fit *out, const hp_plan_report_config *c, do
 typedef struct {
     const char *cluster;    /* a cluster description file; NULL: this machine, the plan's ranks in
                              * `processes` supernodes (links from the profile) */
-    const char *profile;    /* the calibration profile file (required) */
+    const char *profile;    /* the calibration profile file (required), or a comma-separated list of them: the one
+                             * calibrated at the kernel threads a rank gets is used */
     int links;              /* 0: the profile's collectives where it has the tier (else the cluster's);
                              * 1: the cluster's always; -1: 1 with a cluster file, else the profile's but for
                              * inter_bw_GBps's link */

@@ -188,7 +188,8 @@ hp_status hp_plan_auto(hp_auto_report **out, const hp_train_options *base, const
     hp_profile prof;
     hp_cluster cl;
     int have_cl = 0;
-    hp_status st = hp_profile_load(&prof, c->sim.profile);
+    int here = c->world / (c->processes > 1 ? c->processes : 1);
+    hp_status st = hp_api_profile_pick(&prof, c->sim.profile, base->threads / here > 0 ? base->threads / here : 1);
     if (st) {
         free(r);
         return st;

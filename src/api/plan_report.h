@@ -36,7 +36,8 @@ hp_status hp_api_plan_model(hp_graph **out, const hp_api_plan_setup *s, const hp
 /* b bytes with a decimal unit: "512 B", "1.5 MB". */
 char *hp_api_bytes_str(char *buf, size_t n, double b);
 
-/* The memory of the rank's program (as hp_plan_gather_rank gives it). */
+/* The memory of the rank's program (as hp_plan_gather_rank gives it): autopar/memory's model, its
+ * communication buffers counted in the scratch. */
 void hp_plan_gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads);
 
 /* api/plan_report_fsdp: the rank's FSDP units and shards (f->units

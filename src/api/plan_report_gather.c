@@ -3,18 +3,18 @@
  * redistribution and collective in its local graph (as its descriptor says,
  * core/coll_desc.h) with totals per phase and kind (every kind a descriptor
  * has: all-reduce, all-gather, reduce-scatter, all-to-all, send, recv,
- * broadcast), and the memory its program would use (runtime/program's layout: the
- * activation arena from the compile's memory pass, the operators' and
- * redistributions' scratch); its FSDP units from plan_report_fsdp.c.
+ * broadcast), and the memory its program would use (autopar/memory's model,
+ * the communication buffers counted in the scratch); its FSDP units from
+ * plan_report_fsdp.c.
  * Nothing per tensor is allocated. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/plan_report.h"
+#include "autopar/memory.h"
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
-#include "runtime/params.h"
 
 /* The tally's kinds: the redistribution steps' (layout/redist.h), then the
  * descriptors' kinds that no step has. */
@@ -250,66 +250,12 @@ static hp_status gather_totals(hp_plan_rank_report *r, const tally *t) {
 
 /* ---- memory ---- */
 
-static double round64(double b) { return (double)(((size_t)b + 63) / 64 * 64); }
-static double round4k(double b) { return (double)(((size_t)b + 4095) / 4096 * 4096); }
-
+/* autopar's memory model, its communication buffers in the report's scratch */
 void hp_plan_gather_memory(hp_plan_memory *m, const hp_compiled *cc, int threads) {
-    memset(m, 0, sizeof *m);
-    const hp_graph *lg = cc->rg.g;
-    const hp_fsdp_plan *f = &cc->fsdp;
-    for (int v = 0; v < lg->nvals; v++) {
-        const hp_value *val = &lg->vals[v];
-        double b = round64((double)hp_val_numel(lg, v) * (double)hp_dtype_size(val->dtype));
-        /* no storage of its own (or in the store's mirror, or its slots) */
-        if (val->view_of >= 0 || val->mirror_of >= 0 || val->store_slot >= 0) continue;
-        if (val->kind == HP_V_PARAM) {
-            if (f->level) continue; /* the store and the flat gradients: below */
-            m->params += b;
-            m->grads += val->grad >= 0 ? b : 0;
-        } else if (val->kind == HP_V_STATE) {
-            m->optimizer += b; /* AdamW m, v; Muon momentum */
-        } else if (val->grad_of >= 0 && lg->vals[val->grad_of].kind == HP_V_PARAM && val->persistent) {
-            continue; /* in the gradient buffer */
-        } else if ((f->level && val->persistent && !strncmp(val->name, "fsdp.", 5)) ||
-                   (val->persistent && !strncmp(val->name, "accum.", 6) && val->dtype == HP_F32)) {
-            m->grads += b; /* a unit's gradient (level 1), the rank's reduced shard, or an accumulator */
-        } else if (val->persistent) {
-            m->inputs += b;
-        }
-    }
-    if (f->level) {
-        /* level 3: the shard group's ranks share one store inside a supernode (this rank's share) */
-        /* gather=bf16: the store's bf16 mirror too (2 bytes a float), shared as the store is */
-        /* transient gathered units: the store holds the supernode's shards only, beside the slots */
-        double store = (double)f->total;
-        if (f->transient) {
-            store = (double)(f->nunits ? f->units[0].offset : f->total); /* the unmanaged parameters */
-            for (int u = 0; u < f->nunits; u++) store += (double)f->units[u].shard * f->sn_members;
-            store += (double)f->slot_floats;
-        }
-        m->params = (f->gather_bf16 ? 6.0 : 4.0) * store /
-                    (f->level == 3 && f->style == HP_FSDP_STYLE_HYPERPAR ? f->sn_members : 1);
-        m->grads += 4.0 * (double)hp_param_grad_floats(lg, f->offset, f->total);
-    }
-    m->activations = (double)cc->mem.arena_bytes;
-    size_t op_scratch = 0, rd_scratch = 0;
-    for (int i = 0; i < lg->nnodes; i++) {
-        const hp_node *nd = &lg->nodes[i];
-        size_t s = nd->op->scratch ? nd->op->scratch(lg, nd, threads) : 0;
-        if (s > op_scratch) op_scratch = s;
-    }
-    for (int i = 0; i < cc->rg.ctx.nplans; i++) {
-        size_t s = hp_redistribute_scratch(&cc->rg.ctx.plans[i], &cc->mesh);
-        if (s > rd_scratch) rd_scratch = s;
-    }
-    m->scratch = 4.0 * (double)(op_scratch + rd_scratch);
-    if (cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2) /* its staging buffers */
-        m->scratch += 4.0 * (double)hp_fsdp_largest_unit(&cc->fsdp) * (cc->fsdp.prefetch + 2);
-    if (cc->fsdp.level && cc->fsdp.reduce_bf16) { /* two bf16 pairs: a unit's gradient and its shard */
-        size_t big = hp_fsdp_largest_unit(&cc->fsdp), members = (size_t)cc->fsdp.members;
-        m->scratch += 2.0 * (round4k(2.0 * (double)big) + round4k(2.0 * (double)((big + members - 1) / members)));
-    }
-    m->total = m->params + m->grads + m->optimizer + m->activations + m->scratch + m->inputs;
+    hp_rank_memory r;
+    hp_rank_memory_of(&r, cc, threads);
+    *m = (hp_plan_memory){.params = r.params, .grads = r.grads, .optimizer = r.optimizer, .activations = r.activations,
+                          .scratch = r.scratch + r.comm, .inputs = r.inputs, .total = r.total};
 }
 
 /* ---- one rank ---- */

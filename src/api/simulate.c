@@ -170,6 +170,39 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     return st;
 }
 
+hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads) {
+    char buf[2048];
+    if (!list || strlen(list) >= sizeof buf) return hp_errorf("hp_simulate: the profile list is missing or too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    int have = 0;
+    hp_status st = HP_OK;
+    for (char *save = NULL, *f = strtok_r(buf, ",", &save); !st && f; f = strtok_r(NULL, ",", &save)) {
+        hp_profile p;
+        st = hp_profile_load(&p, f);
+        if (st) break;
+        /* the one measured at the rank's threads, else the most threads below them, else the fewest above */
+        int better = !have || (out->threads != threads &&
+                               (p.threads == threads || (p.threads < threads && (out->threads > threads ||
+                                                                                   p.threads > out->threads)) ||
+                                (p.threads > threads && out->threads > threads && p.threads < out->threads)));
+        if (better) {
+            if (have) hp_profile_free(out);
+            *out = p, have = 1;
+        } else {
+            hp_profile_free(&p);
+        }
+    }
+    if (st && have) hp_profile_free(out);
+    if (!st && !have) st = hp_errorf("hp_simulate: no profile given");
+    return st;
+}
+
+/* Kernel threads a rank of c's plan gets: the process's threads over the ranks it hosts. */
+static int rank_threads(const hp_plan_report_config *c) {
+    int ranks = hp_mesh_size(&c->plan->plan.mesh), here = c->processes > 1 ? ranks / c->processes : ranks;
+    return c->threads / (here > 0 ? here : 1) > 0 ? c->threads / here : 1;
+}
+
 hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const hp_sim_config *sc) {
     *out = NULL;
     if (!c || !sc || !c->plan) return hp_errorf("hp_simulate: needs a plan report config with a plan and a config");
@@ -179,7 +212,7 @@ hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const
     hp_profile prof;
     hp_cluster cl;
     int have_cl = 0;
-    hp_status st = hp_profile_load(&prof, sc->profile);
+    hp_status st = hp_api_profile_pick(&prof, sc->profile, rank_threads(c));
     if (st) {
         hp_sim_report_free(r);
         return st;

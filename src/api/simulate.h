@@ -16,4 +16,8 @@
 hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
                              const hp_profile *prof, const hp_cluster *cl);
 
+/* The profile of a comma-separated list of files measured at the kernel threads a rank runs with (else the one
+ * with the most threads below, else the fewest above). */
+hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads);
+
 #endif

@@ -16,10 +16,7 @@
 #include <string.h>
 
 #include "comm/coll_internal.h"
-
-/* A single all-reduce between two lone ranks from this size on runs as
- * reduce-scatter + all-gather. */
-#define SPLIT_AR_BYTES ((size_t)1 << 20)
+#include "comm/coll_scratch.h"
 
 /* ---- broadcast: root to one rank per supernode, then zero-copy within ---- */
 
@@ -221,7 +218,7 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
         }
         return hp_coll_reduce_scatter(&c, &l, src, dst, div);
     case HP_COMM_ALL_REDUCE: {
-        if (nt == 1 && g->k == 2 && g->n == 2 && (size_t)a->t[0].count * c.esz >= SPLIT_AR_BYTES) {
+        if (nt == 1 && g->k == 2 && g->n == 2 && (size_t)a->t[0].count * c.esz >= HP_COMM_SPLIT_AR_BYTES) {
             /* two supernodes of one rank, one large tensor: reduce-scatter,
              * then all-gather, so each rank sums half of the vector instead of
              * all of it (same bytes on the link, same order of the sums) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm/coll_internal.h"
+#include "comm/coll_scratch.h"
 
 /* ---- failure ---- */
 
@@ -128,8 +129,7 @@ void hp_coll_cancel_all(ctx *c, hp_comm_lreq *q, int n) {
 
 void *hp_coll_grow(void **p, size_t *cap, size_t need) {
     if (need <= *cap) return *p;
-    size_t n = need + need / 2 + 256;
-    n = (n + 63) & ~(size_t)63;
+    size_t n = hp_comm_scratch_capacity(need); /* the rule the memory model reads (coll_scratch.h) */
     void *q = aligned_alloc(64, n);
     if (!q) return NULL;
     free(*p);

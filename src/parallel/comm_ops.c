@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "parallel/rank.h"
 #include "parallel/redistribute.h"
 #include "optim/sumsq_exact.h"
@@ -25,10 +26,9 @@ hp_status hp_rank_ctx_alloc(hp_rank_ctx *c) {
         size_t s = hp_redistribute_scratch(&c->plans[i], c->mesh);
         if (s > need) need = s;
     }
-    free(c->scratch);
-    c->scratch = malloc(sizeof(float) * (need ? need : 1));
+    free(c->scratch); /* page-aligned and touched, as the runtime's other buffers (core/alloc) */
+    c->scratch = hp_alloc_zeroed(sizeof(float) * (need ? need : 1));
     if (!c->scratch) return hp_errorf("rank %d: cannot allocate %zu MB of redistribution scratch", c->rank, need * 4 >> 20);
-    memset(c->scratch, 0, sizeof(float) * (need ? need : 1));
     c->scratch_floats = need;
     int ns = c->nslots > 0 ? c->nslots : 1, nw = c->world_size > 0 ? c->world_size : 1;
     c->reqs = calloc((size_t)ns, sizeof *c->reqs);

@@ -455,6 +455,7 @@ hp_status hp_compile(hp_compiled *out, const hp_graph *model, const hp_plan *pla
                      const hp_compile_opts *o) {
     memset(out, 0, sizeof *out);
     out->rank = rank;
+    out->supernode_ranks = o->supernode_ranks > 0 ? o->supernode_ranks : 0;
     out->micro = -1;
     out->pp.axis = out->pp.loss_rank = -1;
     out->rg.loss = -1;

@@ -110,6 +110,8 @@ typedef struct {
     unsigned char *fixed;
     hp_propagation prop;
     int rank;
+    int supernode_ranks;      /* the compile option's ranks per supernode (0: all in one); the memory model
+                               * reads which groups cross supernodes (their collectives stage data) */
     hp_fsdp_plan fsdp;        /* FSDP units and the parameter store layout (fsdp.level 0: none) */
     hp_rank_graph rg;         /* the rank's local graph */
     hp_optim_phase_io optim;  /* local ids of the optimizer phase's inputs (-1 without one) */
