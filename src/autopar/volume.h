@@ -65,6 +65,11 @@
  *       the rows) from the member with l = U mod L, nothing from the others.
  *   send from m to peer: 1 message of N bytes on the pair's tier.
  *
+ * One tensor per call. A call fusing several tensors (nt > 1) moves the same
+ * bytes on both tiers in more messages (intra: one per tensor piece of each
+ * range; a broadcast's inter: one per tensor), and a fused all-reduce never
+ * takes the p = s = 2 split.
+ *
  * Members differ (the root, the holders, the fused pairs' senders, uneven
  * shards): member = -1 gives the most any member moves, each of the four
  * numbers maximised on its own (the critical path's bound; they may come
