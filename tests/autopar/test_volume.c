@@ -164,7 +164,7 @@ static int check_world(hp_comm_world *w, int64_t thr, const char *cfg) {
     int first, count, p = hp_comm_world_size(w), s = hp_comm_supernodes(w), R = hp_comm_ranks_per_supernode(w);
     hp_comm_hosted_ranks(w, &first, &count);
     HP_ASSERT(count <= MAXP && p <= MAXP);
-    size_t cap = (size_t)pl.maxn * 4 + 64;
+    size_t cap = ((size_t)pl.maxn * 4 + 64 + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
     void *shared[MAXP] = {0};
     job jobs[MAXP];
     pthread_t th[MAXP];
