@@ -10,11 +10,12 @@
  *
  * Sections: memcpy bandwidth; one supernode of R rank-threads (R defaults to
  * the number of MPI processes, or 2) with private outputs, out of place and
- * in place; the same with one output buffer shared by the supernode, out of
+ * in place (each row with the bytes and messages a rank moves per call inside
+ * the supernode, as the comm layer counts them); the same with one output buffer shared by the supernode, out of
  * place and in place (every shard already at its place: FSDP's flat buffer);
  * 100 fused 4 KiB tensors against 100 separate calls; the two-tier
  * all-reduce over emulated supernodes at --inter-bw (default 1 GB/s) with its
- * inter-supernode bytes; fused against separate calls between 2 emulated
+ * counted bytes and messages per rank on each tier; fused against separate calls between 2 emulated
  * supernodes whose link has a network's cost (25 GB/s, 5 us per message);
  * with mpirun, Open MPI (out of place and in place) and hyperpar over MPI
  * (one rank per process) on the same sizes; a2a: the all-to-all with its
@@ -114,6 +115,18 @@ static double bc_time(hp_bench_comm *b, hp_world *w, hp_bench_coll coll, int64_t
         return -1;
     }
     return sec;
+}
+
+/* The last run's counted traffic per call and rank (hp_bench_comm_tiers), as a JSON fragment: the intra
+ * tier's, and with `inter` the inter tier's too. */
+static void bc_tiers(char *ex, size_t cap, const hp_bench_comm *b, int inter) {
+    int64_t bytes[2], msgs[2];
+    hp_bench_comm_tiers(b, bytes, msgs);
+    int p = snprintf(ex, cap, "\"intra_bytes_per_rank\":%lld,\"intra_msgs_per_rank\":%lld", (long long)bytes[0],
+                     (long long)msgs[0]);
+    if (inter && p >= 0 && (size_t)p < cap)
+        snprintf(ex + p, cap - (size_t)p, ",\"inter_bytes_per_rank\":%lld,\"inter_msgs_per_rank\":%lld",
+                 (long long)bytes[1], (long long)msgs[1]);
 }
 
 static const char *bc_header =
@@ -301,7 +314,9 @@ int hp_cmd_bench_comm(int argc, char **argv) {
                 for (int k = 0; k < 4; k++)
                     for (int s = 0; s < nsz; s++) {
                         double sec = bc_time(cfg, w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 0, NULL);
-                        if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), NULL);
+                        char ex[192];
+                        bc_tiers(ex, sizeof ex, cfg, 0);
+                        if (sec > 0) bc_row(&out, bc_name(kinds[k]), "hyperpar", tier, R, (double)sz[s], sec, bc_busfactor(kinds[k], R), ex);
                         else rc = 1;
                         if (kinds[k] != HP_BENCH_ALL_GATHER) continue;
                         sec = bc_time(cfg, w, kinds[k], sz[s], bc_iters(sz[s], iters), 0, NULL, 0, 1, NULL);
@@ -334,9 +349,10 @@ int hp_cmd_bench_comm(int argc, char **argv) {
             }
             int64_t ib = 0, bytes = (int64_t)16 << 20;
             double sec = bc_time(cfg, w, HP_BENCH_ALL_REDUCE, bytes, 3, 0, &ib, 0, 0, NULL);
-            char tier[96], ex[96];
+            char tier[96], ex[192];
             snprintf(tier, sizeof tier, "emul %dx%d @%.3g GB/s", emu[c][0], emu[c][1], bw);
-            snprintf(ex, sizeof ex, "\"inter_bytes_per_rank\":%lld", (long long)ib);
+            bc_tiers(ex, sizeof ex, cfg, 1); /* inter_bytes_per_rank: ib, the same count */
+            (void)ib;
             int n = emu[c][0] * emu[c][1];
             if (sec > 0) bc_row(&out, "all_reduce", "hyperpar", tier, n, (double)bytes, sec, bc_busfactor(HP_BENCH_ALL_REDUCE, n), ex);
             hp_world_free(w);

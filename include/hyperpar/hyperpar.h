@@ -1935,6 +1935,11 @@ typedef struct {
  * *inter_bytes (may be NULL): inter-supernode bytes per call of the first. */
 hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_bench_comm *b, hp_world *w,
                             const hp_bench_comm_case *c);
+/* The traffic per call of the first hosted rank in the last
+ * hp_bench_comm_run, per tier: [0] intra-supernode, [1] inter (bytes and
+ * messages as the comm layer counts them; docs/architecture.md "Collective
+ * volumes"). Zeros before any run. */
+void hp_bench_comm_tiers(const hp_bench_comm *b, int64_t bytes[2], int64_t msgs[2]);
 /* Seconds per call of Open MPI's own collective on MPI_COMM_WORLD (sep100:
  * per 100 separate calls on 4 KiB tensors); every process calls (MPI
  * initialised by the caller). */

@@ -16,6 +16,7 @@ struct hp_bench_comm {
     int repeat;
     int bind;
     cpu_set_t cpus; /* the CPUs the process may use, read before any pinning */
+    int64_t tier_bytes[2], tier_msgs[2]; /* the last run's per call, first hosted rank (hp_bench_comm_tiers) */
 };
 
 static const hp_comm_kind kinds[4] = {HP_COMM_REDUCE_SCATTER, HP_COMM_ALL_GATHER, HP_COMM_ALL_REDUCE, HP_COMM_ALL_TO_ALL};
@@ -50,6 +51,7 @@ typedef struct {
     const cpu_set_t *cpus; /* pin the rank's thread to one of these (--bind cores), or NULL */
     double sec;
     int64_t inter_bytes;
+    int64_t tier_bytes[2], tier_msgs[2]; /* per call: [0] intra, [1] inter */
     hp_status st;
 } bc_job;
 
@@ -102,11 +104,12 @@ static void *bc_rank(void *arg) {
             st = hp_comm_run(r, g, &args);
         }
     }
+    /* the calls' traffic, before the closing barrier's (empty) messages */
+    hp_comm_rank_tier_stats(r, j->tier_bytes, j->tier_msgs);
+    for (int t = 0; t < 2; t++) j->tier_bytes[t] /= j->iters, j->tier_msgs[t] /= j->iters;
+    j->inter_bytes = j->tier_bytes[1];
     if (!st) st = hp_comm_barrier(r, g);
     j->sec = (hp_now() - t0) / j->iters;
-    int64_t msgs;
-    hp_comm_rank_stats(r, &j->inter_bytes, &msgs);
-    j->inter_bytes /= j->iters;
     j->st = st;
     free(a);
     if (!j->shared) free(b);
@@ -114,8 +117,8 @@ static void *bc_rank(void *arg) {
 }
 
 /* Seconds per call on the first hosted rank; the first error of any rank. */
-static hp_status bc_hyperpar1(double *sec, int64_t *inter_bytes, hp_comm_world *w, const hp_bench_comm_case *cs,
-                              const cpu_set_t *cpus) {
+static hp_status bc_hyperpar1(double *sec, int64_t *inter_bytes, hp_bench_comm *b, hp_comm_world *w,
+                              const hp_bench_comm_case *cs, const cpu_set_t *cpus) {
     int first, count;
     hp_comm_hosted_ranks(w, &first, &count);
     float *sh = cs->shared ? malloc((size_t)cs->bytes + 64) : NULL;
@@ -126,12 +129,15 @@ static hp_status bc_hyperpar1(double *sec, int64_t *inter_bytes, hp_comm_world *
         return hp_errorf("bench comm: out of memory for %lld bytes", (long long)cs->bytes);
     }
     for (int i = 0; i < count; i++) {
-        jobs[i] = (bc_job){w, first + i, kinds[cs->coll], cs->bytes, cs->iters, cs->fused, cs->inplace, sh, cpus, 0, 0, HP_OK};
+        jobs[i] = (bc_job){w, first + i, kinds[cs->coll], cs->bytes, cs->iters, cs->fused, cs->inplace, sh, cpus, 0, 0,
+                           {0, 0}, {0, 0}, HP_OK};
         pthread_create(&th[i], NULL, bc_rank, &jobs[i]);
     }
     for (int i = 0; i < count; i++) pthread_join(th[i], NULL);
     *sec = jobs[0].sec;
     if (inter_bytes) *inter_bytes = jobs[0].inter_bytes;
+    memcpy(b->tier_bytes, jobs[0].tier_bytes, sizeof b->tier_bytes);
+    memcpy(b->tier_msgs, jobs[0].tier_msgs, sizeof b->tier_msgs);
     hp_status st = HP_OK;
     for (int i = 0; i < count; i++) {
         if (!st) st = jobs[i].st;
@@ -157,6 +163,11 @@ hp_status hp_bench_comm_create(hp_bench_comm **out, int repeat, int bind, int in
 
 void hp_bench_comm_free(hp_bench_comm *b) { free(b); }
 
+void hp_bench_comm_tiers(const hp_bench_comm *b, int64_t bytes[2], int64_t msgs[2]) {
+    memcpy(bytes, b->tier_bytes, sizeof b->tier_bytes);
+    memcpy(msgs, b->tier_msgs, sizeof b->tier_msgs);
+}
+
 static const cpu_set_t *bc_cpus(const hp_bench_comm *b) { return b->bind ? &b->cpus : NULL; }
 
 hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_bench_comm *b, hp_world *w,
@@ -172,7 +183,7 @@ hp_status hp_bench_comm_run(double *sec, int64_t *inter_bytes, double *runs, hp_
                          (long long)c->bytes);
     double v[64];
     for (int k = 0; k < b->repeat; k++) {
-        HP_TRY(bc_hyperpar1(&v[k], inter_bytes, w->w, c, bc_cpus(b)));
+        HP_TRY(bc_hyperpar1(&v[k], inter_bytes, b, w->w, c, bc_cpus(b)));
         if (runs) runs[k] = v[k];
     }
     *sec = hp_median(v, b->repeat);

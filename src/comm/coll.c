@@ -12,7 +12,9 @@
  * (all-to-all, whose cross-supernode leg may be one fused message per pair
  * of supernodes), their sums in
  * coll_sum.c, and what they share in coll_base.c (failure, barrier, link
- * waits, scratch). */
+ * waits, scratch). A call counts what it reads from and writes into its
+ * peers' buffers (peer_io) and adds it to the rank's intra-tier counters
+ * when it returns (hp_comm_rank_tier_stats); link.c counts messages. */
 #include <string.h>
 
 #include "comm/coll_internal.h"
@@ -48,7 +50,10 @@ static hp_status broadcast(ctx *c, const hp_comm_args *a, void *const *buf) {
     if (c->me != holder) {
         void *const *pd = c->slots[g->lidx[holder]].dst;
         for (int i = 0; i < a->nt; i++)
-            if (a->t[i].count && pd[i] != buf[i]) memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
+            if (a->t[i].count && pd[i] != buf[i]) {
+                memcpy(buf[i], pd[i], (size_t)a->t[i].count * c->esz);
+                peer_io(c, 1, a->t[i].count);
+            }
     }
     return hp_coll_bar(c);
 }
@@ -148,47 +153,46 @@ hp_status hp_comm_p2p_finish(hp_comm_rank *r, hp_comm_group *g, const hp_comm_ar
     return hp_coll_wait_all(&c, q, 1);
 }
 
-hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+static hp_status exec_call(ctx *cx, hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
     if (a->prepare) HP_TRY(a->prepare(a->prepare_ctx));
-    ctx c;
-    HP_TRY(ctx_init(&c, r, s, g, a));
+    HP_TRY(ctx_init(cx, r, s, g, a));
     int nt = a->nt;
     float div = a->op == HP_COMM_AVG ? (float)g->n : 0;
 
     if (a->kind == HP_COMM_SEND || a->kind == HP_COMM_RECV) {
         hp_comm_lreq *q;
-        HP_TRY(hp_coll_lreqs(&c, &q, 1));
-        HP_TRY(post_p2p(&c, q, a));
-        return hp_coll_wait_all(&c, q, 1);
+        HP_TRY(hp_coll_lreqs(cx, &q, 1));
+        HP_TRY(post_p2p(cx, q, a));
+        return hp_coll_wait_all(cx, q, 1);
     }
     if (a->kind == HP_COMM_BARRIER) {
-        HP_TRY(hp_coll_bar(&c));
-        if (g->k > 1 && c.myl == 0) {
+        HP_TRY(hp_coll_bar(cx));
+        if (g->k > 1 && cx->myl == 0) {
             hp_comm_lreq *q;
-            HP_TRY(hp_coll_lreqs(&c, &q, (size_t)(2 * g->k)));
+            HP_TRY(hp_coll_lreqs(cx, &q, (size_t)(2 * g->k)));
             int nq = 0;
             for (int T = 0; T < g->k; T++) {
-                if (T == c.T) continue;
+                if (T == cx->T) continue;
                 int lead = g->ranks[g->sn_members[T][0]];
                 hp_status ps = hp_comm_link_irecv(r, &q[nq], lead, g->gid, NULL, 0);
                 if (!ps) nq++;
                 if (!ps) ps = hp_comm_link_isend(r, &q[nq], lead, g->gid, NULL, 0);
                 if (ps) {
-                    hp_coll_cancel_all(&c, q, nq);
+                    hp_coll_cancel_all(cx, q, nq);
                     return ps;
                 }
                 nq++;
             }
-            HP_TRY(hp_coll_wait_all(&c, q, nq));
+            HP_TRY(hp_coll_wait_all(cx, q, nq));
         }
-        return hp_coll_bar(&c);
+        return hp_coll_bar(cx);
     }
-    if (a->kind == HP_COMM_ALL_TO_ALL) return hp_coll_all_to_all(&c, a);
+    if (a->kind == HP_COMM_ALL_TO_ALL) return hp_coll_all_to_all(cx, a);
 
     /* pointer arrays for the fused tensors: [src][dst] */
     size_t noffs = (size_t)(g->n > nt ? g->n : nt) + 1;
     void **pp = hp_coll_grow(&s->ptrs, &s->ptrs_cap, sizeof(void *) * 2 * (size_t)nt + sizeof(int64_t) * noffs);
-    if (!pp) return hp_coll_fail(&c, "out of memory");
+    if (!pp) return hp_coll_fail(cx, "out of memory");
     const void **src = (const void **)pp;
     void **dst = pp + nt;
     int64_t *offs = (int64_t *)(pp + 2 * nt);
@@ -201,14 +205,14 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
     switch (a->kind) {
     case HP_COMM_BROADCAST:
         for (int i = 0; i < nt; i++) dst[i] = a->t[i].recv;
-        return broadcast(&c, a, dst);
+        return broadcast(cx, a, dst);
     case HP_COMM_ALL_GATHER: {
         for (int i = 0; i < nt; i++) {
             src[i] = a->t[i].send;
             dst[i] = a->t[i].recv;
         }
-        hp_status st = hp_coll_all_gather(&c, &l, src, dst);
-        if (a->copied) *a->copied += c.copied;
+        hp_status st = hp_coll_all_gather(cx, &l, src, dst);
+        if (a->copied) *a->copied += cx->copied;
         return st;
     }
     case HP_COMM_REDUCE_SCATTER:
@@ -216,9 +220,9 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
             src[i] = a->t[i].send;
             dst[i] = a->t[i].recv;
         }
-        return hp_coll_reduce_scatter(&c, &l, src, dst, div);
+        return hp_coll_reduce_scatter(cx, &l, src, dst, div);
     case HP_COMM_ALL_REDUCE: {
-        if (nt == 1 && g->k == 2 && g->n == 2 && (size_t)a->t[0].count * c.esz >= HP_COMM_SPLIT_AR_BYTES) {
+        if (nt == 1 && g->k == 2 && g->n == 2 && (size_t)a->t[0].count * cx->esz >= HP_COMM_SPLIT_ALL_REDUCE_BYTES) {
             /* two supernodes of one rank, one large tensor: reduce-scatter,
              * then all-gather, so each rank sums half of the vector instead of
              * all of it (same bytes on the link, same order of the sums) */
@@ -226,11 +230,11 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
             int64_t cnt[2] = {h, N - h}, at[3] = {0, h, N};
             lay l2 = {1, 1, 2, a->t, cnt, at};
             src[0] = a->t[0].send ? a->t[0].send : a->t[0].recv;
-            dst[0] = ptr_at(a->t[0].recv, at[c.me], c.esz);
-            HP_TRY(hp_coll_reduce_scatter(&c, &l2, src, dst, div));
+            dst[0] = ptr_at(a->t[0].recv, at[cx->me], cx->esz);
+            HP_TRY(hp_coll_reduce_scatter(cx, &l2, src, dst, div));
             src[0] = dst[0];
             dst[0] = a->t[0].recv;
-            return hp_coll_all_gather(&c, &l2, src, dst);
+            return hp_coll_all_gather(cx, &l2, src, dst);
         }
         int64_t *pre = offs;
         pre[0] = 0;
@@ -239,12 +243,23 @@ hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, co
             dst[i] = a->t[i].recv;
             pre[i + 1] = pre[i] + a->t[i].count;
         }
-        c.src = src;
-        c.dst = dst;
+        cx->src = src;
+        cx->dst = dst;
         fvec v = {a->t, nt, pre};
-        return hp_coll_all_reduce(&c, &v, div);
+        return hp_coll_all_reduce(cx, &v, div);
     }
     default: break;
     }
     return hp_errorf("comm: unknown collective kind %d", (int)a->kind);
+}
+
+hp_status hp_comm_exec(hp_comm_rank *r, hp_comm_scratch *s, hp_comm_group *g, const hp_comm_args *a) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    hp_status st = exec_call(&c, r, s, g, a);
+    if (c.intra_msgs) { /* the peers' buffers it read or wrote, on the intra tier */
+        atomic_fetch_add_explicit(&r->intra_bytes, (long long)c.intra_bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->intra_msgs, (long long)c.intra_msgs, memory_order_relaxed);
+    }
+    return st;
 }

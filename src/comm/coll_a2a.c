@@ -111,6 +111,7 @@ static hp_status direct(ctx *c, const hp_comm_args *a) {
             continue;
         }
         if (nn) memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)ps->src[0], off, esz), (size_t)nn * esz);
+        if (j != c->myl) peer_io(c, 1, nn);
     }
     hp_status st2 = hp_coll_wait_all(c, q, nq);
     return closing(c, st, st2);
@@ -241,6 +242,7 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
                     int64_t nn = soffs[x + 1] - soffs[x];
                     hdr[(size_t)j * LU + b] = nn;
                     if (nn) memcpy(d, ptr_at((void *)c->slots[j].src[0], soffs[x], esz), (size_t)nn * esz);
+                    if (j != myl) peer_io(c, 1, nn);
                     d += nn * (int64_t)esz;
                 }
             TRY_Q(hp_comm_link_isend(c->r, &q[nq++], g->ranks[g->sn_members[U][T % LU]], g->gid, hdr,
@@ -263,6 +265,7 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
         }
         if (nn)
             memcpy(ptr_at(t->recv, roff[m], esz), ptr_at((void *)c->slots[j].src[0], ps[me], esz), (size_t)nn * esz);
+        if (j != myl) peer_io(c, 1, nn);
     }
     hp_status st2 = hp_coll_wait_all(c, q, nq);
     /* the fused messages this member received: into its peers' receive buffers */
@@ -282,6 +285,7 @@ static hp_status fused(ctx *c, const hp_comm_args *a) {
                     break;
                 }
                 if (nn) memcpy(ptr_at(c->slots[j].dst[0], rj[y], esz), d, (size_t)nn * esz);
+                if (j != myl) peer_io(c, 1, nn);
                 d += nn * (int64_t)esz;
             }
         }

@@ -59,29 +59,32 @@ static void local_sum(const ctx *c, float *t, int i, int64_t off, int64_t n) {
 }
 
 /* Copies a packed chunk [lo, hi) of the fused vector into every local output. */
-static void push_packed(const ctx *c, const fvec *v, void **d, const char *from, int64_t lo, int64_t hi) {
+static void push_packed(ctx *c, const fvec *v, void **d, const char *from, int64_t lo, int64_t hi) {
     int i = 0;
     int64_t off, n, pos = 0;
     while ((n = next_piece(v, &i, &lo, hi, &off)) > 0) {
         int nd = local_dsts(c, i, d);
         for (int x = 0; x < nd; x++) memcpy(ptr_at(d[x], off, c->esz), from + pos * (int64_t)c->esz, (size_t)n * c->esz);
+        peer_io(c, nd - 1, n); /* every output but its own */
         pos += n;
     }
 }
 
 /* Packs this supernode's partial of chunk [lo, hi) (dt, rounded once) into out. */
-static void pack_partial(const ctx *c, const fvec *v, char *out, int64_t lo, int64_t hi) {
+static void pack_partial(ctx *c, const fvec *v, char *out, int64_t lo, int64_t hi) {
     float t[BLK];
     int i = 0;
     int64_t off, pn;
     size_t pos = 0;
-    while ((pn = next_piece(v, &i, &lo, hi, &off)) > 0)
+    while ((pn = next_piece(v, &i, &lo, hi, &off)) > 0) {
+        peer_io(c, c->L - 1, pn); /* the peers' inputs, read for the sum */
         for (int64_t b = 0; b < pn; b += BLK) {
             int64_t nb = pn - b < BLK ? pn - b : BLK;
             local_sum(c, t, i, off + b, nb);
             hp_coll_store(out + pos, c->dt, 0, t, nb, 0, 0);
             pos += (size_t)nb * c->esz;
         }
+    }
 }
 
 /* Two supernodes: every chunk is handled by two ranks, its member and the
@@ -178,6 +181,7 @@ static hp_status all_reduce_pair(ctx *c, const fvec *v, float div, void **d, int
         int i = 0;
         while ((pn = next_piece(v, &i, &lo, hi, &off)) > 0) {
             int nd = local_dsts(c, i, d);
+            peer_io(c, nd - 1, pn); /* the sum into every output but its own */
             for (int64_t b = 0; b < pn; b += BLK) {
                 int64_t nb = pn - b < BLK ? pn - b : BLK;
                 /* own partial: packed in obox, or (direct) the input itself */
@@ -277,6 +281,7 @@ hp_status hp_coll_all_reduce(ctx *c, const fvec *v, float div) {
         int64_t clo = lo, off, pn, pos = 0;
         while ((pn = next_piece(v, &i, &clo, hi, &off)) > 0) {
             int nd = local_dsts(c, i, d);
+            peer_io(c, c->L - 1 + nd - 1, pn); /* the peers' inputs read, every output but its own written */
             for (int64_t b = 0; b < pn; b += BLK) {
                 int64_t nb = pn - b < BLK ? pn - b : BLK;
                 local_sum(c, t, i, off + b, nb);

@@ -31,7 +31,17 @@ typedef struct {
                              * the group is not broken (hp_coll_size_error) */
     int size_bad, size_peer;
     size_t size_bytes;
+    int64_t intra_bytes, intra_msgs; /* moved to or from the peers' buffers (hp_comm_rank_tier_stats);
+                                      * added to the rank's counters when the call returns */
 } ctx;
+
+/* Counts n elements read from (or written into) each of `peers` peers' buffers: one message per peer,
+ * none for an empty range. */
+static inline void peer_io(ctx *c, int peers, int64_t n) {
+    if (n <= 0 || peers <= 0) return;
+    c->intra_bytes += (int64_t)peers * n * (int64_t)c->esz;
+    c->intra_msgs += peers;
+}
 
 /* Shard layout of a fused all-gather / reduce-scatter. */
 typedef struct {

@@ -76,6 +76,7 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
                     } else {
                         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
                         hp_coll_reduce_peers(obox + pos, 0, c->dt, ps, c->L, loff(l, i, m), n, 0, 0, c->tree);
+                        peer_io(c, c->L - 1, n);
                     }
                     pos += (size_t)n * esz;
                 }
@@ -89,6 +90,7 @@ hp_status hp_coll_reduce_scatter(ctx *c, const lay *l, const void *const *src, v
         for (int j = 0; j < c->L; j++) ps[j] = peer_src(c, j)[i];
         int64_t n = lcnt(l, i, me);
         if (solo) continue;
+        peer_io(c, c->L - 1, n); /* the peers' inputs, read for the sum */
         if (k > 1) hp_coll_reduce_peers(acc + apos, 1, c->dt, ps, c->L, loff(l, i, me), n, 0, 0, c->tree);
         else hp_coll_reduce_peers(out[i], 0, c->dt, ps, c->L, loff(l, i, me), n, div, stream, c->tree);
         apos += n;
@@ -219,6 +221,7 @@ hp_status hp_coll_all_gather(ctx *c, const lay *l, const void *const *in, void *
             const void *from = local ? hs->src[i] : ptr_at(hs->dst[i], off, esz);
             hp_comm_copy(ptr_at(out[i], off, esz), from, nb, stream);
             c->copied += (int64_t)nb;
+            peer_io(c, 1, lcnt(l, i, m));
         }
     }
     return hp_coll_bar(c);

@@ -31,7 +31,7 @@ size_t hp_comm_scratch_need(hp_comm_kind kind, hp_dtype dt, int64_t count, int n
         return k > 1 && nt > 1 ? (size_t)count * esz * (size_t)k : 0;
     case HP_COMM_ALL_REDUCE:
         if (k <= 1) return 0;
-        if (nt == 1 && k == 2 && n == 2 && (size_t)count * esz >= HP_COMM_SPLIT_AR_BYTES) /* reduce-scatter, all-gather */
+        if (nt == 1 && k == 2 && n == 2 && (size_t)count * esz >= HP_COMM_SPLIT_ALL_REDUCE_BYTES) /* reduce-scatter, all-gather */
             return reduce_scatter(esz, fp32, chunk, n, k);
         if (k == 2) /* all_reduce_pair: out- and inboxes of its own chunk and one of the other supernode's */
             return 2 * r64(2 * (size_t)chunk * esz);

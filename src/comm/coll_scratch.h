@@ -17,10 +17,6 @@
 
 #include "comm/comm.h"
 
-/* A single all-reduce between two lone ranks from this size on runs as
- * reduce-scatter + all-gather (coll.c). */
-#define HP_COMM_SPLIT_AR_BYTES ((size_t)1 << 20)
-
 /* Bytes of scratch one call needs: kind (all-reduce, reduce-scatter,
  * all-gather; any other kind 0), elements of dtype dt (all-reduce: the
  * fused vector's; reduce-scatter, all-gather: per member, as

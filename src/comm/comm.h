@@ -73,6 +73,11 @@ typedef struct {
                               * this many bytes; 0 = never. Give every process the same value */
 } hp_comm_opts;
 
+/* A single-tensor all-reduce between two supernodes of one rank each runs as
+ * reduce-scatter + all-gather (two messages per rank instead of one) from
+ * this many bytes on. */
+#define HP_COMM_SPLIT_ALL_REDUCE_BYTES ((size_t)1 << 20)
+
 /* The all-to-all's fusion threshold by default (hp_comm_opts.a2a_fuse_bytes; docs/benchmarks.md "The
  * all-to-all itself" has the figures it is chosen from). */
 #define HP_COMM_A2A_FUSE_BYTES_DEFAULT ((int64_t)8 << 10)
@@ -116,6 +121,24 @@ hp_comm_rank *hp_comm_world_rank(hp_comm_world *w, int rank);
 int hp_comm_rank_id(const hp_comm_rank *r);
 /* Inter-supernode traffic this rank has sent so far. */
 void hp_comm_rank_stats(const hp_comm_rank *r, int64_t *inter_bytes, int64_t *inter_msgs);
+/* The traffic this rank has moved so far, per tier: [0] intra (between ranks
+ * of its supernode), [1] inter (to other supernodes; hp_comm_rank_stats).
+ *  - inter: the bytes and messages it posts to ranks of other supernodes
+ *    (a message counts when posted, zero-byte ones included).
+ *  - intra: what a supernode's fabric would carry for this rank: the bytes it
+ *    reads out of a peer's buffer (zero-copy reads of the peers' inputs, sums
+ *    included) plus the bytes it writes into a peer's buffer (an all-reduce's
+ *    results in the peers' outputs, a fused all-to-all's rows in the peers'
+ *    receive buffers), plus the send/recv messages it sends to a peer. A
+ *    supernode-shared output is everyone's own buffer: writing into it moves
+ *    nothing. A message is one send, or one contiguous range read from or
+ *    written to one peer's buffer (a range summed over the L ranks of a
+ *    supernode is L - 1 messages); empty ranges are not counted.
+ * Copies between a rank's own buffers (its input into its output, packing
+ * its own rows) are not traffic. autopar/volume predicts these numbers per
+ * call (docs/architecture.md, "Collective volumes"). */
+void hp_comm_rank_tier_stats(const hp_comm_rank *r, int64_t bytes[2], int64_t msgs[2]);
+/* Zeroes both tiers' counters and the busy and wait times. */
 void hp_comm_rank_reset_stats(hp_comm_rank *r);
 /* Nanoseconds this rank's collectives have been running (summed over its
  * lanes and blocking calls; reset with the stats): against the time the rank

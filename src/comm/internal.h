@@ -131,7 +131,8 @@ struct hp_comm_rank {
     /* link model of this rank's inter-supernode port; every lane posts on it */
     pthread_mutex_t port_mu;
     int64_t tx_free_ns, rx_free_ns;
-    atomic_llong inter_bytes, inter_msgs;
+    atomic_llong inter_bytes, inter_msgs; /* sent to other supernodes (link.c, at the post) */
+    atomic_llong intra_bytes, intra_msgs; /* moved to or from peers of its supernode (hp_comm_rank_tier_stats) */
     atomic_llong busy_ns; /* time collectives were running (on lanes or the calling thread) */
     atomic_llong wait_ns; /* time the rank's own thread was blocked on collectives (waits, blocking runs) */
     hp_comm_scratch own; /* calls run on the rank's own thread (hp_comm_run) */

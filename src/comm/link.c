@@ -3,7 +3,8 @@
  * moves the data with one copy (the mailbox transport, here); between MPI
  * processes the world's inter-supernode transport (comm/transport_mpi.c).
  * Inter-supernode messages pass a link model (bandwidth and latency per rank
- * port) that delays completion. */
+ * port) that delays completion. Every message is counted when it is posted,
+ * on its sender's rank and tier (hp_comm_rank_tier_stats). */
 #include <sched.h>
 #include <string.h>
 
@@ -74,12 +75,10 @@ static hp_status post(hp_comm_rank *r, hp_comm_lreq *q, int is_send, int peer, i
     q->bytes = bytes;
     atomic_init(&q->done, 0);
     int cross = peer / w->R != r->sn;
-    if (cross) {
-        throttle(r, q, is_send ? &r->tx_free_ns : &r->rx_free_ns);
-        if (is_send) {
-            atomic_fetch_add_explicit(&r->inter_bytes, (long long)bytes, memory_order_relaxed);
-            atomic_fetch_add_explicit(&r->inter_msgs, 1, memory_order_relaxed);
-        }
+    if (cross) throttle(r, q, is_send ? &r->tx_free_ns : &r->rx_free_ns);
+    if (is_send) { /* the sender counts the message, on its tier */
+        atomic_fetch_add_explicit(cross ? &r->inter_bytes : &r->intra_bytes, (long long)bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(cross ? &r->inter_msgs : &r->intra_msgs, 1, memory_order_relaxed);
     }
     q->tp = cross ? w->inter : &hp_comm_transport_mbox;
     return q->tp->post(r, q, peer);

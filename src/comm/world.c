@@ -19,6 +19,8 @@ static void rank_init(hp_comm_rank *r, hp_comm_world *w, int rank) {
     pthread_mutex_init(&r->port_mu, NULL);
     atomic_init(&r->inter_bytes, 0);
     atomic_init(&r->inter_msgs, 0);
+    atomic_init(&r->intra_bytes, 0);
+    atomic_init(&r->intra_msgs, 0);
     atomic_init(&r->busy_ns, 0);
     atomic_init(&r->wait_ns, 0);
     hp_comm_progress_init(r);
@@ -154,9 +156,18 @@ void hp_comm_rank_stats(const hp_comm_rank *r, int64_t *inter_bytes, int64_t *in
     *inter_msgs = (int64_t)atomic_load_explicit(&r->inter_msgs, memory_order_relaxed);
 }
 
+void hp_comm_rank_tier_stats(const hp_comm_rank *r, int64_t bytes[2], int64_t msgs[2]) {
+    bytes[0] = (int64_t)atomic_load_explicit(&r->intra_bytes, memory_order_relaxed);
+    msgs[0] = (int64_t)atomic_load_explicit(&r->intra_msgs, memory_order_relaxed);
+    bytes[1] = (int64_t)atomic_load_explicit(&r->inter_bytes, memory_order_relaxed);
+    msgs[1] = (int64_t)atomic_load_explicit(&r->inter_msgs, memory_order_relaxed);
+}
+
 void hp_comm_rank_reset_stats(hp_comm_rank *r) {
     atomic_store_explicit(&r->inter_bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&r->inter_msgs, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->intra_bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->intra_msgs, 0, memory_order_relaxed);
     atomic_store_explicit(&r->busy_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&r->wait_ns, 0, memory_order_relaxed);
 }

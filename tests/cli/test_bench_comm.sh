@@ -1,7 +1,8 @@
 # hyperpar bench comm: the rows it writes (JSON fields of every row, the
 # collectives and tiers asked for), the inter-supernode byte counts of the
 # emulated two-tier all-reduce (exact: 16 MiB per rank for 2x1, 8 MiB for
-# 2x2), the speedup fields of the fused comparisons, the all-to-all's direct
+# 2x2) and both tiers' bytes and messages per rank as counted (there and on
+# one supernode of 2), the speedup fields of the fused comparisons, the all-to-all's direct
 # and fused rows (--sections a2a), and one-line errors for
 # bad flags. Timings are not checked (benchmarks, not tests), only that each
 # row's bandwidths are its bytes over its time, to the printed rounding.
@@ -43,6 +44,19 @@ for r in rows:
 emul = {r["tier"]: r["inter_bytes_per_rank"] for r in rows if r["tier"].startswith("emul")}
 want = {"emul 2x1 @1 GB/s": 16 << 20, "emul 2x2 @1 GB/s": 8 << 20, "emul 4x1 @1 GB/s": 3 * (8 << 20)}
 assert emul == want, f"inter-supernode bytes per rank {emul}, expected {want}"
+# both tiers as counted (autopar/volume's formulas): 2x1 splits the 16 MiB all-reduce (2 messages); 2x2 reads
+# the peer's input and writes its output for 2 chunks of 4 MiB and swaps 8 MiB once; 4x1 sends 3 partials and
+# 3 results of 4 MiB
+tiers = {r["tier"]: (r["intra_bytes_per_rank"], r["intra_msgs_per_rank"], r["inter_msgs_per_rank"])
+         for r in rows if r["tier"].startswith("emul")}
+want = {"emul 2x1 @1 GB/s": (0, 0, 2), "emul 2x2 @1 GB/s": (16 << 20, 4, 1), "emul 4x1 @1 GB/s": (0, 0, 6)}
+assert tiers == want, f"(intra bytes, intra messages, inter messages) per rank {tiers}, expected {want}"
+# one supernode of 2: an all-reduce of b bytes reads b/2 and writes b/2; the others move b/2 in one message
+for r in rows:
+    if r["tier"] == "1 supernode x 2" and r["collective"] in ("reduce_scatter", "all_gather", "all_reduce", "all_to_all"):
+        ar = r["collective"] == "all_reduce"
+        got = (r["intra_bytes_per_rank"], r["intra_msgs_per_rank"])
+        assert got == (r["bytes"] if ar else r["bytes"] // 2, 2 if ar else 1), (r, got)
 PY
 grep -q '^| memcpy ' out.txt || fail "no memcpy row in the table"
 

@@ -69,4 +69,13 @@ if(HP_MPIEXEC AND TARGET test_comm_mpi)
       PASS_REGULAR_EXPRESSION "comm a2a: MPI 2 x 2, threshold [0-9]+: variable counts"
       FAIL_REGULAR_EXPRESSION "check failed|check\\(s\\) failed")
   endif()
+  # autopar's collective volumes against the counters, across the 2 processes (Open MPI between the supernodes)
+  if(TARGET test_volume)
+    add_test(NAME autopar/mpi_volume_2x2 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_volume> --ranks 2)
+    add_test(NAME autopar/mpi_volume_2x1 COMMAND ${HP_MPIEXEC} -n 2 --bind-to none $<TARGET_FILE:test_volume> --ranks 1)
+    set_tests_properties(autopar/mpi_volume_2x2 autopar/mpi_volume_2x1 PROPERTIES ENVIRONMENT "${HP_MPI_ENV}"
+      TIMEOUT 300 PROCESSORS 2 LABELS "autopar;mpi"
+      PASS_REGULAR_EXPRESSION "collective volumes: MPI 2 x [12], a2a_fuse_bytes [0-9]+: [0-9]+ calls x [12] ranks, counted vs predicted per tier: 0 mismatch"
+      FAIL_REGULAR_EXPRESSION "check failed|check\\(s\\) failed")
+  endif()
 endif()
