@@ -83,7 +83,7 @@ static hp_status run_calls(sim *s, stage_sim *st, const hp_node *n, const hp_cos
     p->end = st->t;
     for (int i = 0; i < nc; i++) {
         double tt[HP_PROF_NTIERS], b[HP_PROF_NTIERS], m[HP_PROF_NTIERS], dur = 0;
-        hp_cost_call_time(tt, b, m, &c[i], s->env);
+        HP_TRY(hp_cost_call_time(tt, b, m, &c[i], s->env));
         for (int k = 0; k < HP_PROF_NTIERS; k++) {
             dur += tt[k];
             p->tier[k] += tt[k];
@@ -316,6 +316,12 @@ hp_status hp_cost_predict(hp_cost *out, const hp_compiled *const *stage, int nst
         out->flops = c->flops;
         out->stage = crit;
         out->nstages = nstages;
+        out->stage_bytes = calloc((size_t)nstages, sizeof *out->stage_bytes);
+        out->stage_msgs = calloc((size_t)nstages, sizeof *out->stage_msgs);
+        if (!out->stage_bytes || !out->stage_msgs) st = hp_errorf("hp_cost_predict: out of memory");
+        for (int i = 0; !st && i < nstages; i++)
+            for (int k = 0; k < HP_PROF_NTIERS; k++)
+                out->stage_bytes[i][k] = s.st[i].bytes[k], out->stage_msgs[i][k] = s.st[i].msgs[k];
         for (int i = 0; i < nstages; i++) out->fallbacks += s.st[i].fallbacks;
     }
     sim_free(&s);
@@ -324,6 +330,9 @@ hp_status hp_cost_predict(hp_cost *out, const hp_compiled *const *stage, int nst
 }
 
 void hp_cost_free(hp_cost *c) {
+    free(c->stage_bytes);
+    free(c->stage_msgs);
+    c->stage_bytes = NULL, c->stage_msgs = NULL;
     free(c->events);
     c->events = NULL;
     c->nevents = 0;

@@ -9,8 +9,9 @@
  *    (hp_opdef.flops, .bytes), the rates times the environment's compute_scale;
  *  - every collective node is priced from its descriptor (core/coll_desc) as
  *    the calls it makes (kind, group, whole buffer: autopar/cost_calls), each
- *    call's messages and bytes per rank and tier as the comm layer moves them
- *    (autopar/volume) at the tier's α (per message) and β (per rank);
+ *    call's messages and bytes for the rank and tier exactly as the comm layer
+ *    moves them (autopar/volume) at the tier's α (per message) and β (per
+ *    rank);
  *  - the schedule places them: the rank's compute runs the step order; a
  *    start puts its call on its group's lane (calls of one group run in start
  *    order, different groups' at once, as the comm layer's lanes do); a wait,
@@ -33,10 +34,15 @@
 /* One collective call as the cost model prices it. */
 typedef struct {
     hp_prof_kind kind;
-    double bytes;    /* the call's whole buffer (autopar/profile.h's N) */
-    int members;     /* the group's size */
-    int supernodes;  /* supernodes the group spans (its members spread evenly over them) */
-    int lane;        /* the comm lane it runs on (one per group) */
+    double bytes;      /* the call's whole buffer (autopar/profile.h's N) */
+    int elem_bytes;    /* its elements' size (4 fp32, 2 bf16): shards are cut on elements */
+    int members;       /* the group's size */
+    int supernodes;    /* supernodes the group spans (its members spread evenly over them) */
+    int member;        /* the rank's place in the group (-1: price the busiest member) */
+    int peer;          /* a send's destination (member index) */
+    int shared_output; /* the members of a supernode pass one output (FSDP's shared store): the gather inside
+                        * only synchronises */
+    int lane;          /* the comm lane it runs on (one per group) */
 } hp_cost_call;
 
 #define HP_COST_MAX_CALLS 24 /* a redistribution's steps at most (layout/redist) */
@@ -77,6 +83,8 @@ typedef struct {
     double comm_msgs[HP_PROF_NTIERS];
     double flops;                       /* its forward and backward nodes' FLOPs per step (recomputation in) */
     int stage;                          /* which stage is the slowest */
+    double (*stage_bytes)[HP_PROF_NTIERS]; /* [nstages]: bytes each stage's rank moves per step, by tier (owned) */
+    double (*stage_msgs)[HP_PROF_NTIERS];
     int nstages;
     int fallbacks;                      /* kernel lookups that used a fallback (autopar/profile) */
     /* the timeline, when hp_cost_predict is given one: events[nevents] (owned; hp_cost_free) */
@@ -90,8 +98,8 @@ typedef struct {
 int hp_cost_calls_of(hp_cost_call *out, const hp_compiled *cc, int node, int rps);
 
 /* A call's seconds on each tier (t[HP_PROF_NTIERS]; their sum is the call's time), and its bytes and
- * messages per rank per tier when bytes/msgs are not NULL. */
-void hp_cost_call_time(double *t, double *bytes, double *msgs, const hp_cost_call *c, const hp_cost_env *env);
+ * messages for the rank per tier when bytes/msgs are not NULL. Errors name the call's field at fault. */
+hp_status hp_cost_call_time(double *t, double *bytes, double *msgs, const hp_cost_call *c, const hp_cost_env *env);
 
 /* Predicts one training step of the ranks whose programs are stage[0..nstages) — one per pipeline stage, in
  * stage order (any rank of the stage: the model takes the stages' ranks to be alike). timeline: 1 to keep

@@ -101,24 +101,33 @@ static void call_times(void) {
     hp_cluster c = cluster(2, 4, 10.0, 5.0, 1.0, 20.0);
     hp_cost_env env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 3};
     double t[2], b[2], m[2];
-    /* a ring all-reduce of 4 members in one supernode: 2(p-1) messages, 2(p-1)/p N bytes */
-    hp_cost_call ar = {.kind = HP_PROF_ALL_REDUCE, .bytes = 4e6, .members = 4, .supernodes = 1};
-    hp_cost_call_time(t, b, m, &ar, &env);
+    /* an all-reduce of 4 members in one supernode (autopar/volume): each member reads its chunk from the 3
+     * peers and writes the sum into their outputs, 6 messages, 2 (p-1)/p N bytes */
+    hp_cost_call ar = {.kind = HP_PROF_ALL_REDUCE, .bytes = 4e6, .elem_bytes = 4, .members = 4, .supernodes = 1};
+    CHECK_OK(hp_cost_call_time(t, b, m, &ar, &env));
     CHECK(m[0] == 6 && near(b[0], 6e6, 1e-12) && m[1] == 0 && b[1] == 0);
     CHECK(near(t[0], 6 * 5e-6 + 6e6 / 10e9, 1e-12) && t[1] == 0);
-    /* 8 members over 2 supernodes: inside, a reduce-scatter and an all-gather of 4; across, the all-reduce of a
-     * quarter between 2 */
+    /* 8 members over 2 supernodes: inside, each member's chunk and its counterpart's (12 messages, 6/8 N);
+     * across, one message swapping the partials of the two chunks (N / 4) */
     ar.members = 8, ar.supernodes = 2;
-    hp_cost_call_time(t, b, m, &ar, &env);
-    CHECK(m[0] == 6 && near(b[0], 6e6, 1e-12) && m[1] == 2 && near(b[1], 1e6, 1e-12));
-    CHECK(near(t[1], 2 * 20e-6 + 1e6 / 1e9, 1e-12));
-    /* an all-gather of 4 in one supernode; a send across */
-    hp_cost_call ag = {.kind = HP_PROF_ALL_GATHER, .bytes = 4e6, .members = 4, .supernodes = 1};
-    hp_cost_call_time(t, b, m, &ag, &env);
+    CHECK_OK(hp_cost_call_time(t, b, m, &ar, &env));
+    CHECK(m[0] == 12 && near(b[0], 6e6, 1e-12) && m[1] == 1 && near(b[1], 1e6, 1e-12));
+    CHECK(near(t[1], 20e-6 + 1e6 / 1e9, 1e-12));
+    /* an all-gather of 4 in one supernode: the 3 peers' shards; into a shared output: only synchronised */
+    hp_cost_call ag = {.kind = HP_PROF_ALL_GATHER, .bytes = 4e6, .elem_bytes = 4, .members = 4, .supernodes = 1};
+    CHECK_OK(hp_cost_call_time(t, b, m, &ag, &env));
     CHECK(m[0] == 3 && near(b[0], 3e6, 1e-12));
-    hp_cost_call sd = {.kind = HP_PROF_SEND, .bytes = 1e6, .members = 2, .supernodes = 2};
-    hp_cost_call_time(t, b, m, &sd, &env);
+    ag.shared_output = 1;
+    CHECK_OK(hp_cost_call_time(t, b, m, &ag, &env));
+    CHECK(b[0] == 0 && t[0] == 0);
+    hp_cost_call sd = {.kind = HP_PROF_SEND, .bytes = 1e6, .elem_bytes = 4, .members = 2, .supernodes = 2, .peer = 1};
+    CHECK_OK(hp_cost_call_time(t, b, m, &sd, &env));
     CHECK(m[1] == 1 && near(b[1], 1e6, 1e-12) && b[0] == 0 && near(t[1], 20e-6 + 1e-3, 1e-12));
+    /* a group that does not split over its supernodes is refused, naming the field */
+    hp_cost_call bad = {.kind = HP_PROF_ALL_REDUCE, .bytes = 4e6, .elem_bytes = 4, .members = 3, .supernodes = 2};
+    hp_status e = hp_cost_call_time(t, b, m, &bad, &env);
+    CHECK(e && strstr(hp_status_msg(e), "supernodes"));
+    hp_status_free(e);
 }
 
 static void data_parallel(const model *f) {
