@@ -40,6 +40,7 @@ static void apply(hp_train_options *o, const hp_train_options *base, const hp_se
     if (c->form == HP_DPF_HSDP) snprintf(o->hsdp, sizeof o->hsdp, "%d,%d", c->dp / c->shard, c->shard);
     if (c->pp > 1) snprintf(o->pp_schedule, sizeof o->pp_schedule, "%s", hp_pp_kind_name((hp_pp_kind)c->sched));
     snprintf(o->remat, sizeof o->remat, "%s", c->remat == 2 ? "full" : c->remat == 1 ? "selective" : "none");
+    snprintf(o->grad_accum_comm, sizeof o->grad_accum_comm, "%s", c->comm_last ? "last" : "every");
 }
 
 static void refuse(hp_search_eval *e, hp_status st) {
@@ -167,7 +168,8 @@ static hp_status search(hp_auto_report *r, const hp_train_options *base, const h
         st = hp_train_options_plan(&r->best, &o, "hyperpar plan --auto");
         size_t u = (size_t)snprintf(r->best_flags, sizeof r->best_flags, "--batch %d", w->batch);
         if (w->micro > 1 && u < sizeof r->best_flags)
-            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --grad-accum %d", w->micro);
+            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --grad-accum %d%s", w->micro,
+                                  w->comm_last ? " --grad-accum-comm last" : "");
         if (w->pp > 1 && u < sizeof r->best_flags)
             u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --pp-schedule %s",
                                   hp_pp_kind_name((hp_pp_kind)w->sched));

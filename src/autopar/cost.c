@@ -44,6 +44,7 @@ typedef struct {
     double t, lane[HP_COST_NLANES];
     pend *slot, *unit;
     int nslot, nunit;
+    pend *reducing; /* the fsdp2 style's reduction in flight (its unit's pair), NULL: none */
     double compute, opt, exposed[HP_PROF_NTIERS], bubble, comm[HP_PROF_NTIERS], bytes[HP_PROF_NTIERS],
         msgs[HP_PROF_NTIERS], flops;
     int fallbacks;
@@ -135,6 +136,27 @@ static pend *pair_of(stage_sim *st, const hp_coll_desc *d) {
     return NULL;
 }
 
+static int fsdp2(const hp_compiled *cc) { return cc->fsdp.level && cc->fsdp.style == HP_FSDP_STYLE_FSDP2; }
+
+/* Bytes of FSDP unit u's whole buffer (elements of 2 bytes when bf16). */
+static double unit_bytes(const hp_compiled *cc, int u, int bf16) {
+    return u >= 0 && u < cc->fsdp.nunits ? (bf16 ? 2.0 : 4.0) * (double)cc->fsdp.units[u].size : 0;
+}
+
+/* A copy of `bytes` on the compute stream (read and written at the profile's large pointwise rate). */
+static hp_status local_copy(sim *s, stage_sim *st, const hp_node *n, double bytes) {
+    if (bytes <= 0) return HP_OK;
+    hp_prof_rate r;
+    hp_profile_kernel_rate(&r, s->env->profile, HP_PROF_POINTWISE, HP_PROF_FP32, HP_PROFILE_LARGE_FROM);
+    double scale = s->env->compute_scale > 0 ? s->env->compute_scale : 1;
+    double dt = 2 * bytes / (r.gbps * 1e9 * scale);
+    HP_TRY(event(s, st, 0, 0, n, st->t, st->t + dt, 0));
+    st->t += dt;
+    if (n->phase == HP_PHASE_OPT) st->opt += dt;
+    else st->compute += dt;
+    return HP_OK;
+}
+
 /* One collective node. *blocked: a receive whose message is not sent yet (the stage waits). */
 static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_coll_desc *d, int node, int *blocked) {
     const hp_compiled *cc = st->cc;
@@ -160,6 +182,8 @@ static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_col
             return HP_OK;
         }
         hold(st, n, p);
+        if (fsdp2(cc) && d->group == HP_COLL_GROUP_FSDP_SHARD && d->kind == HP_COLL_ALL_GATHER)
+            HP_TRY(local_copy(s, st, n, unit_bytes(cc, d->unit, cc->fsdp.gather_bf16))); /* staging out to the params */
         return HP_OK;
     }
     if (d->kind == HP_COLL_RECV) { /* a receive's start: which message it takes */
@@ -174,6 +198,12 @@ static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_col
      * unless the two are one fused call on the shard group's lane */
     if (d->role == HP_COLL_START && d->group == HP_COLL_GROUP_FSDP_REPLICAS && p && !cc->fsdp.fuse_replicas)
         hold(st, n, p);
+    if (fsdp2(cc) && d->role == HP_COLL_START && d->group == HP_COLL_GROUP_FSDP_SHARD &&
+        d->kind == HP_COLL_REDUCE_SCATTER) { /* one reduction in flight; the gradient staged first */
+        if (st->reducing) hold(st, n, st->reducing);
+        st->reducing = NULL;
+        HP_TRY(local_copy(s, st, n, unit_bytes(cc, d->unit, cc->fsdp.reduce_bf16)));
+    }
     int nc = hp_cost_calls_of(c, cc, node, s->rps);
     if (d->kind == HP_COLL_SEND) {
         HP_TRY(run_calls(s, st, n, c, nc, &tmp));
@@ -182,9 +212,15 @@ static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_col
         return HP_OK; /* a staged send is not waited for */
     }
     HP_TRY(run_calls(s, st, n, c, nc, &tmp));
+    if (d->role == HP_COLL_START && fsdp2(cc) && d->group == HP_COLL_GROUP_FSDP_REPLICAS) {
+        hold(st, n, &tmp); /* fsdp2: the replicas' all-reduce is a blocking call after the reduce-scatter */
+        if (p) p->live = 0;
+        return HP_OK;
+    }
     if (d->role == HP_COLL_START) {
         if (p) *p = tmp;
         else hold(st, n, &tmp); /* no pair to wait at: as blocking */
+        if (p && fsdp2(cc) && d->kind == HP_COLL_REDUCE_SCATTER) st->reducing = p;
         return HP_OK;
     }
     hold(st, n, &tmp);

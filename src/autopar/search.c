@@ -29,6 +29,7 @@ int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c) {
     if (c->ep > 1) ADD(" --ep %d", c->ep);
     if (c->tp > 1) ADD(" --tp %d", c->tp);
     if (c->micro > 1) ADD(" --grad-accum %d", c->micro);
+    if (c->comm_last) ADD(" --grad-accum-comm last");
     if (c->pp > 1) ADD(" --pp-schedule %s", hp_pp_kind_name((hp_pp_kind)c->sched));
     if (c->remat) ADD(" --remat %s", c->remat == 1 ? "selective" : "full");
 #undef ADD
@@ -80,6 +81,18 @@ static hp_status remats(run *x, hp_search_cand c, int *fits) {
     return HP_OK;
 }
 
+/* remats() of c, and with micro-batches under a form that can reduce once at the last, that too. */
+static hp_status reductions(run *x, hp_search_cand c, int *fits) {
+    c.comm_last = 0;
+    HP_TRY(remats(x, c, fits));
+    if (c.micro <= 1 || (c.form != HP_DPF_ZERO2 && c.form != HP_DPF_FSDP && c.form != HP_DPF_HSDP)) return HP_OK;
+    int f2;
+    c.comm_last = 1;
+    HP_TRY(remats(x, c, &f2));
+    *fits = *fits || f2;
+    return HP_OK;
+}
+
 /* The micro-batch counts of a candidate and its forms' schedules. */
 static hp_status micros(run *x, hp_search_cand c) {
     const hp_search_space *s = x->s;
@@ -89,7 +102,7 @@ static hp_status micros(run *x, hp_search_cand c) {
             if (s->batch % m || (s->batch / m) % per) continue;
             c.micro = m, c.batch = s->batch / m;
             int fits;
-            HP_TRY(remats(x, c, &fits));
+            HP_TRY(reductions(x, c, &fits));
             if (fits) {
                 for (int k = 2 * m; k <= maxm; k *= 2) x->r->nskipped += !(s->batch % k) && !((s->batch / k) % per);
                 return HP_OK;
@@ -104,7 +117,7 @@ static hp_status micros(run *x, hp_search_cand c) {
             if (s->batch % m || (s->batch / m) % per) continue;
             c.micro = m, c.batch = s->batch / m;
             int fits;
-            HP_TRY(remats(x, c, &fits));
+            HP_TRY(reductions(x, c, &fits));
         }
     }
     return HP_OK;

@@ -9,8 +9,10 @@
  * whole dp group, HSDP with each shard-group size between); the pipeline's
  * schedule (GPipe, 1F1B, ZB-H1) and micro-batches (pp, 2 pp, 4 pp, ... up to
  * max_micro; the global batch fixed, split into them); without a pipeline, the
- * fewest micro-batches that fit; the remat policy (none, selective, full: the
- * first that fits — recomputation only adds time). The pipeline's stage
+ * fewest micro-batches that fit; with micro-batches under ZeRO-2, FSDP or HSDP,
+ * the gradients reduced every micro-batch or once at the last; the remat
+ * policy (none, selective, full: the first that fits — recomputation only
+ * adds time). The pipeline's stage
  * partition is not searched: compile cuts the blocks at the min-max partition
  * of their forward FLOPs (parallel/pp_stages, exact).
  *
@@ -36,6 +38,8 @@ typedef struct {
     int batch;   /* sequences per micro-batch (the space's batch / micro) */
     int sched;   /* the pipeline's schedule (parallel/pp_sched.h hp_pp_kind) when pp > 1; else 0 */
     int remat;   /* 0 none, 1 selective, 2 full */
+    int comm_last; /* ZeRO-2, FSDP, HSDP with micro-batches: the gradients reduced once, at the last one
+                    * (--grad-accum-comm last), instead of every micro-batch's as it completes */
 } hp_search_cand;
 
 /* Dimensions left out of the space (hp_search_space.skip). */
@@ -88,8 +92,8 @@ typedef struct {
 hp_status hp_search_run(hp_search_result *out, const hp_search_space *s, hp_search_eval_fn fn, void *ctx);
 void hp_search_free(hp_search_result *r);
 
-/* The candidate as `hyperpar train` flags: "--batch 4 --pp 2 --dp 2 --tp 2 --zero 1 --grad-accum 4
- * --pp-schedule 1f1b --remat selective" (what is 1 or none is left out; FSDP as --fsdp N, HSDP as --hsdp R,S).
+/* The candidate as `hyperpar train` flags: "--batch 4 --pp 2 --dp 2 --tp 2 --zero 2 --grad-accum 4
+ * --grad-accum-comm last --pp-schedule 1f1b --remat selective" (what is 1 or none is left out; FSDP as --fsdp N, HSDP as --hsdp R,S).
  * Like snprintf. */
 int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c);
 /* The data-parallel form's name: "replicated", "zero-1", "zero-2", "fsdp", "hsdp". */
