@@ -45,6 +45,12 @@ static void print_report(const hp_sim_report *r, const planner *p, const sim_opt
     printf("  pipeline bubble   %s\n", a);
     ms(a, sizeof a, r->optimizer_s);
     printf("  optimizer         %s\n", a);
+    static const char *fam[7] = {"gemm", "grouped_gemm", "attention", "pointwise", "norm", "softmax_xent",
+                                 "embedding"};
+    printf("  kernels by family:");
+    for (int f = 0; f < 7; f++)
+        if (r->family_s[f] > 0) printf(" %s %.3f ms", fam[f], r->family_s[f] * 1e3);
+    printf("\n");
     printf("tokens/s            %.0f\n", r->tokens_per_s);
     printf("MFU                 %.1f%%   (%.3g GFLOP a rank a step over a peak of %.4g GFLOP/s per rank)\n",
            100 * r->mfu, r->flops * 1e-9, r->peak_flops * 1e-9);
@@ -134,7 +140,7 @@ int hp_cmd_simulate(int argc, char **argv) {
         sc.inter_bw_GBps = so.inter_bw, sc.inter_latency_us = so.inter_latency;
         if (!st && (so.check_steps < 0 || so.supernodes < 0 || so.inter_bw < 0 || so.inter_latency < 0))
             st = hp_errorf("hyperpar simulate: --check-steps, --supernodes, --inter-bw and --inter-latency must be >= 0");
-        if (!st && so.supernodes > 1) po->processes = so.supernodes;
+        if (!st && so.supernodes > 1) po->processes = so.supernodes, sc.one_process = 1;
         if (!st) st = hp_planner_config(p, &c);
         if (!st && so.check) {
             hp_check_config cc = {.steps = so.check_steps, .supernodes = so.supernodes};

@@ -740,6 +740,8 @@ typedef struct {
     double inter_bw_GBps;   /* without a cluster file: the link between this machine's supernodes (the emulated
                              * link's bandwidth per rank, as train's --inter-bw), priced at it; 0: the profile's */
     double inter_latency_us;
+    int one_process;        /* without a cluster file: the supernodes are emulated in one process, so all the
+                             * ranks share this machine's cores (0: one process per supernode, as mpirun) */
 } hp_sim_config;
 
 typedef struct {
@@ -749,6 +751,8 @@ typedef struct {
     double comm_intra_s, comm_inter_s;       /* the collectives' link time (hidden or not) */
     double bytes_intra, bytes_inter;         /* bytes a rank moves per step, by tier */
     double flops;             /* the slowest stage's rank: forward and backward FLOPs per step */
+    double family_s[7];       /* its kernels' seconds by family: gemm, grouped_gemm, attention, pointwise, norm,
+                               * softmax_xent, embedding (src/autopar/profile.h) */
     double tokens_per_s;      /* batch x seq x micro-batches over step_s */
     double mfu;               /* flops / step_s over the cluster's (or the profile's) peak for the dtype */
     double peak_flops;        /* that peak, FLOP/s per rank */

@@ -97,6 +97,7 @@ static hp_status run(hp_calibration *c, const hp_calibrate_options *o) {
     int nsizes = o->sizes ? o->nsizes : o->quick ? 3 : 7;
     /* the peaks last: the bf16 matmul peak leaves oneDNN's OpenMP threads behind */
     HP_TRY(hp_api_calib_kernels(d));
+    HP_TRY(hp_api_calib_step(d));
     HP_TRY(hp_api_calib_comm(d, sizes, nsizes));
     HP_TRY(peaks(d));
     HP_TRY(hp_calib_profile(&c->profile, d));

@@ -15,6 +15,10 @@
  * medium shapes and about 0.25 s an entry, else about 2 s). */
 hp_status hp_api_calib_kernels(hp_calib_data *d);
 
+/* Replaces d->kernel's fp32 entries that a small GPT-2's training steps (two widths; d->quick: one, one step)
+ * have nodes in by those nodes' summed FLOPs, bytes and seconds (api/calibrate_step). */
+hp_status hp_api_calib_step(hp_calib_data *d);
+
 /* Checks collective sizes: 2..HP_CALIB_MAX_SIZES distinct multiples of 8 in 8 B..4 GiB. */
 hp_status hp_api_calib_sizes_check(const int64_t *sizes, int nsizes);
 

@@ -13,6 +13,8 @@
 #include "api/simulate.h"
 #include "runtime/trace.h"
 
+_Static_assert(HP_PROF_NFAMILIES == 7, "hp_sim_report.family_s has a place for every family");
+
 void hp_sim_config_default(hp_sim_config *s) {
     memset(s, 0, sizeof *s);
     s->links = -1;
@@ -80,9 +82,9 @@ static hp_status write_trace(const hp_cost *k, const char *prefix, const hp_mesh
 
 /* The share of the profile's kernel threads a rank gets on this machine: its threads, or the cores the
  * process's ranks share out when there are fewer, over the profile's. */
-static double local_scale(const hp_plan_report_config *c, int ranks, const hp_profile *p) {
+static double local_scale(const hp_plan_report_config *c, int ranks, const hp_profile *p, int one_process) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int here = c->processes > 1 ? ranks / c->processes : ranks;
+    int here = c->processes > 1 && !one_process ? ranks / c->processes : ranks;
     double per = c->threads / here > 0 ? (double)(c->threads / here) : 1.0;
     double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
     return share / (double)(p->threads > 0 ? p->threads : 1);
@@ -114,7 +116,7 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     const hp_compiled **ptr = calloc((size_t)stages, sizeof *ptr);
     r->memory = calloc((size_t)stages, sizeof *r->memory);
     hp_status st = cc && ptr && r->memory ? HP_OK : hp_errorf("hp_simulate: out of memory");
-    int done = 0, here = c->processes > 1 ? ranks / c->processes : ranks;
+    int done = 0, here = c->processes > 1 && !sc->one_process ? ranks / c->processes : ranks;
     int threads = c->threads / here > 0 ? c->threads / here : 1;
     for (; !st && done < stages; done++) {
         st = hp_compile(&cc[done], model, plan, stage_rank(m, axis, done), &s.co);
@@ -140,7 +142,8 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     }
     env.links_from_cluster = sc->links > 0 || (sc->links < 0 && cl) ? 3u
                              : sc->links < 0 && sc->inter_bw_GBps > 0 ? 1u << HP_PROF_INTER : 0u;
-    env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : cl ? 1.0 : local_scale(c, ranks, prof);
+    env.inter_holds = !cl && sc->one_process && local.supernodes > 1;
+    env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : cl ? 1.0 : local_scale(c, ranks, prof, sc->one_process);
     hp_cost k;
     memset(&k, 0, sizeof k);
     if (!st) st = hp_cost_predict(&k, ptr, stages, &env, sc->trace != NULL);
@@ -151,6 +154,7 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
         r->comm_intra_s = k.comm_s[HP_PROF_INTRA], r->comm_inter_s = k.comm_s[HP_PROF_INTER];
         r->bytes_intra = k.comm_bytes[HP_PROF_INTRA], r->bytes_inter = k.comm_bytes[HP_PROF_INTER];
         r->flops = k.flops;
+        for (int f = 0; f < HP_PROF_NFAMILIES && f < 7; f++) r->family_s[f] = k.family_s[f];
         r->ranks = ranks, r->stages = stages, r->stage = k.stage;
         r->kernel_fallbacks = k.fallbacks;
         double micro = c->grad_accum > 1 ? c->grad_accum : 1;
@@ -198,8 +202,9 @@ hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads) {
 }
 
 /* Kernel threads a rank of c's plan gets: the process's threads over the ranks it hosts. */
-static int rank_threads(const hp_plan_report_config *c) {
-    int ranks = hp_mesh_size(&c->plan->plan.mesh), here = c->processes > 1 ? ranks / c->processes : ranks;
+static int rank_threads(const hp_plan_report_config *c, int one_process) {
+    int ranks = hp_mesh_size(&c->plan->plan.mesh);
+    int here = c->processes > 1 && !one_process ? ranks / c->processes : ranks;
     return c->threads / (here > 0 ? here : 1) > 0 ? c->threads / here : 1;
 }
 
@@ -212,7 +217,7 @@ hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const
     hp_profile prof;
     hp_cluster cl;
     int have_cl = 0;
-    hp_status st = hp_api_profile_pick(&prof, sc->profile, rank_threads(c));
+    hp_status st = hp_api_profile_pick(&prof, sc->profile, rank_threads(c, sc->one_process));
     if (st) {
         hp_sim_report_free(r);
         return st;

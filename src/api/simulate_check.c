@@ -104,6 +104,7 @@ hp_status hp_simulate_check(hp_check_result *out, int *lead, const hp_train_opti
         st = hp_plan_report_config_from_options(&rc, &ro, plan);
         rc.processes = sn;
         hp_sim_config s2 = *sc;
+        s2.one_process = procs == 0; /* emulated supernodes: every rank on this process's cores */
         if (!st && plan) st = hp_simulate(&out->sim, &rc, &s2);
         if (!st && !plan) { /* one rank: the plan of one rank */
             hp_shard_plan *one = NULL;

@@ -20,8 +20,13 @@ double hp_cost_node_time(const hp_graph *g, int node, const hp_cost_env *env, in
     hp_profile_kernel_rate(&r, env->profile, hp_profile_family_of_op(n->op->name), dt, flops);
     if (fallback) *fallback = r.fallback != HP_PROF_EXACT;
     double scale = env->compute_scale > 0 ? env->compute_scale : 1;
-    double tf = flops / (r.gflops * 1e9 * scale), tb = bytes / (r.gbps * 1e9 * scale);
-    return tf > tb ? tf : tb;
+    /* each family at the bound calibration measured it by: the matrix products by their FLOPs, the rest by
+     * their bytes (a calibrated rate is both numbers of one timed shape: the other one says nothing of a shape
+     * with another ratio of FLOPs to bytes); a node that has only the other number, by it */
+    hp_prof_family f = hp_profile_family_of_op(n->op->name);
+    int by_flops = f == HP_PROF_GEMM || f == HP_PROF_GROUPED_GEMM || f == HP_PROF_ATTENTION;
+    if ((by_flops && flops > 0) || bytes <= 0) return flops / (r.gflops * 1e9 * scale);
+    return bytes / (r.gbps * 1e9 * scale);
 }
 
 /* ---- the simulation ---- */
@@ -46,7 +51,7 @@ typedef struct {
     int nslot, nunit;
     pend *reducing; /* the fsdp2 style's reduction in flight (its unit's pair), NULL: none */
     double compute, opt, exposed[HP_PROF_NTIERS], bubble, comm[HP_PROF_NTIERS], bytes[HP_PROF_NTIERS],
-        msgs[HP_PROF_NTIERS], flops;
+        msgs[HP_PROF_NTIERS], flops, family[HP_PROF_NFAMILIES];
     int fallbacks;
 } stage_sim;
 
@@ -212,6 +217,10 @@ static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_col
         return HP_OK; /* a staged send is not waited for */
     }
     HP_TRY(run_calls(s, st, n, c, nc, &tmp));
+    if (s->env->inter_holds && tmp.live && tmp.tier[HP_PROF_INTER] > 0) {
+        pend held = tmp; /* the stream waits out the call; its wait later finds it done */
+        hold(st, n, &held);
+    }
     if (d->role == HP_COLL_START && fsdp2(cc) && d->group == HP_COLL_GROUP_FSDP_REPLICAS) {
         hold(st, n, &tmp); /* fsdp2: the replicas' all-reduce is a blocking call after the reduce-scatter */
         if (p) p->live = 0;
@@ -242,6 +251,7 @@ static hp_status advance(sim *s, stage_sim *st, int *progress) {
             int fb = 0;
             double dt = hp_cost_node_time(g, node, s->env, &fb);
             st->fallbacks += fb;
+            st->family[hp_profile_family_of_op(n->op->name)] += dt;
             HP_TRY(event(s, st, 0, 0, n, st->t, st->t + dt, 0));
             st->t += dt;
             if (n->phase == HP_PHASE_OPT) {
@@ -350,6 +360,7 @@ hp_status hp_cost_predict(hp_cost *out, const hp_compiled *const *stage, int nst
             out->comm_msgs[k] = c->msgs[k];
         }
         out->flops = c->flops;
+        memcpy(out->family_s, c->family, sizeof out->family_s);
         out->stage = crit;
         out->nstages = nstages;
         out->stage_bytes = calloc((size_t)nstages, sizeof *out->stage_bytes);

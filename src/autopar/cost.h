@@ -3,10 +3,12 @@
  * pipeline stage; without a pipeline, one), never re-derived from the plan:
  *
  *  - every computing node of the rank's step (its actions expanded over the
- *    micro-batches, core/action) costs max(flops / GFLOP/s, bytes / GB/s) at
- *    the calibration profile's rate of its operator's family, dtype and FLOP
- *    bucket (autopar/profile), its flops and bytes from the operator table
- *    (hp_opdef.flops, .bytes), the rates times the environment's compute_scale;
+ *    micro-batches, core/action) costs its FLOPs over the calibrated GFLOP/s
+ *    (matrix products: gemm, grouped_gemm, attention) or its bytes over the
+ *    calibrated GB/s (the memory-bound families) at the profile's rate of its
+ *    operator's family, dtype and FLOP bucket (autopar/profile), its flops and
+ *    bytes from the operator table (hp_opdef.flops, .bytes), the rates times
+ *    the environment's compute_scale;
  *  - every collective node is priced from its descriptor (core/coll_desc) as
  *    the calls it makes (kind, group, whole buffer: autopar/cost_calls), each
  *    call's messages and bytes for the rank and tier exactly as the comm layer
@@ -59,6 +61,9 @@ typedef struct {
     unsigned links_from_cluster; /* bit t set (1 << HP_PROF_INTRA, 1 << HP_PROF_INTER): tier t's collectives at the
                                   * cluster's latency and bandwidth (a profile measured elsewhere, an emulated
                                   * link); clear: at the profile's α–β where it has the tier, else the cluster's */
+    int inter_holds;           /* 1: a call's inter-supernode part holds the compute stream as it runs (it is not
+                                * hidden): supernodes emulated in one process, whose link layer works on the
+                                * cores the ranks compute on (measured: overlap on and off step alike there) */
 } hp_cost_env;
 
 /* A timeline event (simulated seconds from the step's start). */
@@ -82,6 +87,7 @@ typedef struct {
     double comm_bytes[HP_PROF_NTIERS];  /* bytes it moves per step, by tier (autopar/volume) */
     double comm_msgs[HP_PROF_NTIERS];
     double flops;                       /* its forward and backward nodes' FLOPs per step (recomputation in) */
+    double family_s[HP_PROF_NFAMILIES]; /* its kernels' seconds by family (autopar/profile), optimizer's too */
     int stage;                          /* which stage is the slowest */
     double (*stage_bytes)[HP_PROF_NTIERS]; /* [nstages]: bytes each stage's rank moves per step, by tier (owned) */
     double (*stage_msgs)[HP_PROF_NTIERS];

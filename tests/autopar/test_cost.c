@@ -1,8 +1,9 @@
 /* autopar/cost: the cost model priced against hand-computed values on a tiny
  * GPT-2's compiled programs, with a synthetic profile and cluster:
- *  - one rank, every family at one rate and no byte limit: compute is the
- *    forward and backward nodes' FLOPs over that rate exactly, the optimizer
- *    the optimizer nodes', and the step their sum (nothing else);
+ *  - one rank, every family at one rate: compute is the forward and backward
+ *    nodes' time exactly — the matrix products' FLOPs, the others' bytes, at
+ *    the rate — the optimizer the optimizer nodes', and the step their sum
+ *    (nothing else); a compute scale divides it;
  *  - a call's time on one tier and across two (α per message, β per rank),
  *    the volumes of a ring and of the two-tier algorithms;
  *  - DP 2 with the reductions blocking: every byte of the all-reduces is
@@ -73,18 +74,23 @@ static void one_rank(const model *f) {
     hp_cost k;
     const hp_compiled *st[1] = {&cc};
     CHECK_OK(hp_cost_predict(&k, st, 1, &env, 0));
-    double fb = 0, op = 0;
+    /* the matrix products at 2 GFLOP/s by their FLOPs, the rest at 1e12 GB/s by their bytes (a node with
+     * only FLOPs by them) */
+    double fb = 0, op = 0, tf = 0, to = 0;
     const hp_graph *g = cc.rg.g;
     for (int i = 0; i < cc.sched.n; i++) {
         const hp_node *n = &g->nodes[cc.sched.order[i]];
-        if (n->op->communicates || !n->op->flops) continue;
-        double fl = n->op->flops(g, n);
-        if (n->phase == HP_PHASE_OPT) op += fl;
-        else fb += fl;
+        if (n->op->communicates) continue;
+        double fl = n->op->flops ? n->op->flops(g, n) : 0, by = n->op->bytes ? n->op->bytes(g, n) : 0;
+        hp_prof_family fam = hp_profile_family_of_op(n->op->name);
+        int mm = fam == HP_PROF_GEMM || fam == HP_PROF_GROUPED_GEMM || fam == HP_PROF_ATTENTION;
+        double t = (mm && fl > 0) || by <= 0 ? fl / 2e9 : by / 1e21;
+        if (n->phase == HP_PHASE_OPT) op += fl, to += t;
+        else fb += fl, tf += t;
     }
     CHECK(fb > 1e6 && op > 0);
-    CHECK(near(k.compute_s, fb / 2e9, 1e-12));
-    CHECK(near(k.optimizer_s, op / 2e9, 1e-12));
+    CHECK(near(k.compute_s, tf, 1e-12));
+    CHECK(near(k.optimizer_s, to, 1e-12));
     CHECK(near(k.step_s, k.compute_s + k.optimizer_s, 1e-12));
     CHECK(near(k.flops, fb, 1e-12));
     CHECK(k.exposed_s[0] == 0 && k.exposed_s[1] == 0 && k.bubble_s == 0 && k.comm_bytes[0] == 0);

@@ -1,0 +1,88 @@
+/* api/calibrate_step: kernel rates from whole training steps — a small GPT-2's
+ * single-rank step (forward, backward, optimizer) run on the calibration's
+ * threads with every node timed (runtime/program's step hook), each node's
+ * seconds, FLOPs and bytes added to its family and FLOP bucket. Where a
+ * family and bucket got nodes, that sum replaces the one-operator
+ * measurement: the rates of the kernels as a training step runs them (shapes,
+ * caches, the pool's hand-offs), which the cost model prices steps with. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/calibrate.h"
+#include "api/infer.h"
+#include "core/rng.h"
+#include "core/timing.h"
+#include "optim/phase.h"
+
+typedef struct {
+    double flops[HP_PROF_NFAMILIES][HP_PROF_NBUCKETS], bytes[HP_PROF_NFAMILIES][HP_PROF_NBUCKETS];
+    double seconds[HP_PROF_NFAMILIES][HP_PROF_NBUCKETS];
+    int nodes[HP_PROF_NFAMILIES][HP_PROF_NBUCKETS];
+    const hp_graph *g;
+    int on;
+} tally;
+
+static void hook(void *ctx, const hp_node *n, double t0, double t1) {
+    tally *t = ctx;
+    if (!t->on || n->op->communicates) return;
+    double fl = n->op->flops ? n->op->flops(t->g, n) : 0, by = n->op->bytes ? n->op->bytes(t->g, n) : 0;
+    if (fl <= 0 && by <= 0) return;
+    int f = (int)hp_profile_family_of_op(n->op->name), b = (int)hp_profile_bucket_of(fl);
+    t->flops[f][b] += fl, t->bytes[f][b] += by, t->seconds[f][b] += t1 - t0, t->nodes[f][b]++;
+}
+
+/* Runs `steps` timed steps (after 2 untimed) of a GPT-2 of width C, L blocks, B x T tokens, into t. */
+static hp_status profile_model(tally *t, int L, int C, int B, int T, int threads, int steps) {
+    hp_gpt2_config m = {L, C / 64, C, 256, 0, T};
+    hp_optim_config oc;
+    hp_optim_config_default(&oc);
+    hp_api_engine e;
+    HP_TRY(hp_api_engine_create(&e, &m, B, T, threads, 1, &oc, HP_F32));
+    hp_status st = hp_api_init_params(&e.ps, &e.model, 1);
+    hp_rng rng;
+    hp_rng_seed(&rng, 7);
+    int32_t *tok = hp_program_data(e.prog, e.io.tokens), *tgt = hp_program_data(e.prog, e.io.targets);
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)e.model.V);
+        tgt[i] = (int32_t)(hp_rng_next(&rng) % (uint64_t)e.model.V);
+    }
+    t->g = e.c.rg.g;
+    hp_program_set_hook(e.prog, hook, t);
+    for (int i = -2; !st && i < steps; i++) {
+        t->on = i >= 0;
+        st = hp_program_run(e.prog, HP_PHASE_FWD);
+        if (!st) st = hp_program_run(e.prog, HP_PHASE_BWD);
+        if (!st && e.c.has_optim) {
+            hp_optim_phase_lrs(hp_program_data(e.prog, e.c.optim.lr), &oc, 1e-4f);
+            *(int32_t *)hp_program_data(e.prog, e.c.optim.step) = (int32_t)(i + 3);
+        }
+        if (!st) st = hp_program_run(e.prog, HP_PHASE_OPT);
+    }
+    hp_program_set_hook(e.prog, NULL, NULL);
+    t->on = 0;
+    hp_api_engine_destroy(&e);
+    return st;
+}
+
+hp_status hp_api_calib_step(hp_calib_data *d) {
+    tally *t = calloc(1, sizeof *t);
+    if (!t) return hp_errorf("calibrate: out of memory");
+    /* two widths, so both buckets a model's matrix products fall in get nodes */
+    int steps = d->quick ? 1 : 4;
+    hp_status st = profile_model(t, 2, 256, 8, 128, d->threads, steps);
+    if (!st && !d->quick) st = profile_model(t, 2, 512, 8, 256, d->threads, steps);
+    for (int f = 0; !st && f < HP_PROF_NFAMILIES; f++)
+        for (int b = 0; b < HP_PROF_NBUCKETS; b++) {
+            if (!t->nodes[f][b] || !(t->seconds[f][b] > 0)) continue;
+            hp_calib_kernel *k = &d->kernel[f][HP_PROF_FP32][b];
+            k->given = 1, k->from_bucket = -1;
+            snprintf(k->op, sizeof k->op, "training step");
+            snprintf(k->shape, sizeof k->shape, "%d nodes of %d steps", t->nodes[f][b], steps);
+            k->flops = t->flops[f][b], k->bytes = t->bytes[f][b], k->seconds = t->seconds[f][b];
+            if (!(k->flops > 0)) k->flops = 1; /* a rate needs both numbers: the bytes price these */
+            if (!(k->bytes > 0)) k->bytes = 1;
+        }
+    free(t);
+    return st;
+}
