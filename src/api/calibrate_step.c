@@ -4,7 +4,9 @@
  * seconds, FLOPs and bytes added to its family and FLOP bucket. Where a
  * family and bucket got nodes, that sum replaces the one-operator
  * measurement: the rates of the kernels as a training step runs them (shapes,
- * caches, the pool's hand-offs), which the cost model prices steps with. */
+ * caches, the pool's hand-offs), which the cost model prices steps with. And
+ * the host's work of a step beside its program: the trainer's step on the
+ * same model (its batch read, schedule, loss and norm) less the program's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +34,9 @@ static void hook(void *ctx, const hp_node *n, double t0, double t1) {
     t->flops[f][b] += fl, t->bytes[f][b] += by, t->seconds[f][b] += t1 - t0, t->nodes[f][b]++;
 }
 
-/* Runs `steps` timed steps (after 2 untimed) of a GPT-2 of width C, L blocks, B x T tokens, into t. */
-static hp_status profile_model(tally *t, int L, int C, int B, int T, int threads, int steps) {
+/* Runs `steps` timed steps (after 2 untimed) of a GPT-2 of width C, L blocks, B x T tokens, into t; *med: the
+ * median step's seconds (NULL: not kept). */
+static hp_status profile_model(tally *t, double *med, int L, int C, int B, int T, int threads, int steps) {
     hp_gpt2_config m = {L, C / 64, C, 256, 0, T};
     hp_optim_config oc;
     hp_optim_config_default(&oc);
@@ -49,8 +52,10 @@ static hp_status profile_model(tally *t, int L, int C, int B, int T, int threads
     }
     t->g = e.c.rg.g;
     hp_program_set_hook(e.prog, hook, t);
+    double dt[16];
     for (int i = -2; !st && i < steps; i++) {
         t->on = i >= 0;
+        double t0 = hp_now();
         st = hp_program_run(e.prog, HP_PHASE_FWD);
         if (!st) st = hp_program_run(e.prog, HP_PHASE_BWD);
         if (!st && e.c.has_optim) {
@@ -58,10 +63,41 @@ static hp_status profile_model(tally *t, int L, int C, int B, int T, int threads
             *(int32_t *)hp_program_data(e.prog, e.c.optim.step) = (int32_t)(i + 3);
         }
         if (!st) st = hp_program_run(e.prog, HP_PHASE_OPT);
+        if (i >= 0 && i < 16) dt[i] = hp_now() - t0;
     }
+    if (!st && med) *med = hp_median(dt, steps < 16 ? steps : 16);
     hp_program_set_hook(e.prog, NULL, NULL);
     t->on = 0;
     hp_api_engine_destroy(&e);
+    return st;
+}
+
+/* The median step of `hyperpar train`'s trainer (the default text data, no files written) on the same model:
+ * the program plus the host's work around it. */
+static hp_status trainer_step(double *med, int L, int C, int B, int T, int threads, int steps) {
+    hp_train_options o;
+    hp_train_options_default(&o);
+    o.layers = L, o.heads = C / 64, o.channels = C, o.vocab = 256, o.max_seq = T, o.batch = B, o.seq = T;
+    o.threads = threads, o.steps = steps + 2, o.warmup = 1, o.val_every = 0, o.metrics[0] = 0, o.ckpt_dir[0] = 0;
+    snprintf(o.run_dir, sizeof o.run_dir, "none");
+    hp_model_config m = {.layers = L, .heads = C / 64, .channels = C, .vocab = 256, .max_seq = T};
+    hp_model *model = NULL;
+    HP_TRY(hp_model_named(&model, "gpt2", &m, B, T));
+    hp_train_config tc;
+    hp_train_config_default(&tc, model);
+    hp_status st = hp_train_options_config(&tc, &o);
+    tc.run_dir = NULL;
+    hp_train *tr = NULL;
+    if (!st) st = hp_train_create(&tr, &tc);
+    double dt[16];
+    for (int i = -2; !st && i < steps; i++) {
+        double t0 = hp_now();
+        st = hp_train_step(tr, NULL, NULL);
+        if (i >= 0 && i < 16) dt[i] = hp_now() - t0;
+    }
+    if (!st) *med = hp_median(dt, steps < 16 ? steps : 16);
+    hp_train_free(tr);
+    hp_model_free(model);
     return st;
 }
 
@@ -70,8 +106,11 @@ hp_status hp_api_calib_step(hp_calib_data *d) {
     if (!t) return hp_errorf("calibrate: out of memory");
     /* two widths, so both buckets a model's matrix products fall in get nodes */
     int steps = d->quick ? 1 : 4;
-    hp_status st = profile_model(t, 2, 256, 8, 128, d->threads, steps);
-    if (!st && !d->quick) st = profile_model(t, 2, 512, 8, 256, d->threads, steps);
+    double prog = 0, trainer = 0;
+    hp_status st = profile_model(t, &prog, 2, 256, 8, 128, d->threads, steps);
+    if (!st && !d->quick) st = profile_model(t, NULL, 2, 512, 8, 256, d->threads, steps);
+    if (!st) st = trainer_step(&trainer, 2, 256, 8, 128, d->threads, steps);
+    if (!st) d->step_overhead_us = trainer > prog ? (trainer - prog) * 1e6 : 0;
     for (int f = 0; !st && f < HP_PROF_NFAMILIES; f++)
         for (int b = 0; b < HP_PROF_NBUCKETS; b++) {
             if (!t->nodes[f][b] || !(t->seconds[f][b] > 0)) continue;
@@ -82,6 +121,15 @@ hp_status hp_api_calib_step(hp_calib_data *d) {
             k->flops = t->flops[f][b], k->bytes = t->bytes[f][b], k->seconds = t->seconds[f][b];
             if (!(k->flops > 0)) k->flops = 1; /* a rate needs both numbers: the bytes price these */
             if (!(k->bytes > 0)) k->bytes = 1;
+        }
+    for (int f = 0; !st && f < HP_PROF_NFAMILIES; f++) /* a bucket that copies another's measurement copies it again */
+        for (int b = 0; b < HP_PROF_NBUCKETS; b++) {
+            hp_calib_kernel *k = &d->kernel[f][HP_PROF_FP32][b];
+            if (k->given && k->from_bucket >= 0) {
+                int from = k->from_bucket;
+                *k = d->kernel[f][HP_PROF_FP32][from];
+                k->from_bucket = from;
+            }
         }
     free(t);
     return st;

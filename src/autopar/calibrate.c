@@ -155,6 +155,7 @@ hp_status hp_calib_profile(hp_profile *out, const hp_calib_data *d) {
     snprintf(out->machine, sizeof out->machine, "%s", d->machine);
     snprintf(out->cpu, sizeof out->cpu, "%s", d->cpu);
     out->threads = d->threads;
+    out->step_overhead_us = d->step_overhead_us;
     out->peak_fp32_gflops = d->peak_fp32_gflops;
     out->peak_bf16_gflops = d->peak_bf16_gflops;
     for (int f = 0; f < HP_PROF_NFAMILIES; f++)
@@ -186,6 +187,9 @@ size_t hp_calib_table(char *buf, size_t n, const hp_calib_data *d, const hp_prof
     if (buf && n) buf[0] = 0;
     hp_text_appendf(buf, n, &used, "cpu: %s\npeaks (%d threads): fp32 %.1f GFLOP/s (%s), bf16 %.1f GFLOP/s (%s)\n",
                     d->cpu, d->threads, d->peak_fp32_gflops, d->peak_fp32_how, d->peak_bf16_gflops, d->peak_bf16_how);
+    if (d->step_overhead_us > 0)
+        hp_text_appendf(buf, n, &used, "a training step's host work beside its program: %.0f us\n",
+                        d->step_overhead_us);
     hp_text_appendf(buf, n, &used, "\nkernels (%d threads; median of %d calls after a warm-up)\n", d->threads,
                     d->repeats);
     hp_text_appendf(buf, n, &used, "%-12s %-5s %-6s %-14s %-28s %10s %10s %10s %9s %8s\n", "family", "dtype", "bucket",

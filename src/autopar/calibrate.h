@@ -45,6 +45,7 @@ typedef struct {
     int quick;
     int repeats;                              /* timed calls per kernel entry (after a warm-up) */
     double inter_bw_gbps, inter_latency_us;   /* the emulated inter-supernode link (0: unthrottled) */
+    double step_overhead_us;                  /* a trainer's step less its program's (0: not measured) */
     hp_calib_kernel kernel[HP_PROF_NFAMILIES][HP_PROF_NDTYPES][HP_PROF_NBUCKETS];
     hp_calib_coll coll[HP_PROF_NTIERS][HP_PROF_NKINDS];
 } hp_calib_data;

@@ -80,7 +80,8 @@ typedef struct {
 typedef struct {
     double step_s;                      /* the slowest stage's step */
     double compute_s;                   /* its forward and backward kernels */
-    double optimizer_s;                 /* its optimizer action: kernels and what it waits for */
+    double optimizer_s;                 /* its optimizer action: kernels and what it waits for, and the host's
+                                         * work around a step (the profile's step_overhead_us) */
     double exposed_s[HP_PROF_NTIERS];   /* its compute held by collectives (forward and backward), by tier */
     double bubble_s;                    /* its compute held by pipeline receives */
     double comm_s[HP_PROF_NTIERS];      /* its collectives' time on the links (hidden or not), by tier */

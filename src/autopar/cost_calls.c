@@ -82,9 +82,9 @@ int hp_cost_calls_of(hp_cost_call *out, const hp_compiled *cc, int node, int rps
         const hp_fsdp_plan *f = &cc->fsdp;
         const hp_fsdp_unit *u = &f->units[d.unit];
         int reps = d.group == HP_COLL_GROUP_FSDP_REPLICAS;
+        if (reps && (f->replicas <= 1 || u->split || f->replicate_axis < 0)) return 0; /* no replicas' all-reduce */
         axis_span(&gr.members, &gr.supernodes, &gr.me, m, reps ? f->replicate_axis : f->shard_axis, rank, rps);
         if (reps) { /* the replicas' all-reduce of the reduced shard (fp32) */
-            if (f->replicas <= 1 || u->split) return 0;
             gr.elem = 4;
             return add(out, 0, HP_PROF_ALL_REDUCE, 4.0 * (double)u->shard, &gr,
                        f->fuse_replicas ? HP_COST_LANE_FSDP_SHARD : HP_COST_LANE_FSDP_REPLICAS);

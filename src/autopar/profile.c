@@ -208,12 +208,12 @@ static hp_status parse_notes(hp_profile *p, const hp_json *root, const char *fil
 static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file) {
     if (root->type != HP_JSON_OBJECT)
         return path_error(file, "(top)", "expected an object, not %s", hp_json_type_name(root->type));
-    static const char *const keys[] = {"format",           "version", "machine", "cpu",         "threads",
-                                       "peak_fp32_gflops", "peak_bf16_gflops", "notes", "kernels", "collectives",
-                                       NULL};
+    static const char *const keys[] = {"format",           "version",          "machine",          "cpu",
+                                       "threads",          "peak_fp32_gflops", "peak_bf16_gflops", "step_overhead_us",
+                                       "notes",            "kernels",          "collectives",      NULL};
     HP_TRY(check_keys(root, keys,
-                      "format, version, machine, cpu, threads, peak_fp32_gflops, peak_bf16_gflops, notes, kernels, "
-                      "collectives",
+                      "format, version, machine, cpu, threads, peak_fp32_gflops, peak_bf16_gflops, step_overhead_us, "
+                      "notes, kernels, collectives",
                       file, ""));
     const char *s = NULL;
     HP_TRY(get_text(&s, root, "format", 64, file, ""));
@@ -234,6 +234,8 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
     HP_TRY(get_int(&p->threads, root, "threads", 1, 4096, file, ""));
     HP_TRY(get_rate(&p->peak_fp32_gflops, root, "peak_fp32_gflops", 0, file, ""));
     HP_TRY(get_rate(&p->peak_bf16_gflops, root, "peak_bf16_gflops", 0, file, ""));
+    if (hp_json_get(root, "step_overhead_us")) /* optional */
+        HP_TRY(get_rate(&p->step_overhead_us, root, "step_overhead_us", 1, file, ""));
     HP_TRY(parse_notes(p, root, file));
 
     const hp_json *ks = NULL, *cs = NULL;
@@ -309,6 +311,10 @@ size_t hp_profile_print(char *buf, size_t n, const hp_profile *p) {
     append_number(buf, n, &used, p->peak_fp32_gflops);
     hp_text_appendf(buf, n, &used, ",\n  \"peak_bf16_gflops\": ");
     append_number(buf, n, &used, p->peak_bf16_gflops);
+    if (p->step_overhead_us > 0) {
+        hp_text_appendf(buf, n, &used, ",\n  \"step_overhead_us\": ");
+        append_number(buf, n, &used, p->step_overhead_us);
+    }
     hp_text_appendf(buf, n, &used, ",\n  \"notes\": [");
     for (int i = 0; i < p->nnotes; i++) {
         hp_text_appendf(buf, n, &used, "%s\n    ", i ? "," : "");

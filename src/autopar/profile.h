@@ -17,6 +17,8 @@
  *                                         measured with, an integer >= 1
  *     "peak_fp32_gflops": 160,         <- the machine's peak (all `threads`
  *     "peak_bf16_gflops": 80,             threads) as measured, finite and > 0
+ *     "step_overhead_us": 3000,        <- optional (0 when absent), >= 0: a training
+ *                                         step's host work beside its program
  *     "notes": ["text", ...],          <- optional; kept in order and printed
  *     "kernels": [                     <- may be empty (lookups fall back)
  *       {"family": "gemm", "dtype": "fp32", "bucket": "large",
@@ -107,6 +109,8 @@ typedef struct {
     int threads;             /* kernel threads per rank the kernels were measured with */
     double peak_fp32_gflops; /* the machine's measured peaks, GFLOP/s on `threads` threads */
     double peak_bf16_gflops;
+    double step_overhead_us; /* optional ("step_overhead_us", >= 0; 0 when absent): a training step's host work
+                              * beside its program (the trainer's batch, schedule, loss and norm), per step */
     char **notes; /* [nnotes] owned texts, in file order */
     int nnotes;
     hp_prof_kernel kernel[HP_PROF_NFAMILIES][HP_PROF_NDTYPES][HP_PROF_NBUCKETS];

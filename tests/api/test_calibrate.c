@@ -82,9 +82,10 @@ static void test_quick(void) {
     free(buf);
 
     const char *table = hp_calibration_table(c);
-    CHECK(strstr(table, "linear") && strstr(table, "grouped_linear") && strstr(table, "attention") &&
-          strstr(table, "gelu") && strstr(table, "layernorm") && strstr(table, "cross_entropy") &&
-          strstr(table, "add_pos") && strstr(table, "reduce_scatter") && strstr(table, "alpha_us"));
+    /* the entries a GPT-2 training step has nodes in come from the step (api/calibrate_step), the others from
+     * one-operator programs (grouped_linear: no GPT-2 node) */
+    CHECK(strstr(table, "training step") && strstr(table, "grouped_linear") && strstr(table, "reduce_scatter") &&
+          strstr(table, "alpha_us"));
 
     char path[] = "/tmp/hp_test_calibrate_XXXXXX";
     int fd = mkstemp(path);

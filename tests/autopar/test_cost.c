@@ -99,6 +99,14 @@ static void one_rank(const model *f) {
     env.compute_scale = 0.5;
     CHECK_OK(hp_cost_predict(&k2, st, 1, &env, 0));
     CHECK(near(k2.step_s, 2 * k.step_s, 1e-12));
+    hp_cost_free(&k2);
+    /* the host's work around a step adds to the step, as the optimizer's share */
+    p.step_overhead_us = 1500;
+    env.compute_scale = 1;
+    CHECK_OK(hp_cost_predict(&k2, st, 1, &env, 0));
+    CHECK(near(k2.step_s, k.step_s + 1.5e-3, 1e-12) && near(k2.optimizer_s, k.optimizer_s + 1.5e-3, 1e-12));
+    hp_cost_free(&k2);
+    hp_cost_free(&k);
     hp_compiled_free(&cc);
 }
 
@@ -165,6 +173,8 @@ static void data_parallel(const model *f) {
         const hp_cost *k = i ? &over : &blocking;
         CHECK(near(k->step_s, k->compute_s + k->optimizer_s + k->exposed_s[0] + k->exposed_s[1] + k->bubble_s, 1e-9));
     }
+    hp_cost_free(&blocking);
+    hp_cost_free(&over);
     /* DP 4 over 2 supernodes of 2: the inter tier carries the all-reduce of a half between 2 (N/2 per rank) */
     hp_plan p4;
     CHECK_OK(hp_plan_gpt2_dp_tp(&p4, 4, 1));
@@ -178,6 +188,7 @@ static void data_parallel(const model *f) {
     double gb = params + 32; /* the gradients and the norm's gather of 4 x 8 B (its whole output) */
     CHECK(k.comm_bytes[1] >= (gb - 32) / 2 && k.comm_bytes[1] < 1.05 * (gb - 32) / 2);
     CHECK(near(k.exposed_s[1], 2 * k.exposed_s[0], 1e-3)); /* half the bytes at a quarter of the bandwidth */
+    hp_cost_free(&k);
     hp_compiled_free(&cc);
     hp_plan_free(&p4);
     hp_plan_free(&plan);

@@ -24,7 +24,7 @@ static int count_kernels(const hp_profile *p, int dtype) {
 static void check_same(const hp_profile *a, const hp_profile *b) {
     CHECK(!strcmp(a->machine, b->machine) && !strcmp(a->cpu, b->cpu) && a->nnotes == b->nnotes);
     CHECK(a->threads == b->threads && a->peak_fp32_gflops == b->peak_fp32_gflops &&
-          a->peak_bf16_gflops == b->peak_bf16_gflops);
+          a->peak_bf16_gflops == b->peak_bf16_gflops && a->step_overhead_us == b->step_overhead_us);
     for (int i = 0; i < a->nnotes && i < b->nnotes; i++) CHECK(!strcmp(a->notes[i], b->notes[i]));
     CHECK(!memcmp(a->kernel, b->kernel, sizeof a->kernel));
     CHECK(!memcmp(a->coll, b->coll, sizeof a->coll));
@@ -178,7 +178,7 @@ static void test_lookups(void) {
 static void test_no_collectives(void) {
     static const char text[] =
         "{\"format\": \"hyperpar-profile\", \"version\": 1, \"machine\": \"remote\", \"cpu\": \"c\","
-        " \"threads\": 1, \"peak_fp32_gflops\": 100, \"peak_bf16_gflops\": 200,"
+        " \"threads\": 1, \"peak_fp32_gflops\": 100, \"peak_bf16_gflops\": 200, \"step_overhead_us\": 2500,"
         " \"kernels\": [{\"family\": \"norm\", \"dtype\": \"bf16\", \"bucket\": \"large\", \"gflops\": 4,"
         " \"gbps\": 9}], \"collectives\": []}";
     hp_profile p;
@@ -193,6 +193,7 @@ static void test_no_collectives(void) {
     hp_prof_rate r;
     hp_profile_kernel_rate(&r, &p, HP_PROF_NORM, HP_PROF_BF16, 1e9);
     CHECK(r.fallback == HP_PROF_EXACT && r.gflops == 4 && r.gbps == 9);
+    CHECK(p.step_overhead_us == 2500); /* optional: the shipped profile has none (0) */
     check_prints_back(&p);
     hp_profile_free(&p);
 
@@ -319,6 +320,9 @@ static void test_errors(void) {
     CHECK_OK(parse_with(NULL, NULL, NULL));
     CHECK_OK(parse_with(K("\"gflops\": 1e-3, \"gbps\": 1"), C("\"alpha_us\": 0, \"beta_GBps\": 2"), "\"notes\": [],"));
 
+    /* the step's host work: optional, >= 0 */
+    CHECK_OK(parse_with(NULL, NULL, "\"step_overhead_us\": 0,"));
+    expect(parse_with(NULL, NULL, "\"step_overhead_us\": -1,"), "step_overhead_us", "must be >= 0");
     /* kernels */
     expect(parse_with(K("\"gflops\": 0, \"gbps\": 1"), NULL, NULL), "kernels[1].gflops", "must be > 0");
     expect(parse_with(K("\"gflops\": 1, \"gbps\": -2"), NULL, NULL), "kernels[1].gbps", "must be > 0");
