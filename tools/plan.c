@@ -26,7 +26,7 @@ int hp_cmd_plan(int argc, char **argv) {
     hp_train_options_default(&po->o);
     hp_train_shape_unset(&po->o); /* to tell a shape flag given from its default (--init) */
     int nt = hp_train_opt_table(NULL, &po->o);
-    hp_opt *tab = calloc((size_t)nt + 14, sizeof *tab);
+    hp_opt *tab = calloc((size_t)nt + 16, sizeof *tab);
     hp_status st = tab ? HP_OK : hp_errorf("out of memory");
     int help = 0;
     if (!st) {
@@ -55,6 +55,8 @@ int hp_cmd_plan(int argc, char **argv) {
         tab[nt++] = (hp_opt){"top", HP_OPT_INT, &po->top, sizeof po->top, "--auto: candidates listed"};
         tab[nt++] = (hp_opt){"max-micro", HP_OPT_INT, &po->max_micro, sizeof po->max_micro,
                              "--auto: most micro-batches tried (default 16)"};
+        tab[nt++] = (hp_opt){"auto-dtype", HP_OPT_FLAG, &po->auto_dtype, sizeof po->auto_dtype,
+                             "--auto: search the compute dtype too (fp32 and bf16; else --dtype's)"};
         st = hp_args_parse(&help, tab, nt, argc, argv, 2, "plan");
     }
     if (!st && help) {

@@ -115,6 +115,7 @@ hp_status hp_planner_auto(planner *p) {
     else if (strcmp(po->links, "auto"))
         return hp_errorf("hyperpar plan --auto: --links must be auto, cluster or profile, got '%s'", po->links);
     c.world = po->world, c.processes = po->processes, c.max_micro = po->max_micro;
+    if (po->auto_dtype) c.skip |= HP_AUTO_DTYPE;
     if (po->o.memory > 0)
         c.memory_bytes = po->o.memory * 1e9 / (c.sim.cluster ? 1 : po->world / (po->processes > 1 ? po->processes : 1));
     hp_auto_report *r = NULL;

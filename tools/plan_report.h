@@ -16,7 +16,7 @@ typedef struct {
     int rank, all_ranks, all, world, processes;
     char json[512];
     /* --auto: the strategy search (tools/plan_auto.c) */
-    int autop, top, max_micro;
+    int autop, top, max_micro, auto_dtype;
     char cluster[512], profile[512], out[512], links[16];
 } plan_opts;
 

@@ -1305,7 +1305,7 @@ void hp_check_result_free(hp_check_result *r);
  * is base's --batch x --grad-accum, split into each candidate's micro-batches; base's other settings (model,
  * seq, dtype, optimizer, ...) are kept. */
 enum { HP_AUTO_NO_PP = 1, HP_AUTO_NO_TP = 2, HP_AUTO_NO_EP = 4, HP_AUTO_NO_SHARD = 8, HP_AUTO_NO_REMAT = 16,
-       HP_AUTO_NO_HSDP = 32 };
+       HP_AUTO_NO_HSDP = 32, HP_AUTO_DTYPE = 64 /* also search the compute dtype (fp32, bf16; else base's) */ };
 
 typedef struct {
     int world;              /* ranks (required) */
@@ -1314,7 +1314,7 @@ typedef struct {
     double memory_bytes;    /* per rank; 0: the cluster's memory_GB, or without a cluster file this machine's
                              * available memory over the world's ranks per process */
     int max_micro;          /* most micro-batches tried (0: 16) */
-    unsigned skip;          /* HP_AUTO_NO_*: dimensions left out */
+    unsigned skip;          /* HP_AUTO_NO_*: dimensions left out; HP_AUTO_DTYPE: one added */
 } hp_auto_config;
 
 typedef struct {

@@ -6,10 +6,14 @@
  * measurement: the rates of the kernels as a training step runs them (shapes,
  * caches, the pool's hand-offs), which the cost model prices steps with. And
  * the host's work of a step beside its program: the trainer's step on the
- * same model (its batch read, schedule, loss and norm) less the program's. */
+ * same model (its batch read, schedule, loss and norm) less the program's;
+ * and what rank-threads beyond the cores lose: 2x and 4x the cores' count of
+ * one-thread steps at once, against an even share of the cores. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/calibrate.h"
 #include "api/infer.h"
@@ -72,6 +76,82 @@ static hp_status profile_model(tally *t, double *med, int L, int C, int B, int T
     return st;
 }
 
+/* R engines of the model (one kernel thread each) stepping at once on R threads, as rank-threads of one process
+ * do: *sec the wall seconds of a step of all of them. */
+typedef struct {
+    hp_api_engine e;
+    hp_optim_config oc;
+    int steps;
+    pthread_barrier_t *go;
+    hp_status st;
+} shared_rank;
+
+static void *shared_main(void *arg) {
+    shared_rank *r = arg;
+    pthread_barrier_wait(r->go);
+    for (int i = 0; !r->st && i < r->steps; i++) {
+        r->st = hp_program_run(r->e.prog, HP_PHASE_FWD);
+        if (!r->st) r->st = hp_program_run(r->e.prog, HP_PHASE_BWD);
+        if (!r->st && r->e.c.has_optim) {
+            hp_optim_phase_lrs(hp_program_data(r->e.prog, r->e.c.optim.lr), &r->oc, 1e-4f);
+            *(int32_t *)hp_program_data(r->e.prog, r->e.c.optim.step) = (int32_t)(i + 1);
+        }
+        if (!r->st) r->st = hp_program_run(r->e.prog, HP_PHASE_OPT);
+    }
+    pthread_barrier_wait(r->go);
+    return NULL;
+}
+
+static hp_status shared_run(double *sec, int R, int L, int C, int B, int T, int steps) {
+    hp_gpt2_config m = {L, C / 64, C, 256, 0, T};
+    shared_rank *r = calloc((size_t)R, sizeof *r);
+    pthread_t *th = calloc((size_t)R, sizeof *th);
+    pthread_barrier_t go;
+    hp_status st = r && th ? HP_OK : hp_errorf("calibrate: out of memory");
+    int made = 0, started = 0;
+    for (; !st && made < R; made++) {
+        hp_optim_config_default(&r[made].oc);
+        st = hp_api_engine_create(&r[made].e, &m, B, T, 1, 1, &r[made].oc, HP_F32);
+        if (st) break;
+        st = hp_api_init_params(&r[made].e.ps, &r[made].e.model, 1);
+        r[made].steps = steps, r[made].go = &go;
+    }
+    if (!st && pthread_barrier_init(&go, NULL, (unsigned)R + 1)) st = hp_errorf("calibrate: no barrier");
+    for (; !st && started < R; started++)
+        if (pthread_create(&th[started], NULL, shared_main, &r[started])) st = hp_errorf("calibrate: no thread");
+    if (!st) {
+        pthread_barrier_wait(&go);
+        double t0 = hp_now();
+        pthread_barrier_wait(&go);
+        *sec = (hp_now() - t0) / steps;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (!st) pthread_barrier_destroy(&go);
+    for (int i = 0; i < made; i++) {
+        if (!st) st = r[i].st;
+        hp_api_engine_destroy(&r[i].e);
+    }
+    free(r);
+    free(th);
+    return st;
+}
+
+/* The efficiency of R = 2 and 4 times `cores` rank-threads stepping together, against an even share of the cores:
+ * R one-thread steps would take R t1 / cores seconds at full speed. */
+static hp_status shared_effs(double *eff, int cores, int quick) {
+    int steps = quick ? 1 : 3;
+    double t1 = 0;
+    HP_TRY(shared_run(&t1, 1, 2, 256, 4, 128, steps));
+    for (int i = 0; i < 2; i++) {
+        int R = cores * (2 << i);
+        double tr = 0;
+        HP_TRY(shared_run(&tr, R, 2, 256, 4, 128, steps));
+        double e = tr > 0 ? (double)R * t1 / cores / tr : 1;
+        eff[i] = e > 1 ? 1 : e < 0.05 ? 0.05 : e;
+    }
+    return HP_OK;
+}
+
 /* The median step of `hyperpar train`'s trainer (the default text data, no files written) on the same model:
  * the program plus the host's work around it. */
 static hp_status trainer_step(double *med, int L, int C, int B, int T, int threads, int steps) {
@@ -111,6 +191,8 @@ hp_status hp_api_calib_step(hp_calib_data *d) {
     if (!st && !d->quick) st = profile_model(t, NULL, 2, 512, 8, 256, d->threads, steps);
     if (!st) st = trainer_step(&trainer, 2, 256, 8, 128, d->threads, steps);
     if (!st) d->step_overhead_us = trainer > prog ? (trainer - prog) * 1e6 : 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!st) st = shared_effs(d->shared_eff, cores > 0 ? (int)cores : 1, d->quick);
     for (int f = 0; !st && f < HP_PROF_NFAMILIES; f++)
         for (int b = 0; b < HP_PROF_NBUCKETS; b++) {
             if (!t->nodes[f][b] || !(t->seconds[f][b] > 0)) continue;

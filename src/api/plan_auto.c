@@ -15,7 +15,7 @@
 
 _Static_assert((int)HP_AUTO_NO_PP == (int)HP_SEARCH_NO_PP && (int)HP_AUTO_NO_TP == (int)HP_SEARCH_NO_TP &&
                    (int)HP_AUTO_NO_EP == (int)HP_SEARCH_NO_EP && (int)HP_AUTO_NO_SHARD == (int)HP_SEARCH_NO_SHARD &&
-                   (int)HP_AUTO_NO_REMAT == (int)HP_SEARCH_NO_REMAT && (int)HP_AUTO_NO_HSDP == (int)HP_SEARCH_NO_HSDP,
+                   (int)HP_AUTO_NO_REMAT == (int)HP_SEARCH_NO_REMAT && (int)HP_AUTO_NO_HSDP == (int)HP_SEARCH_NO_HSDP && (int)HP_AUTO_DTYPE == (int)HP_SEARCH_DTYPE,
                "hyperpar.h's HP_AUTO_NO_* are autopar/search.h's HP_SEARCH_NO_*");
 
 typedef struct {
@@ -41,6 +41,7 @@ static void apply(hp_train_options *o, const hp_train_options *base, const hp_se
     if (c->pp > 1) snprintf(o->pp_schedule, sizeof o->pp_schedule, "%s", hp_pp_kind_name((hp_pp_kind)c->sched));
     snprintf(o->remat, sizeof o->remat, "%s", c->remat == 2 ? "full" : c->remat == 1 ? "selective" : "none");
     snprintf(o->grad_accum_comm, sizeof o->grad_accum_comm, "%s", c->comm_last ? "last" : "every");
+    snprintf(o->dtype, sizeof o->dtype, "%s", c->bf16 ? "bf16" : "fp32");
 }
 
 static void refuse(hp_search_eval *e, hp_status st) {
@@ -125,7 +126,7 @@ static hp_status search(hp_auto_report *r, const hp_train_options *base, const h
     int micro = base->micro_batches > 0 ? base->micro_batches : base->grad_accum > 1 ? base->grad_accum : 1;
     hp_search_space sp = {.world = c->world, .layers = base->layers, .heads = base->heads,
                           .kv_heads = m.kv_heads, .experts = m.experts, .batch = base->batch * micro,
-                          .max_micro = c->max_micro, .skip = c->skip};
+                          .max_micro = c->max_micro, .skip = c->skip, .bf16 = !strcmp(base->dtype, "bf16")};
     auto_ctx x = {.base = base, .cfg = c, .prof = prof, .cl = cl, .limit = limit_of(c, cl)};
     r->memory_limit = x.limit;
     hp_search_result res;
@@ -174,7 +175,10 @@ static hp_status search(hp_auto_report *r, const hp_train_options *base, const h
             u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --pp-schedule %s",
                                   hp_pp_kind_name((hp_pp_kind)w->sched));
         if (w->remat && u < sizeof r->best_flags)
-            snprintf(r->best_flags + u, sizeof r->best_flags - u, " --remat %s", w->remat == 1 ? "selective" : "full");
+            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --remat %s",
+                                  w->remat == 1 ? "selective" : "full");
+        if (w->bf16 && u < sizeof r->best_flags)
+            snprintf(r->best_flags + u, sizeof r->best_flags - u, " --dtype bf16");
     }
     hp_search_free(&res);
     return st;

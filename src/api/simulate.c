@@ -87,7 +87,9 @@ static double local_scale(const hp_plan_report_config *c, int ranks, const hp_pr
     int here = c->processes > 1 && !one_process ? ranks / c->processes : ranks;
     double per = c->threads / here > 0 ? (double)(c->threads / here) : 1.0;
     double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
-    return share / (double)(p->threads > 0 ? p->threads : 1);
+    /* more rank-threads than cores: each loses more than its share (the profile's measured efficiency) */
+    double ratio = cores > 0 ? here * per / (double)cores : 1;
+    return share * hp_profile_shared_eff(p, ratio) / (double)(p->threads > 0 ? p->threads : 1);
 }
 
 hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,

@@ -32,6 +32,7 @@ int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c) {
     if (c->comm_last) ADD(" --grad-accum-comm last");
     if (c->pp > 1) ADD(" --pp-schedule %s", hp_pp_kind_name((hp_pp_kind)c->sched));
     if (c->remat) ADD(" --remat %s", c->remat == 1 ? "selective" : "full");
+    if (c->bf16) ADD(" --dtype bf16");
 #undef ADD
     return (int)u;
 }
@@ -164,8 +165,11 @@ hp_status hp_search_run(hp_search_result *out, const hp_search_space *s, hp_sear
                 int dp = s->world / (pp * tp * ep);
                 if (s->batch % (dp * ep)) continue; /* every data-parallel rank needs whole sequences */
                 out->nmeshes++;
-                hp_search_cand c = {.pp = pp, .dp = dp, .ep = ep, .tp = tp};
-                st = forms(&x, c);
+                for (int b = 0; !st && b < 2; b++) {
+                    if ((s->skip & HP_SEARCH_DTYPE) ? 0 : b != (s->bf16 != 0)) continue;
+                    hp_search_cand c = {.pp = pp, .dp = dp, .ep = ep, .tp = tp, .bf16 = b};
+                    st = forms(&x, c);
+                }
             }
         }
     }

@@ -12,7 +12,7 @@
  * fewest micro-batches that fit; with micro-batches under ZeRO-2, FSDP or HSDP,
  * the gradients reduced every micro-batch or once at the last; the remat
  * policy (none, selective, full: the first that fits — recomputation only
- * adds time). The pipeline's stage
+ * adds time); with HP_SEARCH_DTYPE, fp32 and bf16 compute (else the base's). The pipeline's stage
  * partition is not searched: compile cuts the blocks at the min-max partition
  * of their forward FLOPs (parallel/pp_stages, exact).
  *
@@ -40,12 +40,13 @@ typedef struct {
     int remat;   /* 0 none, 1 selective, 2 full */
     int comm_last; /* ZeRO-2, FSDP, HSDP with micro-batches: the gradients reduced once, at the last one
                     * (--grad-accum-comm last), instead of every micro-batch's as it completes */
+    int bf16;      /* the compute dtype: 1 bf16 (--dtype bf16), 0 fp32 */
 } hp_search_cand;
 
 /* Dimensions left out of the space (hp_search_space.skip). */
 enum {
     HP_SEARCH_NO_PP = 1, HP_SEARCH_NO_TP = 2, HP_SEARCH_NO_EP = 4, HP_SEARCH_NO_SHARD = 8, HP_SEARCH_NO_REMAT = 16,
-    HP_SEARCH_NO_HSDP = 32
+    HP_SEARCH_NO_HSDP = 32, HP_SEARCH_DTYPE = 64 /* also bf16 compute (the base's dtype otherwise) */
 };
 
 typedef struct {
@@ -56,6 +57,7 @@ typedef struct {
     int experts;   /* a MoE model's routed experts (ep divides them); 0: dense (ep 1) */
     int batch;     /* sequences per optimizer step, all micro-batches together */
     int max_micro; /* most micro-batches tried (0: 16) */
+    int bf16;      /* the base's dtype (1: bf16); with HP_SEARCH_DTYPE both are tried */
     unsigned skip; /* HP_SEARCH_NO_* */
 } hp_search_space;
 

@@ -101,6 +101,12 @@ static void only_fsdp_fits(void) {
     for (int i = r->nok; i < r->nrows; i++) /* everything else is above the limit */
         CHECK(!r->rows[i].fits && r->rows[i].memory_bytes > limit && strstr(r->rows[i].why, "needs"));
     same(r, again);
+    /* the dtype searched too: every candidate again in bf16, its flags saying so */
+    hp_auto_report *both = run(&o, 4, NULL, 1e15, skip | HP_AUTO_DTYPE, 1);
+    int nb = 0;
+    for (int i = 0; i < both->nrows; i++) nb += strstr(both->rows[i].flags, "--dtype bf16") != NULL;
+    CHECK(both->nrows == 2 * all->nrows && nb == all->nrows);
+    hp_auto_report_free(both);
     hp_auto_report_free(all), hp_auto_report_free(r), hp_auto_report_free(again);
 }
 

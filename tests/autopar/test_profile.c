@@ -6,6 +6,9 @@
  * all_reduce or a profile without collectives; the printer's JSON parses
  * back to the same profile; each kind of mistake is one line naming the file
  * and the JSON path; every operator of the table maps to its family. */
+#include <math.h>
+#include <string.h>
+
 #include "autopar/profile.h"
 #include "ops/ops.h"
 #include "testutil.h"
@@ -24,7 +27,9 @@ static int count_kernels(const hp_profile *p, int dtype) {
 static void check_same(const hp_profile *a, const hp_profile *b) {
     CHECK(!strcmp(a->machine, b->machine) && !strcmp(a->cpu, b->cpu) && a->nnotes == b->nnotes);
     CHECK(a->threads == b->threads && a->peak_fp32_gflops == b->peak_fp32_gflops &&
-          a->peak_bf16_gflops == b->peak_bf16_gflops && a->step_overhead_us == b->step_overhead_us);
+          a->peak_bf16_gflops == b->peak_bf16_gflops && a->step_overhead_us == b->step_overhead_us &&
+          hp_profile_shared_eff(a, 2) == hp_profile_shared_eff(b, 2) &&
+          hp_profile_shared_eff(a, 4) == hp_profile_shared_eff(b, 4));
     for (int i = 0; i < a->nnotes && i < b->nnotes; i++) CHECK(!strcmp(a->notes[i], b->notes[i]));
     CHECK(!memcmp(a->kernel, b->kernel, sizeof a->kernel));
     CHECK(!memcmp(a->coll, b->coll, sizeof a->coll));
@@ -194,6 +199,12 @@ static void test_no_collectives(void) {
     hp_profile_kernel_rate(&r, &p, HP_PROF_NORM, HP_PROF_BF16, 1e9);
     CHECK(r.fallback == HP_PROF_EXACT && r.gflops == 4 && r.gbps == 9);
     CHECK(p.step_overhead_us == 2500); /* optional: the shipped profile has none (0) */
+    /* the shared cores' efficiency: 1 at one rank-thread per core, interpolated in log2 to 2x and 4x, 4x's beyond */
+    CHECK(hp_profile_shared_eff(&p, 1) == 1 && hp_profile_shared_eff(&p, 8) == 1); /* absent: 1 */
+    p.shared_eff[0] = 0.8, p.shared_eff[1] = 0.6;
+    CHECK(hp_profile_shared_eff(&p, 0.5) == 1 && fabs(hp_profile_shared_eff(&p, 2) - 0.8) < 1e-12);
+    CHECK(fabs(hp_profile_shared_eff(&p, 4) - 0.6) < 1e-12 && fabs(hp_profile_shared_eff(&p, 8) - 0.6) < 1e-12);
+    CHECK(fabs(hp_profile_shared_eff(&p, 2.8284271247461903) - 0.7) < 1e-9);
     check_prints_back(&p);
     hp_profile_free(&p);
 
@@ -320,9 +331,12 @@ static void test_errors(void) {
     CHECK_OK(parse_with(NULL, NULL, NULL));
     CHECK_OK(parse_with(K("\"gflops\": 1e-3, \"gbps\": 1"), C("\"alpha_us\": 0, \"beta_GBps\": 2"), "\"notes\": [],"));
 
-    /* the step's host work: optional, >= 0 */
+    /* the step's host work: optional, >= 0; the shared cores' efficiency: optional, in (0, 1] */
     CHECK_OK(parse_with(NULL, NULL, "\"step_overhead_us\": 0,"));
     expect(parse_with(NULL, NULL, "\"step_overhead_us\": -1,"), "step_overhead_us", "must be >= 0");
+    CHECK_OK(parse_with(NULL, NULL, "\"shared_2x\": 0.8, \"shared_4x\": 1,"));
+    expect(parse_with(NULL, NULL, "\"shared_2x\": 1.5,"), "shared_2x", "must be at most 1");
+    expect(parse_with(NULL, NULL, "\"shared_4x\": 0,"), "shared_4x", "must be > 0");
     /* kernels */
     expect(parse_with(K("\"gflops\": 0, \"gbps\": 1"), NULL, NULL), "kernels[1].gflops", "must be > 0");
     expect(parse_with(K("\"gflops\": 1, \"gbps\": -2"), NULL, NULL), "kernels[1].gbps", "must be > 0");
