@@ -238,27 +238,40 @@ void hp_cluster_free(hp_cluster *c) {
     memset(c, 0, sizeof *c);
 }
 
-/* A peak as the file writes it: TFLOP/s from 10^12 up, else GFLOP/s. */
+/* x as the shortest of %.15g and %.17g that reads back to it (strtod) into out[32]. */
+static const char *exact(char out[32], double x) {
+    snprintf(out, 32, "%.15g", x);
+    if (strtod(out, NULL) != x) snprintf(out, 32, "%.17g", x);
+    return out;
+}
+
+/* A peak as the file writes it: TFLOP/s from 10^12 up, else GFLOP/s — the unit whose value reads back to the
+ * same FLOP/s when the parser scales it (else TFLOP/s, the scaling's last bit aside). */
 static void append_peak(char *buf, size_t n, size_t *used, const char *key, double flops) {
+    char v[32];
     int tera = flops >= 1e12;
-    hp_text_appendf(buf, n, used, "%s: %.15g %s\n", key, flops / (tera ? 1e12 : 1e9), tera ? "TFLOP/s" : "GFLOP/s");
+    if (tera && strtod(exact(v, flops / 1e12), NULL) * 1e12 != flops &&
+        strtod(exact(v, flops / 1e9), NULL) * 1e9 == flops)
+        tera = 0;
+    hp_text_appendf(buf, n, used, "%s: %s %s\n", key, exact(v, flops / (tera ? 1e12 : 1e9)), tera ? "TFLOP/s" : "GFLOP/s");
 }
 
 size_t hp_cluster_print(char *buf, size_t n, const hp_cluster *c) {
     size_t used = 0;
+    char v[32];
     if (buf && n) buf[0] = 0;
     hp_text_appendf(buf, n, &used, "# cluster %s: %d supernodes x %d ranks = %d ranks\n", c->name, c->supernodes,
                     c->ranks_per_supernode, c->world);
     hp_text_appendf(buf, n, &used, "name: %s\n", c->name);
     hp_text_appendf(buf, n, &used, "supernodes: %d\n", c->supernodes);
     hp_text_appendf(buf, n, &used, "ranks_per_supernode: %d\n", c->ranks_per_supernode);
-    hp_text_appendf(buf, n, &used, "intra_bandwidth_GBps: %.15g\n", c->intra_bandwidth_GBps);
-    hp_text_appendf(buf, n, &used, "intra_latency_us: %.15g\n", c->intra_latency_us);
-    hp_text_appendf(buf, n, &used, "inter_bandwidth_GBps: %.15g\n", c->inter_bandwidth_GBps);
-    hp_text_appendf(buf, n, &used, "inter_latency_us: %.15g\n", c->inter_latency_us);
+    hp_text_appendf(buf, n, &used, "intra_bandwidth_GBps: %s\n", exact(v, c->intra_bandwidth_GBps));
+    hp_text_appendf(buf, n, &used, "intra_latency_us: %s\n", exact(v, c->intra_latency_us));
+    hp_text_appendf(buf, n, &used, "inter_bandwidth_GBps: %s\n", exact(v, c->inter_bandwidth_GBps));
+    hp_text_appendf(buf, n, &used, "inter_latency_us: %s\n", exact(v, c->inter_latency_us));
     append_peak(buf, n, &used, "peak_fp32", c->peak_fp32_flops);
     append_peak(buf, n, &used, "peak_bf16", c->peak_bf16_flops);
-    hp_text_appendf(buf, n, &used, "memory_GB: %.15g\n", c->memory_GB);
+    hp_text_appendf(buf, n, &used, "memory_GB: %s\n", exact(v, c->memory_GB));
     for (int i = 0; i < c->nassumptions; i++) hp_text_appendf(buf, n, &used, "assumption: %s\n", c->assumptions[i]);
     return used;
 }
