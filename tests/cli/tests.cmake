@@ -3,7 +3,8 @@ foreach(t default_run resume llmc bad_input sample parallel validate plan plan_f
           crash_ckpt ckpt_hygiene ckpt_verify write_errors mpi_outputs fsdp grad_accum deterministic report report_browser
           report_records report_ranges readers muon_dist bench_muon
           limits data_kind plan_rules resume_state flags small_inputs bench_kernels bf16 bf16_long dp_reduce resume_plan new_user
-          tokenize golden_steps pipeline pipeline_fsdp llama moe moe_fsdp moe_muon moe_chunks export_hf validate_moe calibrate)
+          tokenize golden_steps pipeline pipeline_fsdp llama moe moe_fsdp moe_muon moe_chunks export_hf validate_moe calibrate
+          simulate plan_auto)
   add_test(NAME cli/${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:hyperpar_cli>)
   set_tests_properties(cli/${t} PROPERTIES TIMEOUT 1200)
 endforeach()
