@@ -83,7 +83,7 @@ static hp_status event(sim *s, const stage_sim *st, int comm, int lane, const hp
 }
 
 /* Runs the calls of node n on their lanes from the stream's time: *p gets when they end and their tier
- * split; *arrive (a send) when the message is there. */
+ * split (a send's message is there when they end). */
 static hp_status run_calls(sim *s, stage_sim *st, const hp_node *n, const hp_cost_call *c, int nc, pend *p) {
     memset(p, 0, sizeof *p);
     p->end = st->t;
