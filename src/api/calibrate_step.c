@@ -17,6 +17,7 @@
 
 #include "api/calibrate.h"
 #include "api/infer.h"
+#include "api/simulate.h"
 #include "core/rng.h"
 #include "core/timing.h"
 #include "optim/phase.h"
@@ -36,6 +37,17 @@ static void hook(void *ctx, const hp_node *n, double t0, double t1) {
     if (fl <= 0 && by <= 0) return;
     int f = (int)hp_profile_family_of_op(n->op->name), b = (int)hp_profile_bucket_of(fl);
     t->flops[f][b] += fl, t->bytes[f][b] += by, t->seconds[f][b] += t1 - t0, t->nodes[f][b]++;
+}
+
+/* One training step of engine e: forward, backward, the optimizer at its warm-up's learning rate. */
+static hp_status engine_step(hp_api_engine *e, const hp_optim_config *oc, int step) {
+    HP_TRY(hp_program_run(e->prog, HP_PHASE_FWD));
+    HP_TRY(hp_program_run(e->prog, HP_PHASE_BWD));
+    if (e->c.has_optim) {
+        hp_optim_phase_lrs(hp_program_data(e->prog, e->c.optim.lr), oc, 1e-4f);
+        *(int32_t *)hp_program_data(e->prog, e->c.optim.step) = (int32_t)step;
+    }
+    return hp_program_run(e->prog, HP_PHASE_OPT);
 }
 
 /* Runs `steps` timed steps (after 2 untimed) of a GPT-2 of width C, L blocks, B x T tokens, into t; *med: the
@@ -60,13 +72,7 @@ static hp_status profile_model(tally *t, double *med, int L, int C, int B, int T
     for (int i = -2; !st && i < steps; i++) {
         t->on = i >= 0;
         double t0 = hp_now();
-        st = hp_program_run(e.prog, HP_PHASE_FWD);
-        if (!st) st = hp_program_run(e.prog, HP_PHASE_BWD);
-        if (!st && e.c.has_optim) {
-            hp_optim_phase_lrs(hp_program_data(e.prog, e.c.optim.lr), &oc, 1e-4f);
-            *(int32_t *)hp_program_data(e.prog, e.c.optim.step) = (int32_t)(i + 3);
-        }
-        if (!st) st = hp_program_run(e.prog, HP_PHASE_OPT);
+        st = engine_step(&e, &oc, i + 3);
         if (i >= 0 && i < 16) dt[i] = hp_now() - t0;
     }
     if (!st && med) *med = hp_median(dt, steps < 16 ? steps : 16);
@@ -89,15 +95,7 @@ typedef struct {
 static void *shared_main(void *arg) {
     shared_rank *r = arg;
     pthread_barrier_wait(r->go);
-    for (int i = 0; !r->st && i < r->steps; i++) {
-        r->st = hp_program_run(r->e.prog, HP_PHASE_FWD);
-        if (!r->st) r->st = hp_program_run(r->e.prog, HP_PHASE_BWD);
-        if (!r->st && r->e.c.has_optim) {
-            hp_optim_phase_lrs(hp_program_data(r->e.prog, r->e.c.optim.lr), &r->oc, 1e-4f);
-            *(int32_t *)hp_program_data(r->e.prog, r->e.c.optim.step) = (int32_t)(i + 1);
-        }
-        if (!r->st) r->st = hp_program_run(r->e.prog, HP_PHASE_OPT);
-    }
+    for (int i = 0; !r->st && i < r->steps; i++) r->st = engine_step(&r->e, &r->oc, i + 1);
     pthread_barrier_wait(r->go);
     return NULL;
 }
@@ -167,16 +165,9 @@ static hp_status trainer_step(double *med, int L, int C, int B, int T, int threa
     hp_train_config_default(&tc, model);
     hp_status st = hp_train_options_config(&tc, &o);
     tc.run_dir = NULL;
-    hp_train *tr = NULL;
-    if (!st) st = hp_train_create(&tr, &tc);
-    double dt[16];
-    for (int i = -2; !st && i < steps; i++) {
-        double t0 = hp_now();
-        st = hp_train_step(tr, NULL, NULL);
-        if (i >= 0 && i < 16) dt[i] = hp_now() - t0;
-    }
-    if (!st) *med = hp_median(dt, steps < 16 ? steps : 16);
-    hp_train_free(tr);
+    double lo, hi;
+    int lead;
+    if (!st) st = hp_api_train_time(med, &lo, &hi, &lead, &tc, 2, steps);
     hp_model_free(model);
     return st;
 }

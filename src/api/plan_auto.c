@@ -114,8 +114,7 @@ static double limit_of(const hp_auto_config *c, const hp_cluster *cl) {
     double avail = 0;
     char src[64];
     hp_memory_available(&avail, src, sizeof src);
-    int here = c->world / (c->processes > 1 ? c->processes : 1);
-    return avail > 0 ? avail / (here > 0 ? here : 1) : 1e18;
+    return avail > 0 ? avail / hp_api_ranks_here(c->world, c->processes, c->sim.one_process) : 1e18;
 }
 
 static hp_status search(hp_auto_report *r, const hp_train_options *base, const hp_auto_config *c,
@@ -140,7 +139,7 @@ static hp_status search(hp_auto_report *r, const hp_train_options *base, const h
     for (int i = 0; i < res.nrows; i++) {
         const hp_search_row *s = &res.rows[i];
         hp_auto_row *a = &r->rows[i];
-        hp_search_cand_flags(a->flags, sizeof a->flags, &s->c);
+        hp_search_cand_flags(a->flags, sizeof a->flags, &s->c, 1);
         a->pp = s->c.pp, a->dp = s->c.dp, a->ep = s->c.ep, a->tp = s->c.tp, a->micro = s->c.micro;
         a->remat = s->c.remat;
         snprintf(a->form, sizeof a->form, "%s", hp_dp_form_name(s->c.form));
@@ -167,18 +166,7 @@ static hp_status search(hp_auto_report *r, const hp_train_options *base, const h
         hp_train_options o;
         apply(&o, base, w);
         st = hp_train_options_plan(&r->best, &o, "hyperpar plan --auto");
-        size_t u = (size_t)snprintf(r->best_flags, sizeof r->best_flags, "--batch %d", w->batch);
-        if (w->micro > 1 && u < sizeof r->best_flags)
-            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --grad-accum %d%s", w->micro,
-                                  w->comm_last ? " --grad-accum-comm last" : "");
-        if (w->pp > 1 && u < sizeof r->best_flags)
-            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --pp-schedule %s",
-                                  hp_pp_kind_name((hp_pp_kind)w->sched));
-        if (w->remat && u < sizeof r->best_flags)
-            u += (size_t)snprintf(r->best_flags + u, sizeof r->best_flags - u, " --remat %s",
-                                  w->remat == 1 ? "selective" : "full");
-        if (w->bf16 && u < sizeof r->best_flags)
-            snprintf(r->best_flags + u, sizeof r->best_flags - u, " --dtype bf16");
+        hp_search_cand_flags(r->best_flags, sizeof r->best_flags, w, 0);
     }
     hp_search_free(&res);
     return st;
@@ -194,8 +182,8 @@ hp_status hp_plan_auto(hp_auto_report **out, const hp_train_options *base, const
     hp_profile prof;
     hp_cluster cl;
     int have_cl = 0;
-    int here = c->world / (c->processes > 1 ? c->processes : 1);
-    hp_status st = hp_api_profile_pick(&prof, c->sim.profile, base->threads / here > 0 ? base->threads / here : 1);
+    int here = hp_api_ranks_here(c->world, c->processes, c->sim.one_process);
+    hp_status st = hp_api_profile_pick(&prof, c->sim.profile, hp_api_rank_threads(base->threads, here));
     if (st) {
         free(r);
         return st;

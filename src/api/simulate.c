@@ -80,12 +80,19 @@ static hp_status write_trace(const hp_cost *k, const char *prefix, const hp_mesh
     return st;
 }
 
+int hp_api_ranks_here(int ranks, int processes, int one_process) {
+    int here = processes > 1 && !one_process ? ranks / processes : ranks;
+    return here > 0 ? here : 1;
+}
+
+int hp_api_rank_threads(int threads, int here) { return threads / here > 0 ? threads / here : 1; }
+
 /* The share of the profile's kernel threads a rank gets on this machine: its threads, or the cores the
  * process's ranks share out when there are fewer, over the profile's. */
 static double local_scale(const hp_plan_report_config *c, int ranks, const hp_profile *p, int one_process) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int here = c->processes > 1 && !one_process ? ranks / c->processes : ranks;
-    double per = c->threads / here > 0 ? (double)(c->threads / here) : 1.0;
+    int here = hp_api_ranks_here(ranks, c->processes, one_process);
+    double per = hp_api_rank_threads(c->threads, here);
     double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
     /* more rank-threads than cores: each loses more than its share (the profile's measured efficiency) */
     double ratio = cores > 0 ? here * per / (double)cores : 1;
@@ -118,8 +125,7 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     const hp_compiled **ptr = calloc((size_t)stages, sizeof *ptr);
     r->memory = calloc((size_t)stages, sizeof *r->memory);
     hp_status st = cc && ptr && r->memory ? HP_OK : hp_errorf("hp_simulate: out of memory");
-    int done = 0, here = c->processes > 1 && !sc->one_process ? ranks / c->processes : ranks;
-    int threads = c->threads / here > 0 ? c->threads / here : 1;
+    int done = 0, threads = hp_api_rank_threads(c->threads, hp_api_ranks_here(ranks, c->processes, sc->one_process));
     for (; !st && done < stages; done++) {
         st = hp_compile(&cc[done], model, plan, stage_rank(m, axis, done), &s.co);
         if (st) break;
@@ -206,8 +212,7 @@ hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads) {
 /* Kernel threads a rank of c's plan gets: the process's threads over the ranks it hosts. */
 static int rank_threads(const hp_plan_report_config *c, int one_process) {
     int ranks = hp_mesh_size(&c->plan->plan.mesh);
-    int here = c->processes > 1 && !one_process ? ranks / c->processes : ranks;
-    return c->threads / (here > 0 ? here : 1) > 0 ? c->threads / here : 1;
+    return hp_api_rank_threads(c->threads, hp_api_ranks_here(ranks, c->processes, one_process));
 }
 
 hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const hp_sim_config *sc) {

@@ -16,8 +16,18 @@
 hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
                              const hp_profile *prof, const hp_cluster *cl);
 
+/* The ranks one process hosts (processes > 1 and not one_process: the ranks spread over them; >= 1), and the
+ * kernel threads each of them gets of the process's threads (>= 1). */
+int hp_api_ranks_here(int ranks, int processes, int one_process);
+int hp_api_rank_threads(int threads, int here);
+
 /* The profile of a comma-separated list of files measured at the kernel threads a rank runs with (else the one
  * with the most threads below, else the fewest above). */
 hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads);
+
+/* Trains tc for warmup + steps steps (steps >= 1), each timed: *med, *lo, *hi of the timed ones; *lead: this
+ * process hosts rank 0 (api/simulate_check). */
+hp_status hp_api_train_time(double *med, double *lo, double *hi, int *lead, const hp_train_config *tc, int warmup,
+                            int steps);
 
 #endif

@@ -34,9 +34,8 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Trains tc for warmup + steps steps, each timed: *med, *lo, *hi of the timed ones. */
-static hp_status measure(double *med, double *lo, double *hi, int *lead, const hp_train_config *tc, int warmup,
-                         int steps) {
+hp_status hp_api_train_time(double *med, double *lo, double *hi, int *lead, const hp_train_config *tc, int warmup,
+                            int steps) {
     hp_train *t = NULL;
     HP_TRY(hp_train_create(&t, tc));
     double *dt = malloc(sizeof *dt * (size_t)steps);
@@ -98,7 +97,9 @@ hp_status hp_simulate_check(hp_check_result *out, int *lead, const hp_train_opti
         tc.world = w;
         tc.run_dir = NULL;
     }
-    if (!st) st = measure(&out->measured_s, &out->measured_min_s, &out->measured_max_s, lead, &tc, warmup, steps);
+    if (!st)
+        st = hp_api_train_time(&out->measured_s, &out->measured_min_s, &out->measured_max_s, lead, &tc, warmup,
+                               steps);
     if (!st && *lead) { /* the prediction: the same plan on the same supernodes */
         hp_plan_report_config rc;
         st = hp_plan_report_config_from_options(&rc, &ro, plan);

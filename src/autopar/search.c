@@ -13,7 +13,7 @@ const char *hp_dp_form_name(hp_dp_form f) {
     return f < HP_DPF_N ? n[f] : "?";
 }
 
-int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c) {
+int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c, int with_plan) {
     size_t u = 0;
 #define ADD(...)                                                                                                   \
     do {                                                                                                           \
@@ -21,13 +21,15 @@ int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c) {
         if (w_ > 0) u += (size_t)w_;                                                                               \
     } while (0)
     ADD("--batch %d", c->batch);
-    if (c->pp > 1) ADD(" --pp %d", c->pp);
-    if (c->form == HP_DPF_FSDP) ADD(" --fsdp %d", c->dp);
-    else if (c->form == HP_DPF_HSDP) ADD(" --hsdp %d,%d", c->dp / c->shard, c->shard);
-    else if (c->dp > 1) ADD(" --dp %d", c->dp);
-    if (c->form == HP_DPF_ZERO1 || c->form == HP_DPF_ZERO2) ADD(" --zero %d", c->form == HP_DPF_ZERO1 ? 1 : 2);
-    if (c->ep > 1) ADD(" --ep %d", c->ep);
-    if (c->tp > 1) ADD(" --tp %d", c->tp);
+    if (with_plan) { /* what a plan file says */
+        if (c->pp > 1) ADD(" --pp %d", c->pp);
+        if (c->form == HP_DPF_FSDP) ADD(" --fsdp %d", c->dp);
+        else if (c->form == HP_DPF_HSDP) ADD(" --hsdp %d,%d", c->dp / c->shard, c->shard);
+        else if (c->dp > 1) ADD(" --dp %d", c->dp);
+        if (c->form == HP_DPF_ZERO1 || c->form == HP_DPF_ZERO2) ADD(" --zero %d", c->form == HP_DPF_ZERO1 ? 1 : 2);
+        if (c->ep > 1) ADD(" --ep %d", c->ep);
+        if (c->tp > 1) ADD(" --tp %d", c->tp);
+    }
     if (c->micro > 1) ADD(" --grad-accum %d", c->micro);
     if (c->comm_last) ADD(" --grad-accum-comm last");
     if (c->pp > 1) ADD(" --pp-schedule %s", hp_pp_kind_name((hp_pp_kind)c->sched));

@@ -95,9 +95,10 @@ hp_status hp_search_run(hp_search_result *out, const hp_search_space *s, hp_sear
 void hp_search_free(hp_search_result *r);
 
 /* The candidate as `hyperpar train` flags: "--batch 4 --pp 2 --dp 2 --tp 2 --zero 2 --grad-accum 4
- * --grad-accum-comm last --pp-schedule 1f1b --remat selective" (what is 1 or none is left out; FSDP as --fsdp N, HSDP as --hsdp R,S).
- * Like snprintf. */
-int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c);
+ * --grad-accum-comm last --pp-schedule 1f1b --remat selective --dtype bf16" (what is 1 or none is left out;
+ * FSDP as --fsdp N, HSDP as --hsdp R,S); with_plan 0: only what train needs beside the candidate's plan file
+ * (no mesh, no data-parallel form). Like snprintf. */
+int hp_search_cand_flags(char *buf, size_t n, const hp_search_cand *c, int with_plan);
 /* The data-parallel form's name: "replicated", "zero-1", "zero-2", "fsdp", "hsdp". */
 const char *hp_dp_form_name(hp_dp_form f);
 

@@ -96,16 +96,11 @@ static int run_case(const gpt2_fixture *f, const grid_case *k, int sn) {
 }
 
 int main(void) {
-    gpt2_fixture f;
-    hp_gpt2_config c = {.L = 4, .NH = 4, .C = 64, .V = 256, .maxT = 32};
-    fixture_build(&f, c, 8, 32, -1);
-    /* the forward graph compiles (fixture_build differentiated it: build a fresh one) */
-    hp_graph *g;
-    hp_gpt2_io io;
-    CHECK_OK(hp_graph_create(&g));
-    CHECK_OK(hp_gpt2_build(g, &io, &f.c, 8, 32));
-    gpt2_fixture m = f;
-    m.g = g;
+    hp_kernels_init();
+    gpt2_fixture m = {.c = {.L = 4, .NH = 4, .C = 64, .V = 256, .maxT = 32}};
+    CHECK_OK(hp_gpt2_config_check(&m.c));
+    CHECK_OK(hp_graph_create(&m.g)); /* the forward graph: hp_compile differentiates it */
+    CHECK_OK(hp_gpt2_build(m.g, &m.io, &m.c, 8, 32));
     static const grid_case grid[] = {
         {"dp=4", 1, 1, 4, 1, NULL, 1},
         {"tp=4", 1, 1, 1, 4, NULL, 1},
@@ -122,7 +117,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++)
         for (int sn = 1; sn <= 2; sn++) bad += run_case(&m, &grid[i], sn);
     printf("%d rank-tier counts differ\n", bad);
-    hp_graph_destroy(g);
-    fixture_free(&f);
+    hp_graph_destroy(m.g);
     return hp_test_finish("test_cost_counted");
 }
