@@ -19,7 +19,8 @@ static void usage(void) {
            "       hyperpar report --bench FILE.json [FILE2.json ...] [-o FILE.html]\n"
            "Writes one self-contained HTML page (inline SVG, no network): a run directory's curves, memory,\n"
            "settings, plan and per-rank timeline; or benchmark JSON rows (bench, bench comm, bench parallel).\n\n"
-           "  DIR                 a run directory (hyperpar train --run-dir) or a metrics file\n"
+           "  DIR                 a run directory (hyperpar train --run-dir), a metrics file, or a simulated step\n"
+           "                      (hyperpar simulate --timeline DIR/NAME: DIR, or DIR/NAME.sim.json)\n"
            "  -o, --out FILE      the page (default DIR/report.html, or the bench file with .html)\n"
            "  --compare DIR2 ...  runs overlaid on DIR; prints each one's Pearson r and max |dloss| against DIR\n"
            "  --bench FILE ...    benchmark JSON files (hyperpar bench --json, bench comm --json, bench parallel --json)\n"
@@ -99,7 +100,10 @@ int hp_cmd_report(int argc, char **argv) {
         return 1;
     }
     printf("report: %s (%ld bytes)", s.out, s.bytes);
-    if (c.run_dir) {
+    if (c.run_dir && s.simulated) {
+        printf(": a simulated step (predicted %.3f ms), %d traced ranks", s.predicted_ms, s.traced_ranks);
+        if (s.hidden_share >= 0) printf(", communication hidden %.1f%%", 100 * s.hidden_share);
+    } else if (c.run_dir) {
         printf(": %ld steps%s%s", s.steps, s.finished ? "" : ", run not finished", s.truncated ? ", last metrics line cut short" : "");
         if (s.traced_ranks) printf(", %d traced ranks", s.traced_ranks);
         if (s.hidden_share >= 0) printf(", communication hidden %.1f%%", 100 * s.hidden_share);

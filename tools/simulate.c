@@ -158,7 +158,8 @@ int hp_cmd_simulate(int argc, char **argv) {
             if (!st) st = hp_simulate(&rep, &c, &sc);
             if (!st) print_report(rep, p, &so);
         }
-        if (!st && sc.trace) printf("\ntimeline: %s.rankN.json (one per stage; hyperpar report)\n", sc.trace);
+        if (!st && sc.trace) printf("\ntimeline: %s.rankN.json (one per stage) and %s.sim.json: hyperpar report DIR draws them\n", sc.trace,
+                   sc.trace);
     }
     int rc = 0;
     if (st) {

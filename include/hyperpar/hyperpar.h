@@ -1520,6 +1520,8 @@ typedef struct {
     } compare[HP_REPORT_MAX_COMPARE];
     int traced_ranks;
     double hidden_share; /* share of communication time overlapping compute, the shown steps; -1: no trace */
+    int simulated;       /* the directory held a simulated step (hyperpar simulate --timeline), not a run */
+    double predicted_ms; /* its predicted step time */
 } hp_report_summary;
 
 /* Reads the run (or benchmark files) and writes the page atomically; errors

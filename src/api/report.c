@@ -44,7 +44,7 @@ static void out_path(char *buf, size_t n, const hp_report_config *c) {
         snprintf(buf, n, "%.*s/report.html", (int)l, f);
         return;
     }
-    const char *ext = c->run_dir ? ".jsonl" : ".json";
+    const char *ext = !c->run_dir ? ".json" : l > 9 && !strcmp(f + l - 9, ".sim.json") ? ".json" : ".jsonl";
     size_t el = strlen(ext);
     if (l > el && !strcmp(f + l - el, ext)) l -= el;
     snprintf(buf, n, "%.*s.html", (int)l, f);
@@ -93,6 +93,7 @@ hp_status hp_report_write(hp_report_summary *sum, const hp_report_config *c) {
         }
         sum->traced_ranks = rs.ntraces;
         sum->hidden_share = rs.hidden_share;
+        sum->simulated = rs.simulated, sum->predicted_ms = rs.predicted_ms;
     }
     return HP_OK;
 }

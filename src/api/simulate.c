@@ -11,7 +11,6 @@
 #include "api/api.h"
 #include "api/plan_report.h"
 #include "api/simulate.h"
-#include "runtime/trace.h"
 
 _Static_assert(HP_PROF_NFAMILIES == 7, "hp_sim_report.family_s has a place for every family");
 
@@ -38,46 +37,6 @@ static hp_status add_assumption(hp_sim_report *r, const char *from, const char *
     snprintf(t, n, "%s: %s", from, text);
     r->assumptions[r->nassumptions++] = t;
     return HP_OK;
-}
-
-/* The first rank of each pipeline stage (stage s: the pp coordinate s, the others 0). */
-static int stage_rank(const hp_mesh *m, int axis, int s) {
-    int coord[HP_MESH_MAX_DIMS] = {0};
-    if (axis >= 0) coord[axis] = s;
-    return hp_mesh_rank(m, coord);
-}
-
-/* The timeline: one trace per stage, the compute stream on track 0, each lane's calls on a track of its own. */
-static hp_status write_trace(const hp_cost *k, const char *prefix, const hp_mesh *m, int axis) {
-    hp_status st = HP_OK;
-    for (int s = 0; !st && s < k->nstages; s++) {
-        int lanes[HP_COST_NLANES], nl = 0;
-        size_t nev = 0;
-        for (int i = 0; i < k->nevents; i++) {
-            const hp_cost_event *e = &k->events[i];
-            if (e->stage != s) continue;
-            nev++;
-            if (!e->comm) continue;
-            int seen = 0;
-            for (int j = 0; j < nl && !seen; j++) seen = lanes[j] == e->lane;
-            if (!seen) lanes[nl++] = e->lane;
-        }
-        hp_trace *t = NULL;
-        st = hp_trace_create(&t, stage_rank(m, axis, s), nl > 0 ? nl : 1, nev > 0 ? nev : 1);
-        if (st) break;
-        hp_trace_set_origin(t, 0);
-        for (int i = 0; i < k->nevents; i++) {
-            const hp_cost_event *e = &k->events[i];
-            if (e->stage != s) continue;
-            int track = HP_TRACE_COMPUTE;
-            for (int j = 0; e->comm && j < nl; j++)
-                if (lanes[j] == e->lane) track = j + 1;
-            hp_trace_event(t, e->name, e->phase, track, e->t0, e->t1, (int64_t)e->bytes);
-        }
-        st = hp_trace_write(t, prefix);
-        hp_trace_destroy(t);
-    }
-    return st;
 }
 
 int hp_api_ranks_here(int ranks, int processes, int one_process) {
@@ -127,7 +86,7 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     hp_status st = cc && ptr && r->memory ? HP_OK : hp_errorf("hp_simulate: out of memory");
     int done = 0, threads = hp_api_rank_threads(c->threads, hp_api_ranks_here(ranks, c->processes, sc->one_process));
     for (; !st && done < stages; done++) {
-        st = hp_compile(&cc[done], model, plan, stage_rank(m, axis, done), &s.co);
+        st = hp_compile(&cc[done], model, plan, hp_api_stage_rank(m, axis, done), &s.co);
         if (st) break;
         ptr[done] = &cc[done];
         hp_plan_gather_memory(&r->memory[done], &cc[done], threads);
@@ -155,7 +114,7 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     hp_cost k;
     memset(&k, 0, sizeof k);
     if (!st) st = hp_cost_predict(&k, ptr, stages, &env, sc->trace != NULL);
-    if (!st && sc->trace) st = write_trace(&k, sc->trace, m, axis);
+    if (!st && sc->trace) st = hp_api_sim_write_trace(&k, sc->trace, m, axis);
     if (!st) {
         r->step_s = k.step_s, r->compute_s = k.compute_s, r->optimizer_s = k.optimizer_s, r->bubble_s = k.bubble_s;
         r->exposed_intra_s = k.exposed_s[HP_PROF_INTRA], r->exposed_inter_s = k.exposed_s[HP_PROF_INTER];
@@ -236,6 +195,7 @@ hp_status hp_simulate(hp_sim_report **out, const hp_plan_report_config *c, const
     for (int i = 0; !st && have_cl && i < cl.nassumptions; i++) st = add_assumption(r, cl.name, cl.assumptions[i]);
     for (int i = 0; !st && i < prof.nnotes; i++) st = add_assumption(r, prof.machine, prof.notes[i]);
     if (!st) st = hp_api_sim_predict(r, c, sc, &prof, have_cl ? &cl : NULL);
+    if (!st && sc->trace) st = hp_api_sim_write_summary(r, &c->plan->plan.mesh, sc->trace);
     if (have_cl) hp_cluster_free(&cl);
     hp_profile_free(&prof);
     if (st) {

@@ -30,4 +30,12 @@ hp_status hp_api_profile_pick(hp_profile *out, const char *list, int threads);
 hp_status hp_api_train_time(double *med, double *lo, double *hi, int *lead, const hp_train_config *tc, int warmup,
                             int steps);
 
+/* The first rank of pipeline stage s (the pp coordinate s, the others 0; axis -1: no pipeline). */
+int hp_api_stage_rank(const hp_mesh *m, int axis, int s);
+
+/* `--timeline PREFIX` (api/simulate_out): the predicted timeline, PREFIX.rankN.json per stage (N its first rank),
+ * and PREFIX.sim.json, the prediction they belong to (read by `hyperpar report`); the directory made if missing. */
+hp_status hp_api_sim_write_trace(const hp_cost *k, const char *prefix, const hp_mesh *m, int axis);
+hp_status hp_api_sim_write_summary(const hp_sim_report *r, const hp_mesh *m, const char *prefix);
+
 #endif

@@ -97,6 +97,57 @@ static void header(hp_sbuf *b, const hp_rep_run *r, hp_rep_summary *sum) {
                      r->metrics.nonfinite);
 }
 
+/* A simulated step's page head: what the cost model predicted (the split adds up to the step). */
+static void sim_header(hp_sbuf *b, const hp_rep_run *r, hp_rep_summary *sum) {
+    const hp_json *j = r->sim;
+    sum->simulated = 1;
+    sum->predicted_ms = hp_rep_json_num(j, "step_ms", 0);
+    hp_sb_put(b, "<h1>hyperpar simulated step ");
+    hp_sb_html(b, r->name);
+    hp_sb_put(b, "</h1>\n<p class=\"note\" id=\"simulated\">Predicted by <code>hyperpar simulate</code> (the cost "
+                 "model over the compiled program), not measured: no training ran, so there are no curves. The "
+                 "timeline below is the first rank of each pipeline stage.</p>\n<table class=\"summary\" id=\"sim\">");
+    char buf[1400];
+    static const char *const text[][2] = {{"mesh", "mesh"}, {"cluster", "cluster"}, {"profile", "profile"}};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) text_row(b, text[i][1], hp_rep_json_str(j, text[i][0], "-"));
+    snprintf(buf, sizeof buf, "%ld ranks, %ld stage%s (the slowest: %ld)", hp_rep_json_long(j, "ranks", 0, 1L << 40, 0),
+             hp_rep_json_long(j, "stages", 0, 1L << 40, 0), hp_rep_json_long(j, "stages", 0, 1L << 40, 0) == 1 ? "" : "s",
+             hp_rep_json_long(j, "slowest_stage", 0, 1L << 40, 0));
+    text_row(b, "ranks", buf);
+    static const char *const ms[][2] = {{"step_ms", "predicted step"},         {"compute_ms", "compute"},
+                                        {"optimizer_ms", "optimizer"},         {"exposed_intra_ms", "exposed intra"},
+                                        {"exposed_inter_ms", "exposed inter"}, {"bubble_ms", "pipeline bubble"},
+                                        {"comm_intra_ms", "intra on the links"}, {"comm_inter_ms", "inter on the links"}};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        hp_rep_fmt(buf, sizeof buf, hp_rep_json_num(j, ms[i][0], 0), "ms");
+        text_row(b, ms[i][1], buf);
+    }
+    hp_rep_fmt_bytes(buf, sizeof buf, hp_rep_json_num(j, "bytes_intra", 0));
+    text_row(b, "bytes a rank moves, intra", buf);
+    hp_rep_fmt_bytes(buf, sizeof buf, hp_rep_json_num(j, "bytes_inter", 0));
+    text_row(b, "bytes a rank moves, inter", buf);
+    hp_rep_fmt(buf, sizeof buf, hp_rep_json_num(j, "tokens_per_s", 0), NULL);
+    text_row(b, "tokens/s", buf);
+    snprintf(buf, sizeof buf, "%.1f%%", 100 * hp_rep_json_num(j, "mfu", 0));
+    text_row(b, "MFU", buf);
+    hp_sb_put(b, "</table>\n");
+}
+
+/* The prediction's inputs, as simulate printed them. */
+static void sim_assumptions(hp_sbuf *b, const hp_json *j) {
+    const hp_json *as = hp_json_get(j, "assumptions");
+    if (as && as->type == HP_JSON_ARRAY && as->n) {
+        hp_sb_put(b, "<h2>Assumptions</h2><ul id=\"assumptions\">");
+        for (int i = 0; i < as->n; i++)
+            if (as->items[i].type == HP_JSON_STRING) {
+                hp_sb_put(b, "<li>");
+                hp_sb_html(b, as->items[i].str);
+                hp_sb_put(b, "</li>");
+            }
+        hp_sb_put(b, "</ul>\n");
+    }
+}
+
 static void compare(hp_sbuf *b, const hp_rep_run *runs, int n, hp_rep_summary *sum) {
     const hp_series *a = hp_rep_metrics_get(&runs[0].metrics, "loss");
     hp_sb_put(b, "<h2>Comparison of training losses</h2><table id=\"compare\"><tr><th>run</th><th>against</th>"
@@ -262,7 +313,11 @@ static void timeline(hp_sbuf *b, const hp_rep_run *r, const hp_rep_opts *o, hp_r
     if (to >= nsteps) to = nsteps - 1;
     if (from > to) from = to;
     long first = r->trace_first;
-    hp_sb_printf(b, "<h2>Traces: %d rank%s, traced steps %d to %d of %d (training steps %ld to %ld)</h2>\n", r->ntraces,
+    if (r->sim)
+        hp_sb_printf(b, "<h2>Timeline: the predicted step, %d stage%s (the first rank of each)</h2>\n", r->ntraces,
+                     r->ntraces == 1 ? "" : "s");
+    else
+        hp_sb_printf(b, "<h2>Traces: %d rank%s, traced steps %d to %d of %d (training steps %ld to %ld)</h2>\n", r->ntraces,
                  r->ntraces == 1 ? "" : "s", from + 1, to + 1, nsteps, first + from, first + to);
     hp_rep_svg_timeline(b, "plot-timeline", o->width > 1100 ? o->width : 1100, r->traces, r->ntraces, from, to);
     double comm = 0, hidden = 0;
@@ -459,8 +514,15 @@ hp_status hp_rep_run_page(char **html, size_t *len, hp_rep_summary *sum, const h
     hp_sbuf b;
     hp_sb_init(&b);
     char title[300];
-    snprintf(title, sizeof title, "hyperpar run %s", runs[0].name);
+    snprintf(title, sizeof title, "hyperpar %s %s", runs[0].sim ? "simulated step" : "run", runs[0].name);
     hp_rep_page_begin(&b, title);
+    if (runs[0].sim) { /* a simulated step: its prediction and timeline */
+        sim_header(&b, &runs[0], sum);
+        timeline(&b, &runs[0], &o, sum);
+        sim_assumptions(&b, runs[0].sim);
+        hp_rep_page_end(&b);
+        return hp_sb_finish(html, len, &b);
+    }
     header(&b, &runs[0], sum);
     const hp_series *loss = hp_rep_metrics_get(&runs[0].metrics, "loss");
     sum->steps = loss ? loss->n : 0;

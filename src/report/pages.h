@@ -38,6 +38,8 @@ typedef struct {
     hp_rep_cmp cmp[HP_REP_MAX_CMP]; /* runs[1..] against runs[0] */
     int ntraces;         /* ranks traced */
     double hidden_share; /* communication hidden behind compute over the shown steps (-1: no trace) */
+    int simulated;       /* runs[0] is a simulated step (hyperpar simulate --timeline) */
+    double predicted_ms; /* its predicted step */
 } hp_rep_summary;
 
 /* The page of runs[0] (runs[1..]: compared with it). */

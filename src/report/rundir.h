@@ -3,7 +3,10 @@
  * source), plan.json (layouts, collectives and memory per rank),
  * machine.json, the metrics (metrics.jsonl, or the file run.json names) and,
  * when asked, the per-rank traces. Only the metrics are required; a path
- * that is a file is read as a metrics file alone. The numbers the report
+ * that is a file is read as a metrics file alone. A directory without
+ * metrics that holds one simulated step (`hyperpar simulate --timeline`:
+ * NAME.sim.json and its per-stage traces), or that file named, is read as
+ * that step: the prediction in `sim`, the traces, no metrics. The numbers the report
  * turns into integers are range-checked here (an error names the file and
  * the field). */
 #ifndef HP_REPORT_RUNDIR_H
@@ -17,6 +20,7 @@ typedef struct {
     char path[1024];    /* as given */
     char name[256];     /* its last component, for legends */
     hp_json *run, *config, *plan, *machine; /* NULL when the file is absent */
+    hp_json *sim;       /* a simulated step's NAME.sim.json (then the metrics are empty) */
     char metrics_path[1100];
     hp_rep_metrics metrics;
     hp_rep_trace *traces; /* [ntraces], by rank */
