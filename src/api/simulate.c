@@ -48,14 +48,26 @@ int hp_api_rank_threads(int threads, int here) { return threads / here > 0 ? thr
 
 /* The share of the profile's kernel threads a rank gets on this machine: its threads, or the cores the
  * process's ranks share out when there are fewer, over the profile's. */
-static double local_scale(const hp_plan_report_config *c, int ranks, const hp_profile *p, int one_process) {
+/* This machine's cores shared by the ranks of one process: env's compute_scale (the share of the profile's kernel
+ * threads a rank gets when all compute: its threads, or the cores over the ranks when fewer, times the profile's
+ * measured efficiency of that many rank-threads) and, when the pipeline's stages all run here, the speed of a
+ * stage's kernels while only some stages compute (their ranks get the idle stages' cores). */
+static void local_share(hp_cost_env *env, const hp_plan_report_config *c, int ranks, int stages,
+                        const hp_profile *p, int one_process) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int here = hp_api_ranks_here(ranks, c->processes, one_process);
-    double per = hp_api_rank_threads(c->threads, here);
-    double share = cores > 0 && (double)cores / here < per ? (double)cores / here : per;
-    /* more rank-threads than cores: each loses more than its share (the profile's measured efficiency) */
-    double ratio = cores > 0 ? here * per / (double)cores : 1;
-    return share * hp_profile_shared_eff(p, ratio) / (double)(p->threads > 0 ? p->threads : 1);
+    double per = hp_api_rank_threads(c->threads, here), pt = p->threads > 0 ? p->threads : 1;
+    int all_here = here == ranks && stages > 1 && stages <= HP_COST_SHARE_MAX;
+    double scale[HP_COST_SHARE_MAX + 1] = {0};
+    for (int a = 1; a <= (all_here ? stages : 1); a++) {
+        double busy = all_here ? (double)here * a / stages : here; /* ranks computing */
+        double share = cores > 0 && (double)cores / busy < per ? (double)cores / busy : per;
+        double ratio = cores > 0 ? busy * per / (double)cores : 1;
+        scale[a] = share * hp_profile_shared_eff(p, (int)busy, ratio) / pt;
+    }
+    env->compute_scale = scale[all_here ? stages : 1];
+    env->share_stages = all_here ? stages : 0;
+    for (int a = 1; all_here && a <= stages; a++) env->share_speed[a] = scale[a] / env->compute_scale;
 }
 
 hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, const hp_sim_config *sc,
@@ -110,7 +122,8 @@ hp_status hp_api_sim_predict(hp_sim_report *r, const hp_plan_report_config *c, c
     env.links_from_cluster = sc->links > 0 || (sc->links < 0 && cl) ? 3u
                              : sc->links < 0 && sc->inter_bw_GBps > 0 ? 1u << HP_PROF_INTER : 0u;
     env.inter_holds = !cl && sc->one_process && local.supernodes > 1;
-    env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : cl ? 1.0 : local_scale(c, ranks, prof, sc->one_process);
+    if (sc->compute_scale > 0 || cl) env.compute_scale = sc->compute_scale > 0 ? sc->compute_scale : 1.0;
+    else local_share(&env, c, ranks, stages, prof, sc->one_process);
     hp_cost k;
     memset(&k, 0, sizeof k);
     if (!st) st = hp_cost_predict(&k, ptr, stages, &env, sc->trace != NULL);

@@ -53,6 +53,9 @@ typedef struct {
     double compute, opt, exposed[HP_PROF_NTIERS], bubble, comm[HP_PROF_NTIERS], bytes[HP_PROF_NTIERS],
         msgs[HP_PROF_NTIERS], flops, family[HP_PROF_NFAMILIES];
     int fallbacks;
+    /* processor sharing (share_stages): the kernel running, its work left (seconds at the all-computing rate) */
+    int computing;
+    double work;
 } stage_sim;
 
 typedef struct {
@@ -236,10 +239,28 @@ static hp_status step_coll(sim *s, stage_sim *st, const hp_node *n, const hp_col
     return HP_OK;
 }
 
-/* Runs stage st until it ends or waits for a message not sent yet; *progress: it ran a node. */
-static hp_status advance(sim *s, stage_sim *st, int *progress) {
+/* The kernel at st's position ran from t0 to t1: the stream's time, the step's split, the timeline. */
+static hp_status ran(sim *s, stage_sim *st, double t0, double t1) {
     const hp_graph *g = st->cc->rg.g;
-    while (st->pos < st->ex.n) {
+    const hp_node *n = &g->nodes[st->ex.nodes[st->pos]];
+    double dt = t1 - t0;
+    st->family[hp_profile_family_of_op(n->op->name)] += dt;
+    HP_TRY(event(s, st, 0, 0, n, t0, t1, 0));
+    st->t = t1;
+    if (n->phase == HP_PHASE_OPT) {
+        st->opt += dt;
+    } else {
+        st->compute += dt;
+        st->flops += n->op->flops ? n->op->flops(g, n) : 0;
+    }
+    return HP_OK;
+}
+
+/* Runs stage st until it ends, waits for a message not sent yet, or (shared: on the shared clock at `now`) its
+ * stream is held past now or starts a kernel; *progress: it ran or started a node. */
+static hp_status advance(sim *s, stage_sim *st, int *progress, int shared, double now) {
+    const hp_graph *g = st->cc->rg.g;
+    while (st->pos < st->ex.n && !(shared && st->t > now)) {
         int node = st->ex.nodes[st->pos];
         const hp_node *n = &g->nodes[node];
         hp_coll_desc d;
@@ -251,20 +272,17 @@ static hp_status advance(sim *s, stage_sim *st, int *progress) {
             int fb = 0;
             double dt = hp_cost_node_time(g, node, s->env, &fb);
             st->fallbacks += fb;
-            st->family[hp_profile_family_of_op(n->op->name)] += dt;
-            HP_TRY(event(s, st, 0, 0, n, st->t, st->t + dt, 0));
-            st->t += dt;
-            if (n->phase == HP_PHASE_OPT) {
-                st->opt += dt;
-            } else {
-                st->compute += dt;
-                st->flops += n->op->flops ? n->op->flops(g, n) : 0;
+            if (shared && dt > 0) { /* runs on the shared clock: run_shared ends it */
+                st->computing = 1, st->work = dt;
+                *progress = 1;
+                return HP_OK;
             }
+            HP_TRY(ran(s, st, st->t, st->t + dt));
         }
         st->pos++;
         *progress = 1;
     }
-    st->done = 1;
+    if (st->pos >= st->ex.n) st->done = 1;
     return HP_OK;
 }
 
@@ -313,22 +331,70 @@ static hp_status sim_init(sim *s, const hp_compiled *const *stage, int nstages) 
     return HP_OK;
 }
 
-static hp_status run_all(sim *s) {
+static hp_status stuck(const sim *s) {
+    for (int i = 0; i < s->nst; i++)
+        if (!s->st[i].done)
+            return hp_errorf("hp_cost_predict: stage %d waits at node '%s' for a message no stage sends", i,
+                             s->st[i].cc->rg.g->nodes[s->st[i].ex.nodes[s->st[i].pos]].name);
+    return HP_OK;
+}
+
+/* Each stage on a clock of its own (they meet only at pipeline messages). */
+static hp_status run_free(sim *s) {
     for (;;) {
         int progress = 0, left = 0;
         for (int i = 0; i < s->nst; i++) {
             if (s->st[i].done) continue;
-            HP_TRY(advance(s, &s->st[i], &progress));
+            HP_TRY(advance(s, &s->st[i], &progress, 0, INFINITY));
             left += !s->st[i].done;
         }
-        if (!left) break;
-        if (!progress) {
-            for (int i = 0; i < s->nst; i++)
-                if (!s->st[i].done)
-                    return hp_errorf("hp_cost_predict: stage %d waits at node '%s' for a message no stage sends", i,
-                                     s->st[i].cc->rg.g->nodes[s->st[i].ex.nodes[s->st[i].pos]].name);
-        }
+        if (!left) return HP_OK;
+        if (!progress) return stuck(s);
     }
+}
+
+/* The stages on one clock, sharing the cores: at each moment every stage that can go on runs its nodes up to
+ * its next kernel; the A stages computing run at share_speed[A] times the all-computing rate; the clock moves to
+ * the first kernel's end or the first held stream's release. */
+static hp_status run_shared(sim *s) {
+    double now = 0;
+    for (;;) {
+        int progress = 1;
+        while (progress) { /* everything that can happen at `now` (a send at now may wake a receiver) */
+            progress = 0;
+            for (int i = 0; i < s->nst; i++)
+                if (!s->st[i].done && !s->st[i].computing) HP_TRY(advance(s, &s->st[i], &progress, 1, now));
+        }
+        int active = 0, left = 0;
+        double next = INFINITY;
+        for (int i = 0; i < s->nst; i++) {
+            active += s->st[i].computing;
+            left += !s->st[i].done;
+        }
+        if (!left) return HP_OK;
+        double speed = active && s->env->share_speed[active] > 0 ? s->env->share_speed[active] : 1;
+        for (int i = 0; i < s->nst; i++) {
+            const stage_sim *st = &s->st[i];
+            if (st->computing) next = fmin(next, now + st->work / speed);
+            else if (!st->done && st->t > now) next = fmin(next, st->t);
+        }
+        if (!isfinite(next)) return stuck(s);
+        for (int i = 0; i < s->nst; i++) {
+            stage_sim *st = &s->st[i];
+            if (!st->computing) continue;
+            st->work -= (next - now) * speed;
+            if (st->work > 1e-12) continue; /* (a picosecond: rounding, not a kernel) */
+            st->computing = 0; /* the kernel that started when the stream was last free ends now */
+            HP_TRY(ran(s, st, st->t, next));
+            st->pos++;
+        }
+        now = next;
+    }
+}
+
+static hp_status run_all(sim *s) {
+    int shared = s->env->share_stages > 1 && s->env->share_stages <= HP_COST_SHARE_MAX && s->nst == s->env->share_stages;
+    HP_TRY(shared ? run_shared(s) : run_free(s));
     /* the host's work around each step (the profile's; a trainer's batch, schedule, loss): the optimizer's share */
     double host = s->env->profile->step_overhead_us * 1e-6;
     for (int i = 0; i < s->nst; i++) s->st[i].t += host, s->st[i].opt += host;

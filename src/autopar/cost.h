@@ -20,7 +20,11 @@
  *    or a blocking call, holds compute until the call ends — that hold is the
  *    exposed communication of the call's tiers; a pipeline's receive holds it
  *    until the sending stage's message arrives — the bubble. The stages are
- *    simulated together, each message matched to its receive in order.
+ *    simulated together, each message matched to its receive in order;
+ *  - stages that share one process's cores (share_stages) are simulated on
+ *    one clock as processor sharing: while A of them compute, each runs at
+ *    share_speed[A] times the all-computing rate, so a stage's bubble lends
+ *    its cores to the others.
  *
  * The step is the slowest stage's; its split adds up: step = compute +
  * optimizer + exposed (both tiers) + bubble. */
@@ -51,6 +55,8 @@ typedef struct {
 /* Lanes: a mesh axis's group (0 .. HP_MAX_MESH_DIMS-1), the world, FSDP's shard and replica groups. */
 enum { HP_COST_LANE_WORLD = 16, HP_COST_LANE_FSDP_SHARD, HP_COST_LANE_FSDP_REPLICAS, HP_COST_NLANES };
 
+#define HP_COST_SHARE_MAX 16
+
 /* What the model runs on. */
 typedef struct {
     const hp_profile *profile; /* kernel rates; a collective's α–β where it has an entry for the tier */
@@ -61,6 +67,12 @@ typedef struct {
     unsigned links_from_cluster; /* bit t set (1 << HP_PROF_INTRA, 1 << HP_PROF_INTER): tier t's collectives at the
                                   * cluster's latency and bandwidth (a profile measured elsewhere, an emulated
                                   * link); clear: at the profile's α–β where it has the tier, else the cluster's */
+    int share_stages;          /* 2..HP_COST_SHARE_MAX: the pipeline's stages run on one process's cores
+                                * (rank-threads of one process): the cores a stage leaves idle (its bubble, its
+                                * waits) go to the others; compute_scale is then the rate when all of them
+                                * compute at once; 0 or 1: each stage on cores of its own */
+    double share_speed[HP_COST_SHARE_MAX + 1]; /* [A]: a computing stage's kernel rate over compute_scale while A
+                                * of the stages compute (share_speed[share_stages] = 1) */
     int inter_holds;           /* 1: a call's inter-supernode part holds the compute stream as it runs (it is not
                                 * hidden): supernodes emulated in one process, whose link layer works on the
                                 * cores the ranks compute on (measured: overlap on and off step alike there) */

@@ -13,7 +13,12 @@
  *    all-reduce sends between them;
  *  - a pipeline of 2 stages: the bubble is there and shrinks in share as the
  *    micro-batches grow; the split adds up; the timeline's compute events of
- *    each stage never overlap and add up to its compute and optimizer. */
+ *    each stage never overlap and add up to its compute and optimizer;
+ *  - the same pipeline on one process's cores (processor sharing): at equal
+ *    speeds it is the free simulation exactly; when a stage computing alone
+ *    runs twice as fast, every stage's kernels still do the same work (the
+ *    integral of the speed over its compute events equals its kernels' time at
+ *    the all-computing rate) and the step shortens. */
 #include <math.h>
 #include <string.h>
 
@@ -241,6 +246,83 @@ static void pipeline(const model *f) {
     hp_plan_free(&plan);
 }
 
+/* The work stage s's compute events did: the integral over them of share_speed[A(t)], A(t) the stages computing. */
+static double work_done(const hp_cost *k, const hp_cost_env *env, int s) {
+    double w = 0;
+    for (int i = 0; i < k->nevents; i++) {
+        const hp_cost_event *e = &k->events[i];
+        if (e->stage != s || e->comm) continue;
+        /* cut [t0, t1] at every other compute event's ends */
+        double cuts[4096];
+        int nc = 0;
+        cuts[nc++] = e->t0, cuts[nc++] = e->t1;
+        for (int j = 0; j < k->nevents && nc < 4094; j++) {
+            const hp_cost_event *o = &k->events[j];
+            if (o->comm || o->stage == s) continue;
+            if (o->t0 > e->t0 && o->t0 < e->t1) cuts[nc++] = o->t0;
+            if (o->t1 > e->t0 && o->t1 < e->t1) cuts[nc++] = o->t1;
+        }
+        for (int a = 1; a < nc; a++) /* sort */
+            for (int b = a; b > 0 && cuts[b] < cuts[b - 1]; b--) {
+                double t = cuts[b];
+                cuts[b] = cuts[b - 1], cuts[b - 1] = t;
+            }
+        for (int c = 0; c + 1 < nc; c++) {
+            double mid = 0.5 * (cuts[c] + cuts[c + 1]);
+            int active = 0;
+            for (int j = 0; j < k->nevents; j++) {
+                const hp_cost_event *o = &k->events[j];
+                if (!o->comm && o->t0 <= mid && o->t1 > mid) active++;
+            }
+            w += (cuts[c + 1] - cuts[c]) * env->share_speed[active];
+        }
+    }
+    return w;
+}
+
+static double compute_events(const hp_cost *k, int s) {
+    double sum = 0;
+    for (int i = 0; i < k->nevents; i++)
+        if (k->events[i].stage == s && !k->events[i].comm) sum += k->events[i].t1 - k->events[i].t0;
+    return sum;
+}
+
+static void shared_cores(const model *f) {
+    hp_plan plan;
+    CHECK_OK(hp_plan_gpt2_pp(&plan, 2, 1, 1, 1));
+    hp_profile p = flat_profile(2.0);
+    hp_cluster c = cluster(1, 2, 1e3, 0.0, 1e3, 0.0);
+    hp_cost_env free_env = {.profile = &p, .cluster = &c, .compute_scale = 1, .links_from_cluster = 3};
+    hp_compiled cc[2];
+    const hp_compiled *st[2];
+    for (int s = 0; s < 2; s++) {
+        compile(&cc[s], f, &plan, s, 1, 4, HP_PP_1F1B);
+        st[s] = &cc[s];
+    }
+    hp_cost k0, k1, k2;
+    CHECK_OK(hp_cost_predict(&k0, st, 2, &free_env, 1));
+    hp_cost_env eq = free_env;
+    eq.share_stages = 2, eq.share_speed[1] = 1, eq.share_speed[2] = 1;
+    CHECK_OK(hp_cost_predict(&k1, st, 2, &eq, 1));
+    CHECK(near(k1.step_s, k0.step_s, 1e-12) && near(k1.bubble_s, k0.bubble_s, 1e-9) && k1.nevents == k0.nevents);
+    hp_cost_env fast = eq;
+    fast.share_speed[1] = 2;
+    CHECK_OK(hp_cost_predict(&k2, st, 2, &fast, 1));
+    CHECK(near(k2.step_s, k2.compute_s + k2.optimizer_s + k2.exposed_s[0] + k2.exposed_s[1] + k2.bubble_s, 1e-9));
+    for (int s = 0; s < 2; s++) {
+        double want = compute_events(&k0, s), got = work_done(&k2, &fast, s);
+        printf("shared cores: stage %d's kernels %.6g s at the all-computing rate, work done %.6g s over %.6g s\n", s,
+               want, got, compute_events(&k2, s));
+        CHECK(near(got, want, 1e-6));
+        CHECK(compute_events(&k2, s) < want); /* some of it ran alone, faster */
+    }
+    printf("shared cores: step %.6g s free, %.6g s with a lone stage twice as fast\n", k0.step_s, k2.step_s);
+    CHECK(k2.step_s < k0.step_s);
+    hp_cost_free(&k0), hp_cost_free(&k1), hp_cost_free(&k2);
+    for (int s = 0; s < 2; s++) hp_compiled_free(&cc[s]);
+    hp_plan_free(&plan);
+}
+
 int main(void) {
     hp_kernels_init();
     model f = {.c = {.L = 2, .NH = 2, .C = 32, .V = 64, .maxT = 16}};
@@ -252,6 +334,7 @@ int main(void) {
     call_times();
     data_parallel(&f);
     pipeline(&f);
+    shared_cores(&f);
     hp_graph_destroy(f.g);
     return hp_test_finish("test_cost");
 }
