@@ -12,7 +12,7 @@
  * the other core), then yield the core this many times (the peer may be
  * waiting for this very core), then sleep on a futex. */
 #define SPIN_ITERS 256
-#define YIELD_ITERS 0
+#define YIELD_ITERS 64
 /* A sleeping waiter re-checks the barrier's broken flag at least this often. */
 #define MAX_SLEEP_NS 20000000LL
 
