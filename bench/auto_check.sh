@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plan --auto against plans tried by hand (issue 28's third figure): the search picks a plan for N ranks on
 # this machine, then the winner and each hand plan are trained here (`simulate --check`: the median step of
-# STEPS timed steps) in alternating order, twice; prints each one's measured step and the winner's against
+# STEPS timed steps) in alternating order, three times; prints each one's measured step and the winner's against
 # the best hand plan. Usage: bench/auto_check.sh BUILD/hyperpar PROFILES [N] [STEPS]
 set -u
 HP="$1"; PROF="$2"; N="${3:-8}"; STEPS="${4:-10}"
@@ -19,7 +19,7 @@ measure() { # flags... -> ms
     --check --check-steps "$STEPS" 2>&1 | sed -n 's/.*measured \([0-9.]*\) ms.*/\1/p'
 }
 declare -A best
-for round in 1 2; do
+for round in 1 2 3; do
   for f in "$winner" "${hands[@]}"; do
     ms=$(measure $f)
     echo "round $round: $f: $ms ms"
@@ -32,5 +32,5 @@ for f in "${hands[@]}"; do
   v="${best[$f]}"
   if [ -z "$hb" ] || awk -v a="$v" -v b="$hb" 'BEGIN { exit !(a < b) }'; then hb="$v"; hf="$f"; fi
 done
-echo "winner ($winner): $w ms (best of 2); best hand plan ($hf): $hb ms"
+echo "winner ($winner): $w ms (best of 3); best hand plan ($hf): $hb ms"
 awk -v w="$w" -v h="$hb" 'BEGIN { printf "winner / best hand: %.3f\n", w / h }'

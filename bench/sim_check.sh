@@ -38,6 +38,11 @@ for c in "${configs[@]}"; do
   if [ -z "$p" ] || [ -z "$m" ]; then echo "$name: failed: $line"; continue; fi
   e=$(awk -v p="$p" -v m="$m" 'BEGIN { printf "%+.1f", 100 * (p / m - 1) }')
   printf '%-18s %12s %12s %8s%%\n' "$name" "$p" "$m" "$e"
+  [ -n "${first:-}" ] || first="$m"
   sum=$(awk -v s="$sum" -v e="$e" 'BEGIN { if (e < 0) e = -e; print s + e }'); n=$((n + 1))
 done
 awk -v s="$sum" -v n="$n" 'BEGIN { printf "MAPE over %d configurations: %.1f%%\n", n, s / n }'
+# the host's drift over the grid: the first configuration measured again (this shared host changes speed for
+# minutes at a time; a grid across such a change, or calibrated before one, mispredicts every plan alike)
+again=$("$HP" simulate $model --profile "$PROF" --check --check-steps "$STEPS" 2>&1 | sed -n 's/.*measured \([0-9.]*\) ms.*/\1/p')
+awk -v a="$first" -v b="$again" 'BEGIN { if (a > 0 && b > 0) printf "host drift: 1 rank measured %s ms first, %s ms last (%+.1f%%)\n", a, b, 100 * (b / a - 1) }'

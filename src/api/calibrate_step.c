@@ -7,8 +7,9 @@
  * caches, the pool's hand-offs), which the cost model prices steps with. And
  * the host's work of a step beside its program: the trainer's step on the
  * same model (its batch read, schedule, loss and norm) less the program's;
- * and what rank-threads of one process lose against an even share of the
- * cores: data-parallel worlds of 1x, 2x and 4x the cores' count. */
+ * and what rank-threads beyond the cores lose: 2x and 4x the cores' count of
+ * one-thread steps at once, against an even share of the cores. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,13 +82,81 @@ static hp_status profile_model(tally *t, double *med, int L, int C, int B, int T
     return st;
 }
 
+/* R engines of the model (one kernel thread each) stepping at once on R threads, as rank-threads of one process
+ * do: *sec the wall seconds of a step of all of them. */
+typedef struct {
+    hp_api_engine e;
+    hp_optim_config oc;
+    int steps;
+    pthread_barrier_t *go;
+    hp_status st;
+} shared_rank;
+
+static void *shared_main(void *arg) {
+    shared_rank *r = arg;
+    pthread_barrier_wait(r->go);
+    for (int i = 0; !r->st && i < r->steps; i++) r->st = engine_step(&r->e, &r->oc, i + 1);
+    pthread_barrier_wait(r->go);
+    return NULL;
+}
+
+static hp_status shared_run(double *sec, int R, int L, int C, int B, int T, int steps) {
+    hp_gpt2_config m = {L, C / 64, C, 256, 0, T};
+    shared_rank *r = calloc((size_t)R, sizeof *r);
+    pthread_t *th = calloc((size_t)R, sizeof *th);
+    pthread_barrier_t go;
+    hp_status st = r && th ? HP_OK : hp_errorf("calibrate: out of memory");
+    int made = 0, started = 0;
+    for (; !st && made < R; made++) {
+        hp_optim_config_default(&r[made].oc);
+        st = hp_api_engine_create(&r[made].e, &m, B, T, 1, 1, &r[made].oc, HP_F32);
+        if (st) break;
+        st = hp_api_init_params(&r[made].e.ps, &r[made].e.model, 1);
+        r[made].steps = steps, r[made].go = &go;
+    }
+    if (!st && pthread_barrier_init(&go, NULL, (unsigned)R + 1)) st = hp_errorf("calibrate: no barrier");
+    for (; !st && started < R; started++)
+        if (pthread_create(&th[started], NULL, shared_main, &r[started])) st = hp_errorf("calibrate: no thread");
+    if (!st) {
+        pthread_barrier_wait(&go);
+        double t0 = hp_now();
+        pthread_barrier_wait(&go);
+        *sec = (hp_now() - t0) / steps;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (!st) pthread_barrier_destroy(&go);
+    for (int i = 0; i < made; i++) {
+        if (!st) st = r[i].st;
+        hp_api_engine_destroy(&r[i].e);
+    }
+    free(r);
+    free(th);
+    return st;
+}
+
+/* The efficiency of R = 2 and 4 times `cores` rank-threads stepping together, against an even share of the cores:
+ * R one-thread steps would take R t1 / cores seconds at full speed. */
+static hp_status shared_effs(double *eff, int cores, int quick) {
+    int steps = quick ? 1 : 3;
+    double t1 = 0;
+    HP_TRY(shared_run(&t1, 1, 2, 256, 4, 128, steps));
+    for (int i = 0; i < 2; i++) {
+        int R = cores * (2 << i);
+        double tr = 0;
+        HP_TRY(shared_run(&tr, R, 2, 256, 4, 128, steps));
+        double e = tr > 0 ? (double)R * t1 / cores / tr : 1;
+        eff[i] = e > 1 ? 1 : e < 0.05 ? 0.05 : e;
+    }
+    return HP_OK;
+}
+
 /* The median step of `hyperpar train`'s trainer (the default text data, no files written) on the same model:
- * the program plus the host's work around it; dp > 1: data parallel over dp rank-threads (B the global batch). */
-static hp_status trainer_step(double *med, int L, int C, int B, int T, int threads, int dp, int steps) {
+ * the program plus the host's work around it. */
+static hp_status trainer_step(double *med, int L, int C, int B, int T, int threads, int steps) {
     hp_train_options o;
     hp_train_options_default(&o);
     o.layers = L, o.heads = C / 64, o.channels = C, o.vocab = 256, o.max_seq = T, o.batch = B, o.seq = T;
-    o.threads = threads, o.dp = dp > 1 ? dp : 0, o.steps = steps + 2, o.warmup = 1, o.val_every = 0, o.metrics[0] = 0, o.ckpt_dir[0] = 0;
+    o.threads = threads, o.steps = steps + 2, o.warmup = 1, o.val_every = 0, o.metrics[0] = 0, o.ckpt_dir[0] = 0;
     snprintf(o.run_dir, sizeof o.run_dir, "none");
     hp_model_config m = {.layers = L, .heads = C / 64, .channels = C, .vocab = 256, .max_seq = T};
     hp_model *model = NULL;
@@ -103,31 +172,6 @@ static hp_status trainer_step(double *med, int L, int C, int B, int T, int threa
     return st;
 }
 
-/* Rank-threads of one process training together: R = 1, 2 and 4 times `cores` of them, data parallel, one kernel
- * thread each, 2 sequences per rank, against one rank alone on one thread at the same batch: their efficiency
- * is R t1 / cores (one rank's step on an even share of the cores) over their step. What they lose: turns on the
- * cores, collectives waiting for descheduled peers, caches and memory bandwidth shared. The two are timed in
- * turn, twice, and the faster of each kept (this machine's noise only ever slows a run). */
-static hp_status shared_effs(double *eff, int cores, int quick) {
-    int steps = quick ? 1 : 4, L = 2, C = 256, T = 128, B = 2;
-    double t1 = 0;
-    for (int i = 0; i < 3; i++) {
-        int R = cores << i;
-        if (R < 2) R = 2; /* (one core: two ranks are its 2x) */
-        double tr = 0;
-        for (int k = 0; k < (quick ? 1 : 2); k++) {
-            double a = 0, b = 0;
-            HP_TRY(trainer_step(&a, L, C, B, T, 1, 1, steps));
-            HP_TRY(trainer_step(&b, L, C, B * R, T, cores, R, steps));
-            t1 = t1 > 0 && t1 < a ? t1 : a;
-            tr = tr > 0 && tr < b ? tr : b;
-        }
-        double e = tr > 0 ? (double)R / cores * t1 / tr : 1;
-        eff[i] = e > 1 ? 1 : e < 0.05 ? 0.05 : e;
-    }
-    return HP_OK;
-}
-
 hp_status hp_api_calib_step(hp_calib_data *d) {
     tally *t = calloc(1, sizeof *t);
     if (!t) return hp_errorf("calibrate: out of memory");
@@ -136,7 +180,7 @@ hp_status hp_api_calib_step(hp_calib_data *d) {
     double prog = 0, trainer = 0;
     hp_status st = profile_model(t, &prog, 2, 256, 8, 128, d->threads, steps);
     if (!st && !d->quick) st = profile_model(t, NULL, 2, 512, 8, 256, d->threads, steps);
-    if (!st) st = trainer_step(&trainer, 2, 256, 8, 128, d->threads, 1, steps);
+    if (!st) st = trainer_step(&trainer, 2, 256, 8, 128, d->threads, steps);
     if (!st) d->step_overhead_us = trainer > prog ? (trainer - prog) * 1e6 : 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (!st) st = shared_effs(d->shared_eff, cores > 0 ? (int)cores : 1, d->quick);

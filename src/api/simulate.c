@@ -63,7 +63,7 @@ static void local_share(hp_cost_env *env, const hp_plan_report_config *c, int ra
         double busy = all_here ? (double)here * a / stages : here; /* ranks computing */
         double share = cores > 0 && (double)cores / busy < per ? (double)cores / busy : per;
         double ratio = cores > 0 ? busy * per / (double)cores : 1;
-        scale[a] = share * hp_profile_shared_eff(p, (int)busy, ratio) / pt;
+        scale[a] = share * hp_profile_shared_eff(p, ratio) / pt;
     }
     env->compute_scale = scale[all_here ? stages : 1];
     env->share_stages = all_here ? stages : 0;

@@ -156,7 +156,7 @@ hp_status hp_calib_profile(hp_profile *out, const hp_calib_data *d) {
     snprintf(out->cpu, sizeof out->cpu, "%s", d->cpu);
     out->threads = d->threads;
     out->step_overhead_us = d->step_overhead_us;
-    for (int i = 0; i < 3; i++) out->shared_eff[i] = d->shared_eff[i];
+    out->shared_eff[0] = d->shared_eff[0], out->shared_eff[1] = d->shared_eff[1];
     out->peak_fp32_gflops = d->peak_fp32_gflops;
     out->peak_bf16_gflops = d->peak_bf16_gflops;
     for (int f = 0; f < HP_PROF_NFAMILIES; f++)
@@ -193,9 +193,8 @@ size_t hp_calib_table(char *buf, size_t n, const hp_calib_data *d, const hp_prof
                         d->step_overhead_us);
     if (d->shared_eff[0] > 0)
         hp_text_appendf(buf, n, &used,
-                        "rank-threads sharing the cores: at 1x, 2x and 4x the cores %.2f, %.2f and %.2f of an even "
-                        "share\n",
-                        d->shared_eff[0], d->shared_eff[1], d->shared_eff[2]);
+                        "rank-threads sharing the cores: at 2x the cores %.2f, at 4x %.2f of an even share\n",
+                        d->shared_eff[0], d->shared_eff[1]);
     hp_text_appendf(buf, n, &used, "\nkernels (%d threads; median of %d calls after a warm-up)\n", d->threads,
                     d->repeats);
     hp_text_appendf(buf, n, &used, "%-12s %-5s %-6s %-14s %-28s %10s %10s %10s %9s %8s\n", "family", "dtype", "bucket",

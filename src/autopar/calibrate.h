@@ -46,8 +46,8 @@ typedef struct {
     int repeats;                              /* timed calls per kernel entry (after a warm-up) */
     double inter_bw_gbps, inter_latency_us;   /* the emulated inter-supernode link (0: unthrottled) */
     double step_overhead_us;                  /* a trainer's step less its program's (0: not measured) */
-    double shared_eff[3];                     /* rank-threads at 1x, 2x and 4x the cores: their efficiency over
-                                               * an even share of the cores (0: not measured) */
+    double shared_eff[2];                     /* rank-threads at 2x and 4x the cores: their efficiency over an
+                                               * even share of the cores (0: not measured) */
     hp_calib_kernel kernel[HP_PROF_NFAMILIES][HP_PROF_NDTYPES][HP_PROF_NBUCKETS];
     hp_calib_coll coll[HP_PROF_NTIERS][HP_PROF_NKINDS];
 } hp_calib_data;

@@ -210,11 +210,11 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
         return path_error(file, "(top)", "expected an object, not %s", hp_json_type_name(root->type));
     static const char *const keys[] = {"format",           "version",          "machine",          "cpu",
                                        "threads",          "peak_fp32_gflops", "peak_bf16_gflops", "step_overhead_us",
-                                       "shared_1x",        "shared_2x",        "shared_4x",        "notes",
-                                       "kernels",          "collectives",      NULL};
+                                       "shared_2x",        "shared_4x",        "notes",            "kernels",
+                                       "collectives",      NULL};
     HP_TRY(check_keys(root, keys,
                       "format, version, machine, cpu, threads, peak_fp32_gflops, peak_bf16_gflops, step_overhead_us, "
-                      "shared_1x, shared_2x, shared_4x, notes, kernels, collectives",
+                      "shared_2x, shared_4x, notes, kernels, collectives",
                       file, ""));
     const char *s = NULL;
     HP_TRY(get_text(&s, root, "format", 64, file, ""));
@@ -237,8 +237,8 @@ static hp_status parse_root(hp_profile *p, const hp_json *root, const char *file
     HP_TRY(get_rate(&p->peak_bf16_gflops, root, "peak_bf16_gflops", 0, file, ""));
     if (hp_json_get(root, "step_overhead_us")) /* optional */
         HP_TRY(get_rate(&p->step_overhead_us, root, "step_overhead_us", 1, file, ""));
-    const char *shared[3] = {"shared_1x", "shared_2x", "shared_4x"};
-    for (int i = 0; i < 3; i++) { /* optional, in (0, 1] */
+    const char *shared[2] = {"shared_2x", "shared_4x"};
+    for (int i = 0; i < 2; i++) { /* optional, in (0, 1] */
         p->shared_eff[i] = 1;
         if (!hp_json_get(root, shared[i])) continue;
         HP_TRY(get_rate(&p->shared_eff[i], root, shared[i], 0, file, ""));
@@ -323,12 +323,11 @@ size_t hp_profile_print(char *buf, size_t n, const hp_profile *p) {
         hp_text_appendf(buf, n, &used, ",\n  \"step_overhead_us\": ");
         append_number(buf, n, &used, p->step_overhead_us);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++)
         if (p->shared_eff[i] > 0 && p->shared_eff[i] < 1) {
-            hp_text_appendf(buf, n, &used, ",\n  \"shared_%dx\": ", 1 << i);
+            hp_text_appendf(buf, n, &used, ",\n  \"shared_%dx\": ", 2 << i);
             append_number(buf, n, &used, p->shared_eff[i]);
         }
-    }
     hp_text_appendf(buf, n, &used, ",\n  \"notes\": [");
     for (int i = 0; i < p->nnotes; i++) {
         hp_text_appendf(buf, n, &used, "%s\n    ", i ? "," : "");
@@ -434,15 +433,13 @@ void hp_profile_collective_time(hp_prof_time *out, const hp_profile *p, hp_prof_
 /* 1 when s starts with prefix. */
 static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
-double hp_profile_shared_eff(const hp_profile *p, int ranks, double ratio) {
-    if (ranks < 2) return 1;
-    double e[3];
-    for (int i = 0; i < 3; i++) e[i] = p->shared_eff[i] > 0 ? p->shared_eff[i] : i ? e[i - 1] : 1;
-    if (!(ratio > 1)) return e[0];
+double hp_profile_shared_eff(const hp_profile *p, double ratio) {
+    double e2 = p->shared_eff[0] > 0 ? p->shared_eff[0] : 1, e4 = p->shared_eff[1] > 0 ? p->shared_eff[1] : e2;
+    if (!(ratio > 1)) return 1;
     double x = log2(ratio); /* 1 at 2x, 2 at 4x */
-    if (x <= 1) return e[0] + (e[1] - e[0]) * x;
-    if (x <= 2) return e[1] + (e[2] - e[1]) * (x - 1);
-    return e[2];
+    if (x <= 1) return 1 + (e2 - 1) * x;
+    if (x <= 2) return e2 + (e4 - e2) * (x - 1);
+    return e4;
 }
 
 hp_prof_family hp_profile_family_of_op(const char *op_name) {

@@ -19,10 +19,9 @@
  *     "peak_bf16_gflops": 80,             threads) as measured, finite and > 0
  *     "step_overhead_us": 3000,        <- optional (0 when absent), >= 0: a training
  *                                         step's host work beside its program
- *     "shared_1x": 0.9,                <- optional (1 when absent), in (0, 1]: the
- *     "shared_2x": 0.8,                   efficiency of rank-threads of one process
- *     "shared_4x": 0.7,                   computing at once, 1x, 2x and 4x as many as
- *                                         cores, over their even share of the cores
+ *     "shared_2x": 0.8,                <- optional (1 when absent), in (0, 1]: the
+ *     "shared_4x": 0.7,                   efficiency of 2x and 4x as many rank-threads
+ *                                         as cores, over their even share
  *     "notes": ["text", ...],          <- optional; kept in order and printed
  *     "kernels": [                     <- may be empty (lookups fall back)
  *       {"family": "gemm", "dtype": "fp32", "bucket": "large",
@@ -115,11 +114,10 @@ typedef struct {
     double peak_bf16_gflops;
     double step_overhead_us; /* optional ("step_overhead_us", >= 0; 0 when absent): a training step's host work
                               * beside its program (the trainer's batch, schedule, loss and norm), per step */
-    double shared_eff[3];    /* optional ("shared_1x", "shared_2x", "shared_4x", in (0, 1]; 1 when absent; parsing
-                              * sets them): the share of the cores a rank-thread's batch work gets when a process
-                              * runs 1x, 2x and 4x as many computing rank-threads as the machine has cores, over
-                              * its even share (context switches, collectives waiting for descheduled peers,
-                              * caches, memory bandwidth) */
+    double shared_eff[2];    /* optional ("shared_2x", "shared_4x", in (0, 1]; 1 when absent; parsing sets them):
+                              * the share of the cores a rank-thread gets, when a process runs 2x and 4x as many
+                              * rank-threads as the machine has cores, over its even share (context switches,
+                              * caches) */
     char **notes; /* [nnotes] owned texts, in file order */
     int nnotes;
     hp_prof_kernel kernel[HP_PROF_NFAMILIES][HP_PROF_NDTYPES][HP_PROF_NBUCKETS];
@@ -157,10 +155,9 @@ void hp_profile_free(hp_profile *p);
  * it prints parses back to the same profile. */
 size_t hp_profile_print(char *buf, size_t n, const hp_profile *p);
 
-/* The efficiency of `ranks` rank-threads of one process computing at once, `ratio` rank-threads (times their
- * kernel threads) per core: 1 for fewer than 2 ranks; else shared_eff interpolated in log2(ratio) through 1x, 2x
- * and 4x, 1x's below, 4x's beyond. */
-double hp_profile_shared_eff(const hp_profile *p, int ranks, double ratio);
+/* The efficiency of `ratio` rank-threads per core (<= 1: 1): shared_eff interpolated in log2(ratio) from 1 at
+ * 1x through 2x and 4x, the 4x value beyond. */
+double hp_profile_shared_eff(const hp_profile *p, double ratio);
 
 /* The bucket of a call of flops FLOPs (see the bounds above). */
 hp_prof_bucket hp_profile_bucket_of(double flops);
