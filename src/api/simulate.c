@@ -46,8 +46,6 @@ int hp_api_ranks_here(int ranks, int processes, int one_process) {
 
 int hp_api_rank_threads(int threads, int here) { return threads / here > 0 ? threads / here : 1; }
 
-/* The share of the profile's kernel threads a rank gets on this machine: its threads, or the cores the
- * process's ranks share out when there are fewer, over the profile's. */
 /* This machine's cores shared by the ranks of one process: env's compute_scale (the share of the profile's kernel
  * threads a rank gets when all compute: its threads, or the cores over the ranks when fewer, times the profile's
  * measured efficiency of that many rank-threads) and, when the pipeline's stages all run here, the speed of a
