@@ -110,9 +110,9 @@ static void sim_header(hp_sbuf *b, const hp_rep_run *r, hp_rep_summary *sum) {
     char buf[1400];
     static const char *const text[][2] = {{"mesh", "mesh"}, {"cluster", "cluster"}, {"profile", "profile"}};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) text_row(b, text[i][1], hp_rep_json_str(j, text[i][0], "-"));
+    long stages = hp_rep_json_long(j, "stages", 0, 1L << 40, 0);
     snprintf(buf, sizeof buf, "%ld ranks, %ld stage%s (the slowest: %ld)", hp_rep_json_long(j, "ranks", 0, 1L << 40, 0),
-             hp_rep_json_long(j, "stages", 0, 1L << 40, 0), hp_rep_json_long(j, "stages", 0, 1L << 40, 0) == 1 ? "" : "s",
-             hp_rep_json_long(j, "slowest_stage", 0, 1L << 40, 0));
+             stages, stages == 1 ? "" : "s", hp_rep_json_long(j, "slowest_stage", 0, 1L << 40, 0));
     text_row(b, "ranks", buf);
     static const char *const ms[][2] = {{"step_ms", "predicted step"},         {"compute_ms", "compute"},
                                         {"optimizer_ms", "optimizer"},         {"exposed_intra_ms", "exposed intra"},
